@@ -1,0 +1,44 @@
+"""The contract every tokenization model (BPE, WordPiece, Unigram) fulfils.
+
+A model sees one pre-token at a time (a word, already normalised and split) and returns its
+sub-tokens with character offsets *relative to that pre-token*; the Tokenizer maps them back to
+the original text.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import NamedTuple
+
+
+class Token(NamedTuple):
+    id: int
+    value: str
+    offsets: tuple[int, int]  # [start, end) in the pre-token string
+
+
+class Model(ABC):
+    """A subword model: vocabulary plus the rule that splits a word into vocabulary items."""
+
+    @abstractmethod
+    def tokenize(self, sequence: str) -> list[Token]: ...
+
+    @abstractmethod
+    def token_to_id(self, token: str) -> int | None: ...
+
+    @abstractmethod
+    def id_to_token(self, id: int) -> str | None: ...
+
+    @abstractmethod
+    def get_vocab(self) -> dict[str, int]: ...
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.get_vocab())
+
+    @abstractmethod
+    def to_json(self) -> dict:
+        """The `model` object of a Hugging Face tokenizer.json (with its `type` key)."""
+
+    @classmethod
+    @abstractmethod
+    def from_json(cls, data: dict) -> "Model": ...
