@@ -1,0 +1,92 @@
+"""What every bertology model shares: its config, weight initialisation, input checks, saving."""
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from .config import EncoderConfig
+
+
+class PreTrainedModel(nn.Module):
+    config_class: ClassVar[type[EncoderConfig]] = EncoderConfig
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        if not isinstance(config, self.config_class):
+            raise TypeError(f"{type(self).__name__} takes a {self.config_class.__name__}, got {type(config).__name__}")
+        self.config = config
+
+    @property
+    def architecture(self) -> str:
+        """The class name transformers uses for the same model (ours are named alike)."""
+        return type(self).__name__
+
+    @torch.no_grad()
+    def init_weights(self) -> None:
+        """BERT's initialisation: N(0, initializer_range) weights, zero biases, unit LayerNorms."""
+        std = self.config.initializer_range
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                module.weight.normal_(0.0, std)
+                if module.bias is not None:
+                    module.bias.zero_()
+            elif isinstance(module, nn.Embedding):
+                if getattr(module, "fixed", False):  # e.g. DistilBERT's sinusoidal positions
+                    continue
+                module.weight.normal_(0.0, std)
+                if module.padding_idx is not None:
+                    module.weight[module.padding_idx].zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.weight.fill_(1.0)
+                module.bias.zero_()
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write `config.json` + `model.safetensors` in Hugging Face layout (atomically)."""
+        from ..hub import save
+
+        save(self, path)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())  # shared (tied) parameters count once
+
+
+class EncoderModel(PreTrainedModel):
+    """A backbone: token ids in, contextual vectors out."""
+
+    def check_inputs(self, input_ids, attention_mask, token_type_ids, position_ids) -> None:
+        """Raise a clear ValueError before any computation, instead of an index error deep inside."""
+        c = self.config
+        if input_ids is None or input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be a (batch, length) tensor, got {None if input_ids is None else tuple(input_ids.shape)}")
+        if input_ids.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
+        _check_range("input_ids", input_ids, c.vocab_size, "vocab_size")
+        if position_ids is not None:
+            if position_ids.shape[-1] != input_ids.shape[1]:
+                raise ValueError(f"position_ids shape {tuple(position_ids.shape)} does not match input_ids {tuple(input_ids.shape)}")
+            _check_range("position_ids", position_ids, c.max_position_embeddings, "max_position_embeddings",
+                         hint=f"sequence length {input_ids.shape[1]} is longer than the position table")
+        if token_type_ids is not None:
+            if token_type_ids.shape != input_ids.shape:
+                raise ValueError(f"token_type_ids shape {tuple(token_type_ids.shape)} does not match input_ids {tuple(input_ids.shape)}")
+            if c.type_vocab_size == 0:
+                raise ValueError(f"{type(self).__name__} has no token-type embeddings; do not pass token_type_ids")
+            _check_range("token_type_ids", token_type_ids, c.type_vocab_size, "type_vocab_size")
+        if attention_mask is not None:
+            if attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask shape {tuple(attention_mask.shape)} does not match input_ids {tuple(input_ids.shape)}")
+            empty = (attention_mask.sum(dim=1) == 0).nonzero().flatten().tolist()
+            if empty:
+                raise ValueError(f"attention_mask rows {empty} have no tokens to attend to")
+
+
+def _check_range(name: str, ids: torch.Tensor, size: int, size_name: str, hint: str = "") -> None:
+    if ids.numel() == 0:
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise ValueError(f"{name} contains {bad}, outside [0, {size}) ({size_name}){'; ' + hint if hint else ''}")

@@ -1,0 +1,283 @@
+"""One dataclass config per family. Defaults are the paper's base size; presets are named sizes.
+
+`to_dict` / `from_dict` speak Hugging Face's config.json keys, so a config written by bertology
+is read by `transformers.AutoConfig` and the reverse. Keys we do not model are kept in `extra`
+and written back unchanged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+# Key names that mean the same as a field, per family, where Hugging Face's name differs.
+_COMMON = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+    "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+    "type_vocab_size", "initializer_range", "layer_norm_eps", "pad_token_id", "classifier_dropout",
+)
+_NOT_WRITTEN = {"transformers_version", "model_type", "architectures", "id2label", "label2id", "num_labels"}
+
+
+@dataclass
+class EncoderConfig:
+    model_type: ClassVar[str] = ""
+    hf_names: ClassVar[dict[str, str]] = {}  # our field → config.json key, where they differ
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    classifier_dropout: float | None = None
+    id2label: dict[int, str] = field(default_factory=lambda: {0: "LABEL_0", 1: "LABEL_1"})
+    architectures: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"{type(self).__name__}: hidden_size {self.hidden_size} is not a multiple of "
+                f"num_attention_heads {self.num_attention_heads}"
+            )
+        self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
+
+    # ---- labels ---------------------------------------------------------------------------
+    @property
+    def head_dropout(self) -> float:
+        """Dropout before a classification / tagging head, as each family's reference sets it."""
+        return self.hidden_dropout_prob if self.classifier_dropout is None else self.classifier_dropout
+
+    @property
+    def token_head_dropout(self) -> float:
+        return self.head_dropout
+
+    @property
+    def qa_head_dropout(self) -> float:
+        return 0.0
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.id2label)
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {v: k for k, v in self.id2label.items()}
+
+    def with_labels(self, labels: int | list[str]) -> "EncoderConfig":
+        """A copy with `labels` classes (a count, or the label names in id order)."""
+        names = [f"LABEL_{i}" for i in range(labels)] if isinstance(labels, int) else list(labels)
+        return dataclasses.replace(self, id2label=dict(enumerate(names)))
+
+    # ---- presets --------------------------------------------------------------------------
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "EncoderConfig":
+        if name not in cls.presets:
+            raise ValueError(f"unknown {cls.model_type} preset {name!r}; known: {', '.join(cls.presets)}")
+        return cls(**{**cls.presets[name], **overrides})
+
+    # ---- Hugging Face config.json ---------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = dict(self.extra)
+        for f in dataclasses.fields(self):
+            if f.name in ("id2label", "architectures", "extra"):
+                continue
+            d[self.hf_names.get(f.name, f.name)] = getattr(self, f.name)
+        d["model_type"] = self.model_type
+        if self.architectures:
+            d["architectures"] = list(self.architectures)
+        d["id2label"] = {str(k): v for k, v in self.id2label.items()}
+        d["label2id"] = self.label2id
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "config") -> "EncoderConfig":
+        if d.get("model_type", cls.model_type) != cls.model_type:
+            raise ValueError(f"{source}: model_type {d.get('model_type')!r} is not {cls.model_type!r}")
+        to_field = {cls.hf_names.get(f.name, f.name): f.name for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in d.items():
+            if key in to_field and key not in ("extra",):
+                kwargs[to_field[key]] = value
+            elif key not in _NOT_WRITTEN:
+                extra[key] = value
+        kwargs["architectures"] = d.get("architectures")
+        if "id2label" in d:
+            kwargs["id2label"] = {int(k): v for k, v in d["id2label"].items()}
+        elif "num_labels" in d:
+            kwargs["id2label"] = {i: f"LABEL_{i}" for i in range(int(d["num_labels"]))}
+        cls._check_supported(extra, source)
+        try:
+            return cls(**kwargs, extra=extra)
+        except TypeError as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    @classmethod
+    def _check_supported(cls, extra: dict[str, Any], source: str) -> None:
+        kind = extra.get("position_embedding_type", "absolute")
+        if kind != "absolute":
+            raise ValueError(f"{source}: position_embedding_type {kind!r} is not supported (only 'absolute')")
+
+    def save(self, path: str | os.PathLike) -> None:
+        from ..io import atomic_write_text
+
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "EncoderConfig":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f), source=str(path))
+
+
+def _sizes(**named: tuple[int, int, int]) -> dict[str, dict[str, int]]:
+    """name=(layers, hidden, heads) → preset kwargs with the usual 4× feed-forward width."""
+    return {
+        n: dict(num_hidden_layers=l, hidden_size=h, num_attention_heads=a, intermediate_size=4 * h)
+        for n, (l, h, a) in named.items()
+    }
+
+
+# The compact BERTs of Turc et al. (2019) plus the paper's base and large.
+_BERT_SIZES = _sizes(tiny=(2, 128, 2), mini=(4, 256, 4), small=(4, 512, 8), medium=(8, 512, 8),
+                     base=(12, 768, 12), large=(24, 1024, 16))
+
+
+@dataclass
+class BertConfig(EncoderConfig):
+    model_type: ClassVar[str] = "bert"
+    presets: ClassVar[dict[str, dict[str, Any]]] = _BERT_SIZES
+
+
+@dataclass
+class RobertaConfig(EncoderConfig):
+    """RoBERTa = BERT's shape with GPT-2's byte-level vocabulary, one token type, padding id 1."""
+
+    model_type: ClassVar[str] = "roberta"
+    presets: ClassVar[dict[str, dict[str, Any]]] = _BERT_SIZES
+
+    vocab_size: int = 50265
+    max_position_embeddings: int = 514  # 512 positions + padding_idx + 1 offset
+    type_vocab_size: int = 1
+    layer_norm_eps: float = 1e-5
+    pad_token_id: int = 1
+    bos_token_id: int = 0
+    eos_token_id: int = 2
+
+
+@dataclass
+class AlbertConfig(EncoderConfig):
+    """ALBERT: embeddings of size E projected to H; layers shared across depth.
+
+    `sharing` is the ALBERT paper's ablation: "all" (the published models), "attention" (only the
+    attention blocks shared), "ffn" (only the feed-forward blocks shared), "none". Hugging Face's
+    layout (`num_hidden_groups` groups of `inner_group_num` layers) expresses "all" and "none";
+    "attention" / "ffn" checkpoints are bertology's own format.
+    """
+
+    model_type: ClassVar[str] = "albert"
+    presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
+        "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+        "small": dict(num_hidden_layers=6, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
+        "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
+        "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096),
+        "xlarge": dict(num_hidden_layers=24, hidden_size=2048, num_attention_heads=16, intermediate_size=8192),
+        "xxlarge": dict(num_hidden_layers=12, hidden_size=4096, num_attention_heads=64, intermediate_size=16384),
+    }
+
+    vocab_size: int = 30000
+    embedding_size: int = 128
+    hidden_act: str = "gelu_new"
+    hidden_dropout_prob: float = 0.0
+    attention_probs_dropout_prob: float = 0.0
+    classifier_dropout_prob: float = 0.1
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
+    sharing: str = "all"
+    bos_token_id: int = 2
+    eos_token_id: int = 3
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sharing not in ("all", "attention", "ffn", "none"):
+            raise ValueError(f"AlbertConfig: sharing {self.sharing!r} is not one of all, attention, ffn, none")
+        if self.num_hidden_layers % self.num_hidden_groups:
+            raise ValueError(
+                f"AlbertConfig: num_hidden_layers {self.num_hidden_layers} is not a multiple of "
+                f"num_hidden_groups {self.num_hidden_groups}"
+            )
+        if self.sharing in ("attention", "ffn") and (self.num_hidden_groups, self.inner_group_num) != (1, 1):
+            raise ValueError("AlbertConfig: sharing 'attention' / 'ffn' takes num_hidden_groups = inner_group_num = 1")
+
+        if self.sharing == "none":  # Hugging Face spells "no sharing" as one group per layer
+            self.num_hidden_groups, self.inner_group_num = self.num_hidden_layers, 1
+
+    @property
+    def head_dropout(self) -> float:
+        return self.classifier_dropout_prob
+
+    @property
+    def hf_compatible(self) -> bool:
+        """Whether transformers' AlbertModel can hold these weights (it knows groups, not blocks)."""
+        return self.sharing in ("all", "none")
+
+
+@dataclass
+class DistilBertConfig(EncoderConfig):
+    """DistilBERT: BERT's width, half its depth, no token types, no pooler."""
+
+    model_type: ClassVar[str] = "distilbert"
+    hf_names: ClassVar[dict[str, str]] = dict(
+        hidden_size="dim", num_hidden_layers="n_layers", num_attention_heads="n_heads",
+        intermediate_size="hidden_dim", hidden_act="activation", hidden_dropout_prob="dropout",
+        attention_probs_dropout_prob="attention_dropout",
+    )
+    presets: ClassVar[dict[str, dict[str, Any]]] = {
+        n: {**s, "num_hidden_layers": max(1, s["num_hidden_layers"] // 2)} for n, s in _BERT_SIZES.items()
+    }
+
+    num_hidden_layers: int = 6
+    type_vocab_size: int = 0
+    sinusoidal_pos_embds: bool = False
+    qa_dropout: float = 0.1
+    seq_classif_dropout: float = 0.2
+
+    @property
+    def head_dropout(self) -> float:
+        return self.seq_classif_dropout
+
+    @property
+    def token_head_dropout(self) -> float:
+        return self.hidden_dropout_prob
+
+    @property
+    def qa_head_dropout(self) -> float:
+        return self.qa_dropout
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        for key in ("type_vocab_size", "layer_norm_eps", "classifier_dropout"):  # fixed in DistilBERT
+            d.pop(key)
+        return d
+
+
+CONFIGS: dict[str, type[EncoderConfig]] = {c.model_type: c for c in (BertConfig, RobertaConfig, AlbertConfig, DistilBertConfig)}
+
+
+def config_from_dict(d: dict[str, Any], source: str = "config") -> EncoderConfig:
+    model_type = d.get("model_type")
+    if model_type not in CONFIGS:
+        raise ValueError(f"{source}: unknown model_type {model_type!r}; known: {', '.join(CONFIGS)}")
+    return CONFIGS[model_type].from_dict(d, source)

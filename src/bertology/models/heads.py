@@ -1,0 +1,257 @@
+"""Task heads, shared across families: a family supplies its backbone (and, where its reference
+differs, its sentence-classification head); the head and its loss are written once here.
+
+Shapes: B batch, T length, H hidden, E embedding size, V vocab, C classes or choices, M masked tokens.
+Label conventions follow transformers: -100 = ignored position; NSP 0 = B follows A; SOP 1 = swapped.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..nn import activation
+from .base import PreTrainedModel
+from .config import EncoderConfig
+from .outputs import (
+    BaseModelOutput, ClassifierOutput, MaskedLMOutput, PreTrainingOutput, QuestionAnsweringOutput,
+)
+
+IGNORE = -100
+
+
+class MaskedLMHead(nn.Module):
+    """transform (dense + act + LayerNorm) then a decoder tied to the word embeddings, plus a bias.
+
+    With `sparse=True` and labels, logits are computed only at the M labelled positions: the loss
+    is the same as the dense one, at a fraction of the V-wide matrix product.
+    """
+
+    def __init__(self, config: EncoderConfig, word_embeddings: nn.Embedding, act: str | None = None):
+        super().__init__()
+        E = word_embeddings.embedding_dim
+        self.dense = nn.Linear(config.hidden_size, E)
+        self.act = activation(act or config.hidden_act)
+        self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(E, config.vocab_size, bias=False)
+        if config.extra.get("tie_word_embeddings", True):
+            self.decoder.weight = word_embeddings.weight  # one parameter, two uses
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h: torch.Tensor, labels: torch.Tensor | None = None, sparse: bool = False):
+        if sparse and labels is not None:
+            selected = labels != IGNORE  # (B, T)
+            h, labels = h[selected], labels[selected]  # (M, H), (M,)
+        logits = self.decoder(self.norm(self.act(self.dense(h)))) + self.bias  # (B, T, V) or (M, V)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+        return logits, loss
+
+
+class PooledHead(nn.Module):
+    """dropout + linear on the pooled sentence vector (BERT / ALBERT classification, choice, NSP, SOP)."""
+
+    uses_pooler = True
+
+    def __init__(self, config: EncoderConfig, num_outputs: int, dropout: float | None = None):
+        super().__init__()
+        self.dropout = nn.Dropout(config.head_dropout if dropout is None else dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_outputs)
+
+    def forward(self, out: BaseModelOutput) -> torch.Tensor:
+        return self.classifier(self.dropout(out.pooler_output))  # (B, num_outputs)
+
+
+class TokenHead(nn.Module):
+    """dropout + linear at every position (tagging; question answering with 2 outputs)."""
+
+    def __init__(self, hidden_size: int, num_outputs: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(hidden_size, num_outputs)
+
+    def forward(self, out: BaseModelOutput) -> torch.Tensor:
+        return self.classifier(self.dropout(out.last_hidden_state))  # (B, T, num_outputs)
+
+
+class TaskModel(PreTrainedModel):
+    """A backbone plus one head. Subclasses name the backbone class of their family."""
+
+    backbone_class: ClassVar[type] = None
+    needs_pooler: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.backbone_class is not None:
+            cls.config_class = cls.backbone_class.config_class
+        if hasattr(cls, "head_class"):  # the sentence head decides whether the backbone needs its pooler
+            cls.needs_pooler = getattr(cls.head_class, "uses_pooler", False)
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__(config)
+        self.backbone = self.backbone_class(config, add_pooler=self.needs_pooler)
+        self.build_head(config)
+        self.init_weights()
+
+    def build_head(self, config: EncoderConfig) -> None:
+        raise NotImplementedError
+
+    def run_backbone(self, input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions):
+        return self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            output_hidden_states=output_hidden_states, output_attentions=output_attentions,
+        )
+
+
+class ForMaskedLM(TaskModel):
+    mlm_act: ClassVar[str | None] = None  # None = config.hidden_act
+
+    def build_head(self, config):
+        self.mlm = MaskedLMHead(config, self.backbone.embeddings.word, self.mlm_act)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                sparse_prediction=False, output_hidden_states=False, output_attentions=False) -> MaskedLMOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+        logits, loss = self.mlm(out.last_hidden_state, labels, sparse_prediction)
+        return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+class ForPreTraining(ForMaskedLM):
+    """MLM plus a sentence-pair objective on the pooled vector: BERT's NSP or ALBERT's SOP."""
+
+    needs_pooler = True
+    pair_objective: ClassVar[str] = "nsp"  # "nsp" → seq_relationship_logits, "sop" → sop_logits
+    pair_dropout: ClassVar[float | None] = 0.0  # BERT's NSP head has none; None = config.head_dropout
+
+    def build_head(self, config):
+        super().build_head(config)
+        self.pair = PooledHead(config, 2, self.pair_dropout)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                next_sentence_label=None, sentence_order_label=None, sparse_prediction=False,
+                output_hidden_states=False, output_attentions=False) -> PreTrainingOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+        logits, mlm_loss = self.mlm(out.last_hidden_state, labels, sparse_prediction)
+        pair_logits = self.pair(out)  # (B, 2)
+        pair_label = next_sentence_label if next_sentence_label is not None else sentence_order_label
+        pair_loss = F.cross_entropy(pair_logits.float(), pair_label.view(-1)) if pair_label is not None else None
+        losses = [l for l in (mlm_loss, pair_loss) if l is not None]
+        field = "seq_relationship_logits" if self.pair_objective == "nsp" else "sop_logits"
+        return PreTrainingOutput(
+            loss=sum(losses) if losses else None, prediction_logits=logits, hidden_states=out.hidden_states,
+            attentions=out.attentions, mlm_loss=mlm_loss, pair_loss=pair_loss, **{field: pair_logits},
+        )
+
+
+class ForNextSentencePrediction(TaskModel):
+    needs_pooler = True
+
+    def build_head(self, config):
+        self.pair = PooledHead(config, 2, dropout=0.0)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                next_sentence_label=None, output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+        logits = self.pair(out)
+        label = labels if labels is not None else next_sentence_label
+        loss = F.cross_entropy(logits.float(), label.view(-1)) if label is not None else None
+        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+class ForSequenceClassification(TaskModel):
+    """Classification over config.id2label; regression when there is one label (as transformers)."""
+
+    head_class: ClassVar[type] = PooledHead
+
+    def build_head(self, config):
+        self.classifier = self.head_class(config, config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+        logits = self.classifier(out)  # (B, C)
+        loss = classification_loss(logits, labels, self.config) if labels is not None else None
+        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+def classification_loss(logits: torch.Tensor, labels: torch.Tensor, config: EncoderConfig) -> torch.Tensor:
+    problem = config.extra.get("problem_type")
+    if problem is None:
+        if config.num_labels == 1:
+            problem = "regression"
+        elif labels.dtype in (torch.long, torch.int):
+            problem = "single_label_classification"
+        else:
+            problem = "multi_label_classification"
+    logits = logits.float()
+    if problem == "regression":
+        if config.num_labels == 1:
+            return F.mse_loss(logits.view(-1), labels.float().view(-1))
+        return F.mse_loss(logits, labels.float())
+    if problem == "single_label_classification":
+        return F.cross_entropy(logits.view(-1, config.num_labels), labels.view(-1))
+    if problem == "multi_label_classification":
+        return F.binary_cross_entropy_with_logits(logits, labels.float())
+    raise ValueError(f"unknown problem_type {problem!r} in config")
+
+
+class ForTokenClassification(TaskModel):
+    def build_head(self, config):
+        self.classifier = TokenHead(config.hidden_size, config.num_labels, config.token_head_dropout)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+        logits = self.classifier(out)  # (B, T, C)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+class ForQuestionAnswering(TaskModel):
+    """Start and end logits per token; the loss averages the two cross-entropies (SQuAD, BERT §4.2)."""
+
+    def build_head(self, config):
+        self.qa = TokenHead(config.hidden_size, 2, config.qa_head_dropout)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
+                end_positions=None, output_hidden_states=False, output_attentions=False) -> QuestionAnsweringOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+        start_logits, end_logits = self.qa(out).float().unbind(-1)  # each (B, T)
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            T = start_logits.shape[1]
+            # Positions outside the window (an answer cut off by truncation) are clamped to T and ignored.
+            start = start_positions.view(-1).clamp(0, T)
+            end = end_positions.view(-1).clamp(0, T)
+            loss = (F.cross_entropy(start_logits, start, ignore_index=T) + F.cross_entropy(end_logits, end, ignore_index=T)) / 2
+        return QuestionAnsweringOutput(loss, start_logits, end_logits, out.hidden_states, out.attentions)
+
+
+class ForMultipleChoice(TaskModel):
+    """Inputs (B, C, T): every choice is encoded with the context, scored, and softmaxed across choices."""
+
+    head_class: ClassVar[type] = PooledHead
+
+    def build_head(self, config):
+        self.classifier = self.head_class(config, 1)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
+        if input_ids is None or input_ids.dim() != 3:
+            raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
+                             f"{None if input_ids is None else tuple(input_ids.shape)}")
+        B, C, T = input_ids.shape
+
+        def flat(t):  # (B, C, T) → (B·C, T)
+            return t.reshape(B * C, T) if t is not None else None
+
+        out = self.run_backbone(flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids),
+                                output_hidden_states, output_attentions)
+        logits = self.classifier(out).view(B, C)
+        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
+        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)

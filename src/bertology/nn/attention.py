@@ -1,0 +1,101 @@
+"""Multi-head scaled dot-product self-attention over padded or packed batches.
+
+Shapes: B batch, T length, H hidden, N heads, D head size (H = N·D), M real (non-padding) tokens.
+
+Two paths compute the same thing: the fast path calls `F.scaled_dot_product_attention`; the
+explicit path writes softmax(QKᵀ/√D + mask)·V out so the probabilities can be returned (for
+`output_attentions` and for drawing attention maps).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class Padding:
+    """Where a batch's real tokens are, and whether activations are packed to those tokens only.
+
+    Packed activations are (M, H): every real token once, no padding rows, so the linear layers
+    (most of the compute) do no work on padding. Attention scatters back to (B, T) around SDPA.
+    """
+
+    batch: int
+    length: int
+    key_mask: torch.Tensor | None  # (B, 1, 1, T) bool, True = may attend; None when nothing is padded
+    indices: torch.Tensor | None  # (M,) flat positions of real tokens in B·T; None when not packed
+
+    @classmethod
+    def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool) -> "Padding":
+        if attention_mask is None or bool(attention_mask.all()):
+            return cls(batch, length, None, None)
+        keep = attention_mask.bool()
+        indices = keep.flatten().nonzero().squeeze(1) if pack else None
+        return cls(batch, length, keep[:, None, None, :], indices)
+
+    @property
+    def packed(self) -> bool:
+        return self.indices is not None
+
+    def pack(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, ...) → (M, ...) when packed, else unchanged."""
+        if not self.packed:
+            return x
+        return x.flatten(0, 1).index_select(0, self.indices)
+
+    def unpack(self, x: torch.Tensor) -> torch.Tensor:
+        """(M, ...) → (B, T, ...) with zeros at padding when packed, else unchanged."""
+        if not self.packed:
+            return x
+        full = x.new_zeros((self.batch * self.length,) + x.shape[1:])
+        full.index_copy_(0, self.indices, x)
+        return full.view(self.batch, self.length, *x.shape[1:])
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Q, K, V from one fused projection (one matrix product instead of three), then an output projection."""
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads {num_heads}")
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.out = nn.Linear(hidden_size, hidden_size)
+        self.dropout = dropout
+
+    def forward(
+        self, x: torch.Tensor, padding: Padding, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        B, T, N, D = padding.batch, padding.length, self.num_heads, self.head_size
+        qkv = padding.unpack(self.qkv(x))  # (B, T, 3H)
+        q, k, v = qkv.view(B, T, 3, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            y, probs = explicit_attention(q, k, v, padding.key_mask, p)
+        else:
+            y, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=padding.key_mask, dropout_p=p), None
+        y = y.transpose(1, 2).reshape(B, T, N * D)  # (B, T, H)
+        return self.out(padding.pack(y)), probs
+
+
+def explicit_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None, dropout: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q·kᵀ/√D, masked) · v, returning the output and the (B, N, T, T) probabilities.
+
+    >>> q = k = v = torch.ones(1, 1, 2, 4)
+    >>> explicit_attention(q, k, v, None)[1]
+    tensor([[[[0.5000, 0.5000],
+              [0.5000, 0.5000]]]])
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, N, T, T)
+    if key_mask is not None:
+        scores = scores.masked_fill(~key_mask, torch.finfo(scores.dtype).min)
+    probs = scores.softmax(dim=-1)
+    return F.dropout(probs, dropout) @ v, probs

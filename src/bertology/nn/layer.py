@@ -1,0 +1,48 @@
+"""The post-LN Transformer encoder layer (Vaswani et al.; BERT): x = LN(x + Sublayer(x)), twice.
+
+Split in two blocks because ALBERT shares them independently (attention only, feed-forward only).
+Blocks accept (B, T, H) or packed (M, H) activations; see `attention.Padding`.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .activations import activation
+from .attention import MultiHeadSelfAttention, Padding
+
+
+class AttentionBlock(nn.Module):
+    def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float, dropout: float, eps: float):
+        super().__init__()
+        self.attention = MultiHeadSelfAttention(hidden_size, num_heads, attention_dropout)
+        self.dropout = nn.Dropout(dropout)
+        self.norm = nn.LayerNorm(hidden_size, eps=eps)
+
+    def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
+        y, probs = self.attention(x, padding, need_weights)
+        return self.norm(x + self.dropout(y)), probs
+
+
+class FeedForwardBlock(nn.Module):
+    def __init__(self, hidden_size: int, intermediate_size: int, act: str, dropout: float, eps: float):
+        super().__init__()
+        self.up = nn.Linear(hidden_size, intermediate_size)
+        self.act = activation(act)
+        self.down = nn.Linear(intermediate_size, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.norm = nn.LayerNorm(hidden_size, eps=eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.dropout(self.down(self.act(self.up(x)))))
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, attention: AttentionBlock, ffn: FeedForwardBlock):
+        super().__init__()
+        self.attention = attention
+        self.ffn = ffn
+
+    def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
+        x, probs = self.attention(x, padding, need_weights)
+        return self.ffn(x), probs
