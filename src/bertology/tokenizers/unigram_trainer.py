@@ -1,0 +1,430 @@
+"""Training a Unigram LM tokenizer, following SentencePiece's algorithm (Kudo 2018).
+
+1. Seed: every character, plus the most frequent substrings (up to max_piece_length, not crossing
+   a word's "▁" prefix nor a Unicode script boundary) ranked by frequency × length, as
+   SentencePiece ranks the nodes of its suffix tree. Only substrings that are suffix-tree nodes
+   (seen with two different next characters, or at a word end) qualify, as there.
+2. EM: the E step runs forward-backward over every word's segmentation lattice and collects the
+   expected count of each piece; the M step drops pieces expected less than 0.5 times and sets
+   log p = digamma(count) - digamma(total) (SentencePiece's Bayesian, sparsity-inducing update).
+3. Prune: each piece's loss is how much the corpus likelihood drops when the piece is replaced by
+   its best alternative segmentation; keep the best `shrinking_factor` share each round (single
+   characters always), until the vocabulary is within 10% of the target; then keep the top scores.
+
+Words are distinct pre-tokens with counts; all of their lattices are processed at once with numpy:
+the text is one array of characters, lattice nodes are edges (src, dst, piece) between character
+boundaries, and the dynamic programmes run wavefront by wavefront (all edges ending at the same
+depth inside their word at once).
+"""
+from __future__ import annotations
+
+import math
+import unicodedata
+
+import numpy as np
+import regex
+
+from .unigram import UNK_PENALTY, Unigram
+
+WS = "▁"
+_SCRIPTS = ["Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana",
+            "Devanagari", "Bengali", "Gurmukhi", "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada",
+            "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan", "Myanmar", "Georgian", "Hangul",
+            "Ethiopic", "Khmer", "Mongolian", "Han", "Hiragana", "Katakana"]
+_SCRIPT_RE = [(s, regex.compile(rf"\p{{Script={s}}}")) for s in _SCRIPTS]
+_COMMON = regex.compile(r"\p{Script=Common}")
+_INHERITED = regex.compile(r"\p{Script=Inherited}")
+
+
+def script_of(c: str) -> str | None:
+    """A character's script as SentencePiece groups them; None for '▁' and combining marks.
+
+    >>> script_of("a"), script_of("ж"), script_of("ア"), script_of("ー"), script_of(","), script_of("▁")
+    ('Latin', 'Cyrillic', 'Han', 'Han', 'Common', None)
+    """
+    if c == WS or _INHERITED.match(c):
+        return None  # '▁' may start any piece; a combining mark takes the previous char's script
+    if c == "\u30fc":
+        return "Han"  # the Katakana long vowel mark is Common in Unicode, Katakana for SentencePiece
+    for name, pattern in _SCRIPT_RE:
+        if pattern.match(c):
+            return "Han" if name in ("Hiragana", "Katakana") else name
+    if _COMMON.match(c):
+        return "Common"
+    return unicodedata.name(c, "UNKNOWN").split()[0]  # a rarer script: the first word of its name
+
+
+def digamma(x: np.ndarray) -> np.ndarray:
+    """ψ(x) for x > 0: recurrence ψ(x) = ψ(x+1) - 1/x up to x >= 6, then the asymptotic series.
+
+    >>> [round(float(v), 6) for v in digamma(np.array([1.0, 0.5, 10.0]))]
+    [-0.577216, -1.96351, 2.251753]
+    """
+    x = np.asarray(x, dtype=np.float64).copy()
+    result = np.zeros_like(x)
+    small = x < 6
+    while small.any():
+        result[small] -= 1.0 / x[small]
+        x[small] += 1.0
+        small = x < 6
+    inv2 = 1.0 / (x * x)
+    result += np.log(x) - 0.5 / x - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 / 240)))
+    return result
+
+
+class Lattices:
+    """Many segmentation lattices as one edge list, with the orderings the wavefront DPs need.
+
+    States are character boundaries; `first[w]`/`last[w]` are lattice w's start and end states.
+    Edges are (src, dst) state pairs; `depth` is dst - first of its lattice.
+    """
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, n_states: int, first: np.ndarray,
+                 last: np.ndarray, lattice_of_state: np.ndarray):
+        self.src, self.dst, self.n_states = src, dst, n_states
+        self.first, self.last = first, last
+        depth = dst - first[lattice_of_state[src]]
+        height = last[lattice_of_state[src]] - src  # distance of src from its lattice's end
+        self.fwd = self._plan(depth, dst)
+        self.bwd = self._plan(height, src)
+
+    @staticmethod
+    def _plan(level: np.ndarray, key: np.ndarray):
+        """Edge order by (level, key), split into levels, each with its groups of equal key."""
+        order = np.lexsort((key, level))
+        lv, ky = level[order], key[order]
+        cuts = np.flatnonzero(np.diff(lv)) + 1
+        bounds = np.concatenate(([0], cuts, [len(order)]))
+        steps = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            k = ky[a:b]
+            starts = np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1))
+            steps.append((order[a:b], starts, k[starts]))
+        return steps
+
+    def forward(self, score: np.ndarray) -> np.ndarray:
+        """alpha[state]: log-sum of exp(path score) over paths from the lattice start."""
+        alpha = np.full(self.n_states, -np.inf)
+        alpha[self.first] = 0.0
+        for edges, starts, targets in self.fwd:
+            alpha[targets] = _logsumexp_groups(alpha[self.src[edges]] + score[edges], starts)
+        return alpha
+
+    def backward(self, score: np.ndarray) -> np.ndarray:
+        beta = np.full(self.n_states, -np.inf)
+        beta[self.last] = 0.0
+        for edges, starts, targets in self.bwd:
+            beta[targets] = _logsumexp_groups(beta[self.dst[edges]] + score[edges], starts)
+        return beta
+
+    def viterbi(self, score: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Best path of every lattice: (best score per lattice, edges of each path from the end)."""
+        best = np.full(self.n_states, -np.inf)
+        best[self.first] = 0.0
+        back = np.full(self.n_states, -1, dtype=np.int64)
+        for edges, starts, targets in self.fwd:
+            vals = best[self.src[edges]] + score[edges]
+            gmax = np.maximum.reduceat(vals, starts)
+            sizes = np.diff(np.append(starts, len(vals)))
+            # first edge (in edge order) reaching the maximum of its group
+            idx = np.where(vals == np.repeat(gmax, sizes), np.arange(len(vals)), len(vals))
+            back[targets] = edges[np.minimum.reduceat(idx, starts)]
+            best[targets] = gmax
+        paths, cur = [], self.last.copy()
+        active = np.flatnonzero(cur != self.first)
+        while len(active):
+            e = back[cur[active]]
+            step = np.full(len(self.last), -1, dtype=np.int64)
+            step[active] = e
+            paths.append(step)
+            cur[active] = self.src[e]
+            active = active[cur[active] != self.first[active]]
+        return best[self.last], paths
+
+
+def _logsumexp_groups(vals: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    m = np.maximum.reduceat(vals, starts)
+    sizes = np.diff(np.append(starts, len(vals)))
+    safe = np.where(np.isfinite(m), m, 0.0)
+    return safe + np.log(np.add.reduceat(np.exp(vals - np.repeat(safe, sizes)), starts))
+
+
+class UnigramTrainer:
+    """SentencePiece's Unigram training on word counts; `train_from_counts` returns a Unigram.
+
+    The final vocabulary is the special tokens (score 0; unk_token first if not among them), then
+    the pieces by decreasing score, `vocab_size` entries in all (fewer if the corpus is small).
+    """
+
+    def __init__(self, vocab_size: int = 8000, special_tokens=(), unk_token: str | None = "<unk>",
+                 shrinking_factor: float = 0.75, max_piece_length: int = 16, n_sub_iterations: int = 2,
+                 seed_size: int = 1_000_000, initial_alphabet=(), split_by_unicode_script: bool = True,
+                 byte_fallback: bool = False, show_progress: bool = False):
+        if not 0 < shrinking_factor < 1:
+            raise ValueError(f"shrinking_factor must be in (0, 1), got {shrinking_factor}")
+        if max_piece_length < 1:
+            raise ValueError(f"max_piece_length must be >= 1, got {max_piece_length}")
+        self.vocab_size = vocab_size
+        self.special_tokens = [getattr(t, "content", t) for t in special_tokens]
+        self.unk_token = unk_token
+        self.shrinking_factor = shrinking_factor
+        self.max_piece_length = max_piece_length
+        self.n_sub_iterations = n_sub_iterations
+        self.seed_size = seed_size
+        self.initial_alphabet = list(initial_alphabet)
+        self.split_by_unicode_script = split_by_unicode_script
+        self.byte_fallback = byte_fallback
+        self.show_progress = show_progress
+        n_meta = len(self.special_tokens) + (unk_token is not None and unk_token not in self.special_tokens)
+        if vocab_size <= n_meta:
+            raise ValueError(f"vocab_size {vocab_size} leaves no room beside {n_meta} special tokens")
+
+    # -- corpus as arrays ----------------------------------------------------------------------
+    def _corpus(self, word_counts: dict[str, int]):
+        words = [w for w, c in word_counts.items() if w and c > 0]
+        if not words:
+            raise ValueError("cannot train a Unigram model on an empty corpus")
+        for w in words:
+            if "\x00" in w:
+                raise ValueError(f"word {w!r} contains a NUL character")
+        self.text = "\x00".join(words) + "\x00"  # one separator after each word
+        codes = np.frombuffer(self.text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        lengths = np.array([len(w) for w in words], dtype=np.int64)
+        self.first = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
+        self.last = self.first + lengths
+        self.word_count = np.array([word_counts[w] for w in words], dtype=np.float64)
+        word_of = np.repeat(np.arange(len(words)), lengths + 1)
+        self.word_of = word_of
+        return codes, word_of
+
+    # -- 1. seed -------------------------------------------------------------------------------
+    def _seed(self, codes: np.ndarray, word_of: np.ndarray):
+        """Seed pieces (chars first) and every occurrence of a seed in the text as an edge."""
+        n = len(codes)
+        count_at = self.word_count[word_of]
+        remaining = self.last[word_of] - np.arange(n)  # chars left in the word, 0 at separators
+        uniq, inv = np.unique(codes, return_inverse=True)
+        chars = [chr(int(u)) for u in uniq]
+        if self.split_by_unicode_script:
+            names = {}
+            script = np.array([names.setdefault(script_of(c), len(names)) if c != "\x00" and
+                               script_of(c) is not None else -1 for c in chars])[inv]
+        else:
+            script = np.full(n, -1)
+        is_ws = codes == ord(WS)
+        h = (codes + 1).astype(np.uint64)
+        lo, hi = script.copy(), script.copy()
+        lo[lo < 0] = np.iinfo(np.int64).max
+        bad = np.zeros(n, dtype=bool)
+        base = np.uint64(1_000_003)
+        occ_pos, occ_gid, cand = [], [], []  # per length: occurrences and their group ids
+        n_groups = 0
+        for length in range(1, self.max_piece_length + 1):
+            if length > 1:
+                m = n - length + 1
+                nxt = codes[length - 1:]
+                h = h[:m] * base + (nxt + 1).astype(np.uint64)
+                s = script[length - 1:]
+                hi = np.maximum(hi[:m], s)
+                lo = np.minimum(lo[:m], np.where(s < 0, np.iinfo(np.int64).max, s))
+                bad = bad[:m] | is_ws[length - 1:]
+            ok = remaining[:len(h)] >= length
+            if length > 1:
+                ok &= ~bad & ((lo == np.iinfo(np.int64).max) | (lo == hi) | (hi < 0))
+            pos = np.flatnonzero(ok)
+            if not len(pos):
+                break
+            order = np.argsort(h[pos], kind="stable")
+            pos = pos[order]
+            hs = h[pos]
+            starts = np.concatenate(([0], np.flatnonzero(hs[1:] != hs[:-1]) + 1))
+            flags = np.zeros(len(pos), dtype=np.int64)
+            flags[starts] = 1
+            gid = np.cumsum(flags) - 1 + n_groups
+            freq = np.add.reduceat(count_at[pos], starts)
+            follow = np.where(remaining[pos] > length, codes[np.minimum(pos + length, n - 1)], -1)
+            fmin, fmax = np.minimum.reduceat(follow, starts), np.maximum.reduceat(follow, starts)
+            node = (fmin != fmax) | (fmin < 0)  # two different next chars, or at a word end
+            keep = np.ones(len(starts), bool) if length == 1 else node & (freq >= 2)
+            cand.append((np.flatnonzero(keep) + n_groups, freq[keep], pos[starts[keep]],
+                         np.full(int(keep.sum()), length)))
+            occ_pos.append(pos)
+            occ_gid.append(gid)
+            n_groups += len(starts)
+        gids = np.concatenate([c[0] for c in cand])
+        freq = np.concatenate([c[1] for c in cand])
+        rep = np.concatenate([c[2] for c in cand])
+        lens = np.concatenate([c[3] for c in cand])
+        # chars first (all of them), then substrings by frequency × length
+        is_char = lens == 1
+        score = np.where(is_char, freq, freq * lens)
+        char_idx = np.flatnonzero(is_char)
+        char_idx = char_idx[np.argsort(-freq[char_idx], kind="stable")]
+        sub_idx = np.flatnonzero(~is_char)
+        room = max(self.seed_size - len(char_idx), 0)
+        if len(sub_idx) > room:
+            sub_idx = sub_idx[np.argpartition(-score[sub_idx], room - 1)[:room]] if room else sub_idx[:0]
+        sub_idx = sub_idx[np.lexsort((rep[sub_idx], -score[sub_idx]))]
+        chosen = np.concatenate((char_idx, sub_idx))
+        seed_of_group = np.full(n_groups, -1, dtype=np.int64)
+        seed_of_group[gids[chosen]] = np.arange(len(chosen))
+        pieces = [self.text[p:p + l] for p, l in zip(rep[chosen].tolist(), lens[chosen].tolist())]
+        logp = np.log(score[chosen]) - np.log(score[chosen].sum())
+        src, dst, pid = [], [], []
+        for length, (pos, gid) in enumerate(zip(occ_pos, occ_gid), start=1):
+            sid = seed_of_group[gid]
+            sel = sid >= 0
+            src.append(pos[sel])
+            dst.append(pos[sel] + length)
+            pid.append(sid[sel])
+        return (pieces, logp, lens[chosen] == 1, np.concatenate(src), np.concatenate(dst),
+                np.concatenate(pid))
+
+    # -- 2. EM ---------------------------------------------------------------------------------
+    def _edge_scores(self, logp, alive, is_char, pid):
+        """Edge scores: the piece's log-prob, -inf once removed; a removed char becomes <unk>."""
+        unk_score = logp[alive].min() - UNK_PENALTY
+        return np.where(alive[pid], logp[pid], np.where(is_char[pid], unk_score, -np.inf))
+
+    def _e_step(self, lat: Lattices, pid, score, n_pieces, alive):
+        alpha, beta = lat.forward(score), lat.backward(score)
+        w = self.word_of[lat.src]
+        logz = alpha[self.last]
+        post = np.exp(alpha[lat.src] + score + beta[lat.dst] - logz[w]) * self.word_count[w]
+        live = alive[pid]
+        expected = np.bincount(pid[live], weights=post[live], minlength=n_pieces)
+        objective = -(logz * self.word_count).sum() / self.word_count.sum()
+        return expected, objective
+
+    @staticmethod
+    def _m_step(expected, alive):
+        """Drop pieces expected < 0.5 times; log p = ψ(count) - ψ(total) (Bayesian EM)."""
+        keep = alive & (expected >= 0.5)
+        logp = np.full(len(expected), -np.inf)
+        logp[keep] = digamma(expected[keep]) - digamma(np.array([expected[keep].sum()]))[0]
+        return logp, keep
+
+    # -- 3. prune ------------------------------------------------------------------------------
+    def _prune(self, lat: Lattices, pid, score, logp, alive, is_char, desired: int):
+        n_pieces = len(logp)
+        _, paths = lat.viterbi(score)
+        freq = np.zeros(n_pieces)
+        occurrence = np.full(n_pieces, -1, dtype=np.int64)  # an edge where the piece is on a best path
+        for step in paths:
+            words = np.flatnonzero(step >= 0)
+            e = step[words]
+            live = alive[pid[e]]
+            freq += np.bincount(pid[e][live], weights=self.word_count[words][live], minlength=n_pieces)
+            occurrence[pid[e][live]] = e[live]
+        kept_chars = np.flatnonzero(alive & is_char & (freq > 0))
+        cand = np.flatnonzero(alive & ~is_char & (freq > 0))
+        total, vsum = freq.sum(), self.word_count.sum()
+        loss = np.full(len(cand), -np.inf)
+        if len(cand):
+            alt_score, alt_pairs = self._alternatives(lat, pid, score, occurrence[cand])
+            # a piece whose own best split beats it can never be on a best path: remove it
+            own = logp[cand]
+            removable = alt_score > own
+            k, alt_piece = alt_pairs
+            f_i = freq[cand]
+            n_alive = int(alive.sum())
+            # SentencePiece spreads freq_i over all pieces here (its `alternatives.size()` is the
+            # number of pieces, not of the alternative's pieces); kept as is for parity.
+            logsum_alt = np.log(total + f_i * (n_alive - 1))
+            logprob_alt = np.bincount(k, weights=np.log(freq[alt_piece] + f_i[k]) - logsum_alt[k],
+                                      minlength=len(cand))
+            logprob_sp = np.log(f_i) - np.log(total)
+            loss = np.where(removable, -np.inf, f_i / vsum * (logprob_sp - logprob_alt))
+        size = max(desired, int(self.shrinking_factor * alive.sum()))
+        room = max(size - len(kept_chars), 0)
+        order = np.lexsort((cand, -loss))
+        order = order[np.isfinite(loss[order])][:room]
+        new_alive = np.zeros(n_pieces, dtype=bool)
+        new_alive[kept_chars] = True
+        new_alive[cand[order]] = True
+        return new_alive
+
+    def _alternatives(self, lat: Lattices, pid, score, occ_edges):
+        """Best segmentation with at least two pieces of each candidate's own occurrence span."""
+        a_pos, b_pos = lat.src[occ_edges], lat.dst[occ_edges]
+        live = np.isfinite(score)
+        e_all = np.flatnonzero(live)
+        e_all = e_all[np.argsort(lat.src[e_all], kind="stable")]
+        src_sorted = lat.src[e_all]
+        lo, hi = np.searchsorted(src_sorted, a_pos), np.searchsorted(src_sorted, b_pos)
+        sizes = hi - lo
+        k = np.repeat(np.arange(len(occ_edges)), sizes)
+        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        e = e_all[np.repeat(lo, sizes) + within]
+        keep = (lat.dst[e] <= b_pos[k]) & ~((lat.src[e] == a_pos[k]) & (lat.dst[e] == b_pos[k]))
+        e, k = e[keep], k[keep]
+        span = b_pos - a_pos
+        offset = np.concatenate(([0], np.cumsum(span + 1)[:-1]))
+        sub = Lattices(offset[k] + lat.src[e] - a_pos[k], offset[k] + lat.dst[e] - a_pos[k],
+                       int((span + 1).sum()), offset, offset + span,
+                       np.repeat(np.arange(len(span)), span + 1))
+        best, paths = sub.viterbi(score[e])
+        ks, pieces = [], []
+        for step in paths:
+            cands = np.flatnonzero(step >= 0)
+            ks.append(cands)
+            pieces.append(pid[e[step[cands]]])
+        return best, (np.concatenate(ks), np.concatenate(pieces))
+
+    # -- driver --------------------------------------------------------------------------------
+    def train_from_counts(self, word_counts: dict[str, int]) -> Unigram:
+        """Train on {pre-token: count} (Metaspace pre-tokens, "▁" prefixed) and return the model."""
+        codes, word_of = self._corpus(word_counts)
+        pieces, logp, is_char, src, dst, pid = self._seed(codes, word_of)
+        n_pieces = len(pieces)
+        alive = np.ones(n_pieces, dtype=bool)
+        n_meta = len(self.special_tokens) + (self.unk_token is not None
+                                             and self.unk_token not in self.special_tokens)
+        desired = int(self.vocab_size * 1.1)
+        self.history = []
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            while True:
+                lat = Lattices(src, dst, len(codes), self.first, self.last, word_of)
+                for _ in range(self.n_sub_iterations):
+                    score = self._edge_scores(logp, alive, is_char, pid)
+                    expected, objective = self._e_step(lat, pid, score, n_pieces, alive)
+                    logp, alive = self._m_step(expected, alive)
+                    self.history.append((int(alive.sum()), float(objective)))
+                if alive.sum() <= desired:
+                    break
+                score = self._edge_scores(logp, alive, is_char, pid)
+                alive = self._prune(lat, pid, score, logp, alive, is_char, desired)
+                # compact: keep edges of live pieces, and of chars (which stand in for <unk>)
+                keep = alive[pid] | is_char[pid]
+                src, dst, pid = src[keep], dst[keep], pid[keep]
+        return self._finalize(pieces, logp, alive, is_char, n_meta)
+
+    def _finalize(self, pieces, logp, alive, is_char, n_meta) -> Unigram:
+        """Every char (rarest ones scored just below the minimum), then the best-scored pieces."""
+        min_score = logp[alive].min()
+        final: dict[str, float] = {}
+        char_ids = np.flatnonzero(is_char)  # seeded by decreasing frequency
+        penalty = 0.0
+        extra = [c for c in self.initial_alphabet if c not in set(pieces[i] for i in char_ids)]
+        for piece, ok, lp in [(pieces[i], alive[i], logp[i]) for i in char_ids] + [(c, False, 0) for c in extra]:
+            if ok:
+                final[piece] = float(lp)
+            else:
+                final[piece] = float(min_score + penalty)
+                penalty += 1e-4
+        room = self.vocab_size - n_meta
+        for i in np.flatnonzero(alive)[np.argsort(-logp[alive], kind="stable")]:
+            if len(final) >= room:
+                break
+            final.setdefault(pieces[i], float(logp[i]))
+        body = sorted(final.items(), key=lambda kv: -kv[1])
+        specials = [(t, 0.0) for t in self.special_tokens]
+        unk_id = None
+        if self.unk_token is not None:
+            if self.unk_token in self.special_tokens:
+                unk_id = self.special_tokens.index(self.unk_token)
+            else:
+                specials.insert(0, (self.unk_token, 0.0))
+                unk_id = 0
+        body = [(p, s) for p, s in body if p not in set(self.special_tokens) | {self.unk_token}]
+        return Unigram(specials + body, unk_id=unk_id, byte_fallback=self.byte_fallback)
