@@ -145,3 +145,10 @@ def test_parity_with_tokenizers_prefix_mode_up_to_hash_order():
     theirs = [a + b.removeprefix("##") for a, b in hm]
     assert ours[:38] == theirs[:38]  # the first tie between "##" forms comes at merge 38 here
     assert len(set(ours[:500]) & set(theirs[:500])) >= 0.97 * 500
+
+
+def test_docstring_examples():
+    import doctest
+    import bertology.tokenizers.bpe_trainer as mod
+    result = doctest.testmod(mod)
+    assert result.attempted >= 10 and result.failed == 0

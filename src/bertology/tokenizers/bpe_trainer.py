@@ -209,12 +209,19 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
         merges.append((a, b))
         fresh: dict[int, set[int]] = defaultdict(set)
         new_sh, b_sh = new << SHIFT, b << SHIFT
+        same = a == b
         for wi in pos:
             w = words[wi]
-            n = counts[wi]
-            i = 0
-            while i < len(w) - 1:
-                if w[i] == a and w[i + 1] == b:
+            # list.count / list.index scan in C: find each `a`, then check the `b` after it.
+            # (A stale entry can list a word that no longer holds the pair: count finds nothing.)
+            # Merging (a, a) consumes some of the counted a's: stop when none is left.
+            i = -1
+            for _ in range(w.count(a)):
+                if same and a not in w[i + 1:]:
+                    break
+                i = w.index(a, i + 1)
+                if i + 1 < len(w) and w[i + 1] == b:
+                    n = counts[wi]
                     if i:
                         p = w[i - 1] << SHIFT
                         pair_counts[p | a] -= n
@@ -229,7 +236,6 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
                         kk = new_sh | q
                         pair_counts[kk] += n
                         fresh[kk].add(wi)
-                i += 1
         for kk, ws in fresh.items():
             c2 = pair_counts[kk]
             if c2 > 0:

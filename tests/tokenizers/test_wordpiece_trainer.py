@@ -1,0 +1,101 @@
+"""WordPiece trainer: the likelihood criterion by hand, against a recount reference, and the
+frequency criterion against Hugging Face's WordPieceTrainer."""
+import collections
+import doctest
+import json
+from pathlib import Path
+
+import pytest
+
+import bertology.tokenizers.wordpiece_trainer as wpt
+from bertology.tokenizers.bpe_trainer import get_stats, merge, symbolize
+from bertology.tokenizers.wordpiece_trainer import likelihood_score, symbol_counts, train_wordpiece
+
+LEE = Path(__import__("gensim").__file__).parent / "test" / "test_data" / "lee_background.cor"
+
+
+def whitespace_counts(lines):
+    wc = collections.Counter()
+    for line in lines:
+        wc.update(line.lower().split())
+    return dict(wc)
+
+
+def reference_wordpiece(word_counts, vocab_size, min_frequency=0):
+    """Recount everything after every merge; best = (score, count, smallest ids)."""
+    itos = sorted({c for w in word_counts for c in w}, key=ord)
+    stoi = {s: i for i, s in enumerate(itos)}
+    words, counts = symbolize(word_counts, stoi, itos, prefix="##")
+    while len(itos) < vocab_size:
+        stats = {p: c for p, c in get_stats(words, counts).items() if c >= max(min_frequency, 1)}
+        if not stats:
+            break
+        sc = symbol_counts(words, counts)
+        pair = min(stats, key=lambda p: (-likelihood_score(stats[p], sc[p[0]], sc[p[1]]), -stats[p], p))
+        token = itos[pair[0]] + itos[pair[1]].removeprefix("##")
+        if token not in stoi:
+            stoi[token] = len(itos)
+            itos.append(token)
+        words = [merge(w, pair, stoi[token]) for w in words]
+    return stoi
+
+
+def test_docstring_examples():
+    result = doctest.testmod(wpt)
+    assert result.attempted >= 6 and result.failed == 0
+
+
+def test_likelihood_prefers_pairs_that_always_cooccur():
+    # "x" and "##z" are rare but always adjacent: score 3/(3*3) beats ("a", "##b") 50/(50*50)
+    wc = {"ab": 50, "xz": 3, "ba": 10}
+    v = train_wordpiece(wc, vocab_size=8)  # a b x z + ##b ##z ##a + one merge
+    assert max(v, key=v.get) == "xz"
+    v = train_wordpiece(wc, vocab_size=8, criterion="frequency")
+    assert max(v, key=v.get) == "ab"
+
+
+def test_merged_counts_are_updated_so_later_scores_rise():
+    # after "##g ##s" the remaining "##g" is rarer, so pairs with "##g" score higher than before
+    wc = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
+    ours = train_wordpiece(wc, vocab_size=16)
+    assert ours == reference_wordpiece(wc, 16)
+
+
+@pytest.mark.parametrize("min_frequency", [0, 2])
+def test_likelihood_equals_recount_reference_on_real_text(min_frequency):
+    wc = whitespace_counts(LEE.read_text(encoding="utf-8").splitlines()[:20])
+    size = 2 * len({c for w in wc for c in w}) + 150
+    assert train_wordpiece(wc, vocab_size=size, min_frequency=min_frequency) == \
+        reference_wordpiece(wc, size, min_frequency)
+
+
+def test_specials_first_and_errors():
+    v = train_wordpiece({"ab": 2}, vocab_size=6, special_tokens=["[PAD]", "[UNK]"])
+    assert list(v)[:2] == ["[PAD]", "[UNK]"] and "ab" in v
+    with pytest.raises(ValueError, match="criterion 'bogus'"):
+        train_wordpiece({"ab": 2}, criterion="bogus")
+    with pytest.raises(ValueError, match="empty corpus"):
+        train_wordpiece({}, vocab_size=10)
+    with pytest.raises(ValueError, match="vocab_size=2 is smaller"):
+        train_wordpiece({"abc": 2}, vocab_size=2)
+
+
+def test_frequency_mode_matches_tokenizers_wordpiece_trainer():
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    kw = dict(vocab_size=3000, min_frequency=2, special_tokens=["[PAD]", "[UNK]", "[CLS]"])
+    tok.train([str(LEE)], trainers.WordPieceTrainer(show_progress=False, **kw))
+    theirs = json.loads(tok.to_str())["model"]["vocab"]
+    ours = train_wordpiece(whitespace_counts(LEE.open(encoding="utf-8")), criterion="frequency", **kw)
+    assert len(ours) == len(theirs) == 3000
+    assert list(ours)[:3] == ["[PAD]", "[UNK]", "[CLS]"]
+    # same alphabet; the learned tokens agree up to ties, which tokenizers breaks by the
+    # hash-map order of its "##" symbols (random per process)
+    n_alpha = sum(1 for t in theirs if len(t.removeprefix("##")) == 1)
+    assert {t for t in ours if len(t.removeprefix("##")) == 1} == \
+           {t for t in theirs if len(t.removeprefix("##")) == 1}
+    assert len(set(ours) ^ set(theirs)) <= 0.02 * len(theirs)
+    first = lambda v: [t for t in sorted(v, key=v.get)[3 + n_alpha:]][:30]
+    assert first(ours) == first(theirs)
