@@ -235,8 +235,8 @@ def load_state(model: PreTrainedModel, tensors: dict[str, torch.Tensor], source:
                for k, v in tensors.items()}  # TF-converted checkpoints
     if bare and not _native_layout(config):
         prefix = _family(config)[0] + "."
-        if tensors and all(k.startswith(prefix) or _IGNORABLE.match(k) for k in tensors):
-            tensors = {k[len(prefix):]: v for k, v in tensors.items()}  # a backbone inside a task checkpoint
+        if not any(k.startswith("embeddings.") for k in tensors):  # a backbone inside a task checkpoint
+            tensors = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in tensors.items()}
     used: set[str] = set()
     missing: list[str] = []
     tied = _tied(model)
