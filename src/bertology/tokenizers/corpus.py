@@ -1,0 +1,213 @@
+"""Training text: stream lines from files and count the words a tokenizer's front end produces.
+
+A trainer only needs word counts: {pre-token: how often it occurs}. They come from the same
+normalizer and pre-tokenizer the finished tokenizer will use, so training sees exactly what
+encoding will see. Lines are read as `tokenizers` reads them, line ending included (a byte-level
+BPE learns 'Ċ' for '\\n'); `keep_newlines=False` strips it (SentencePiece style).
+
+Counting is the first bottleneck of training, so the common pipelines take exact shortcuts:
+
+* whitespace-dropping pre-tokenizers (BERT, Whitespace, WhitespaceSplit) behind char-local
+  normalizers: count whitespace-separated chunks first (`str.split` + `Counter`, both in C),
+  then normalize and pre-tokenize each distinct chunk once;
+* ByteLevel: one compiled regex over the line, then each distinct piece mapped to bytes once;
+* Metaspace: plain string replace and split.
+
+Anything else goes through the pipeline's own `normalize_str` / `pre_tokenize_str` line by
+line. The tests check every shortcut against that generic path on real text.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Iterable, Iterator
+
+_ERRORS = ("strict", "replace")
+# str.split() also splits on these four separators, which the tokenizers' whitespace set does not
+# hold (they are control characters there): a line containing them takes the regex path.
+_PY_ONLY_WS = frozenset("\x1c\x1d\x1e\x1f")
+
+
+class CorpusError(ValueError):
+    """Unreadable training text: names the file and the byte offset at fault."""
+
+
+def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True) -> Iterator[str]:
+    """Stream the lines of a UTF-8 file (no whole-file read).
+
+    With errors="strict" an undecodable byte raises CorpusError naming the file and the byte
+    offset; errors="replace" substitutes U+FFFD instead.
+    """
+    if errors not in _ERRORS:
+        raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
+    offset = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                line = raw.decode("utf-8", errors)
+            except UnicodeDecodeError as e:
+                bad = raw[e.start:e.end]
+                raise CorpusError(
+                    f"{os.fspath(path)}: byte offset {offset + e.start}: invalid UTF-8 byte(s) "
+                    f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
+            offset += len(raw)
+            yield line if keep_newlines else line.rstrip("\r\n")
+
+
+def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
+               keep_newlines: bool = True) -> Iterator[str]:
+    """Lines of several files in order; a missing file fails before any reading starts."""
+    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    if not files:
+        raise CorpusError("no training files given")
+    for p in files:
+        if not os.path.isfile(p):
+            raise CorpusError(f"{os.fspath(p)}: no such file")
+    for p in files:
+        yield from iter_lines(p, errors, keep_newlines)
+
+
+def _names(obj) -> list[str]:
+    """Class names of a component and, for a Sequence, of its members."""
+    if obj is None:
+        return []
+    members = getattr(obj, "normalizers", None) or getattr(obj, "pretokenizers", None)
+    if type(obj).__name__ == "Sequence" and members is not None:
+        return [n for m in members for n in _names(m)]
+    return [type(obj).__name__]
+
+
+# Normalizers that act char by char (or on combining sequences, which never span whitespace):
+# normalizing a line equals normalizing each whitespace-separated chunk.
+_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
+_WS_DROPPING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+
+def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
+    """The pre-tokens of one line through the pipeline's own code (the reference path)."""
+    text = normalizer.normalize_str(line) if normalizer is not None else line
+    if pre_tokenizer is None:
+        return [text] if text else []
+    return [w for w, _ in pre_tokenizer.pre_tokenize_str(text)]
+
+
+def _count_chunked(lines, normalizer, pre_tokenizer, bar) -> Counter:
+    chunks: Counter = Counter()
+    pattern = getattr(pre_tokenizer, "pattern", None)
+    for line in lines:
+        if _PY_ONLY_WS.isdisjoint(line):
+            chunks.update(line.split())
+        else:
+            chunks.update(w for w in generic_words(line, None, _whitespace_split()))
+        if bar is not None:
+            bar.update(len(line))
+    words: Counter = Counter()
+    for chunk, n in chunks.items():
+        text = normalizer.normalize_str(chunk) if normalizer is not None else chunk
+        pieces = pattern.findall(text) if pattern is not None else generic_words(text, None, pre_tokenizer)
+        for w in pieces:
+            words[w] += n
+    return words
+
+
+def _whitespace_split():
+    from .pre_tokenizers import WhitespaceSplit
+    return WhitespaceSplit()
+
+
+def _count_byte_level(lines, normalizer, pre_tokenizer, bar) -> Counter:
+    from .byte_level import GPT2_PATTERN, to_byte_chars
+    pieces: Counter = Counter()
+    prefix = pre_tokenizer.add_prefix_space
+    use_regex = pre_tokenizer.use_regex
+    for line in lines:
+        if bar is not None:
+            bar.update(len(line))
+        if normalizer is not None:
+            line = normalizer.normalize_str(line)
+        if not line:  # prepending to an empty string is a no-op in tokenizers
+            continue
+        if prefix and not line.startswith(" "):
+            line = " " + line
+        if use_regex:
+            pieces.update(GPT2_PATTERN.findall(line))
+        elif line:
+            pieces[line] += 1
+    words: Counter = Counter()
+    for piece, n in pieces.items():
+        if piece:
+            words[to_byte_chars(piece)] += n
+    return words
+
+
+def _count_metaspace(lines, normalizer, pre_tokenizer, bar) -> Counter:
+    rep = pre_tokenizer.replacement
+    prepend = pre_tokenizer.prepend_scheme in ("always", "first")  # a line starts at offset 0
+    split = pre_tokenizer.split_on_replacement
+    words: Counter = Counter()
+    for line in lines:
+        if bar is not None:
+            bar.update(len(line))
+        if normalizer is not None:
+            line = normalizer.normalize_str(line)
+        if not line:
+            continue
+        s = line.replace(" ", rep)
+        if prepend and not s.startswith(rep):
+            s = rep + s
+        if not split:
+            if s:
+                words[s] += 1
+            continue
+        parts = s.split(rep)
+        if parts[0]:
+            words[parts[0]] += 1
+        words.update(rep + p for p in parts[1:])
+    return words
+
+
+def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_progress: bool = False,
+                total_chars: int | None = None) -> dict[str, int]:
+    """{pre-token: count} over lines, as the pipeline's normalizer + pre-tokenizer produce them.
+
+    >>> from bertology.tokenizers.pre_tokenizers import BertPreTokenizer
+    >>> count_words(["Hi, hi!\\n", "hi"], pre_tokenizer=BertPreTokenizer())
+    {'Hi': 1, ',': 1, 'hi': 2, '!': 1}
+    """
+    bar = None
+    if show_progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total_chars, desc="Count words", unit="char", unit_scale=True)
+    norm_names, pre_names = _names(normalizer), _names(pre_tokenizer)
+    local_norm = set(norm_names) <= _LOCAL_NORMALIZERS
+    try:
+        if pre_names and len(pre_names) == 1 and pre_names[0] in _WS_DROPPING and local_norm:
+            words = _count_chunked(lines, normalizer, pre_tokenizer, bar)
+        elif pre_names == ["ByteLevel"]:
+            words = _count_byte_level(lines, normalizer, pre_tokenizer, bar)
+        elif pre_names == ["Metaspace"]:
+            words = _count_metaspace(lines, normalizer, pre_tokenizer, bar)
+        else:
+            words = Counter()
+            for line in lines:
+                if bar is not None:
+                    bar.update(len(line))
+                words.update(generic_words(line, normalizer, pre_tokenizer))
+    finally:
+        if bar is not None:
+            bar.close()
+    words.pop("", None)
+    return dict(words)
+
+
+def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str = "strict",
+                         keep_newlines: bool = True, show_progress: bool = False) -> dict[str, int]:
+    """count_words over the lines of files; raises CorpusError if the corpus yields no word."""
+    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    lines = iter_files(files, errors, keep_newlines)
+    total = sum(os.path.getsize(p) for p in files if os.path.isfile(p)) if show_progress else None
+    words = count_words(lines, normalizer, pre_tokenizer, show_progress, total)
+    if not words:
+        names = ", ".join(os.fspath(p) for p in files)
+        raise CorpusError(f"empty corpus: no words in {names}")
+    return words
