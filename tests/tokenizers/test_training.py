@@ -1,0 +1,112 @@
+"""train(): every family's tokenizer saves to a tokenizer.json that Hugging Face tokenizers loads
+and encodes to the same ids, tokens, offsets and type ids; bad arguments fail clearly."""
+import doctest
+from pathlib import Path
+
+import pytest
+
+import bertology.tokenizers.training as training
+from bertology.tokenizers import Tokenizer
+from bertology.tokenizers.corpus import CorpusError
+from bertology.tokenizers.training import train
+
+LEE = Path(__import__("gensim").__file__).parent / "test" / "test_data" / "lee_background.cor"
+TEXTS = ["Hello, world! Héllo  Wörld 北京 don't", "The quick brown fox jumps over the lazy dog.",
+         "  spaces   here\tand\nnewline", "Prime Minister John Howard said on Tuesday"]
+EXPECTED_SPECIALS = {
+    "bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+    "albert": ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"],
+    "xlnet": ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"],
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    # a third of the Lee corpus keeps the fast suite fast
+    p = tmp_path_factory.mktemp("corpus") / "lee.txt"
+    lines = LEE.read_text(encoding="utf-8").splitlines(keepends=True)
+    p.write_text("".join(lines[:100]), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("family", list(EXPECTED_SPECIALS))
+def test_family_tokenizer_loads_in_tokenizers_and_encodes_the_same(family, corpus, tmp_path):
+    from tokenizers import Tokenizer as HFTokenizer
+    tok = train([corpus], family=family, vocab_size=1200, show_progress=False)
+    assert tok.vocab_size == 1200
+    specials = EXPECTED_SPECIALS[family]
+    assert [tok.token_to_id(t) for t in specials] == list(range(len(specials)))
+    path = tok.save(tmp_path / "tokenizer.json")
+    hf = HFTokenizer.from_file(str(path))
+    assert hf.get_vocab() == tok.get_vocab()
+    for a, b in zip(TEXTS, TEXTS[1:] + TEXTS[:1]):
+        for ours, theirs in [(tok.encode(a), hf.encode(a)), (tok.encode(a, b), hf.encode(a, b))]:
+            assert ours.tokens == theirs.tokens
+            assert ours.ids == theirs.ids
+            assert ours.type_ids == theirs.type_ids
+            assert [tuple(o) for o in ours.offsets] == [tuple(o) for o in theirs.offsets]
+        assert tok.decode(tok.encode(a).ids) == hf.decode(hf.encode(a).ids)
+    # the reloaded file is the same tokenizer for us too
+    again = Tokenizer.load(path)
+    assert again.encode(TEXTS[3]).ids == tok.encode(TEXTS[3]).ids
+
+
+def test_templates_per_family(corpus):
+    bert = train([corpus], family="bert", vocab_size=800, show_progress=False)
+    assert bert.encode("a", "b").tokens == ["[CLS]", "a", "[SEP]", "b", "[SEP]"]
+    xlnet = train([corpus], family="xlnet", vocab_size=800, show_progress=False)
+    enc = xlnet.encode("a", "b")
+    assert enc.tokens[-1] == "<cls>" and enc.type_ids[-1] == 2
+    assert xlnet.padding["direction"] == "left" and xlnet.padding["pad_type_id"] == 3
+    batch = xlnet.encode_batch(["a", "the the the"])
+    assert batch[0].tokens[0] == "<pad>" and batch[0].attention_mask[0] == 0
+
+
+def test_bytelevel_bpe_covers_every_byte(corpus):
+    tok = train([corpus], algorithm="bytelevel-bpe", vocab_size=600, show_progress=False)
+    enc = tok.encode("ünïcödé ✓ 😀", add_special_tokens=False)
+    assert None not in enc.ids and tok.decode(enc.ids) == "ünïcödé ✓ 😀"
+
+
+def test_plain_bpe_and_wordpiece_frequency_mode(corpus):
+    bpe = train([corpus], algorithm="bpe", vocab_size=800, show_progress=False)
+    assert any(t.endswith("</w>") for t in bpe.get_vocab())
+    assert bpe.decode(bpe.encode("the government said").ids) == "the government said"
+    wp = train([corpus], algorithm="wordpiece", vocab_size=800, criterion="frequency", show_progress=False)
+    assert wp.encode("the", add_special_tokens=False).tokens == ["the"]
+
+
+def test_lines_instead_of_files():
+    tok = train(lines=["low lower lowest"] * 5, algorithm="wordpiece", vocab_size=40, min_frequency=1,
+                show_progress=False)
+    assert "low" in tok.get_vocab()
+
+
+def test_bad_arguments(corpus, tmp_path):
+    with pytest.raises(ValueError, match="unknown algorithm 'sentencepiece'"):
+        train([corpus], algorithm="sentencepiece")
+    with pytest.raises(ValueError, match="unknown family 'gpt'"):
+        train([corpus], family="gpt")
+    with pytest.raises(ValueError, match="family 'roberta' uses algorithm 'bytelevel-bpe'"):
+        train([corpus], family="roberta", algorithm="wordpiece")
+    with pytest.raises(ValueError, match=r"lacks \['\[CLS\]', '\[SEP\]'\]"):
+        train([corpus], family="bert", special_tokens=["[PAD]", "[UNK]"])
+    with pytest.raises(ValueError, match="vocab_size=50 is smaller than the 5 special tokens"):
+        train([corpus], family="bert", vocab_size=50, show_progress=False)
+    with pytest.raises(ValueError, match="vocab_size=100 is smaller"):
+        train([corpus], algorithm="bytelevel-bpe", vocab_size=100, show_progress=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="empty corpus"):
+        train([empty], show_progress=False)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\xc3(\n")
+    with pytest.raises(CorpusError, match="bad.txt: byte offset 5"):
+        train([bad], show_progress=False)
+    tok = train([bad], algorithm="unigram", errors="replace", vocab_size=12, show_progress=False)
+    assert any("\ufffd" in t for t in tok.get_vocab())  # NFKC keeps U+FFFD (BERT's cleaning drops it)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(training).failed == 0
