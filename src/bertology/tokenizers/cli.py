@@ -1,0 +1,89 @@
+"""`bertology tokenizer train|encode`: argument parsing for the tokenizer commands, nothing else.
+
+    bertology tokenizer train --family bert --vocab-size 30000 --out tok/ corpus.txt more.txt
+    bertology tokenizer encode --tokenizer tok/ "Hello, world!" --pair "Second segment"
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _train(args) -> int:
+    from .training import train
+
+    specials = None
+    if args.special_tokens is not None:
+        specials = [t for t in args.special_tokens.split(",") if t]
+    start = time.perf_counter()
+    tok = train(args.files, algorithm=args.algorithm, vocab_size=args.vocab_size,
+                min_frequency=args.min_frequency, special_tokens=specials, family=args.family,
+                show_progress=not args.quiet and sys.stderr.isatty(),
+                errors="replace" if args.replace_errors else "strict")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    path = tok.save(out / "tokenizer.json")  # atomic: temporary file + rename
+    if not args.quiet:
+        print(f"trained {tok.vocab_size} tokens in {time.perf_counter() - start:.1f}s -> {path}")
+    return 0
+
+
+def _encode(args) -> int:
+    from .tokenizer import Tokenizer
+
+    tok = Tokenizer.load(args.tokenizer)
+    enc = tok.encode(args.text, args.pair)
+    print("tokens: ", json.dumps(enc.tokens, ensure_ascii=False))
+    print("ids:    ", json.dumps(enc.ids))
+    print("offsets:", json.dumps([list(o) for o in enc.offsets]))
+    if args.pair is not None:
+        print("type_ids:", json.dumps(enc.type_ids))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the `tokenizer` command (with `train` and `encode`) to a parent's subparsers."""
+    from .training import ALGORITHMS, FAMILIES
+
+    p = subparsers.add_parser("tokenizer", help="train a subword tokenizer or encode text with one")
+    sub = p.add_subparsers(dest="tokenizer_command", required=True)
+
+    t = sub.add_parser("train", help="train BPE / byte-level BPE / WordPiece / Unigram on text files")
+    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line")
+    t.add_argument("--algorithm", choices=ALGORITHMS, default=None,
+                   help="default: the family's, or wordpiece")
+    t.add_argument("--family", choices=FAMILIES, default=None,
+                   help="pipeline and special tokens of a model family")
+    t.add_argument("--vocab-size", type=int, default=30000)
+    t.add_argument("--min-frequency", type=int, default=2)
+    t.add_argument("--special-tokens", default=None, metavar="T1,T2,...",
+                   help="comma-separated; default: the family's")
+    t.add_argument("--replace-errors", action="store_true",
+                   help="read undecodable bytes as U+FFFD instead of failing")
+    t.add_argument("--out", required=True, metavar="DIR", help="writes DIR/tokenizer.json")
+    t.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+    t.set_defaults(func=_train)
+
+    e = sub.add_parser("encode", help="print tokens, ids and offsets of a text")
+    e.add_argument("--tokenizer", required=True, metavar="DIR_OR_FILE",
+                   help="tokenizer.json, a directory holding one, vocab.txt, ...")
+    e.add_argument("text")
+    e.add_argument("--pair", default=None, metavar="TEXT", help="second segment")
+    e.set_defaults(func=_encode)
+
+
+def main(argv=None) -> int:
+    """Stand-alone entry (the project's `bertology` command calls register() instead)."""
+    parser = argparse.ArgumentParser(prog="bertology")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"bertology tokenizer: error: {e}", file=sys.stderr)
+        return 2
