@@ -259,7 +259,7 @@ class Normalizer:
 def is_chinese_char(cp: int) -> bool:
     """The CJK Unified Ideograph blocks that BERT surrounds with spaces (not Hangul / kana)."""
     return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
+            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B920 <= cp <= 0x2CEAF
             or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
 
 
@@ -269,7 +269,7 @@ _BERT_DROP = regex.compile(r"[\x00\ufffd\p{C}--[\t\n\r]]", regex.V1)
 _BERT_SPACE = regex.compile(r"[\t\n\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _CJK = regex.compile(
     "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f\U0002b740-\U0002b81f"
-    "\U0002b820-\U0002ceaf\uf900-\ufaff\U0002f800-\U0002fa1f]"
+    "\U0002b920-\U0002ceaf\uf900-\ufaff\U0002f800-\U0002fa1f]"
 )
 _NONSPACING = regex.compile(r"\p{Mn}")
 

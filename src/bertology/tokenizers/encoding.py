@@ -1,0 +1,136 @@
+"""Encoding: the output of a tokenizer for one input (a sequence or a pair).
+
+Offsets are [start, end) character spans into the ORIGINAL text (special tokens and padding
+get (0, 0)); word_ids say which pre-token each token came from (None for special tokens);
+sequence_ids say which input of a pair (None for special tokens and padding). When truncation
+cuts an encoding, what was cut is kept in `overflowing`, so nothing is lost silently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Encoding:
+    ids: list[int] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+    word_ids: list[int | None] = field(default_factory=list)
+    type_ids: list[int] = field(default_factory=list)
+    special_tokens_mask: list[int] = field(default_factory=list)
+    attention_mask: list[int] = field(default_factory=list)
+    sequence_ids: list[int | None] = field(default_factory=list)
+    overflowing: list["Encoding"] = field(default_factory=list)
+
+    _FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask",
+               "attention_mask", "sequence_ids")
+
+    def __len__(self):
+        return len(self.ids)
+
+    @property
+    def n_sequences(self) -> int:
+        return len({s for s in self.sequence_ids if s is not None})
+
+    @classmethod
+    def special(cls, ids: list[int], tokens: list[str], type_id: int) -> "Encoding":
+        n = len(ids)
+        return cls(list(ids), list(tokens), [(0, 0)] * n, [None] * n, [type_id] * n, [1] * n, [1] * n, [None] * n)
+
+    def copy(self) -> "Encoding":
+        return Encoding(*(list(getattr(self, f)) for f in self._FIELDS), [o.copy() for o in self.overflowing])
+
+    def _slice(self, a: int, b: int) -> "Encoding":
+        return Encoding(*(getattr(self, f)[a:b] for f in self._FIELDS))
+
+    def set_sequence_id(self, seq: int) -> None:
+        self.sequence_ids = [seq] * len(self.ids)
+
+    def merge_with(self, other: "Encoding") -> None:
+        """Append other; overflowing parts combine as `tokenizers` combines them."""
+        overflowing = []
+        for mine in self.overflowing:
+            o = mine.copy()
+            o.merge_with(other.copy())
+            overflowing.append(o)
+            for theirs in other.overflowing:
+                o = mine.copy()
+                o.merge_with(theirs.copy())
+                overflowing.append(o)
+        for theirs in other.overflowing:
+            # (`tokenizers` also nests our own overflowing inside these; we keep one flat level)
+            o = self.copy()
+            o.overflowing = []
+            o.merge_with(theirs.copy())
+            overflowing.append(o)
+        for f in self._FIELDS:
+            getattr(self, f).extend(getattr(other, f))
+        self.overflowing = overflowing
+
+    @classmethod
+    def merge(cls, encodings: list["Encoding"]) -> "Encoding":
+        out = cls()
+        for e in encodings:
+            out.merge_with(e)
+        return out
+
+    def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
+        """Keep max_length tokens; the rest goes to `overflowing` as windows overlapping by stride."""
+        n = len(self.ids)
+        if max_length >= n:
+            return
+        if max_length == 0:
+            whole = self._slice(0, n)
+            for f in self._FIELDS:
+                setattr(self, f, [])
+            self.overflowing = [whole]
+            return
+        if stride >= max_length:
+            raise ValueError(f"truncation stride ({stride}) must be smaller than the length kept ({max_length}; "
+                             "special tokens are already subtracted)")
+        step = max_length - stride
+        windows = []
+        if direction == "right":
+            for start in range(0, n, step):
+                stop = min(start + max_length, n)
+                windows.append((start, stop))
+                if stop == n:
+                    break
+        elif direction == "left":
+            for stop in range(n, 0, -step):
+                start = max(stop - max_length, 0)
+                windows.append((start, stop))
+                if start == 0:
+                    break
+        else:
+            raise ValueError(f"truncation direction must be 'left' or 'right', got {direction!r}")
+        parts = [self._slice(a, b) for a, b in windows]
+        main = parts[0]
+        for f in self._FIELDS:
+            setattr(self, f, getattr(main, f))
+        self.overflowing = parts[1:]
+
+    def pad(self, length: int, pad_id: int = 0, pad_type_id: int = 0, pad_token: str = "[PAD]",
+            direction: str = "right") -> None:
+        for o in self.overflowing:
+            o.pad(length, pad_id, pad_type_id, pad_token, direction)
+        k = length - len(self.ids)
+        if k <= 0:
+            return
+        pads = {"ids": [pad_id] * k, "tokens": [pad_token] * k, "offsets": [(0, 0)] * k, "word_ids": [None] * k,
+                "type_ids": [pad_type_id] * k, "special_tokens_mask": [1] * k, "attention_mask": [0] * k,
+                "sequence_ids": [None] * k}
+        if direction == "right":
+            for f in self._FIELDS:
+                getattr(self, f).extend(pads[f])
+        elif direction == "left":
+            for f in self._FIELDS:
+                setattr(self, f, pads[f] + getattr(self, f))
+        else:
+            raise ValueError(f"padding direction must be 'left' or 'right', got {direction!r}")
+
+    def char_to_token(self, char: int, sequence: int = 0) -> int | None:
+        for i, ((a, b), s) in enumerate(zip(self.offsets, self.sequence_ids)):
+            if s == sequence and a <= char < b:
+                return i
+        return None
