@@ -107,7 +107,8 @@ class BPE(Model):
                 last_unk = False
                 continue
             if self.byte_fallback:
-                byte_ids = [vocab.get(f"<0x{b:02X}>") for b in c.encode("utf-8")]
+                # like `tokenizers`, the bytes of the whole symbol (prefix and suffix included)
+                byte_ids = [vocab.get(f"<0x{b:02X}>") for b in s.encode("utf-8")]
                 if all(b is not None for b in byte_ids):
                     for b in byte_ids:
                         ids.append(b)
