@@ -194,3 +194,16 @@ def test_byte_fallback_equals_tokenizers():
     m = Unigram(vocab, 0, True)
     for w in ["a☃bé", "▁zz", "abc", "é☃"]:
         assert [(t.id, t.value) for t in m.tokenize(w)] == [(t.id, t.value) for t in ref.tokenize(w)]
+
+
+def test_pipeline_encoding_equals_tokenizers(hf_unigram, tmp_path):
+    """The whole tokenizer.json through bertology's Tokenizer: ids, tokens and offsets."""
+    from bertology.tokenizers import Tokenizer
+    tok, data = hf_unigram
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    ours = Tokenizer.load(path)
+    assert isinstance(ours.model, Unigram)
+    for line in wiki_lines(7000, 300) + ["naïve  café ☃☃ snow☃man 漢字 Привет ...", ""]:
+        a, b = ours.encode(line), tok.encode(line)
+        assert (a.ids, a.tokens, a.offsets) == (b.ids, b.tokens, b.offsets), line
