@@ -1,0 +1,65 @@
+"""Property tests on arbitrary Unicode: nothing raises, offsets stay inside the input,
+byte-level BPE decodes back to exactly the input."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bertology.tokenizers import Tokenizer
+
+text = st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def toks(minilm_json, bytelevel_bpe_json, gpt2_bpe_json):
+    wp = Tokenizer.load(minilm_json)
+    wp.no_padding(), wp.no_truncation()
+    return {"wordpiece": wp, "bbpe": Tokenizer.load(bytelevel_bpe_json), "gpt2": Tokenizer.load(gpt2_bpe_json)}
+
+
+def _offsets_inside(enc, s):
+    for a, b in enc.offsets:
+        assert 0 <= a <= b <= len(s), (s, a, b)
+
+
+@SETTINGS
+@given(s=text)
+def test_wordpiece_never_raises_offsets_inside(toks, s):
+    enc = toks["wordpiece"].encode(s)
+    _offsets_inside(enc, s)
+    assert len(enc.ids) == len(enc.tokens) == len(enc.offsets) == len(enc.word_ids)
+    toks["wordpiece"].decode(enc.ids)
+
+
+@SETTINGS
+@given(s=text, p=text)
+def test_bytelevel_round_trips_exactly(toks, s, p):
+    for name in ("bbpe", "gpt2"):
+        tok = toks[name]
+        enc = tok.encode(s)
+        _offsets_inside(enc, s)
+        assert tok.token_to_id("<unk>") not in enc.ids  # byte-level: never unknown
+        decoded = tok.decode(enc.ids)
+        prefix = name == "bbpe" and s and not s.startswith(" ")
+        assert decoded == (" " + s if prefix else s)
+        pair = tok.encode(s, p)
+        _offsets_inside(pair, s + p)
+
+
+@SETTINGS
+@given(s=text)
+def test_bytelevel_matches_tokenizers_on_arbitrary_text(toks, bytelevel_bpe_json, s):
+    ref = _ref(str(bytelevel_bpe_json))
+    o, r = toks["bbpe"].encode(s), ref.encode(s)
+    assert o.ids == r.ids and o.offsets == r.offsets
+
+
+_REFS = {}
+
+
+def _ref(path):
+    import tokenizers
+    if path not in _REFS:
+        _REFS[path] = tokenizers.Tokenizer.from_file(path)
+    return _REFS[path]
