@@ -23,6 +23,7 @@ import unicodedata
 
 import numpy as np
 import regex
+from tqdm.auto import tqdm
 
 from .unigram import UNK_PENALTY, Unigram
 
@@ -381,8 +382,9 @@ class UnigramTrainer:
         n_meta = len(self.special_tokens) + (self.unk_token is not None
                                              and self.unk_token not in self.special_tokens)
         desired = int(self.vocab_size * 1.1)
-        self.history = []
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        self.history = []  # (live pieces, objective = -mean log-likelihood per word) per EM step
+        bar = tqdm(desc="Unigram EM", unit="step", disable=not self.show_progress)
+        with bar, np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             while True:
                 lat = Lattices(src, dst, len(codes), self.first, self.last, word_of)
                 for _ in range(self.n_sub_iterations):
@@ -390,6 +392,8 @@ class UnigramTrainer:
                     expected, objective = self._e_step(lat, pid, score, n_pieces, alive)
                     logp, alive = self._m_step(expected, alive)
                     self.history.append((int(alive.sum()), float(objective)))
+                    bar.update(1)
+                    bar.set_postfix(pieces=int(alive.sum()), objective=f"{objective:.3f}")
                 if alive.sum() <= desired:
                     break
                 score = self._edge_scores(logp, alive, is_char, pid)
