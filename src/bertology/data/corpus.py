@@ -1,0 +1,121 @@
+"""Pretraining text: stream documents (lists of sentences) out of plain-text files.
+
+Two input formats:
+
+* ``"lines"`` (Google's create_pretraining_data.py format): one sentence per line, a blank line
+  between documents.
+* ``"raw"``: ordinary prose, wrapped anyhow; a blank line still ends a document, and the lines
+  of a document are joined and cut into sentences by `split_sentences` (a small rule-based
+  splitter, documented below).
+
+In both formats blank lines at the start or end of a file, runs of blank lines, and whitespace-only
+lines count as one separator; the end of a file ends its last document; a document is never
+empty; a document of one sentence is a document. Files are streamed line by line, so a corpus
+larger than memory works: only the current document is held.
+
+    >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left! Did he?")
+    ['Dr. Smith arrived at 5 p.m. on Monday.', 'He left!', 'Did he?']
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator
+
+import regex
+
+from ..tokenizers.corpus import CorpusError, iter_lines
+
+FORMATS = ("lines", "raw")
+
+# Words that end in a period without ending a sentence. Compared lower-cased, without the period.
+ABBREVIATIONS = frozenset("""
+mr mrs ms dr prof sr jr st mt ft vs etc al fig figs no nos vol vols ed eds eds. op cit ca approx
+inc ltd co corp bros dept est gen col lt sgt capt cmdr adm gov sen rep rev hon pres
+jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
+e.g i.e a.m p.m u.s u.k u.n b.c a.d c. cf viz
+""".split())
+
+# A candidate boundary: sentence-final punctuation, optional closing quotes/brackets, whitespace,
+# then something that can open a sentence (an upper-case letter, a digit, or an opening quote or
+# bracket). Lower-case after the period ("e.g. this") never splits.
+_BOUNDARY = regex.compile(r"""([.!?]+)(["'\u201d\u2019)\]]*)(\s+)(?=["'\u201c\u2018(\[]?[\p{Lu}\p{Nd}])""")
+_WORD_BEFORE = regex.compile(r"(\S+)$")
+
+
+def _is_abbreviation(text_before: str) -> bool:
+    """True when the word that ends at a period is an abbreviation or an initial ("J.")."""
+    m = _WORD_BEFORE.search(text_before)
+    if not m:
+        return False
+    word = m.group(1).lstrip("\"'(\u201c\u2018[").lower()
+    # single letters ("J. R. R. Tolkien") and dotted acronyms ("U.S.") are initials
+    return word in ABBREVIATIONS or len(word) == 1 or bool(regex.fullmatch(r"(\p{L}\.)+\p{L}", word))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Cut prose into sentences with three rules.
+
+    1. A sentence ends at ``.``, ``!`` or ``?`` (runs like ``?!`` or ``...`` included), plus any
+       closing quotes or brackets, when whitespace and then an upper-case letter, a digit or an
+       opening quote/bracket follow.
+    2. Not after an abbreviation from `ABBREVIATIONS`, a single letter ("J. Smith") or a dotted
+       acronym ("U.S. Army") when the punctuation is a single period.
+    3. Whitespace inside a sentence is collapsed to single spaces; empty pieces are dropped.
+
+    >>> split_sentences("It rained.  \\nThe U.S. Army left. 'Yes,' he said. ")
+    ['It rained.', 'The U.S. Army left.', "'Yes,' he said."]
+    >>> split_sentences("")
+    []
+    """
+    text = " ".join(text.split())
+    sentences, start = [], 0
+    for m in _BOUNDARY.finditer(text):
+        if m.group(1) == "." and _is_abbreviation(text[start:m.start(1)]):
+            continue
+        sentences.append(text[start:m.start(3)])
+        start = m.end(3)
+    sentences.append(text[start:])
+    return [s for s in (s.strip() for s in sentences) if s]
+
+
+def _check_files(files) -> list[str]:
+    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    if not files:
+        raise CorpusError("no corpus files given")
+    missing = [os.fspath(p) for p in files if not os.path.isfile(p)]
+    if missing:
+        raise CorpusError(f"corpus file(s) not found: {', '.join(missing)}")
+    return [os.fspath(p) for p in files]
+
+
+def iter_documents(files: str | os.PathLike | Iterable[str | os.PathLike], format: str = "lines",
+                   errors: str = "strict") -> Iterator[list[str]]:
+    """Yield each document of `files` (in order) as a list of sentence strings.
+
+    Every file is checked to exist before reading starts; an undecodable byte raises CorpusError
+    naming the file and byte offset (or becomes U+FFFD with errors="replace").
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    for path in _check_files(files):
+        block: list[str] = []
+        for line in iter_lines(path, errors, keep_newlines=False):
+            line = line.strip()
+            if line:
+                block.append(line)
+            elif block:
+                yield _sentences(block, format)
+                block = []
+        if block:
+            yield _sentences(block, format)
+
+
+def _sentences(block: list[str], format: str) -> list[str]:
+    if format == "lines":
+        return block
+    return split_sentences(" ".join(block)) or block
+
+
+def count_documents(files, format: str = "lines", errors: str = "strict") -> int:
+    """Number of documents `iter_documents` yields (one streaming pass)."""
+    return sum(1 for _ in iter_documents(files, format, errors))
