@@ -279,6 +279,27 @@ def _strip_nonspacing(ns: NormalizedString) -> None:
         ns.transform(["" if unicodedata.category(c) == "Mn" else c for c in ns.normalized])
 
 
+_NFD_STRIPPED: dict[str, str] = {}
+
+
+def _nfd_strip_char(c: str) -> str:
+    """NFD of one char without its non-spacing marks ('é' -> 'e'), memoized."""
+    r = _NFD_STRIPPED.get(c)
+    if r is None:
+        r = "".join(x for x in unicodedata.normalize("NFD", c) if unicodedata.category(x) != "Mn")
+        if len(_NFD_STRIPPED) < 200_000:
+            _NFD_STRIPPED[c] = r
+    return r
+
+
+def _nfd_strip_accents(ns: NormalizedString) -> None:
+    """NFD + drop Mn, char by char: canonical reordering only moves combining marks, and the
+    non-spacing ones are dropped anyway, so per char equals whole-string here."""
+    s = ns.normalized
+    pieces = [c if c < "\u00c0" else _nfd_strip_char(c) for c in s]
+    ns.transform(pieces)
+
+
 class BertNormalizer(Normalizer):
     """BERT's cleaning: drop control chars, whitespace -> ' ', space around CJK, accents, lower.
 
@@ -301,8 +322,7 @@ class BertNormalizer(Normalizer):
             ns.transform([f" {c} " if is_chinese_char(ord(c)) else c for c in ns.normalized])
         strip = self.lowercase if self.strip_accents is None else self.strip_accents
         if strip and not ns.normalized.isascii():
-            ns.nfd()
-            _strip_nonspacing(ns)
+            _nfd_strip_accents(ns)
         if self.lowercase:
             ns.lowercase()
 

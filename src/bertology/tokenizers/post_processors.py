@@ -57,8 +57,14 @@ def parse_template(template: str | list) -> list[tuple[str, str, int]]:
 
 def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
     """Exclude the 'Ġ' (space) a byte-level token starts or ends with from its offsets."""
+    cache = _SPACES
     for i, (tok, (a, b)) in enumerate(zip(enc.tokens, enc.offsets)):
-        lead, trail = _count_space(tok), _count_space(reversed(tok))
+        spaces = cache.get(tok)
+        if spaces is None:
+            spaces = (_count_space(tok), _count_space(reversed(tok)))
+            if len(cache) < 500_000:
+                cache[tok] = spaces
+        lead, trail = spaces
         if not lead and not trail:
             continue
         if lead:
@@ -70,6 +76,9 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
         if trail and b >= trail:
             b = max(b - trail, a)
         enc.offsets[i] = (a, b)
+
+
+_SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces
 
 
 def _count_space(tok) -> int:

@@ -237,6 +237,8 @@ class Tokenizer:
         word = 0
         tokenize = self.model.tokenize
         pre = self.pre_tokenizer
+        # Hot path: a pre-tokenizer that only keeps regex matches needs no piece objects.
+        fast = pre.pattern if isinstance(pre, pre_tokenizers._RegexFind) else None
         for ns, added in self._splits(text):
             if added is not None:
                 ids.append(self._added_ids[added.content])
@@ -244,6 +246,24 @@ class Tokenizer:
                 offsets.append(ns.offsets_original())
                 words.append(word)
                 word += 1
+                continue
+            if fast is not None:
+                align = ns._align
+                base = ns._start
+                for m in fast.finditer(ns.normalized):
+                    a = m.start()
+                    for t in tokenize(m.group()):
+                        ids.append(t.id)
+                        tokens.append(t.value)
+                        s, e = t.offsets
+                        if align is None:
+                            offsets.append((base + a + s, base + a + e))
+                        elif e > s:
+                            offsets.append((align[a + s][0], align[a + e - 1][1]))
+                        else:
+                            offsets.append(ns.original_span(a + s, a + e))
+                        words.append(word)
+                    word += 1
                 continue
             pieces = pre.pre_tokenize([ns]) if pre is not None else [ns]
             for p in pieces:
