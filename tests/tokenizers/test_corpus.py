@@ -94,3 +94,31 @@ def test_empty_and_missing_corpus(tmp_path):
         count_words_in_files([tmp_path / "nope.txt"])
     with pytest.raises(CorpusError, match="no training files"):
         count_words_in_files([])
+
+
+@pytest.mark.parametrize("name", ["bert", "bytelevel", "metaspace"])
+def test_parallel_count_equals_sequential_order_included(name, tmp_path):
+    norm, pre = PIPELINES[name]()
+    other = tmp_path / "second.txt"
+    other.write_text("Zebra zebra ünïcode\nlast line without newline", encoding="utf-8")
+    files = [LEE, other]
+    seq = count_words_in_files(files, norm, pre, workers=1)
+    par = count_words_in_files(files, norm, pre, workers=2, parallel_min_bytes=0)
+    assert list(par.items()) == list(seq.items())
+
+
+def test_byte_ranges_cover_each_line_once(tmp_path):
+    p = tmp_path / "lines.txt"
+    p.write_bytes(b"".join(b"line %d\n" % i for i in range(1000)))
+    ranges = corpus.byte_ranges([p], 7)
+    assert ranges[0][1] == 0 and ranges[-1][2] == p.stat().st_size
+    assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:]))
+    lines = [line for _, s, e in ranges for line in iter_lines(p, start=s, end=e)]
+    assert lines == list(iter_lines(p))
+
+
+def test_parallel_decode_error_names_the_absolute_offset(tmp_path):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"ok line\n" * 5000 + b"bad \xff\n" + b"ok line\n" * 10)
+    with pytest.raises(CorpusError, match=f"bad.txt: byte offset {8 * 5000 + 4}: invalid UTF-8"):
+        count_words_in_files([p], None, pre_tokenizers.BertPreTokenizer(), workers=2, parallel_min_bytes=0)

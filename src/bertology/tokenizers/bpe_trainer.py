@@ -209,18 +209,17 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
         merges.append((a, b))
         fresh: dict[int, set[int]] = defaultdict(set)
         new_sh, b_sh = new << SHIFT, b << SHIFT
-        same = a == b
         for wi in pos:
             w = words[wi]
             # list.count / list.index scan in C: find each `a`, then check the `b` after it.
             # (A stale entry can list a word that no longer holds the pair: count finds nothing.)
-            # Merging (a, a) consumes some of the counted a's: stop when none is left.
-            i = -1
+            i, last = -1, len(w) - 1
             for _ in range(w.count(a)):
-                if same and a not in w[i + 1:]:
+                try:
+                    i = w.index(a, i + 1)
+                except ValueError:  # merging (a, a) consumed some of the counted a's
                     break
-                i = w.index(a, i + 1)
-                if i + 1 < len(w) and w[i + 1] == b:
+                if i < last and w[i + 1] == b:
                     n = counts[wi]
                     if i:
                         p = w[i - 1] << SHIFT
@@ -230,7 +229,8 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
                         fresh[kk].add(wi)
                     w[i] = new
                     del w[i + 1]
-                    if i + 1 < len(w):
+                    last -= 1
+                    if i < last:
                         q = w[i + 1]
                         pair_counts[b_sh | q] -= n
                         kk = new_sh | q

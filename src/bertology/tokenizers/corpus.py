@@ -32,17 +32,22 @@ class CorpusError(ValueError):
     """Unreadable training text: names the file and the byte offset at fault."""
 
 
-def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True) -> Iterator[str]:
-    """Stream the lines of a UTF-8 file (no whole-file read).
+def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True,
+               start: int = 0, end: int | None = None) -> Iterator[str]:
+    """Stream the lines of a UTF-8 file (no whole-file read); optionally only the lines that
+    begin in the byte range [start, end) (start must be 0 or just after a newline).
 
     With errors="strict" an undecodable byte raises CorpusError naming the file and the byte
     offset; errors="replace" substitutes U+FFFD instead.
     """
     if errors not in _ERRORS:
         raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
-    offset = 0
+    offset = start
     with open(path, "rb") as f:
+        f.seek(start)
         for raw in f:
+            if end is not None and offset >= end:
+                break
             try:
                 line = raw.decode("utf-8", errors)
             except UnicodeDecodeError as e:
@@ -200,13 +205,79 @@ def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_
     return dict(words)
 
 
+def byte_ranges(files, n_parts: int) -> list[tuple[str, int, int]]:
+    """Cut files into about n_parts (path, start, end) ranges that begin at line starts."""
+    sizes = [os.path.getsize(p) for p in files]
+    step = max(1, sum(sizes) // max(1, n_parts))
+    ranges = []
+    for p, size in zip(files, sizes):
+        start = 0
+        with open(p, "rb") as f:
+            while start < size:
+                f.seek(min(size, start + step))
+                f.readline()  # move the cut to the next line start
+                end = min(size, f.tell()) if start + step < size else size
+                ranges.append((os.fspath(p), start, end))
+                start = end
+    return ranges
+
+
+_FORKED_JOB: tuple = ()  # (normalizer, pre_tokenizer, errors, keep_newlines), inherited by forked workers
+
+
+def _count_range(rng: tuple[str, int, int]) -> dict[str, int]:
+    normalizer, pre_tokenizer, errors, keep_newlines = _FORKED_JOB
+    path, start, end = rng
+    return count_words(iter_lines(path, errors, keep_newlines, start, end), normalizer, pre_tokenizer)
+
+
+def _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, workers, bar) -> dict[str, int]:
+    """Count byte ranges in forked workers and add the results up in file order, so the words
+    come out in the same first-seen order as a sequential count."""
+    import multiprocessing as mp
+    global _FORKED_JOB
+    _FORKED_JOB = (normalizer, pre_tokenizer, errors, keep_newlines)
+    try:
+        with mp.get_context("fork").Pool(workers) as pool:
+            ranges = byte_ranges(files, 4 * workers)
+            words: Counter = Counter()
+            for rng, part in zip(ranges, pool.imap(_count_range, ranges)):
+                words.update(part)
+                if bar is not None:
+                    bar.update(rng[2] - rng[1])
+    finally:
+        _FORKED_JOB = ()
+    return dict(words)
+
+
 def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str = "strict",
-                         keep_newlines: bool = True, show_progress: bool = False) -> dict[str, int]:
-    """count_words over the lines of files; raises CorpusError if the corpus yields no word."""
+                         keep_newlines: bool = True, show_progress: bool = False,
+                         workers: int | None = None, parallel_min_bytes: int = 4_000_000) -> dict[str, int]:
+    """count_words over the lines of files; raises CorpusError if the corpus yields no word.
+
+    Corpora of at least `parallel_min_bytes` are counted by `workers` forked processes (default:
+    one per CPU, at most 8); the result, order included, is the same as counting in one.
+    """
+    import multiprocessing as mp
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-    lines = iter_files(files, errors, keep_newlines)
-    total = sum(os.path.getsize(p) for p in files if os.path.isfile(p)) if show_progress else None
-    words = count_words(lines, normalizer, pre_tokenizer, show_progress, total)
+    for _ in iter_files(files, errors, keep_newlines):  # checks the list and that every file exists
+        break
+    total = sum(os.path.getsize(p) for p in files)
+    if workers is None:
+        workers = min(8, os.cpu_count() or 1)
+    if workers > 1 and total >= parallel_min_bytes and "fork" in mp.get_all_start_methods():
+        bar = None
+        if show_progress:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=total, desc="Count words", unit="B", unit_scale=True)
+        try:
+            words = _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, workers, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+    else:
+        lines = iter_files(files, errors, keep_newlines)
+        words = count_words(lines, normalizer, pre_tokenizer, show_progress, total if show_progress else None)
     if not words:
         names = ", ".join(os.fspath(p) for p in files)
         raise CorpusError(f"empty corpus: no words in {names}")
