@@ -1,0 +1,70 @@
+"""Training objectives: a loss per micro-batch, divided by counts over the *global* batch.
+
+Dividing by the global count (not the micro-batch's) makes the summed gradient of any split into
+micro-batches and ranks equal to the gradient of the whole batch: the basis of exact gradient
+accumulation and of data-parallel equivalence.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import torch
+import torch.nn.functional as F
+
+from ..models.heads import IGNORE
+
+PAIR_LABELS = ("next_sentence_label", "sentence_order_label")
+
+
+class PretrainingObjective:
+    """MLM (+ NSP or SOP when the batch carries their labels), MLM logits only at masked positions."""
+
+    def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
+        return {"masked": max(1, int((batch["labels"] != IGNORE).sum())), "sequences": batch["labels"].shape[0]}
+
+    def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
+        inputs = {k: v for k, v in batch.items() if k not in PAIR_LABELS and k != "labels"}
+        labels = batch["labels"]
+        pair_name = next((k for k in PAIR_LABELS if k in batch), None)
+        out = model(**inputs, labels=labels, sparse_prediction=True)
+        logits = out.prediction_logits if hasattr(out, "prediction_logits") else out.logits  # (M, V)
+        targets = labels[labels != IGNORE]  # (M,)
+        mlm_sum = F.cross_entropy(logits.float(), targets, reduction="sum")
+        loss = mlm_sum / totals["masked"]
+        metrics = {
+            "mlm_loss": float(mlm_sum.detach()) / totals["masked"],
+            "mlm_accuracy": float((logits.argmax(-1) == targets).sum()) / totals["masked"],
+        }
+        if pair_name is not None:
+            pair_logits = out.seq_relationship_logits if out.seq_relationship_logits is not None else out.sop_logits
+            pair_sum = F.cross_entropy(pair_logits.float(), batch[pair_name].view(-1), reduction="sum")
+            loss = loss + pair_sum / totals["sequences"]
+            metrics["pair_loss"] = float(pair_sum.detach()) / totals["sequences"]
+            metrics["pair_accuracy"] = float((pair_logits.argmax(-1) == batch[pair_name].view(-1)).sum()) / totals["sequences"]
+        metrics["loss"] = metrics["mlm_loss"] + metrics.get("pair_loss", 0.0)
+        return loss, metrics
+
+
+@torch.no_grad()
+def evaluate_pretraining(model, batches: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Held-out MLM accuracy and perplexity (exp of the mean masked-token loss), NSP / SOP accuracy."""
+    objective = PretrainingObjective()
+    sums: dict[str, float] = {}
+    masked = sequences = 0
+    for batch in batches:
+        totals = objective.totals(batch)
+        _, m = objective(model, batch, totals)
+        masked += totals["masked"]
+        sequences += totals["sequences"]
+        sums["mlm_loss"] = sums.get("mlm_loss", 0.0) + m["mlm_loss"] * totals["masked"]
+        sums["mlm_accuracy"] = sums.get("mlm_accuracy", 0.0) + m["mlm_accuracy"] * totals["masked"]
+        if "pair_accuracy" in m:
+            sums["pair_accuracy"] = sums.get("pair_accuracy", 0.0) + m["pair_accuracy"] * totals["sequences"]
+    if masked == 0:
+        raise ValueError("evaluation data has no masked tokens")
+    out = {"mlm_loss": sums["mlm_loss"] / masked, "mlm_accuracy": sums["mlm_accuracy"] / masked}
+    out["perplexity"] = math.exp(min(out["mlm_loss"], 50.0))
+    if "pair_accuracy" in sums:
+        out["pair_accuracy"] = sums["pair_accuracy"] / sequences
+    return out

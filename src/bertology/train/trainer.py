@@ -1,0 +1,292 @@
+"""One Trainer for every training job: pretraining, fine-tuning, distillation.
+
+A job supplies three things:
+  - a model (a bertology PreTrainedModel);
+  - `batches(step) -> dict`: the *global* batch of a step, a pure function of the step, so that a
+    resumed run and a data-parallel run see exactly the batches an uninterrupted single process sees;
+  - an objective (see objectives.py): `totals(global_batch)` and `objective(model, micro_batch, totals)
+    -> (loss, metrics)`, where the loss of a micro-batch is already divided by the *global* count
+    (masked tokens, sequences), so that summing gradients over micro-batches and ranks gives the
+    gradient of the global batch whatever the split.
+
+The Trainer does AdamW with BERT's decoupled weight decay (not on biases and LayerNorm), linear
+warmup then linear decay, gradient accumulation, clipping, bf16 autocast, periodic evaluation,
+JSON-lines metrics, a progress bar, atomic checkpoints (last K kept), exact resume, SIGINT /
+SIGTERM → checkpoint and clean exit, and data parallelism over torch.distributed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from ..io import atomic_write_text
+from . import distributed as dist
+
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass
+class TrainingArguments:
+    out_dir: str
+    steps: int
+    batch_size: int = 32  # global: summed over accumulation steps and ranks
+    lr: float = 1e-4
+    warmup_steps: int = 0
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-6
+    accumulation: int = 1
+    max_grad_norm: float | None = 1.0
+    bf16: bool = False
+    seed: int = 0
+    log_every: int = 10
+    eval_every: int | None = None
+    save_every: int | None = None
+    keep_last: int = 2
+    quiet: bool = False
+
+    def __post_init__(self):
+        if self.steps < 1:
+            raise ValueError(f"steps must be ≥ 1, got {self.steps}")
+        if self.batch_size % (self.accumulation * dist.world_size()):
+            raise ValueError(f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
+                             f"world size {dist.world_size()}")
+        self.betas = tuple(self.betas)
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """BERT's rule: decay every weight matrix and embedding, never biases or LayerNorm parameters."""
+    no_decay: set[int] = set()
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm):
+            no_decay.update(id(p) for p in module.parameters(recurse=False))
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            no_decay.add(id(p))
+    params = [p for p in model.parameters() if p.requires_grad]
+    return [
+        {"params": [p for p in params if id(p) not in no_decay], "weight_decay": weight_decay},
+        {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0},
+    ]
+
+
+def linear_schedule(warmup: int, total: int) -> Callable[[int], float]:
+    """Learning-rate multiplier: 0 → 1 over `warmup` steps, then 1 → 0 at `total`.
+
+    >>> f = linear_schedule(2, 10); [round(f(s), 3) for s in (0, 1, 2, 6, 10)]
+    [0.5, 1.0, 1.0, 0.5, 0.0]
+    """
+    def factor(step: int) -> float:  # `step` = optimizer steps taken so far
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+    return factor
+
+
+class Trainer:
+    def __init__(self, model: nn.Module, args: TrainingArguments, batches: Callable[[int], Batch], objective,
+                 evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None):
+        self.model, self.args, self.batches, self.objective = model, args, batches, objective
+        self.evaluate_fn, self.save_extra = evaluate, save_extra
+        self.out = Path(args.out_dir)
+        self.optimizer = torch.optim.AdamW(parameter_groups(model, args.weight_decay), lr=args.lr, betas=args.betas, eps=args.eps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_schedule(args.warmup_steps, args.steps))
+        self.step = 0
+        self.history: list[dict[str, Any]] = []  # every metrics line written, for callers and tests
+        self._stop_signal: int | None = None
+        dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.out / "checkpoints"
+
+    def checkpoints(self) -> list[Path]:
+        if not self.checkpoint_dir.is_dir():
+            return []
+        return sorted(p for p in self.checkpoint_dir.iterdir() if p.name.startswith("step-") and (p / "trainer_state.pt").is_file())
+
+    def save_checkpoint(self) -> Path | None:
+        """Write checkpoints/step-N atomically: everything into a temporary directory, then one rename."""
+        if not dist.is_main():
+            dist.barrier()
+            return None
+        final = self.checkpoint_dir / f"step-{self.step:08d}"
+        tmp = self.checkpoint_dir / f".tmp-step-{self.step:08d}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            tmp.mkdir(parents=True)
+            self.model.save(tmp)
+            if self.save_extra is not None:
+                self.save_extra(tmp)
+            torch.save(self._trainer_state(), tmp / "trainer_state.pt")
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # the previous checkpoint stays as it was
+            raise
+        for old in self.checkpoints()[:-self.args.keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+        dist.barrier()
+        return final
+
+    def _trainer_state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+            "args": json.dumps(asdict(self.args), default=str),
+            "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
+        }
+
+    def resume(self, checkpoint: Path | None = None) -> int:
+        """Continue from the newest checkpoint (or `checkpoint`): weights, optimizer, schedule, rngs, data position."""
+        from ..hub import read_weights, load_state
+
+        checkpoint = checkpoint or (self.checkpoints()[-1] if self.checkpoints() else None)
+        if checkpoint is None:
+            raise FileNotFoundError(f"{self.checkpoint_dir}: no checkpoint to resume from")
+        try:
+            state = torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
+        except Exception as e:
+            raise ValueError(f"{checkpoint / 'trainer_state.pt'}: corrupt or unreadable checkpoint ({e})") from None
+        ours = json.dumps(self.model.config.to_dict(), sort_keys=True, default=str)
+        if state["config"] != ours:
+            theirs = json.loads(state["config"])
+            diff = {k: (theirs.get(k), v) for k, v in json.loads(ours).items() if theirs.get(k) != v}
+            raise ValueError(f"{checkpoint}: checkpoint was written for another model config; differences "
+                             f"(checkpoint, now): {diff}")
+        try:
+            tensors, source = read_weights(checkpoint)
+        except Exception as e:
+            raise ValueError(f"{checkpoint}: corrupt or unreadable weights ({e})") from None
+        load_state(self.model, tensors, source, strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        self.step = int(state["step"])
+        self._truncate_metrics(self.step)
+        return self.step
+
+    # ---- metrics ------------------------------------------------------------------------------
+    @property
+    def metrics_file(self) -> Path:
+        return self.out / "metrics.jsonl"
+
+    def log(self, record: dict[str, Any]) -> None:
+        self.history.append(record)
+        if dist.is_main():
+            self.out.mkdir(parents=True, exist_ok=True)
+            with open(self.metrics_file, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+    def _truncate_metrics(self, step: int) -> None:
+        """Drop the lines an interrupted run wrote after its last checkpoint."""
+        if not (dist.is_main() and self.metrics_file.is_file()):
+            return
+        keep = [line for line in self.metrics_file.read_text().splitlines() if json.loads(line).get("step", 0) <= step]
+        atomic_write_text(self.metrics_file, "".join(line + "\n" for line in keep))
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def train_step(self, global_batch: Batch) -> dict[str, float]:
+        args = self.args
+        shard = {k: v[dist.rank()::dist.world_size()] for k, v in global_batch.items()}  # this rank's rows
+        totals = self.objective.totals(global_batch)
+        micro = shard[next(iter(shard))].shape[0] // args.accumulation
+        metrics: dict[str, float] = {}
+        self.model.train()
+        for i in range(args.accumulation):
+            part = {k: v[i * micro:(i + 1) * micro] for k, v in shard.items()}
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+                loss, m = self.objective(self.model, part, totals)
+            loss.backward()
+            for k, v in m.items():
+                metrics[k] = metrics.get(k, 0.0) + float(v)
+        dist.all_reduce_gradients(self.model)
+        metrics = dist.all_reduce_sums(metrics)
+        if "loss" in metrics:
+            finite_or_raise(metrics["loss"], f"loss at step {self.step + 1}")
+        if args.max_grad_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
+            metrics["grad_norm"] = float(norm)
+        metrics["lr"] = self.scheduler.get_last_lr()[0]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return metrics
+
+    def _on_signal(self, signum, frame) -> None:
+        self._stop_signal = signum  # finish the current step, then checkpoint and stop
+
+    def train(self, resume: bool = False) -> dict[str, Any]:
+        args = self.args
+        if resume:
+            self.resume()
+        in_main_thread = threading.current_thread() is threading.main_thread()  # signals can only be caught there
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
+        bar = _progress(args, self.step)
+        started, tokens = time.perf_counter(), 0
+        try:
+            while self.step < args.steps:
+                global_batch = self.batches(self.step)
+                metrics = self.train_step(global_batch)
+                self.step += 1
+                tokens += int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
+                elapsed = time.perf_counter() - started
+                metrics["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.3f}", tok_s=f"{metrics['tokens_per_s']:.0f}")
+                if self.step % args.log_every == 0 or self.step == args.steps:
+                    self.log({"step": self.step, **metrics})
+                if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or self.step == args.steps):
+                    self.log({"step": self.step, **{f"eval/{k}": v for k, v in self.run_evaluation().items()}})
+                if self._stop_signal is not None:
+                    self.save_checkpoint()
+                    return {"step": self.step, "interrupted": True}
+                if args.save_every and self.step % args.save_every == 0 and self.step < args.steps:
+                    self.save_checkpoint()
+            self.save_checkpoint()
+            return {"step": self.step, "interrupted": False}
+        finally:
+            if bar is not None:
+                bar.close()
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    @torch.no_grad()
+    def run_evaluation(self) -> dict[str, float]:
+        self.model.eval()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.args.bf16):
+            return self.evaluate_fn(self.model)
+
+
+def _progress(args: TrainingArguments, start: int):
+    if args.quiet or not dist.is_main() or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+
+
+def finite_or_raise(value: float, what: str) -> float:
+    if not math.isfinite(value):
+        raise FloatingPointError(f"{what} is {value}: training diverged (lower the learning rate or enable clipping)")
+    return value

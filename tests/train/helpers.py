@@ -1,0 +1,29 @@
+"""Synthetic pretraining batches for Trainer tests: a pure function of the step, like the real data."""
+import torch
+
+from bertology.models import BertConfig, BertForPreTraining
+
+TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+            max_position_embeddings=32)
+
+
+def tiny_model(seed=0, **overrides):
+    torch.manual_seed(seed)
+    return BertForPreTraining(BertConfig(**{**TINY, **overrides}))
+
+
+def synthetic_batches(batch_size=8, length=12, seed=0, fixed=False):
+    def batch(step):
+        g = torch.Generator().manual_seed(seed if fixed else seed * 100_003 + step)
+        ids = torch.randint(5, 99, (batch_size, length), generator=g)
+        mask = torch.ones_like(ids)
+        lengths = torch.randint(length // 2, length + 1, (batch_size,), generator=g)
+        mask[torch.arange(length)[None, :] >= lengths[:, None]] = 0
+        labels = torch.full_like(ids, -100)
+        chosen = (torch.rand(ids.shape, generator=g) < 0.3) & (mask == 1)
+        chosen[:, 1] = True
+        labels[chosen] = ids[chosen]
+        inputs = ids.masked_fill(chosen, 4).masked_fill(mask == 0, 0)
+        return {"input_ids": inputs, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
+                "labels": labels, "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=g)}
+    return batch
