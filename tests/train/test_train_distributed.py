@@ -1,0 +1,36 @@
+"""Two data-parallel processes (torchrun, gloo) equal one process with the same global batch."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+import bertology
+
+from ddp_worker import main as run_single
+
+HERE = Path(__file__).parent
+
+
+def test_two_processes_equal_one(tmp_path):
+    steps = 4
+    run_single(str(tmp_path / "single"), steps)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           str(HERE / "ddp_worker.py"), str(tmp_path / "ddp"), str(steps)]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    single = json.loads((tmp_path / "single" / "losses.json").read_text())
+    ddp = json.loads((tmp_path / "ddp" / "losses.json").read_text())
+    assert len(single) == len(ddp) == steps
+    for a, b in zip(single, ddp):
+        assert abs(a - b) < 1e-5, (single, ddp)
+    # Checkpoints are written once (rank 0), and the final weights agree.
+    assert [p.name for p in (tmp_path / "ddp" / "checkpoints").iterdir()] == [f"step-{steps:08d}"]
+    a = bertology.load(tmp_path / "single" / "checkpoints" / f"step-{steps:08d}")
+    b = bertology.load(tmp_path / "ddp" / "checkpoints" / f"step-{steps:08d}")
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        assert (p - q).abs().max() < 1e-5, name
+    assert len((tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()) == steps
