@@ -8,6 +8,12 @@ Runs alternate between the two models and the median is reported, so both see th
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/tokenizers.py would shadow the `tokenizers` library that transformers imports: keep bench/ off sys.path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 import argparse
 import statistics
 import tempfile

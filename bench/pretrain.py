@@ -1,0 +1,122 @@
+"""Pretraining speed: bertology's MLM training step against transformers' BertForMaskedLM.
+
+    python bench/pretrain.py [--preset base|mini] [--batch 16] [--length 128] [--steps 6] [--fp32]
+
+Same initial weights, same batches (15% of tokens labelled), AdamW, bf16 autocast unless --fp32.
+Each side runs in its own subprocess so its peak memory (max RSS) is its own. Prints tokens/s,
+the ratio ours / transformers, the losses of both (the same curve within noise), model FLOPs per
+token and MFU against a bf16 (or fp32) matrix-product peak measured in the same run.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/tokenizers.py would shadow the `tokenizers` library that transformers imports: keep bench/ off sys.path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse
+import json
+import resource
+import subprocess
+import tempfile
+import time
+
+import torch
+
+from bertology.models import BertConfig, BertForMaskedLM
+from bertology.models.params import count
+
+
+def batches(steps: int, B: int, T: int, vocab: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        ids = torch.randint(1000, vocab, (B, T), generator=g)
+        chosen = torch.rand(B, T, generator=g) < 0.15
+        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+        out.append({"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids), "labels": labels})
+    return out
+
+
+def matmul_peak(bf16: bool, n: int = 2048, repeats: int = 10) -> float:
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * n ** 3 * repeats / (time.perf_counter() - start)
+
+
+def run_side(side: str, model_dir: str, args) -> dict:
+    torch.manual_seed(0)
+    if side == "transformers":
+        import transformers
+
+        model = transformers.BertForMaskedLM.from_pretrained(model_dir)
+    else:
+        import bertology
+
+        model = bertology.load(model_dir)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = batches(args.steps + args.warmup, args.batch, args.length, model.config.vocab_size)
+    losses, times = [], []
+    for i, batch in enumerate(data):
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not args.fp32):
+            kwargs = {"sparse_prediction": True} if side == "bertology" else {}
+            loss = model(**batch, **kwargs).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if i >= args.warmup:
+            times.append(time.perf_counter() - start)
+        losses.append(round(loss.item(), 4))
+    tokens = args.batch * args.length * len(times)
+    return {"tokens_per_s": tokens / sum(times), "losses": losses,
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="base")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--fp32", action="store_true")
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        print(json.dumps(run_side(args.side, args.model_dir, args)))
+        return
+    config = BertConfig.preset(args.preset)
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as d:
+        BertForMaskedLM(config).save(d)
+        results = {}
+        for side in ("bertology", "transformers"):
+            cmd = [sys.executable, __file__, "--side", side, "--model-dir", d, "--preset", args.preset,
+                   "--batch", str(args.batch), "--length", str(args.length), "--steps", str(args.steps),
+                   "--warmup", str(args.warmup)] + (["--fp32"] if args.fp32 else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            results[side] = json.loads(out.strip().splitlines()[-1])
+    peak = matmul_peak(not args.fp32)
+    c = count(config, f"bert-{args.preset}", args.length)
+    train_flops = 3 * c.flops_per_token["total"]  # forward + backward (2×), dense MLM head: the model's FLOPs
+    precision = "fp32" if args.fp32 else "bf16 autocast"
+    print(f"BertForMaskedLM {args.preset}, B={args.batch}, T={args.length}, {precision}, {torch.get_num_threads()} threads; "
+          f"model FLOPs/token (train, dense head) {train_flops / 1e9:.2f} G; matmul peak {peak / 1e12:.2f} TFLOP/s")
+    print(f"{'':<14}{'tokens/s':>10}{'ratio':>8}{'MFU':>8}{'max RSS':>10}  losses")
+    base = results["transformers"]["tokens_per_s"]
+    for side, r in results.items():
+        mfu = r["tokens_per_s"] * train_flops / peak
+        print(f"{side:<14}{r['tokens_per_s']:>10,.0f}{r['tokens_per_s'] / base:>7.2f}×{100 * mfu:>7.1f}%"
+              f"{r['max_rss_mb']:>8,.0f}MB  {r['losses']}")
+
+
+if __name__ == "__main__":
+    main()
