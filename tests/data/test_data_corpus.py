@@ -1,0 +1,69 @@
+"""Corpus reading: the lines format's edge cases, raw text with the sentence splitter, errors."""
+from pathlib import Path
+
+import pytest
+
+from bertology.data import iter_documents, split_sentences
+from bertology.tokenizers.corpus import CorpusError
+
+WIKI = Path(__file__).resolve().parents[2] / "data" / "wiki.txt"
+
+
+def test_lines_format_edge_cases(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("\n\n  \nA one.\nA two.\n\n\n\t\nB only.\n\nC one.\n  C two.  \n\n\n")
+    assert list(iter_documents(p)) == [["A one.", "A two."], ["B only."], ["C one.", "C two."]]
+
+
+def test_end_of_file_ends_a_document(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("a1.\na2.")  # no final newline, no blank line
+    b.write_text("b1.\n")
+    assert list(iter_documents([a, b])) == [["a1.", "a2."], ["b1."]]
+
+
+def test_raw_format_splits_sentences(tmp_path):
+    p = tmp_path / "raw.txt"
+    p.write_text("Mr. Smith went to\nWashington. He arrived at 3 p.m. on\nFriday!\n\nNew document? Yes.\n")
+    assert list(iter_documents(p, format="raw")) == [
+        ["Mr. Smith went to Washington.", "He arrived at 3 p.m. on Friday!"], ["New document?", "Yes."]]
+
+
+@pytest.mark.parametrize("text, sentences", [
+    ("It works. It really works.", ["It works.", "It really works."]),
+    ("J. R. R. Tolkien wrote it. Then he slept.", ["J. R. R. Tolkien wrote it.", "Then he slept."]),
+    ("The U.S. Army moved. \"Go!\" he said.", ["The U.S. Army moved.", "\"Go!\" he said."]),
+    ("See e.g. this one. And (that one.) Also 1999 was a year. 2000 too.",
+     ["See e.g. this one.", "And (that one.)", "Also 1999 was a year.", "2000 too."]),
+    ("Wait... What?! Fine.", ["Wait...", "What?!", "Fine."]),
+    ("no final stop", ["no final stop"]),
+    ("   ", []),
+])
+def test_split_sentences(text, sentences):
+    assert split_sentences(text) == sentences
+
+
+def test_shipped_corpus_is_in_lines_format():
+    docs = list(iter_documents(WIKI))
+    assert len(docs) == 98
+    assert sum(len(d) for d in docs) == 17456
+    assert docs[0][0].startswith("Anarchism is a political philosophy")
+    assert WIKI.stat().st_size <= 3_000_000
+    # markup is gone
+    text = WIKI.read_text(encoding="utf-8")
+    for mark in ("[[", "]]", "{{", "}}", "<ref", "'''", "==", "&nbsp;"):
+        assert mark not in text, mark
+
+
+def test_errors_name_the_file(tmp_path):
+    with pytest.raises(CorpusError, match="nothere.txt"):
+        list(iter_documents([tmp_path / "nothere.txt"]))
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\xff\xfe broken\n")
+    with pytest.raises(CorpusError, match=r"bad.txt: byte offset 5"):
+        list(iter_documents(bad))
+    assert list(iter_documents(bad, errors="replace")) == [["fine", "\ufffd\ufffd broken"]]
+    with pytest.raises(ValueError, match="format"):
+        list(iter_documents(bad, format="xml"))
+    with pytest.raises(CorpusError, match="no corpus files"):
+        list(iter_documents([]))
