@@ -1,0 +1,213 @@
+"""build_instances + InstanceStore on real text and real tokenizers: keys and formats, static vs
+dynamic masks, determinism, resume, rank slicing, held-out documents, caching, errors."""
+import numpy as np
+import pytest
+import torch
+
+from bertology.data import InstanceStore, build_instances
+from bertology.data.masking import IGNORE_INDEX
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def bert_store(small_corpus, wordpiece, cache):
+    return build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
+                           cache_dir=cache, show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def roberta_store(small_corpus, bytelevel_bpe, cache):
+    return build_instances([small_corpus], bytelevel_bpe, "roberta", max_seq_length=64, seed=7, cache_dir=cache,
+                           show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def albert_store(small_corpus, unigram, cache):
+    return build_instances([small_corpus], unigram, "albert", max_seq_length=64, whole_word=True, seed=7,
+                           cache_dir=cache, show_progress=False)
+
+
+def test_bert_batch_format(bert_store, wordpiece):
+    b = bert_store.batch(0, 16)
+    assert sorted(b) == ["attention_mask", "input_ids", "labels", "next_sentence_label", "token_type_ids"]
+    assert all(v.dtype == torch.long for v in b.values()) and b["input_ids"].shape == (16, 64)
+    cls, sep, pad = 101, 102, 0
+    for r in range(16):
+        ids, att, types = b["input_ids"][r], b["attention_mask"][r], b["token_type_ids"][r]
+        n = int(att.sum())
+        assert ids[0] == cls and ids[n - 1] == sep and (ids[n:] == pad).all() and att[:n].all()
+        seps = (ids == sep).nonzero().flatten().tolist()
+        assert len(seps) == 2 and seps[1] == n - 1
+        # token types: 0 for [CLS] A [SEP], 1 for B [SEP], 0 on padding
+        assert (types[:seps[0] + 1] == 0).all() and (types[seps[0] + 1:n] == 1).all() and (types[n:] == 0).all()
+        labels = b["labels"][r]
+        assert (labels[ids == cls] == IGNORE_INDEX).all() and (labels[n:] == IGNORE_INDEX).all()
+    labels = torch.stack([bert_store.batch(s, 64)["next_sentence_label"] for s in range(5)])
+    assert 0.4 < labels.float().mean() < 0.65
+
+
+def test_roberta_batch_format_full_sentences(roberta_store, bytelevel_bpe):
+    b = roberta_store.batch(0, 16)
+    assert sorted(b) == ["attention_mask", "input_ids", "labels"]  # no token types, no pair label
+    s, e = bytelevel_bpe.token_to_id("<s>"), bytelevel_bpe.token_to_id("</s>")
+    lengths = b["attention_mask"].sum(1)
+    assert (b["input_ids"][:, 0] == s).all()
+    assert all(b["input_ids"][r, n - 1] == e for r, n in enumerate(lengths.tolist()))
+    # FULL-SENTENCES packs sequences nearly full
+    all_lengths = np.asarray(roberta_store.arrays["lengths"])
+    assert np.median(all_lengths) > 56
+
+
+def test_static_masks_fixed_across_epochs(bert_store):
+    N, B = len(bert_store), 32
+    steps = N // B + 2
+    seen = {}
+    for step in range(2 * steps):
+        idx = bert_store.indices(step, B)
+        b = bert_store.batch(step, B)
+        for j, i in enumerate(idx.tolist()):
+            if i in seen:  # the same instance in a later epoch: the very same masked ids and labels
+                assert torch.equal(seen[i][0], b["input_ids"][j]) and torch.equal(seen[i][1], b["labels"][j])
+            seen[i] = (b["input_ids"][j], b["labels"][j])
+    # epochs are reshuffled
+    assert not np.array_equal(bert_store.indices(0, N), bert_store.indices(1, N))
+    assert sorted(bert_store.indices(0, N).tolist()) == list(range(N))
+
+
+def test_dupe_factor_gives_different_masks_of_the_same_text(small_corpus, wordpiece, cache):
+    one = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=1, seed=7,
+                          cache_dir=cache, show_progress=False)
+    two = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
+                          cache_dir=cache, show_progress=False)
+    assert 1.8 < len(two) / len(one) < 2.2
+    labels = np.asarray(two.arrays["labels"])
+    assert (labels != IGNORE_INDEX).any(1).all()  # every instance has predictions
+
+
+def test_dynamic_masks_change_with_step_and_are_deterministic(roberta_store):
+    N = len(roberta_store)
+    a, b = roberta_store.batch(0, 8), roberta_store.batch(0, 8)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # same (step, seed) -> same batch
+    # the same instances fed again one epoch later: same text, different masks
+    later = N  # a step whose batch starts the second epoch (batch size 1)
+    x, y = roberta_store.batch(0, 1), roberta_store.batch(later, 1)
+    i0, i1 = roberta_store.indices(0, 1)[0], roberta_store.indices(later, 1)[0]
+    raw = np.asarray(roberta_store.arrays["input_ids"])
+    assert (x["input_ids"][0] != torch.from_numpy(raw[i0].astype(np.int64))).any()
+    masks = set()
+    for step in range(0, 10 * N, N):  # instance perm_e[0] for epochs 0..9
+        idx = roberta_store.indices(step, 1)[0]
+        labels = roberta_store.batch(step, 1)["labels"][0]
+        masks.add((int(idx), tuple((labels != IGNORE_INDEX).nonzero().flatten().tolist())))
+    assert len(masks) == 10
+    c = roberta_store.batch(0, 8, seed=8)
+    assert not torch.equal(a["labels"], c["labels"])
+
+
+def test_batch_is_independent_of_history_and_survives_reopening(roberta_store, bert_store):
+    for store in (roberta_store, bert_store):
+        ref = store.batch(5, 8)
+        for s in range(5):
+            store.batch(s, 8)
+        again = InstanceStore.open(store.dir).batch(5, 8)  # e.g. a resumed process
+        assert all(torch.equal(ref[k], again[k]) for k in ref)
+        assert all(torch.equal(ref[k], store.batch(5, 8)[k]) for k in ref)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_rank_slices_reproduce_the_global_batch(roberta_store, albert_store, world):
+    for store in (roberta_store, albert_store):
+        full = store.batch(3, 12)
+        parts = [store.batch(3, 12, rank=r, world_size=world) for r in range(world)]
+        for k, v in full.items():
+            for r in range(world):
+                assert torch.equal(parts[r][k], v[r::world]), (k, r)
+
+
+def test_albert_sop_and_whole_word_ngrams(albert_store, unigram):
+    b = albert_store.batch(0, 64)
+    assert sorted(b) == ["attention_mask", "input_ids", "labels", "sentence_order_label", "token_type_ids"]
+    assert 0.35 < b["sentence_order_label"].float().mean() < 0.65
+    assert albert_store.config.ngram == 3 and albert_store.config.whole_word
+    # whole words: a masked token that continues a word (no ▁, not right after [CLS]/[SEP]) has
+    # the token before it (same word) masked too
+    boundary = {unigram.token_to_id("[CLS]"), unigram.token_to_id("[SEP]")}
+    originals = torch.where(b["labels"] != IGNORE_INDEX, b["labels"], b["input_ids"])
+    sel = (b["labels"] != IGNORE_INDEX).tolist()
+    checked = 0
+    for r in range(64):
+        toks = [unigram.id_to_token(i) for i in originals[r].tolist()]
+        for t in range(1, 63):
+            if sel[r][t] and not toks[t].startswith("▁") and int(originals[r, t - 1]) not in boundary:
+                assert sel[r][t - 1], toks[t - 1:t + 1]
+                checked += 1
+    assert checked > 0
+
+
+def test_heldout_documents_never_reach_training(small_corpus, bytelevel_bpe, cache):
+    kw = dict(max_seq_length=64, packing="doc-sentences", seed=3, cache_dir=cache, show_progress=False)
+    store = build_instances([small_corpus], bytelevel_bpe, "roberta", heldout=2, **kw)
+    assert store.heldout is not None and len(store.heldout) > 0
+    full = build_instances([small_corpus], bytelevel_bpe, "roberta", **kw)
+    assert len(store) + len(store.heldout) == len(full)
+
+    def grams(rows):
+        out = set()
+        for row in np.asarray(rows):
+            row = row[row > 4]
+            out.update(tuple(row[i:i + 24]) for i in range(len(row) - 24))
+        return out
+
+    held = grams(store.heldout.arrays["input_ids"])
+    assert held and not held & grams(store.arrays["input_ids"])
+    assert held <= grams(full.arrays["input_ids"])  # the test could fail: the full store has them
+    train2, held2 = full.split_heldout(2)
+    assert train2.dir == store.dir and held2.dir == store.heldout.dir  # same split, from the cache
+
+
+def test_cache_is_reused_and_atomic(small_corpus, wordpiece, cache, bert_store):
+    again = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
+                            cache_dir=cache, show_progress=False)
+    assert again.dir == bert_store.dir
+    assert not list(cache.glob(".tmp-*"))
+    other = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=8,
+                            cache_dir=cache, show_progress=False)
+    assert other.dir != bert_store.dir
+
+
+def test_raw_format(tmp_path, wordpiece):
+    p = tmp_path / "raw.txt"
+    p.write_text("The cat sat on the mat. It was happy. Then it left!\n\nDogs bark. Birds sing. Fish swim.\n")
+    store = build_instances([p], wordpiece, "bert", max_seq_length=16, format="raw", seed=0, cache_dir=tmp_path,
+                            show_progress=False)
+    assert len(store) >= 2
+
+
+def test_errors(tmp_path, wordpiece, bytelevel_bpe, small_corpus):
+    kw = dict(cache_dir=tmp_path, show_progress=False)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n   \n")
+    with pytest.raises(ValueError, match="empty.txt hold no text"):
+        build_instances([empty], wordpiece, "bert", **kw)
+    one = tmp_path / "one.txt"
+    one.write_text("Just one document.\nWith two sentences.\n")
+    with pytest.raises(ValueError, match="NSP needs at least two documents; corpus file.*one.txt"):
+        build_instances([one], wordpiece, "bert", **kw)
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("a\n")
+    with pytest.raises(ValueError, match="tiny.txt are too small"):
+        build_instances([tiny], wordpiece, "bert", objective="mlm+sop", **kw)
+    with pytest.raises(Exception, match="missing.txt"):
+        build_instances([tmp_path / "missing.txt"], wordpiece, "bert", **kw)
+    with pytest.raises(ValueError, match="special token.*'<s>'"):
+        build_instances([small_corpus], wordpiece, "roberta", **kw)
+    with pytest.raises(ValueError, match="does not go with packing"):
+        build_instances([small_corpus], wordpiece, "bert", objective="mlm+nsp", packing="full-sentences", **kw)
+    with pytest.raises(ValueError, match="unknown masking"):
+        build_instances([small_corpus], wordpiece, "bert", masking="sometimes", **kw)
+    with pytest.raises(ValueError, match="cannot hold out 8 of the 8 documents"):
+        build_instances([small_corpus], wordpiece, "bert", heldout=8, **kw)
