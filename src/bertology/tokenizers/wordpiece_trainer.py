@@ -19,7 +19,6 @@ measures what the difference does to tokens per word on held-out text.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import defaultdict
 from typing import Iterable
 
@@ -60,26 +59,25 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
     """
     pair_counts, where = count_pairs(words, counts)
     sc = defaultdict(int, symbol_counts(words, counts))
-    pairs_of: dict[int, set[int]] = defaultdict(set)
-    for k in pair_counts:
-        pairs_of[k >> SHIFT].add(k)
-        pairs_of[k & MASK].add(k)
-    seq = itertools.count()
-
-    def entry(k):
-        c = pair_counts[k]
-        a, b = k >> SHIFT, k & MASK
-        # ties: higher count first, then smaller ids (earlier in the vocabulary)
-        return (-c / (sc[a] * sc[b]), -c, k, next(seq), c, sc[a], sc[b])
-
     min_count = max(min_frequency, 1)
-    heap = [entry(k) for k, c in pair_counts.items() if c >= min_count]
+    # Only pairs that can still be merged (count >= min_count) are indexed and queued: a pair's
+    # count only grows when a merge forms it next to the new symbol, and then it is re-queued.
+    pairs_of: dict[int, set[int]] = defaultdict(set)
+    heap = []
+    for k, c in pair_counts.items():
+        if c >= min_count:
+            a, b = k >> SHIFT, k & MASK
+            pairs_of[a].add(k)
+            pairs_of[b].add(k)
+            # ties: higher count first, then smaller ids (earlier in the vocabulary)
+            heap.append((-c / (sc[a] * sc[b]), -c, k, c, sc[a], sc[b]))
     heapq.heapify(heap)
+    heappush = heapq.heappush
     plen = len(prefix)
     merges: list[tuple[int, int]] = []
     bar = _progress(show_progress, vocab_size - len(id_to_token), "Compute merges")
     while len(id_to_token) < vocab_size and heap:
-        _, _, k, _, c, ca, cb = heapq.heappop(heap)
+        _, _, k, c, ca, cb = heapq.heappop(heap)
         a, b = k >> SHIFT, k & MASK
         if c != pair_counts[k] or ca != sc[a] or cb != sc[b]:
             continue  # stale: a fresher entry for this pair was pushed when its counts changed
@@ -119,16 +117,28 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
                         where[kk].add(wi)
                         touched.add(kk)
                 i += 1
+        # re-queue: the pairs just formed (they hold `new`), and every pair of a and of b, whose
+        # scores rose with the lower count(a), count(b); pairs that fell below min_count leave
         for kk in touched:
-            pairs_of[kk >> SHIFT].add(kk)
-            pairs_of[kk & MASK].add(kk)
-        for s in {a, b}:
-            live = {kk for kk in pairs_of[s] if pair_counts[kk] > 0}
-            pairs_of[s] = live
-            touched |= live
-        for kk in touched:
-            if pair_counts[kk] >= min_count:
-                heapq.heappush(heap, entry(kk))
+            c = pair_counts[kk]
+            if c >= min_count:
+                x, y = kk >> SHIFT, kk & MASK
+                pairs_of[x].add(kk)
+                pairs_of[y].add(kk)
+                cx, cy = sc[x], sc[y]
+                heappush(heap, (-c / (cx * cy), -c, kk, c, cx, cy))
+        for s in (a,) if a == b else (a, b):
+            ps = pairs_of[s]
+            dead = []
+            for kk in ps:
+                c = pair_counts[kk]
+                if c < min_count:
+                    dead.append(kk)
+                    continue
+                x, y = kk >> SHIFT, kk & MASK
+                cx, cy = sc[x], sc[y]
+                heappush(heap, (-c / (cx * cy), -c, kk, c, cx, cy))
+            ps.difference_update(dead)
         if bar is not None:
             bar.update(1)
     if bar is not None:
