@@ -152,12 +152,12 @@ def job_spm(kind: str, train_file: str, vocab: int, out: str):
 PRELOAD = {"job_ours": "bertology.tokenizers.training", "job_hf": "tokenizers", "job_spm": "sentencepiece"}
 
 
-def peak_rss_mib() -> float:
+def peak_rss_mib(field: str = "VmHWM") -> float:
     """VmHWM: this process's own high-water mark (ru_maxrss would include the parent's, kept
-    across fork + exec)."""
+    across fork + exec); VmRSS: the current resident size."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -165,6 +165,7 @@ def peak_rss_mib() -> float:
 def _child(fn, args, q):
     import importlib
     importlib.import_module(PRELOAD[fn.__name__])  # imports are not training time
+    base = peak_rss_mib("VmRSS")
     t = time.perf_counter()
     try:
         fn(*args)
@@ -172,20 +173,20 @@ def _child(fn, args, q):
     except BaseException as e:  # reported to the parent, which prints it
         err = f"{type(e).__name__}: {e}"
     seconds = time.perf_counter() - t
-    q.put((seconds, peak_rss_mib(), err))
+    q.put((seconds, peak_rss_mib(), base, err))
 
 
 def measure(fn, *args) -> tuple[float, float]:
-    """(seconds, peak RSS MiB) of fn(*args) in a fresh interpreter."""
+    """(seconds, peak RSS MiB, RSS after imports MiB) of fn(*args) in a fresh interpreter."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=_child, args=(fn, args, q))
     p.start()
-    seconds, rss, err = q.get()
+    seconds, rss, base, err = q.get()
     p.join()
     if err:
         raise RuntimeError(f"{fn.__name__}{args[:1]}: {err}")
-    return seconds, rss
+    return seconds, rss, base
 
 
 # -- encoding and compression ----------------------------------------------------------------------
@@ -226,10 +227,11 @@ def main(argv=None):
             if (who == "tokenizers" and kind == "wordpiece-lik") or (who == "sentencepiece" and kind != "unigram"):
                 continue
             out = str(tmp / f"{kind}-{who}.{'model' if who == 'sentencepiece' else 'json'}")
-            seconds, rss = measure(fn, kind, str(train_p), vocab, out)
+            seconds, rss, base = measure(fn, kind, str(train_p), vocab, out)
             trained[kind, who] = out
             rows.append((kind, who, seconds, rss))
-            print(f"  trained {kind:15s} {who:13s} {seconds:7.1f} s  peak RSS {rss:7.0f} MiB", flush=True)
+            print(f"  trained {kind:15s} {who:13s} {seconds:7.1f} s  peak RSS {rss:7.0f} MiB "
+                  f"({base:.0f} MiB of it after imports alone)", flush=True)
 
     print("\n== training time (ratio = ours / peer; goal <= 3x for BPE and WordPiece, <= 1x for Unigram)")
     t = {(k, w): s for k, w, s, _ in rows}
