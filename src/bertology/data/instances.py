@@ -12,12 +12,15 @@ replaced by sentences from a random other document (label 1) and the chunk's unu
 are put back to start the next chunk. For SOP (ALBERT) B is always the true continuation and
 half the time A and B are swapped (label 1).
 
-Two choices differ from Google's script, on purpose:
+Three choices differ from Google's script, on purpose:
 * the short target is re-drawn for every chunk, not once per document, so that about
   short_seq_prob of the instances are short as the paper describes;
 * SOP with a chunk of a single sentence cuts that sentence at a random token (A = first part,
   B = second) instead of ALBERT's fallback to a random document, so SOP label 0 always means
-  "A really precedes B".
+  "A really precedes B";
+* NSP with a chunk of a single sentence makes, half the time, a true-next pair by cutting it at a
+  random token; Google's script always pairs it with a random document, which tilts the labels
+  (70 / 30 on data/wiki.txt at length 128; 50 / 50 with the cut).
 """
 from __future__ import annotations
 
@@ -233,7 +236,13 @@ def create_pair_instances(document: list[Segment], max_num_tokens: int, short_se
             a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             a = Segment.concat(chunk[:a_end])
             pair = None
-            if objective == "nsp":
+            if objective == "nsp" and len(chunk) == 1 and len(a) >= 2 and rng.random() < 0.5:
+                # One long sentence: Google's script always makes it a random-next pair, which tilts
+                # the labels towards 1 (70/30 on data/wiki.txt at length 128); cut it at a random
+                # token instead, so that label 0 keeps half of these chunks too.
+                cut = rng.randint(1, len(a) - 1)
+                pair = PairInstance(Segment(a.ids[:cut], a.starts[:cut]), Segment(a.ids[cut:], a.starts[cut:]), 0)
+            elif objective == "nsp":
                 if len(chunk) == 1 or rng.random() < 0.5:
                     # random next: B from another document, from a random sentence on, to fill
                     # the target; the chunk's sentences not used for A go back to the stream.

@@ -57,6 +57,7 @@ class TrainingArguments:
     save_every: int | None = None
     keep_last: int = 2
     quiet: bool = False
+    stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
 
     def __post_init__(self):
         if self.steps < 1:
@@ -258,7 +259,8 @@ class Trainer:
                     self.log({"step": self.step, **metrics})
                 if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or self.step == args.steps):
                     self.log({"step": self.step, **{f"eval/{k}": v for k, v in self.run_evaluation().items()}})
-                if self._stop_signal is not None:
+                stop_here = args.stop_at is not None and self.step == args.stop_at < args.steps
+                if self._stop_signal is not None or stop_here:
                     self.save_checkpoint()
                     return {"step": self.step, "interrupted": True}
                 if args.save_every and self.step % args.save_every == 0 and self.step < args.steps:
