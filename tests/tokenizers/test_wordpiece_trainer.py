@@ -99,3 +99,11 @@ def test_frequency_mode_matches_tokenizers_wordpiece_trainer():
     assert len(set(ours) ^ set(theirs)) <= 0.02 * len(theirs)
     first = lambda v: [t for t in sorted(v, key=v.get)[3 + n_alpha:]][:30]
     assert first(ours) == first(theirs)
+
+
+def test_heap_compaction_does_not_change_the_result(monkeypatch):
+    wc = whitespace_counts(LEE.read_text(encoding="utf-8").splitlines()[:20])
+    size = 2 * len({c for w in wc for c in w}) + 150
+    expected = train_wordpiece(wc, vocab_size=size, min_frequency=2)
+    monkeypatch.setattr(wpt, "COMPACT_SLACK", 0)  # rebuild the heap as often as possible
+    assert train_wordpiece(wc, vocab_size=size, min_frequency=2) == expected

@@ -133,9 +133,12 @@ def initial_vocab(word_counts: dict[str, int], special_tokens: Iterable[str], li
     """Steps 1-2: specials, alphabet, words as symbol ids. Checks vocab_size leaves room to merge."""
     if not word_counts:
         raise ValueError("cannot train on an empty corpus: no words were counted")
+    if not 0 < vocab_size < 1 << SHIFT:
+        raise ValueError(f"vocab_size must be between 1 and {(1 << SHIFT) - 1}, got {vocab_size}")
     vocab: dict[str, int] = {}
     id_to_token: list[str] = []
     for tok in special_tokens:
+        tok = getattr(tok, "content", tok)  # an AddedToken counts by its content
         if tok not in vocab:
             vocab[tok] = len(id_to_token)
             id_to_token.append(tok)

@@ -24,6 +24,10 @@ from typing import Iterable
 
 from .bpe_trainer import MASK, SHIFT, _progress, count_pairs, initial_vocab, train_bpe
 
+# The heap is rebuilt from the live pairs once it holds more than twice their number plus this
+# many entries (re-queued pairs leave stale entries behind; this bounds the memory they take).
+COMPACT_SLACK = 1_000_000
+
 
 def likelihood_score(pair_count: int, count_a: int, count_b: int) -> float:
     """count(ab) / (count(a) * count(b)).
@@ -76,7 +80,13 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
     plen = len(prefix)
     merges: list[tuple[int, int]] = []
     bar = _progress(show_progress, vocab_size - len(id_to_token), "Compute merges")
+    compact_at = 2 * len(heap) + COMPACT_SLACK
     while len(id_to_token) < vocab_size and heap:
+        if len(heap) > compact_at:  # mostly stale entries by now: rebuild from the live pairs
+            heap = [(-c / (sc[k >> SHIFT] * sc[k & MASK]), -c, k, c, sc[k >> SHIFT], sc[k & MASK])
+                    for k in {kk for ps in pairs_of.values() for kk in ps} if (c := pair_counts[k]) >= min_count]
+            heapq.heapify(heap)
+            compact_at = 2 * len(heap) + COMPACT_SLACK
         _, _, k, c, ca, cb = heapq.heappop(heap)
         a, b = k >> SHIFT, k & MASK
         if c != pair_counts[k] or ca != sc[a] or cb != sc[b]:
