@@ -217,9 +217,17 @@ def main(argv=None):
     print(f"corpus: {train_p} ({n_train / 1e6:.1f} MB train), {held_p} ({n_held / 1e6:.2f} MB held out), "
           f"vocab {vocab}, {os.cpu_count()} CPUs")
 
+    import sentencepiece
+    import tokenizers
+    print(f"peers: tokenizers {tokenizers.__version__}, sentencepiece {sentencepiece.__version__}; "
+          f"Python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory(prefix="bench-tok-") as d:
+        run_all(args, vocab, Path(d), train_p, held, n_held)
+
+
+def run_all(args, vocab: int, tmp: Path, train_p: Path, held: list[str], n_held: int) -> None:
     from tokenizers import Tokenizer as HFTokenizer
     from bertology.tokenizers import Tokenizer
-    tmp = Path(tempfile.mkdtemp(prefix="bench-tok-"))
     rows, trained = [], {}
     kinds = ["bytelevel-bpe", "wordpiece-freq", "wordpiece-lik"] + ([] if args.skip_unigram else ["unigram"])
     for kind in kinds:

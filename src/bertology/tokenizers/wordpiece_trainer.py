@@ -13,8 +13,13 @@ frequent pair of frequent symbols ("##q ##u" before "t ##h").
 
 Hugging Face's `WordPieceTrainer` does not do this: it runs its BPE trainer (frequency) with the
 `##` prefix and turns the result into a WordPiece vocabulary. `criterion="frequency"` reproduces
-that, for parity; `criterion="likelihood"` (the default) is the definition above. The bench
-measures what the difference does to tokens per word on held-out text.
+that, for parity; `criterion="likelihood"` (the default) is the definition above.
+
+What the difference does (bench/tokenizers.py: 13 MB of Wikipedia + Python docs, BERT pipeline,
+vocab 30,000, min_frequency 2, held-out text): likelihood 3.50 tokens per word, frequency 1.93.
+The score spends the vocabulary on rare symbols that always co-occur (foreign-script n-grams,
+rare-word fragments) while common words stay split into pieces, so `criterion="frequency"` is
+the better choice for compression; "likelihood" is here because it is what WordPiece means.
 """
 from __future__ import annotations
 
