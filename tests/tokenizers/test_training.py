@@ -52,6 +52,18 @@ def test_family_tokenizer_loads_in_tokenizers_and_encodes_the_same(family, corpu
     assert again.encode(TEXTS[3]).ids == tok.encode(TEXTS[3]).ids
 
 
+@pytest.mark.parametrize("algorithm", ["bpe", "unigram", "wordpiece", "bytelevel-bpe"])
+def test_plain_algorithm_tokenizer_loads_in_tokenizers_and_encodes_the_same(algorithm, corpus, tmp_path):
+    from tokenizers import Tokenizer as HFTokenizer
+    tok = train([corpus], algorithm=algorithm, vocab_size=900, show_progress=False)
+    hf = HFTokenizer.from_file(str(tok.save(tmp_path / "tokenizer.json")))
+    for a, b in zip(TEXTS, TEXTS[1:] + TEXTS[:1]):
+        ours, theirs = tok.encode(a, b), hf.encode(a, b)
+        assert (ours.tokens, ours.ids, ours.type_ids) == (theirs.tokens, theirs.ids, theirs.type_ids)
+        assert [tuple(o) for o in ours.offsets] == [tuple(o) for o in theirs.offsets]
+        assert tok.decode(ours.ids) == hf.decode(theirs.ids)
+
+
 def test_templates_per_family(corpus):
     bert = train([corpus], family="bert", vocab_size=800, show_progress=False)
     assert bert.encode("a", "b").tokens == ["[CLS]", "a", "[SEP]", "b", "[SEP]"]
