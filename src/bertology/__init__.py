@@ -12,13 +12,25 @@ from .models import (
 __version__ = "0.1.0"
 __all__ = [
     "load", "from_config", "CheckpointError", "BertConfig", "RobertaConfig", "AlbertConfig", "DistilBertConfig",
-    "EncoderConfig", "Tokenizer",
+    "EncoderConfig", "Tokenizer", "Pipeline", "finetune", "pretrain",
 ]
 
 
-def __getattr__(name: str):
-    if name == "Tokenizer":  # imported on first use: the tokenizer package is independent of torch models
+def __getattr__(name: str):  # imported on first use, so `import bertology` stays light
+    if name == "Tokenizer":
         from .tokenizers import Tokenizer
 
         return Tokenizer
+    if name == "Pipeline":
+        from .tasks.pipeline import Pipeline
+
+        return Pipeline
+    if name == "finetune":
+        from .tasks.finetune import finetune
+
+        return finetune
+    if name == "pretrain":
+        from .train.pretrain import pretrain
+
+        return pretrain
     raise AttributeError(f"module 'bertology' has no attribute {name!r}")

@@ -45,6 +45,70 @@ def _pretrain(args) -> int:
     return 0
 
 
+def _columns(args) -> dict[str, str]:
+    names = ("text_column", "pair_column", "label_column")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None)}
+
+
+def _finetune(args) -> int:
+    from .tasks.finetune import FinetuneOptions, finetune
+
+    options = FinetuneOptions(
+        model=args.model, task=args.task, train=args.train, dev=args.dev, out_dir=args.out, tokenizer=args.tokenizer,
+        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length, stride=args.stride,
+        warmup_ratio=args.warmup_ratio, bf16=args.bf16, seed=args.seed, columns=_columns(args), quiet=args.quiet,
+    )
+    summary = finetune(options)
+    dev = summary["dev"]
+    print(f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
+          + (f"; best dev (step {summary['best_step']}): " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else ""))
+    print(f"model written to {args.out}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from .tasks.pipeline import Pipeline
+
+    pipe = Pipeline.load(args.model)
+    columns = {**pipe.model.config.extra.get("bertology_columns", {}), **_columns(args)}
+    scores = pipe.evaluate(pipe.task.read(args.data, **columns))
+    for k, v in scores.items():
+        print(f"{k:<24}{v:.4f}")
+    return 0
+
+
+def _predict(args) -> int:
+    from .tasks.pipeline import Pipeline
+
+    pipe = Pipeline.load(args.model)
+    if args.data:
+        columns = {**pipe.model.config.extra.get("bertology_columns", {}), **_columns(args)}
+        examples = pipe.task.read(args.data, **columns)
+    elif args.text:
+        from .tasks.pipeline import to_example
+
+        if pipe.task.name in ("pair", "qa", "choice") or args.pair:
+            if pipe.task.name == "choice":
+                items = [(args.text[0], args.text[1:])]
+            else:
+                items = [(t, args.pair) for t in args.text] if args.pair else [tuple(args.text[:2])]
+        else:
+            items = args.text
+        examples = [to_example(pipe.task.name, x, i) for i, x in enumerate(items)]
+    else:
+        raise ValueError("give TEXT arguments or --data FILE")
+    for example, prediction in zip(examples, pipe.predict_examples(examples)):
+        shown = example.text if isinstance(example.text, str) else " ".join(example.text)
+        print(f"{pipe.task.format_prediction(prediction)}\t{shown[:80]}")
+    return 0
+
+
+def _add_columns(p) -> None:
+    p.add_argument("--text-column", help="column with the text (default: text)")
+    p.add_argument("--pair-column", help="column with the second text, for pairs")
+    p.add_argument("--label-column", help="column with the label (default: label)")
+
+
 def _demo(args) -> int:
     from .demo import run
 
@@ -52,7 +116,10 @@ def _demo(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bertology", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="bertology",
+        description="BERT, RoBERTa, ALBERT, DistilBERT and their tokenizers: pretrain, fine-tune, inspect, "
+                    "and move checkpoints to and from Hugging Face layout.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("params", help="parameter table and forward FLOPs per token of presets or configs")
@@ -94,6 +161,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-at", type=int, metavar="STEP", help="checkpoint and stop at STEP, as if interrupted")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_pretrain)
+
+    p = sub.add_parser("finetune", help="fine-tune a pretrained directory (or a preset, from scratch) on a labelled task")
+    p.add_argument("--model", required=True, metavar="DIR_OR_PRESET", help="a model directory, or e.g. bert-mini for random init")
+    p.add_argument("--task", required=True, choices=["classify", "pair", "regress", "tag", "qa", "choice"])
+    p.add_argument("--train", required=True, metavar="FILE", help="CSV / TSV / JSON lines, CoNLL (tag), SQuAD JSON (qa)")
+    p.add_argument("--dev", metavar="FILE", help="evaluated each epoch; the best epoch is kept")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--tokenizer", help="default: the model directory's tokenizer.json")
+    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--stride", type=int, default=64, help="overlap of QA context windows")
+    p.add_argument("--warmup-ratio", type=float, default=0.1)
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    _add_columns(p)
+    p.set_defaults(func=_finetune)
+
+    p = sub.add_parser("evaluate", help="metrics of a fine-tuned model on a labelled file")
+    p.add_argument("--model", required=True, metavar="DIR")
+    p.add_argument("--data", required=True, metavar="FILE")
+    _add_columns(p)
+    p.set_defaults(func=_evaluate)
+
+    p = sub.add_parser("predict", help="predictions of a fine-tuned model on texts or a file")
+    p.add_argument("--model", required=True, metavar="DIR")
+    p.add_argument("text", nargs="*", metavar="TEXT", help="texts (qa: QUESTION CONTEXT; choice: CONTEXT CHOICE…)")
+    p.add_argument("--pair", help="second text for every TEXT (pair tasks)")
+    p.add_argument("--data", metavar="FILE")
+    _add_columns(p)
+    p.set_defaults(func=_predict)
 
     p = sub.add_parser("demo", help="the main job on the data that ships with bertology")
     p.add_argument("--quiet", action="store_true")

@@ -228,7 +228,32 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     return model.eval()
 
 
-def load_state(model: PreTrainedModel, tensors: dict[str, torch.Tensor], source: str, strict: bool = True) -> None:
+_FAMILY_PREFIX = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "distilbert": "DistilBert"}
+
+
+def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | None = None) -> PreTrainedModel:
+    """A pretrained backbone (read from any head's checkpoint, or a bare one) under a new, randomly
+    initialised task head, e.g. `load_for_task("bert-dir", "ForSequenceClassification", ["neg", "pos"])`.
+
+    The checkpoint's own head weights (MLM, NSP …) are dropped; a pooler the checkpoint lacks (an
+    MLM-only checkpoint) is initialised randomly with a warning; any other missing weight is an error.
+    """
+    path = Path(path)
+    config = read_config(path)
+    if labels is not None:
+        config = config.with_labels(labels)
+    name = _FAMILY_PREFIX[config.model_type] + head
+    if name not in ARCHITECTURES:
+        raise ValueError(f"{config.model_type} has no {head} head")
+    config.architectures = [name]
+    model = ARCHITECTURES[name](config)
+    tensors, source = read_weights(path)
+    load_state(model, tensors, source, strict=True, backbone_only=True)
+    return model
+
+
+def load_state(model: PreTrainedModel, tensors: dict[str, torch.Tensor], source: str, strict: bool = True,
+               backbone_only: bool = False) -> None:
     config = model.config
     bare = not hasattr(model, "backbone")
     tensors = {re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", k)): v
@@ -237,13 +262,17 @@ def load_state(model: PreTrainedModel, tensors: dict[str, torch.Tensor], source:
         prefix = _family(config)[0] + "."
         if not any(k.startswith("embeddings.") for k in tensors):  # a backbone inside a task checkpoint
             tensors = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in tensors.items()}
+    if backbone_only and not _native_layout(config):
+        prefix = _family(config)[0] + "."
+        if not any(k.startswith(prefix) for k in tensors):  # a bare backbone checkpoint
+            tensors = {prefix + k: v for k, v in tensors.items()}
     used: set[str] = set()
     missing: list[str] = []
     tied = _tied(model)
     state = model.state_dict()
     with torch.no_grad():
         for name, target in state.items():
-            if name in tied:
+            if name in tied or (backbone_only and not name.startswith("backbone.")):
                 continue
             names = hf_names(name, config, bare)
             absent = [n for n in names if n not in tensors]
@@ -256,7 +285,13 @@ def load_state(model: PreTrainedModel, tensors: dict[str, torch.Tensor], source:
                                  f"{tuple(value.shape)}, the config implies {tuple(target.shape)}")
             target.copy_(value)
             used.update(names)
-    unexpected = sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
+    if backbone_only:
+        pooler = [m for m in missing if ".pooler" in m]
+        if pooler:
+            warnings.warn(f"{source}: the checkpoint has no pooler ({pooler[0]} …); the new head's pooler starts "
+                          "randomly initialised", stacklevel=3)
+        missing = [m for m in missing if ".pooler" not in m]
+    unexpected = [] if backbone_only else sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
     problems = []
     if missing:
         problems.append(f"missing keys {missing[:8]}{' …' if len(missing) > 8 else ''} ({len(missing)} in all)")

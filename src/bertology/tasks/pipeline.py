@@ -1,0 +1,64 @@
+"""`bertology.Pipeline`: a fine-tuned directory as a function from raw inputs to predictions.
+
+    >>> pipe = bertology.Pipeline.load("runs/debian")            # doctest: +SKIP
+    >>> pipe("a puzzle game with falling blocks")                  # doctest: +SKIP
+    ('games', 0.97, {...})
+
+Inputs by task: classify / regress — a string (or a (text, pair) tuple); pair — (text, pair);
+tag — a string (split on whitespace) or a list of words; qa — {"question", "context"} or a
+tuple; choice — {"context", "choices"} or a tuple. A list of inputs gives a list of predictions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import Example
+from .finetune import evaluate_examples, load_finetuned, run_model
+
+
+def to_example(task_name: str, item: Any, i: int = 0) -> Example:
+    where = f"input {i}"
+    if isinstance(item, dict):
+        if task_name == "qa":
+            return Example(item["question"], item["context"], None, id=str(item.get("id", i)), where=where)
+        if task_name == "choice":
+            return Example(item["context"], list(item["choices"]), None, id=str(i), where=where)
+        return Example(item["text"], item.get("pair"), None, id=str(i), where=where)
+    if isinstance(item, (tuple, list)) and task_name != "tag":
+        if len(item) != 2:
+            raise ValueError(f"{where}: expected a (text, pair) tuple, got {len(item)} items")
+        first, second = item
+        return Example(first, list(second) if task_name == "choice" else second, None, id=str(i), where=where)
+    if task_name == "tag":
+        words = item.split() if isinstance(item, str) else list(item)
+        return Example(words, None, None, id=str(i), where=where)
+    if task_name in ("pair", "qa", "choice"):
+        raise ValueError(f"{where}: the {task_name} task takes two texts, got {item!r}")
+    return Example(item, None, None, id=str(i), where=where)
+
+
+class Pipeline:
+    def __init__(self, model, task, tokenizer, max_length: int = 128, stride: int = 64):
+        self.model, self.task, self.tokenizer = model, task, tokenizer
+        self.max_length, self.stride = max_length, stride
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Pipeline":
+        model, task, tokenizer, _ = load_finetuned(path)
+        extra = model.config.extra
+        return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64))
+
+    def predict_examples(self, examples: list[Example]) -> list[Any]:
+        features = self.task.featurize(examples, self.tokenizer, self.max_length, None, self.stride)
+        outputs = run_model(self.model, features)
+        return self.task.predict(outputs, features, examples, self.model.config.id2label)
+
+    def evaluate(self, examples: list[Example]) -> dict[str, float]:
+        return evaluate_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)[1]
+
+    def __call__(self, inputs: Any) -> Any:
+        single = not isinstance(inputs, list)  # a list is always a batch (for tagging: of sentences)
+        items = [inputs] if single else inputs
+        predictions = self.predict_examples([to_example(self.task.name, x, i) for i, x in enumerate(items)])
+        return predictions[0] if single else predictions
