@@ -265,7 +265,9 @@ def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str
     total = sum(os.path.getsize(p) for p in files)
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
-    if workers > 1 and total >= parallel_min_bytes and "fork" in mp.get_all_start_methods():
+    # daemonic processes (e.g. Pool workers) may not have children: count in-process there
+    can_fork = "fork" in mp.get_all_start_methods() and not mp.current_process().daemon
+    if workers > 1 and total >= parallel_min_bytes and can_fork:
         bar = None
         if show_progress:
             from tqdm.auto import tqdm
