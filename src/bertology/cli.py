@@ -109,6 +109,18 @@ def _add_columns(p) -> None:
     p.add_argument("--label-column", help="column with the label (default: label)")
 
 
+def _attention(args) -> int:
+    from . import load
+    from .tasks.finetune import load_tokenizer
+    from .viz import write_attention
+
+    model = load(args.model)
+    tokenizer = load_tokenizer(args.model, args.tokenizer)
+    aw = write_attention(args.out, model, tokenizer, args.text, args.pair, args.layer, args.head)
+    print(f"{args.out}: {aw.num_layers} layers × {aw.num_heads} heads over {len(aw.tokens)} tokens: {' '.join(aw.tokens)}")
+    return 0
+
+
 def _demo(args) -> int:
     from .demo import run
 
@@ -194,6 +206,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", metavar="FILE")
     _add_columns(p)
     p.set_defaults(func=_predict)
+
+    p = sub.add_parser("attention", help="draw attention weights over a text's tokens (PNG grid or interactive HTML)")
+    p.add_argument("--model", required=True, metavar="DIR", help="any directory bertology.load reads, with tokenizer.json")
+    p.add_argument("--tokenizer", help="default: the model directory's tokenizer.json")
+    p.add_argument("--text", required=True)
+    p.add_argument("--pair")
+    p.add_argument("--layer", type=int, help="default: the last layer (PNG)")
+    p.add_argument("--head", type=int, help="one head instead of the grid of all heads (PNG)")
+    p.add_argument("--out", required=True, metavar="FILE.png|FILE.html")
+    p.set_defaults(func=_attention)
 
     p = sub.add_parser("demo", help="the main job on the data that ships with bertology")
     p.add_argument("--quiet", action="store_true")
