@@ -42,4 +42,17 @@ def bpe_tokenizer():
 def unigram_tokenizer():
     """A small Unigram (ALBERT pipeline, Metaspace: '▁word' offsets include the space before)."""
     return _trained("albert", 1000)
+@pytest.fixture(scope="session")
+def tiny_bert():
+    """make(head, labels=None, vocab_size=...) -> a 2-layer BERT with that head, seeded, in eval mode."""
+    import torch
+    from bertology.models import ARCHITECTURES, CONFIGS
+
+    def make(head: str, labels=None, vocab_size: int = 30522):
+        cfg = CONFIGS["bert"].preset("tiny", vocab_size=vocab_size)
+        if labels is not None:
+            cfg = cfg.with_labels(labels)
+        torch.manual_seed(0)
+        return ARCHITECTURES["Bert" + head](cfg).eval()
+    return make
 # ---- end F2 --------------------------------------------------------------------------------------

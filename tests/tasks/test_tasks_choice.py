@@ -75,3 +75,14 @@ def test_errors(tmp_path, minilm_tokenizer):
     mixed = [Example("a", ["b", "c"], 0, where="x:1"), Example("a", ["b", "c", "d"], 0, where="x:2")]
     with pytest.raises(ValueError, match="x:2: 3 choices, but the first example has 2"):
         ChoiceTask().featurize(mixed, minilm_tokenizer, 16, None)
+
+
+def test_batch_feeds_a_multiple_choice_model(fixtures_dir, minilm_tokenizer, tiny_bert):
+    task = ChoiceTask()
+    ex = task.read(str(fixtures_dir / "swag.csv"))
+    model = tiny_bert(task.head)
+    f = task.featurize(ex, minilm_tokenizer, 64, None)
+    out = model(**f.batch([0, 1, 2, 3]))
+    assert out.logits.shape == (4, 4) and torch.isfinite(out.loss)
+    preds = task.predict([out], f, ex)
+    assert all(0 <= p["choice"] < 4 and 0.25 <= p["probability"] <= 1 for p in preds)

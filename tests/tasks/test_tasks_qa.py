@@ -170,3 +170,20 @@ def test_question_too_long_is_an_error(minilm_tokenizer):
     ex = Example(" ".join(["why"] * 40), "A short context.", [], id="q-long", where="f.json: question q-long")
     with pytest.raises(ValueError, match="question q-long: cannot fit question"):
         QATask().featurize([ex], minilm_tokenizer, 32, None, stride=4)
+
+
+def test_batch_feeds_a_question_answering_model(fixtures_dir, minilm_tokenizer, tiny_bert):
+    task = QATask()
+    examples = task.read(str(fixtures_dir / "squad_v2.json"))
+    model = tiny_bert(task.head)
+    feats = task.featurize(examples, minilm_tokenizer, 64, None, stride=16)
+    out = model(**feats.batch(range(8)))
+    assert out.start_logits.shape == (8, 64) and torch.isfinite(out.loss)
+    keys = ("input_ids", "attention_mask", "token_type_ids")
+    with torch.no_grad():
+        outputs = [model(**{k: v for k, v in feats.batch(range(i, min(i + 16, len(feats)))).items() if k in keys})
+                   for i in range(0, len(feats), 16)]
+    preds = task.predict(outputs, feats, examples)
+    for ex, p in zip(examples, preds):  # whatever an untrained model picks is a piece of its own context
+        assert p["text"] == "" or ex.pair[p["start"]:p["end"]] == p["text"]
+    assert set(task.metrics(preds, examples)) >= {"exact_match", "f1", "HasAns_f1", "NoAns_f1"}

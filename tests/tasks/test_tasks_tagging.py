@@ -129,3 +129,16 @@ def test_format_prediction():
     p = {"words": ["Angela", "Merkel", "visited", "Paris", "."], "tags": ["B-PER", "I-PER", "O", "B-LOC", None]}
     assert task.format_prediction(p) == "[PER Angela Merkel] visited [LOC Paris] ."
     assert task.format_prediction({"words": ["It", "rains"], "tags": ["PRP", "VBZ"]}) == "It/PRP rains/VBZ"
+
+
+def test_batch_feeds_a_token_classification_model(task_and_data, minilm_tokenizer, tiny_bert):
+    task, train, labels, label2id = task_and_data
+    model = tiny_bert(task.head, labels)
+    feats = task.featurize(train, minilm_tokenizer, 64, model.config.label2id)
+    batch = feats.batch([0, 1])
+    out = model(**batch)
+    assert out.logits.shape == (2, batch["input_ids"].shape[1], len(labels)) and torch.isfinite(out.loss)
+    outputs = [model(**{k: v for k, v in feats.batch([i]).items() if k != "labels"}) for i in range(len(feats))]
+    preds = task.predict(outputs, feats, train, model.config.id2label)
+    assert [len(p["tags"]) for p in preds] == [len(ex.text) for ex in train]
+    assert all(t in labels for p in preds for t in p["tags"])

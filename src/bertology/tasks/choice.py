@@ -141,7 +141,7 @@ class ChoiceTask(Task):
 
     def predict(self, outputs: list[Any], features: Features, examples: list[Example],
                 id2label: dict[int, str] | None = None) -> list[dict]:
-        logits = torch.cat([o.logits if not isinstance(o, torch.Tensor) else o for o in outputs]).float()  # (N, C)
+        logits = torch.cat([o.logits if not isinstance(o, torch.Tensor) else o for o in outputs]).detach().float()  # (N, C)
         if logits.shape[0] != len(examples):
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(examples)} examples")
         p, best = logits.softmax(-1).max(-1)

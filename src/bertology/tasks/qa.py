@@ -152,8 +152,8 @@ class QATask(Task):
 
     def predict(self, outputs: list[Any], features: Features, examples: list[Example],
                 id2label: dict[int, str] | None = None) -> list[dict]:
-        start = torch.cat([o.start_logits for o in outputs]).float()  # (rows, T)
-        end = torch.cat([o.end_logits for o in outputs]).float()
+        start = torch.cat([o.start_logits for o in outputs]).detach().float()  # (rows, T)
+        end = torch.cat([o.end_logits for o in outputs]).detach().float()
         if start.shape[0] != len(features):
             raise ValueError(f"{start.shape[0]} rows of logits for {len(features)} rows of features")
         out = []

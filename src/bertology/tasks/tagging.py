@@ -71,7 +71,7 @@ def align_labels(token_words: list[int | None], word_labels: list[int], label_al
 
 
 def _logits(outputs: list[Any], name: str = "logits") -> torch.Tensor:
-    return torch.cat([getattr(o, name) if not isinstance(o, torch.Tensor) else o for o in outputs]).float()
+    return torch.cat([getattr(o, name) if not isinstance(o, torch.Tensor) else o for o in outputs]).detach().float()
 
 
 def _label_of(id2label: dict, i: int) -> str:
