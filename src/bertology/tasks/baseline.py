@@ -1,0 +1,206 @@
+"""A bag-of-words baseline for text classification: what a fine-tuned encoder has to beat.
+
+Word unigrams + bigrams (lowercased \\w+ words), TF-IDF weights (smoothed idf, sublinear tf, rows
+L2-normalised), and a multinomial logistic regression with an L2 penalty, trained in torch on the
+sparse feature matrix (full-batch L-BFGS, or mini-batch Adam).
+
+    model = BagOfWordsBaseline(seed=0).fit(train_examples)     # Examples with .text (and .pair), .label
+    model.predict(dev_examples)                                # [Prediction(label, probability, {...})]
+
+    python -m bertology.tasks.baseline data/debian-sections/train.tsv data/debian-sections/dev.tsv \\
+        data/debian-sections/test.tsv
+
+Deterministic: L-BFGS starts from zeros and sees the whole batch; Adam shuffles with a generator
+seeded by `seed`.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+from collections import Counter
+from typing import Sequence
+
+import regex
+import torch
+
+from . import metrics as M
+from .base import Example
+from .classification import Prediction
+
+_WORD = regex.compile(r"\w+")
+
+
+def words(text: str) -> list[str]:
+    """Lowercased word tokens (letters, digits, underscore runs).
+
+    >>> words("Real-time strategy game (data files)")
+    ['real', 'time', 'strategy', 'game', 'data', 'files']
+    """
+    return _WORD.findall(text.lower())
+
+
+def ngrams(tokens: Sequence[str], n_max: int = 2, prefix: str = "") -> list[str]:
+    """All n-grams for n = 1..n_max, joined by spaces (`prefix` keeps a pair's features apart).
+
+    >>> ngrams(["binary", "file", "editor"])
+    ['binary', 'file', 'editor', 'binary file', 'file editor']
+    """
+    return [prefix + " ".join(tokens[i:i + n]) for n in range(1, n_max + 1) for i in range(len(tokens) - n + 1)]
+
+
+def smooth_idf(df: int, n_docs: int) -> float:
+    """ln((1 + N) / (1 + df)) + 1: as if one extra document held every term; never 0, so a term
+    in every document still counts a little.
+
+    >>> round(smooth_idf(1, 3), 4), smooth_idf(3, 3)
+    (1.6931, 1.0)
+    """
+    return math.log((1 + n_docs) / (1 + df)) + 1
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """The matrices here are small (10k x 10): thread start-up costs more than the work, and on a
+    busy machine much more, so run on one thread and put the setting back afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class BagOfWordsBaseline:
+    def __init__(self, n_max: int = 2, min_df: int = 1, l2: float = 3e-4, optimizer: str = "lbfgs",
+                 max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+        if optimizer not in ("lbfgs", "adam"):
+            raise ValueError(f"optimizer must be 'lbfgs' or 'adam', got {optimizer!r}")
+        self.n_max, self.min_df, self.l2, self.optimizer = n_max, min_df, l2, optimizer
+        self.max_iter, self.epochs, self.lr, self.batch_size, self.seed = max_iter, epochs, lr, batch_size, seed
+        self.vocab: dict[str, int] = {}
+        self.idf: torch.Tensor | None = None
+        self.labels: list[str] = []
+        self.weight: torch.Tensor | None = None  # (F, C)
+        self.bias: torch.Tensor | None = None  # (C,)
+
+    # -- features ---------------------------------------------------------------------------------
+    def _terms(self, e: Example) -> list[str]:
+        terms = ngrams(words(e.text), self.n_max)
+        if e.pair is not None:
+            terms += ngrams(words(e.pair), self.n_max, prefix="2:")
+        return terms
+
+    def _matrix(self, examples: Sequence[Example]) -> torch.Tensor:
+        """Sparse (N, F) TF-IDF matrix, rows L2-normalised; terms outside the vocabulary are dropped
+        (an all-unknown text gets a zero row: the model falls back on the bias, the class prior)."""
+        rows, cols, vals = [], [], []
+        for r, e in enumerate(examples):
+            counts = Counter(self.vocab[t] for t in self._terms(e) if t in self.vocab)
+            weights = {j: (1 + math.log(c)) * float(self.idf[j]) for j, c in counts.items()}
+            norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+            for j in sorted(weights):
+                rows.append(r)
+                cols.append(j)
+                vals.append(weights[j] / norm)
+        index = torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1)
+        return torch.sparse_coo_tensor(index, torch.tensor(vals, dtype=torch.float32),
+                                       (len(examples), len(self.vocab)), check_invariants=False).coalesce()
+
+    # -- training ---------------------------------------------------------------------------------
+    def fit(self, examples: Sequence[Example]) -> "BagOfWordsBaseline":
+        with _one_thread():
+            return self._fit(examples)
+
+    def _fit(self, examples: Sequence[Example]) -> "BagOfWordsBaseline":
+        for e in examples:
+            if e.label is None:
+                raise ValueError(f"{e.where}: training example without a label")
+        self.labels = sorted({e.label for e in examples})
+        if len(self.labels) < 2:
+            raise ValueError(f"need at least 2 labels to train, got {self.labels}")
+        df = Counter(t for e in examples for t in set(self._terms(e)))
+        kept = sorted(t for t, c in df.items() if c >= self.min_df)
+        self.vocab = {t: i for i, t in enumerate(kept)}
+        self.idf = torch.tensor([smooth_idf(df[t], len(examples)) for t in kept], dtype=torch.float32)
+        X = self._matrix(examples)
+        label_id = {name: i for i, name in enumerate(self.labels)}
+        y = torch.tensor([label_id[e.label] for e in examples], dtype=torch.long)
+        W = torch.zeros(len(kept), len(self.labels), requires_grad=True)
+        b = torch.zeros(len(self.labels), requires_grad=True)
+
+        def loss_of(Xb, yb):  # mean cross-entropy + (l2 / 2)·|W|², the bias unpenalised
+            return torch.nn.functional.cross_entropy(torch.sparse.mm(Xb, W) + b, yb) + 0.5 * self.l2 * (W * W).sum()
+
+        if self.optimizer == "lbfgs":
+            opt = torch.optim.LBFGS([W, b], lr=1, max_iter=self.max_iter, tolerance_grad=1e-6,
+                                    tolerance_change=1e-9, history_size=20, line_search_fn="strong_wolfe")
+
+            def closure():
+                opt.zero_grad()
+                loss = loss_of(X, y)
+                loss.backward()
+                return loss
+
+            opt.step(closure)
+        else:
+            opt = torch.optim.Adam([W, b], lr=self.lr)
+            g = torch.Generator().manual_seed(self.seed)
+            Xd = X.to_dense() if X.shape[0] * X.shape[1] <= 50_000_000 else None
+            for _ in range(self.epochs):
+                for idx in torch.randperm(len(y), generator=g).split(self.batch_size):
+                    Xb = (Xd[idx] if Xd is not None else X.index_select(0, idx)).to_sparse()
+                    opt.zero_grad()
+                    loss_of(Xb, y[idx]).backward()
+                    opt.step()
+        self.weight, self.bias = W.detach(), b.detach()
+        return self
+
+    # -- inference --------------------------------------------------------------------------------
+    def predict_proba(self, examples: Sequence[Example]) -> torch.Tensor:
+        if self.weight is None:
+            raise RuntimeError("call fit() before predict()")
+        if not examples:
+            return torch.empty(0, len(self.labels))
+        with _one_thread():
+            return (torch.sparse.mm(self._matrix(examples), self.weight) + self.bias).softmax(-1)
+
+    def predict(self, examples: Sequence[Example]) -> list[Prediction]:
+        probs = self.predict_proba(examples)
+        out = []
+        for p in probs:
+            best = int(p.argmax())
+            out.append(Prediction(self.labels[best], float(p[best]), dict(zip(self.labels, p.tolist()))))
+        return out
+
+    def score(self, examples: Sequence[Example]) -> dict[str, float]:
+        predicted = [p.label for p in self.predict(examples)]
+        gold = [e.label for e in examples]
+        return {"accuracy": M.accuracy(predicted, gold), "macro_f1": M.macro_f1(predicted, gold)}
+
+
+def main(argv=None) -> int:
+    from .classification import ClassifyTask
+
+    ap = argparse.ArgumentParser(description="Bag-of-words logistic-regression baseline for a classify task.")
+    ap.add_argument("train")
+    ap.add_argument("eval", nargs="+", help="files to score (dev, test)")
+    ap.add_argument("--text-column", default="text")
+    ap.add_argument("--label-column", default="label")
+    ap.add_argument("--l2", type=float, default=3e-4)
+    ap.add_argument("--optimizer", choices=("lbfgs", "adam"), default="lbfgs")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    task = ClassifyTask()
+    cols = dict(text_column=args.text_column, label_column=args.label_column)
+    model = BagOfWordsBaseline(l2=args.l2, optimizer=args.optimizer, seed=args.seed).fit(task.read(args.train, **cols))
+    print(f"{args.train}: {len(model.labels)} labels, {len(model.vocab)} features")
+    for path in args.eval:
+        scores = model.score(task.read(path, **cols))
+        print(f"{path}: " + "  ".join(f"{k} {v:.4f}" for k, v in scores.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
