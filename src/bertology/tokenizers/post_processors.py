@@ -9,6 +9,8 @@ special token; `special_tokens` maps each name to its ids and tokens.
 """
 from __future__ import annotations
 
+import copy
+
 from .encoding import Encoding
 from .normalizers import _WS_CHARS
 
@@ -105,7 +107,10 @@ class PostProcessor:
             for o in e.overflowing:
                 o.set_sequence_id(i)
             e.type_ids = [i] * len(e)
-        return Encoding.merge(self.process_encodings(encodings, add_special_tokens))
+        encodings = self.process_encodings(encodings, add_special_tokens)
+        if len(encodings) == 1 and not encodings[0].overflowing:
+            return encodings[0]  # what merging it alone would copy
+        return Encoding.merge(encodings)
 
     def to_json(self) -> dict:
         raise NotImplementedError
@@ -124,6 +129,7 @@ class TemplateProcessing(PostProcessor):
 
     def __init__(self, single, pair=None, special_tokens=None):
         self.single = parse_template(single)
+        self._parts = None  # see _single_parts
         self.pair = parse_template(pair) if pair is not None else None
         self.special_tokens: dict[str, dict] = {}
         if isinstance(special_tokens, dict):
@@ -144,6 +150,37 @@ class TemplateProcessing(PostProcessor):
     def added_tokens(self, is_pair):
         template = self.pair if is_pair else self.single
         return sum(len(self.special_tokens[n]["ids"]) for k, n, _ in template or [] if k == "special")
+
+    def _trim(self, encodings: list[Encoding]) -> None:
+        """What a subclass does to the sequences before the specials go in (RoBERTa trims offsets)."""
+
+    def process(self, encoding, pair=None, add_special_tokens=True):
+        parts = self._single_parts()
+        if pair is not None or not add_special_tokens or encoding.overflowing or parts is None:
+            return super().process(encoding, pair, add_special_tokens)
+        # The common case, one sequence and nothing cut off: the result is a concatenation of
+        # lists, so build it directly rather than merging Encoding objects.
+        before, type_id, after = parts
+        self._trim([encoding])
+        n = len(encoding)
+        encoding.type_ids, encoding.sequence_ids = [type_id] * n, [0] * n
+        return Encoding(*(getattr(before, f) + getattr(encoding, f) + getattr(after, f) for f in Encoding._FIELDS))
+
+    def _single_parts(self) -> tuple[Encoding, int, Encoding] | None:
+        """The single template as (specials before $A, $A's type id, specials after); None if it
+        is not of that shape. Cached, and rebuilt if the template or the specials change."""
+        cached = self._parts
+        if cached is None or cached[0] != self.single or cached[1] != self.special_tokens:
+            seqs = [i for i, (kind, _, _) in enumerate(self.single) if kind == "seq"]
+            parts = None
+            if len(seqs) == 1 and self.single[seqs[0]][1] == "A":
+                def specials(pieces):
+                    return Encoding.merge([Encoding.special(self.special_tokens[n]["ids"],
+                                                            self.special_tokens[n]["tokens"], t) for _, n, t in pieces])
+                i = seqs[0]
+                parts = specials(self.single[:i]), self.single[i][2], specials(self.single[i + 1:])
+            cached = self._parts = (list(self.single), copy.deepcopy(self.special_tokens), parts)
+        return cached[2]
 
     def process_encodings(self, encodings, add_special_tokens):
         if len(encodings) == 2 and self.pair is None:
@@ -210,12 +247,15 @@ class RobertaProcessing(TemplateProcessing):
         s, c = self.sep[0], self.cls[0]
         super().__init__(f"{c} $A {s}", f"{c} $A {s} {s} $B {s}", [self.cls, self.sep])
 
-    def process_encodings(self, encodings, add_special_tokens):
+    def _trim(self, encodings):
         if self.trim_offsets:
             for e in encodings:
                 trim_byte_level_offsets(e, self.add_prefix_space)
                 for o in e.overflowing:
                     trim_byte_level_offsets(o, self.add_prefix_space)
+
+    def process_encodings(self, encodings, add_special_tokens):
+        self._trim(encodings)
         if not add_special_tokens:
             return encodings
         return super().process_encodings(encodings, add_special_tokens)

@@ -12,10 +12,17 @@ vocab.json + merges.txt, and SentencePiece .model files.
 """
 from __future__ import annotations
 
+import bisect
+import contextlib
+import gc
 import json
+import multiprocessing as mp
 import os
+import pickle
 import tempfile
 from dataclasses import dataclass
+from itertools import accumulate, chain, count, repeat
+from operator import add, itemgetter
 from pathlib import Path
 
 import regex
@@ -23,6 +30,7 @@ import regex
 from . import decoders, normalizers, post_processors, pre_tokenizers
 from .base import Model
 from .bpe import BPE
+from .byte_level import to_byte_chars
 from .encoding import Encoding
 from .normalizers import NormalizedString, _WS_CHARS
 from .wordpiece import WordPiece
@@ -76,7 +84,115 @@ def _is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+# A cached word: the model's tokens as (ids, tokens, starts, ends), offsets relative to the word.
+_IDS, _TOKENS, _STARTS, _ENDS = (itemgetter(i) for i in range(4))
+_WORD_CACHE_LIMIT = 200_000  # distinct words; real text has a Zipfian vocabulary
+
 _STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause Python's cyclic garbage collector while a batch is encoded.
+
+    A batch allocates millions of small lists and tuples and keeps them all, so the collector
+    keeps running and re-scanning them (and the word cache) although encoding makes no
+    reference cycles: that costs about a third of the time. Reference counting still frees
+    everything as usual; the collector resumes afterwards unless it was already off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# -- large batches over worker processes ---------------------------------------------------------
+# `tokenizers` encodes a batch on a thread pool; Python threads would share one interpreter
+# lock, so a large batch is cut into contiguous chunks for forked processes instead. A fork
+# sees this tokenizer exactly as it is (settings, word cache) without pickling it; only the
+# finished (unpadded) encodings travel back, in order. Padding is done after, over the batch.
+
+_PARALLEL_MIN_TEXTS, _PARALLEL_MIN_CHARS = 2_000, 1_000_000
+
+
+def _workers_for(texts: list, workers: int | None) -> int:
+    """How many processes should encode this batch (1: this one alone)."""
+    if workers is None:
+        env = os.environ.get("BERTOLOGY_ENCODE_WORKERS")
+        if env:
+            try:
+                workers = int(env)
+            except ValueError:
+                raise ValueError(f"BERTOLOGY_ENCODE_WORKERS must be an integer, got {env!r}") from None
+        elif os.environ.get("TOKENIZERS_PARALLELISM", "").lower() in ("0", "false", "off", "no"):
+            workers = 1
+        else:
+            workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if (workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon
+            or len(texts) < 2):
+        return 1  # (daemonic processes, e.g. DataLoader workers, may not have children)
+    if len(texts) < _PARALLEL_MIN_TEXTS and sum(len(t) for t in texts if isinstance(t, str)) < _PARALLEL_MIN_CHARS:
+        return 1
+    return min(workers, len(texts))
+
+
+def _chunks(texts: list, n: int) -> list[tuple[int, int]]:
+    """n contiguous [a, b) ranges of texts with about equal numbers of chars."""
+    ends = list(accumulate(len(t) if isinstance(t, str) else 0 for t in texts))
+    total = ends[-1]
+    cuts = [0] + [min(max(bisect.bisect_left(ends, total * k / n) + 1, 1), len(texts)) for k in range(1, n)] + [len(texts)]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _encode_chunk(tok: "Tokenizer", texts, pairs, a: int, b: int, add_special_tokens, truncation, conn) -> None:
+    """A worker's job: encode texts[a:b] and send back ("ok", encodings) or ("error", exception)."""
+    try:
+        result = ("ok", tok._encode_many(texts[a:b], pairs[a:b] if pairs is not None else None,
+                                         add_special_tokens, truncation))
+    except Exception as e:  # raised in the parent, as the serial path would raise it
+        result = ("error", e)
+    try:
+        data = pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        data = pickle.dumps(("error", RuntimeError(f"encode_batch worker: {result[1]!r} ({e})")))
+    conn.send_bytes(data)
+    conn.close()
+
+
+def _encode_parallel(tok: "Tokenizer", texts, pairs, add_special_tokens, truncation, n: int) -> list[Encoding]:
+    """texts encoded over n processes: this one takes the first chunk, forks take the rest."""
+    ctx = mp.get_context("fork")
+    (a0, b0), *rest = _chunks(texts, n)
+    jobs = []
+    try:
+        for a, b in rest:
+            recv, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_encode_chunk, daemon=True,
+                            args=(tok, texts, pairs, a, b, add_special_tokens, truncation, send))
+            p.start()
+            send.close()
+            jobs.append((p, recv, a, b))
+        out = tok._encode_many(texts[a0:b0], pairs[a0:b0] if pairs is not None else None,
+                               add_special_tokens, truncation)
+        for p, recv, a, b in jobs:
+            try:
+                status, payload = pickle.loads(recv.recv_bytes())
+            except (EOFError, OSError):  # the worker died (killed, out of memory): do its share here
+                status, payload = "ok", tok._encode_many(texts[a:b], pairs[a:b] if pairs is not None else None,
+                                                         add_special_tokens, truncation)
+            if status == "error":
+                raise payload
+            out.extend(payload)
+        return out
+    finally:
+        for p, recv, _, _ in jobs:
+            recv.close()
+            if p.is_alive():
+                p.terminate()
+            p.join()
 
 
 class Tokenizer:
@@ -92,6 +208,8 @@ class Tokenizer:
         self._added_ids: dict[str, int] = {}
         self._added_r: dict[int, str] = {}
         self._raw_re = self._norm_re = None
+        self._words: dict[str, tuple] = {}  # see _word_cache
+        self._words_for = None
 
     def __repr__(self):
         return (f"Tokenizer(model={type(self.model).__name__}(vocab_size={self.model.vocab_size}), "
@@ -237,6 +355,8 @@ class Tokenizer:
         word = 0
         tokenize = self.model.tokenize
         pre = self.pre_tokenizer
+        split = pre.word_split() if pre is not None else None
+        cache = self._word_cache(split)
         # Hot path: a pre-tokenizer that only keeps regex matches needs no piece objects.
         fast = pre.pattern if isinstance(pre, pre_tokenizers._RegexFind) else None
         for ns, added in self._splits(text):
@@ -246,6 +366,9 @@ class Tokenizer:
                 offsets.append(ns.offsets_original())
                 words.append(word)
                 word += 1
+                continue
+            if cache is not None and ns._align is None:  # the hottest path: see _encode_words
+                word += self._encode_words(ns.normalized, ns._start, split, cache, ids, tokens, offsets, words, word)
                 continue
             if fast is not None:
                 align = ns._align
@@ -286,6 +409,61 @@ class Tokenizer:
         n = len(ids)
         return Encoding(ids, tokens, offsets, words, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 
+    # -- the hot path: whole words from a cache, lists built at C speed -------------------------
+
+    def _word_cache(self, split) -> dict | None:
+        """word -> (ids, tokens, starts, ends), for models whose output depends on the word
+        alone (not BPE-dropout, not sampling); None where the hot path does not apply."""
+        model = self.model
+        if split is None or not (type(model) is WordPiece or (type(model) is BPE and not model.dropout)):
+            return None
+        if self._words_for != (model, split.byte_level):  # a new model: old entries are stale
+            self._words, self._words_for = {}, (model, split.byte_level)
+        return self._words
+
+    def _word_entry(self, word: str, byte_level: bool) -> tuple:
+        """The model's tokens for one word, offsets in chars of the word (as the general path
+        maps them: a byte-level token spans the chars its first and last byte come from)."""
+        if not byte_level:
+            toks = self.model.tokenize(word)
+            return (tuple(t.id for t in toks), tuple(t.value for t in toks),
+                    tuple(t.offsets[0] for t in toks), tuple(t.offsets[1] for t in toks))
+        toks = self.model.tokenize(to_byte_chars(word))
+        if word.isascii():
+            char_of = range(len(word))
+        else:  # byte i of the word's UTF-8 -> the index of its char
+            char_of = [i for i, c in enumerate(word) for _ in range(len(c.encode("utf-8")))]
+        return (tuple(t.id for t in toks), tuple(t.value for t in toks),
+                tuple(char_of[t.offsets[0]] for t in toks), tuple(char_of[t.offsets[1] - 1] + 1 for t in toks))
+
+    def _encode_words(self, s: str, base: int, split, cache: dict, ids: list, tokens: list, offsets: list,
+                      words: list, first_word: int) -> int:
+        """Encode s (whose char i is original[base + i]) into the lists; returns the word count.
+
+        Exactly the general path's result, without a Python loop per word or per token: the
+        pattern cuts s into [gap, word, gap, ..., word, gap], running sums of the part lengths
+        give each word's start, the cache gives each word's tokens, and map / zip / chain
+        join them up in C.
+        """
+        parts = (split.ascii if s.isascii() else split.unicode).split(s)
+        text_words = parts[1::2]
+        word_starts = list(accumulate(map(len, parts), initial=base))[1:-1:2]
+        entries = list(map(cache.get, text_words))
+        if None in entries:  # words not seen before
+            for i, e in enumerate(entries):
+                if e is None:
+                    e = entries[i] = self._word_entry(text_words[i], split.byte_level)
+                    if len(cache) < _WORD_CACHE_LIMIT:
+                        cache[text_words[i]] = e
+        counts = list(map(len, map(_IDS, entries)))
+        ids += chain.from_iterable(map(_IDS, entries))
+        tokens += chain.from_iterable(map(_TOKENS, entries))
+        token_starts = list(chain.from_iterable(map(repeat, word_starts, counts)))  # its word's start, per token
+        offsets += zip(map(add, token_starts, chain.from_iterable(map(_STARTS, entries))),
+                       map(add, token_starts, chain.from_iterable(map(_ENDS, entries))))
+        words += chain.from_iterable(map(repeat, count(first_word), counts))
+        return len(text_words)
+
     def _n_added(self, is_pair: bool) -> int:
         return self.post_processor.added_tokens(is_pair) if self.post_processor is not None else 0
 
@@ -317,7 +495,8 @@ class Tokenizer:
 
     def encode_batch(self, texts: list[str], pairs: list[str] | None = None, padding=None, truncation=None,
                      max_length: int | None = None, stride: int = 0, return_overflowing: bool = False,
-                     return_tensors: str | None = None, add_special_tokens: bool = True):
+                     return_tensors: str | None = None, add_special_tokens: bool = True,
+                     workers: int | None = None):
         """Encode many inputs.
 
         padding: None (the tokenizer's setting), False, True / "longest", "max_length".
@@ -325,6 +504,9 @@ class Tokenizer:
         What truncation cuts is kept in each Encoding's `overflowing` (windows overlapping by
         `stride`). return_tensors="pt" gives a dict of torch tensors; with return_overflowing
         the windows become extra rows and `overflow_to_sample_mapping` says whose they are.
+        workers: processes for a large batch (>= 2,000 texts or >= 1M chars), as `tokenizers`
+        uses threads; None reads BERTOLOGY_ENCODE_WORKERS (1 turns it off; so does
+        TOKENIZERS_PARALLELISM=false), else one per usable CPU. The result is the same.
         """
         if isinstance(texts, str):
             raise TypeError("encode_batch expects a list of strings; use encode() for one string")
@@ -332,11 +514,12 @@ class Tokenizer:
             raise ValueError(f"encode_batch: {len(texts)} texts but {len(pairs)} pairs")
         trunc = self._resolve_truncation(truncation, max_length, stride)
         pad = self._resolve_padding(padding, max_length)
-        encodings = []
-        for i, text in enumerate(texts):
-            enc = self._encode_one(text, 0)
-            pair_enc = self._encode_one(pairs[i], 1) if pairs is not None else None
-            encodings.append(self._post_process(enc, pair_enc, add_special_tokens, trunc))
+        with _gc_paused():
+            n = _workers_for(texts, workers)
+            if n > 1:
+                encodings = _encode_parallel(self, texts, pairs, add_special_tokens, trunc, n)
+            else:
+                encodings = self._encode_many(texts, pairs, add_special_tokens, trunc)
         if pad is not None:
             pad_encodings(encodings, **pad)
         if return_tensors is None:
@@ -344,6 +527,15 @@ class Tokenizer:
         if return_tensors != "pt":
             raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
         return self._to_tensors(encodings, return_overflowing, pad)
+
+    def _encode_many(self, texts, pairs, add_special_tokens: bool, truncation: dict | None) -> list[Encoding]:
+        """Encode and post-process each text (with its pair); no padding."""
+        out = []
+        for i, text in enumerate(texts):
+            enc = self._encode_one(text, 0)
+            pair_enc = self._encode_one(pairs[i], 1) if pairs is not None else None
+            out.append(self._post_process(enc, pair_enc, add_special_tokens, truncation))
+        return out
 
     def _resolve_truncation(self, truncation, max_length, stride) -> dict | None:
         if truncation is None:

@@ -1,0 +1,231 @@
+"""The encoding fast paths give exactly the general path's result (and `tokenizers`' result).
+
+Fast paths under test: the word split (one `pattern.split`, stdlib `re` on ASCII text), the
+per-word cache with C-level list building (Tokenizer._encode_words), the single-sequence
+template concatenation, pickling Encodings flat, and encode_batch over worker processes.
+"""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+import tokenizers
+from hypothesis import given, settings, strategies as st
+
+from bertology.tokenizers import Tokenizer, post_processors, pre_tokenizers
+from bertology.tokenizers import tokenizer as tokenizer_module
+from bertology.tokenizers.encoding import Encoding
+
+GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
+LEE, RUSSIAN = GENSIM_DATA / "lee_background.cor", GENSIM_DATA / "crime-and-punishment.txt"
+
+EXTRA = ["naïve café Ångström ÀÉÎ", "中文字 日本語 한국어", "emoji 🤗👍🏽 👨‍👩‍👧 ok", "ΟΔΟΣ Σίσυφος",
+         "tabs\t\tand\n\nnewlines\r\n", "x\x1cy\x1fz \x0b\x0c", "don't I'll you're 3.14 $5,000 --- ok?!",
+         "  leading   and trailing  ", "[MASK] hello[SEP]x <s> a</s>", "a" * 150, "", " "]
+
+SPLITS = {"bert": pre_tokenizers.BertPreTokenizer(), "whitespace": pre_tokenizers.Whitespace(),
+          "whitespace_split": pre_tokenizers.WhitespaceSplit()}
+
+
+def _words_by_split(split, s: str) -> list[tuple[str, int]]:
+    """(word, start) from WordSplit's pattern.split, as the hot path computes them."""
+    parts = (split.ascii if s.isascii() else split.unicode).split(s)
+    out, pos = [], 0
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append((part, pos))
+        pos += len(part)
+    return out
+
+
+def _words_by_finditer(pattern, s: str) -> list[tuple[str, int]]:
+    return [(m.group(), m.start()) for m in pattern.finditer(s)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from([chr(c) for c in range(128)]), max_size=40))
+def test_ascii_word_splits_equal_the_unicode_patterns_on_any_ascii_text(s):
+    from bertology.tokenizers.byte_level import GPT2_PATTERN
+    for pre in SPLITS.values():
+        assert _words_by_split(pre.word_split(), s) == _words_by_finditer(pre.pattern, s)
+    assert _words_by_split(pre_tokenizers.ByteLevel(add_prefix_space=False).word_split(), s) == \
+        _words_by_finditer(GPT2_PATTERN, s)
+
+
+def test_word_splits_on_real_text(enwiki_lines, russian_lines):
+    from bertology.tokenizers.byte_level import GPT2_PATTERN
+    texts = enwiki_lines[:500] + russian_lines[:300] + EXTRA
+    for s in texts:
+        for pre in SPLITS.values():
+            assert _words_by_split(pre.word_split(), s) == _words_by_finditer(pre.pattern, s)
+        assert _words_by_split(pre_tokenizers._GPT2_SPLIT, s) == _words_by_finditer(GPT2_PATTERN, s)
+
+
+def test_only_pure_match_pre_tokenizers_offer_a_word_split():
+    assert pre_tokenizers.ByteLevel(add_prefix_space=True).word_split() is None  # adds a char
+    assert pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False).word_split() is None
+    assert pre_tokenizers.Metaspace().word_split() is None
+    assert pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit()]).word_split() is None
+
+
+# -- hot path vs general path, and vs tokenizers --------------------------------------------------
+
+def _general(tok: Tokenizer) -> Tokenizer:
+    """The same tokenizer with the hot path switched off (no word cache: the general path)."""
+    slow = Tokenizer.from_str(tok.to_str())
+    slow._word_cache = lambda split: None
+    return slow
+
+
+@pytest.fixture(scope="module")
+def roberta_json(tmp_path_factory):
+    """RoBERTa's pipeline as roberta-base has it (no prefix space), trained by `tokenizers` on
+    English and Russian text, so that multi-byte words are in the vocabulary."""
+    from tokenizers import decoders, models, processors, trainers
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=3000, show_progress=False, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                  initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines(),
+                            trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")),
+                                                      add_prefix_space=False)
+    path = tmp_path_factory.mktemp("roberta") / "tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def texts(enwiki_lines, russian_lines, tricky_texts):
+    return enwiki_lines[:800] + russian_lines[:400] + tricky_texts + EXTRA
+
+
+def _check(tok: Tokenizer, ref, texts, same_encoding):
+    slow = _general(tok)
+    fast_batch = tok.encode_batch(texts, workers=1)
+    assert tok._words, "the hot path did not run"
+    for text, fast, r in zip(texts, fast_batch, ref.encode_batch(texts)):
+        assert fast == slow.encode(text), f"hot path differs from the general path on {text!r:.80}"
+        same_encoding(fast, r, text)
+        assert tok.encode(text) == fast
+
+
+def test_wordpiece_hot_path(minilm_json, texts, same_encoding):
+    tok, ref = Tokenizer.load(minilm_json), tokenizers.Tokenizer.from_file(str(minilm_json))
+    _check(tok, ref, texts, same_encoding)  # the file's own truncation (128) and padding
+
+
+def test_wordpiece_hot_path_pairs_and_added_tokens(minilm_json, texts, same_encoding):
+    tok, ref = Tokenizer.load(minilm_json), tokenizers.Tokenizer.from_file(str(minilm_json))
+    for t in (tok, ref):
+        t.no_padding(), t.no_truncation()
+        t.add_tokens(["hello world", "ünï"])
+    slow = _general(tok)
+    pairs = list(zip(texts[:300], texts[300:600]))
+    for (a, b), fast, r in zip(pairs, tok.encode_batch([a for a, _ in pairs], [b for _, b in pairs]),
+                               ref.encode_batch(pairs)):
+        assert fast == slow.encode(a, b)
+        same_encoding(fast, r, a)
+    for text in ["say hello world [MASK] now", "Ünï ünïcode"] + texts[:50]:
+        assert tok.encode(text) == slow.encode(text)
+        same_encoding(tok.encode(text), ref.encode(text), text)
+
+
+@pytest.mark.parametrize("which", ["roberta", "gpt2"])
+def test_byte_level_hot_path(which, roberta_json, gpt2_bpe_json, texts, same_encoding):
+    path = roberta_json if which == "roberta" else gpt2_bpe_json
+    tok, ref = Tokenizer.load(path), tokenizers.Tokenizer.from_file(str(path))
+    _check(tok, ref, texts, same_encoding)
+
+
+def test_prefix_space_byte_level_takes_the_general_path(bytelevel_bpe_json, texts, same_encoding):
+    tok, ref = Tokenizer.load(bytelevel_bpe_json), tokenizers.Tokenizer.from_file(str(bytelevel_bpe_json))
+    for text, r in zip(texts[:200], ref.encode_batch(texts[:200])):
+        same_encoding(tok.encode(text), r, text)
+    assert not tok._words
+
+
+def test_word_cache_follows_a_new_model(minilm_json):
+    tok = Tokenizer.load(minilm_json)
+    tok.no_padding()
+    before = tok.encode("hello there").ids
+    other = Tokenizer.from_str(tok.to_str())
+    other.model.vocab = {k: v + 1 for k, v in other.model.vocab.items()}
+    other.model.vocab_r = {v: k for k, v in other.model.vocab.items()}
+    tok.model = other.model  # swapping the model must not reuse cached words
+    assert tok.encode("hello there").ids[1:-1] == [i + 1 for i in before[1:-1]]
+
+
+# -- post-processing and pickling ------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [lambda: post_processors.bert_processing(101, 102),
+                                  lambda: post_processors.roberta_processing(0, 2),
+                                  lambda: post_processors.xlnet_processing(4, 3),
+                                  lambda: post_processors.TemplateProcessing("[X] [Y]:1 $A:2 [Y]", None,
+                                                                             [("[X]", 7), ("[Y]", 8)])])
+def test_single_template_fast_path_equals_merging(make):
+    enc = Encoding([5, 6, 7], ["Ġa", "b", "Ġc"], [(0, 2), (2, 3), (3, 5)], [0, 0, 1], [0] * 3, [0] * 3, [1] * 3, [0] * 3)
+    fast = make().process(enc.copy())
+    general = post_processors.PostProcessor.process(make(), enc.copy())  # merge Encoding objects
+    assert fast == general
+    truncated = enc.copy()
+    truncated.truncate(2)  # overflowing: the general path
+    assert make().process(truncated.copy()) == post_processors.PostProcessor.process(make(), truncated.copy())
+
+
+def test_template_fast_path_sees_changed_special_tokens():
+    tp = post_processors.bert_processing(101, 102)
+    enc = Encoding([5], ["a"], [(0, 1)], [0], [0], [0], [1], [0])
+    assert tp.process(enc.copy()).ids == [101, 5, 102]
+    tp.special_tokens["[CLS]"]["ids"] = [99]
+    assert tp.process(enc.copy()).ids == [99, 5, 102]
+
+
+def test_encoding_pickles_flat_and_back():
+    e = Encoding([1, 2], ["a", "b"], [(0, 1), (1, 3)], [0, None], [0, 1], [0, 1], [1, 1], [0, None],
+                 [Encoding([3], ["c"], [(4, 5)], [2], [0], [0], [1], [0])])
+    back = pickle.loads(pickle.dumps(e, pickle.HIGHEST_PROTOCOL))
+    assert back == e and back.offsets == [(0, 1), (1, 3)] and isinstance(back.offsets[0], tuple)
+
+
+# -- worker processes ----------------------------------------------------------------------------------
+
+def test_chunks_cover_the_batch_in_order():
+    texts = ["x" * n for n in [5, 1, 1, 1, 50, 2, 2, 30, 0, 0, 1]]
+    for n in range(1, 6):
+        chunks = tokenizer_module._chunks(texts, n)
+        assert chunks[0][0] == 0 and chunks[-1][1] == len(texts)
+        assert all(b > a for a, b in chunks) and all(b == c for (_, b), (c, _) in zip(chunks, chunks[1:]))
+
+
+def test_workers_setting(monkeypatch):
+    big = ["a b"] * tokenizer_module._PARALLEL_MIN_TEXTS
+    assert tokenizer_module._workers_for(big[:10], 4) == 1  # small batch: one process
+    assert tokenizer_module._workers_for(big, 3) == 3
+    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "1")
+    assert tokenizer_module._workers_for(big, None) == 1
+    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "two")
+    with pytest.raises(ValueError, match="BERTOLOGY_ENCODE_WORKERS"):
+        tokenizer_module._workers_for(big, None)
+    monkeypatch.delenv("BERTOLOGY_ENCODE_WORKERS")
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    assert tokenizer_module._workers_for(big, None) == 1
+
+
+def test_workers_give_the_serial_result(minilm_json, enwiki_lines, russian_lines):
+    tok = Tokenizer.load(minilm_json)
+    texts = (enwiki_lines + russian_lines)[:2500]
+    pairs = texts[::-1]
+    serial = tok.encode_batch(texts, pairs, workers=1, truncation=True, max_length=48, stride=4)
+    parallel = tok.encode_batch(texts, pairs, workers=3, truncation=True, max_length=48, stride=4)
+    assert parallel == serial and any(e.overflowing for e in parallel)
+    assert tok.encode_batch(texts, workers=2, padding=True) == tok.encode_batch(texts, workers=1, padding=True)
+
+
+def test_a_worker_error_is_raised_as_the_serial_path_raises_it(minilm_json):
+    tok = Tokenizer.load(minilm_json)
+    texts = ["fine text"] * 2500 + [42]  # the bad input is in the last worker's chunk
+    with pytest.raises(TypeError, match="encode expects str, got int"):
+        tok.encode_batch(texts, workers=2)
