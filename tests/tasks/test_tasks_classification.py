@@ -253,3 +253,15 @@ def test_round_trip_through_a_tiny_model(minilm_tokenizer, debian_dev):
     assert [p.label for p in preds] == [labels[i] for i in full.argmax(-1).tolist()]
     assert [p.probability for p in preds] == pytest.approx(full.softmax(-1).max(-1).values.tolist(), abs=1e-5)
     assert set(task.metrics(preds, ex)) == {"accuracy", "macro_f1"}
+
+
+def test_classify_takes_an_optional_pair_and_ids(minilm_tokenizer, tmp_path):
+    path = write(tmp_path, "c.jsonl", '{"id": "q1", "a": "first", "b": "second", "y": 1}\n'
+                                      '{"id": "q2", "a": "third", "b": "fourth", "y": 0}\n')
+    task = ClassifyTask()
+    ex = task.read(path, text_column="a", pair_column="b", label_column="y")
+    assert [(e.id, e.text, e.pair, e.label) for e in ex] == [("q1", "first", "second", "1"), ("q2", "third", "fourth", "0")]
+    feats = task.featurize(ex, minilm_tokenizer, 16, {"0": 0, "1": 1})
+    assert feats.tensors["token_type_ids"][0].tolist()[:5] == [0, 0, 0, 1, 1]  # [CLS] first [SEP] second [SEP]
+    assert feats.tensors["labels"].tolist() == [1, 0]
+    assert task.read(path, text_column="a", label_column="y")[0].pair is None  # no pair unless named

@@ -18,6 +18,7 @@ from . import metrics as M
 from .base import Example, Features, Task
 from .readers import read_table
 
+_TASK_DEFAULT = object()  # "the task's own default pair column" (None would mean: no pair column)
 # what the tokenizer returns that is not a model argument (num_overflowing is read for `truncated`)
 _NOT_MODEL_INPUTS = ("special_tokens_mask", "offset_mapping", "num_overflowing", "overflow_to_sample_mapping")
 
@@ -73,13 +74,15 @@ class ClassifyTask(Task):
     pair_required = False  # classify takes a pair column if one is named (or an Example has a pair)
     default_pair_column: str | None = None
 
-    def read(self, path: str, text_column: str = "text", pair_column: str | None = ...,
+    def read(self, path: str, text_column: str = "text", pair_column: str | None = _TASK_DEFAULT,
              label_column: str | None = "label", **unknown) -> list[Example]:
-        """Examples from a CSV / TSV / JSON-lines file. label_column=None reads unlabelled data."""
+        """Examples from a CSV / TSV / JSON-lines file (format by extension, see readers.py).
+        pair_column defaults to none for classify / regress and "pair" for pair; label_column=None
+        reads unlabelled data. An "id" column, if present, becomes Example.id."""
         if unknown:
             raise TypeError(f"{self.name} task: unknown column option(s) {', '.join(sorted(unknown))}; "
                             "use text_column, pair_column, label_column")
-        if pair_column is ...:
+        if pair_column is _TASK_DEFAULT:
             pair_column = self.default_pair_column
         if self.pair_required and pair_column is None:
             raise ValueError(f"the {self.name} task needs a pair_column")
