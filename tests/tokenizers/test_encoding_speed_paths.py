@@ -229,3 +229,30 @@ def test_a_worker_error_is_raised_as_the_serial_path_raises_it(minilm_json):
     texts = ["fine text"] * 2500 + [42]  # the bad input is in the last worker's chunk
     with pytest.raises(TypeError, match="encode expects str, got int"):
         tok.encode_batch(texts, workers=2)
+
+
+def _trim_one_by_one(enc: Encoding, add_prefix_space: bool) -> None:
+    """trim_byte_level_offsets written as a plain loop over the tokens (the reference)."""
+    for i, (tok, (a, b)) in enumerate(zip(enc.tokens, enc.offsets)):
+        lead = len(tok) - len(tok.lstrip("Ġ \t\n"))
+        trail = len(tok) - len(tok.rstrip("Ġ \t\n"))
+        if lead and (i == 0 or a == 0) and add_prefix_space and lead == 1:
+            lead = 0
+        a = min(a + lead, b)
+        if trail and b >= trail:
+            b = max(b - trail, a)
+        enc.offsets[i] = (a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text(alphabet="Ġab ", min_size=1, max_size=4), st.integers(0, 6), st.integers(0, 4)),
+                max_size=8), st.booleans())
+def test_byte_level_trim_equals_the_token_by_token_rule(items, add_prefix_space):
+    tokens = [t for t, _, _ in items]
+    offsets = [(a, a + n) for _, a, n in items]
+    n = len(tokens)
+    fast = Encoding([0] * n, tokens, list(offsets), [0] * n, [0] * n, [0] * n, [1] * n, [0] * n)
+    ref = fast.copy()
+    post_processors.trim_byte_level_offsets(fast, add_prefix_space)
+    _trim_one_by_one(ref, add_prefix_space)
+    assert fast.offsets == ref.offsets

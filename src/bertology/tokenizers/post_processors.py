@@ -10,6 +10,8 @@ special token; `special_tokens` maps each name to its ids and tokens.
 from __future__ import annotations
 
 import copy
+import operator
+from itertools import chain, compress, count
 
 from .encoding import Encoding
 from .normalizers import _WS_CHARS
@@ -58,29 +60,43 @@ def parse_template(template: str | list) -> list[tuple[str, str, int]]:
 
 
 def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
-    """Exclude the 'Ġ' (space) a byte-level token starts or ends with from its offsets."""
-    cache = _SPACES
-    for i, (tok, (a, b)) in enumerate(zip(enc.tokens, enc.offsets)):
-        spaces = cache.get(tok)
-        if spaces is None:
-            spaces = (_count_space(tok), _count_space(reversed(tok)))
-            if len(cache) < 500_000:
-                cache[tok] = spaces
-        lead, trail = spaces
-        if not lead and not trail:
-            continue
-        if lead:
-            # The space the pre-tokenizer itself put in front of the first word belongs to
-            # that token for `tokenizers`; only spaces of the user's are trimmed.
-            if (i == 0 or a == 0) and add_prefix_space and lead == 1:
-                lead = 0
-            a = min(a + lead, b)
-        if trail and b >= trail:
-            b = max(b - trail, a)
-        enc.offsets[i] = (a, b)
+    """Exclude the 'Ġ' (space) a byte-level token starts or ends with from its offsets.
+
+    Written list-wise, so that map / zip do the per-token work in C; only the rare tokens that
+    end in a space (and the first token, see below) take a Python loop.
+    """
+    tokens = enc.tokens
+    if not tokens:
+        return
+    spaces = list(map(_SPACES.get, tokens))  # (leading, trailing) spaces per token
+    if None in spaces:
+        for i, sp in enumerate(spaces):
+            if sp is None:
+                sp = spaces[i] = _spaces_of(tokens[i])
+                if len(_SPACES) < 500_000:
+                    _SPACES[tokens[i]] = sp
+    starts, ends = (list(x) for x in zip(*enc.offsets))
+    leads = list(map(_LEAD, spaces))
+    if add_prefix_space:
+        # The space the pre-tokenizer itself put in front of the first word belongs to that
+        # token for `tokenizers`; only spaces of the user's are trimmed.
+        for i in chain([0], compress(count(), map(operator.not_, starts))):  # i == 0 or start == 0
+            if leads[i] == 1:
+                leads[i] = 0
+    starts = list(map(min, map(operator.add, starts, leads), ends))
+    for i in compress(count(), map(_TRAIL, spaces)):
+        trail = spaces[i][1]
+        if ends[i] >= trail:
+            ends[i] = max(ends[i] - trail, starts[i])
+    enc.offsets = list(zip(starts, ends))
 
 
 _SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces
+_LEAD, _TRAIL = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def _spaces_of(tok: str) -> tuple[int, int]:
+    return _count_space(tok), _count_space(reversed(tok))
 
 
 def _count_space(tok) -> int:
