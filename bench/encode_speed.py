@@ -2,7 +2,7 @@
 
     python bench/encode_speed.py              # all the real text there is (>= 10 MB when cached)
     python bench/encode_speed.py --mb 2       # a quick check on the first 2 MB
-    python bench/encode_speed.py --workers 1  # ours on one process (BERTOLOGY_ENCODE_WORKERS=1)
+    python bench/encode_speed.py --batch 10000 --workers 2   # ours over 2 processes
 
 Text: bench/tokenizers.py's cached corpus (~/.cache/bertology-bench/train-full.txt: the gensim
 English Wikipedia extract + the Python 3.11 docs, 13 MB) when it is there; otherwise the gensim
@@ -11,8 +11,8 @@ Tokenizers: the real MiniLM tokenizer.json (WordPiece, BERT uncased) and a byte-
 (RoBERTa pipeline) trained by `tokenizers` on the first 3 MB, vocab 30,000. Both sides encode
 the same lines in batches of 1,000 (--batch), timed ~1 MB at a time, alternating who goes
 first, so that a shared machine's load falls on both alike. `tokenizers` uses its thread pool
-(all cores); ours its default: worker processes for batches of >= 2,000 texts (try --batch
-10000), one process otherwise. Before timing, the ids, tokens and offsets of a
+(all cores); ours one process unless --workers N (worker processes then encode batches of
+>= 2,000 texts: try --batch 10000 --workers 2). Before timing, the ids, tokens and offsets of a
 sample are compared, so a speed-up that changes a result shows up here too.
 """
 from __future__ import annotations

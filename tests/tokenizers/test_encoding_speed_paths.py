@@ -209,9 +209,10 @@ def test_workers_setting(monkeypatch):
     monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "two")
     with pytest.raises(ValueError, match="BERTOLOGY_ENCODE_WORKERS"):
         tokenizer_module._workers_for(big, None)
+    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "2")
+    assert tokenizer_module._workers_for(big, None) == 2
     monkeypatch.delenv("BERTOLOGY_ENCODE_WORKERS")
-    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
-    assert tokenizer_module._workers_for(big, None) == 1
+    assert tokenizer_module._workers_for(big, None) == 1  # the default: one process
 
 
 def test_workers_give_the_serial_result(minilm_json, enwiki_lines, russian_lines):

@@ -25,7 +25,6 @@ _PUNCT_CHAR_RE = regex.compile(rf"[{PUNCT}]")
 _DIGIT_RE = regex.compile(r"\p{N}")
 
 
-
 # -- word splits: the Tokenizer's hot path ----------------------------------------------------------
 
 class WordSplit(NamedTuple):

@@ -134,10 +134,8 @@ def _workers_for(texts: list, workers: int | None) -> int:
                 workers = int(env)
             except ValueError:
                 raise ValueError(f"BERTOLOGY_ENCODE_WORKERS must be an integer, got {env!r}") from None
-        elif os.environ.get("TOKENIZERS_PARALLELISM", "").lower() in ("0", "false", "off", "no"):
-            workers = 1
         else:
-            workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+            workers = 1
     if (workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon
             or len(texts) < 2):
         return 1  # (daemonic processes, e.g. DataLoader workers, may not have children)
@@ -512,8 +510,9 @@ class Tokenizer:
         `stride`). return_tensors="pt" gives a dict of torch tensors; with return_overflowing
         the windows become extra rows and `overflow_to_sample_mapping` says whose they are.
         workers: processes for a large batch (>= 2,000 texts or >= 1M chars), as `tokenizers`
-        uses threads; None reads BERTOLOGY_ENCODE_WORKERS (1 turns it off; so does
-        TOKENIZERS_PARALLELISM=false), else one per usable CPU. The result is the same.
+        uses threads; None reads BERTOLOGY_ENCODE_WORKERS (default 1: measured on a loaded
+        2-core machine, forking, copy-on-write and pickling the results back cost more than
+        the second process gained). The result is the same either way.
         """
         if isinstance(texts, str):
             raise TypeError("encode_batch expects a list of strings; use encode() for one string")
