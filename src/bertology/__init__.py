@@ -3,34 +3,33 @@
     >>> import bertology
     >>> model = bertology.load("path/to/hf-model-dir")       # any BERT / RoBERTa / ALBERT / DistilBERT
     >>> model.save("out-dir")                                  # loads in transformers with the same outputs
+
+Names are imported on first use, so that `import bertology` (and the tokenizer commands, which
+need no torch) start fast.
 """
-from .hub import CheckpointError, load
-from .models import (
-    AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig, from_config,
-)
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
-__all__ = [
-    "load", "from_config", "CheckpointError", "BertConfig", "RobertaConfig", "AlbertConfig", "DistilBertConfig",
-    "EncoderConfig", "Tokenizer", "Pipeline", "finetune", "pretrain",
-]
+
+_WHERE = {
+    "load": "hub", "CheckpointError": "hub", "load_for_task": "hub",
+    "from_config": "models", "BertConfig": "models", "RobertaConfig": "models", "AlbertConfig": "models",
+    "DistilBertConfig": "models", "EncoderConfig": "models",
+    "Tokenizer": "tokenizers",
+    "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
+}
+__all__ = list(_WHERE)
 
 
-def __getattr__(name: str):  # imported on first use, so `import bertology` stays light
-    if name == "Tokenizer":
-        from .tokenizers import Tokenizer
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'bertology' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
 
-        return Tokenizer
-    if name == "Pipeline":
-        from .tasks.pipeline import Pipeline
 
-        return Pipeline
-    if name == "finetune":
-        from .tasks.finetune import finetune
-
-        return finetune
-    if name == "pretrain":
-        from .train.pretrain import pretrain
-
-        return pretrain
-    raise AttributeError(f"module 'bertology' has no attribute {name!r}")
+def __dir__():
+    return sorted(list(globals()) + __all__)

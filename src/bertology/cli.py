@@ -217,7 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.png|FILE.html")
     p.set_defaults(func=_attention)
 
-    p = sub.add_parser("demo", help="the main job on the data that ships with bertology")
+    p = sub.add_parser("demo", help="pretrain BERT, RoBERTa and ALBERT side by side, fine-tune each, report")
+    p.add_argument("--out", default="runs/demo", metavar="DIR")
+    p.add_argument("--quick", action="store_true", help="a smoke test in under 2 minutes")
+    p.add_argument("--budget-minutes", type=float, default=10.0, help="scales the pretraining steps (default 10)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    p.add_argument("--fp32", action="store_true", help="no bf16 autocast even where the CPU has fast bf16")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_demo)
 

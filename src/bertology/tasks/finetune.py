@@ -168,7 +168,7 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
         score = scores[task.main_metric]
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)
-            _save(m, tokenizer, out / "best")
+            _save(m, out / "tokenizer.json", out / "best")
         return scores
 
     args = TrainingArguments(
@@ -177,8 +177,10 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
         eval_every=steps_per_epoch if dev else None, keep_last=o.keep_checkpoints, quiet=o.quiet,
         save_every=steps_per_epoch,
     )
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     trainer = Trainer(model, args, batches, TaskObjective(per_token=task.name == "tag"), evaluate if dev else None,
-                      save_extra=lambda d: tokenizer.save(d / "tokenizer.json"))
+                      save_extra=lambda d: shutil.copyfile(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train()
     if dist.is_main():
         if dev is not None and best["step"] is not None:
@@ -186,7 +188,7 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
                 shutil.copyfile(out / "best" / f, out / f".{f}.tmp")
                 (out / f".{f}.tmp").replace(out / f)
         else:
-            _save(model, tokenizer, out)
+            _save(model, out / "tokenizer.json", out)
     summary = {
         "task": task.name, "model": o.model, "architecture": model.architecture, "train_examples": len(train),
         "truncated": features.truncated, "steps": result["step"], "best_step": best["step"],
@@ -197,9 +199,10 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
     return summary
 
 
-def _save(model, tokenizer, directory: Path) -> None:
+def _save(model, tokenizer_file: Path, directory: Path) -> None:
     model.save(directory)
-    tokenizer.save(directory / "tokenizer.json")
+    if tokenizer_file != directory / "tokenizer.json":
+        shutil.copyfile(tokenizer_file, directory / "tokenizer.json")
 
 
 def load_finetuned(path: str | Path):

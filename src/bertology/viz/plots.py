@@ -1,0 +1,82 @@
+"""Comparison plots for training runs: curves from metrics.jsonl files, bars for final numbers."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+COLORS = {"bert": "#1f77b4", "roberta": "#d62728", "albert": "#2ca02c", "distilbert": "#9467bd", "baseline": "#7f7f7f"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def _save(fig, path: str | Path) -> Path:
+    from ..io import atomic_path
+
+    plt = _pyplot()
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: dict[str, int] | None = None) -> Path:
+    """Training loss and held-out MLM accuracy against tokens seen, one line per run."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, records in runs.items():
+        scale = (tokens_per_step or {}).get(name, 1)
+        train = [r for r in records if "mlm_loss" in r]
+        evals = [r for r in records if "eval/mlm_accuracy" in r]
+        color = COLORS.get(name)
+        left.plot([r["step"] * scale for r in train], [r["mlm_loss"] for r in train], label=name, color=color)
+        right.plot([r["step"] * scale for r in evals], [r["eval/mlm_accuracy"] for r in evals], "o-", label=name, color=color)
+    xlabel = "tokens seen" if tokens_per_step else "step"
+    left.set(xlabel=xlabel, ylabel="MLM loss (train)", title="pretraining loss")
+    right.set(xlabel=xlabel, ylabel="MLM accuracy (held out)", title="held-out masked-token accuracy")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    return _save(fig, path)
+
+
+def plot_bars(values: dict[str, float], path: str | Path, ylabel: str, title: str) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    names = list(values)
+    bars = ax.bar(names, [values[n] for n in names], color=[COLORS.get(n, "#8c564b") for n in names])
+    for bar, name in zip(bars, names):
+        ax.annotate(f"{values[name]:.3f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=9)
+    ax.set(ylabel=ylabel, title=title, ylim=(0, max(1.0, max(values.values()) * 1.15)))
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_parameter_breakdown(breakdown: dict[str, dict[str, int]], path: str | Path) -> Path:
+    """Stacked bars: embeddings / encoder / pooler per model (ALBERT's factorization and sharing show)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    names = list(breakdown)
+    bottom = [0.0] * len(names)
+    for part, color in (("embeddings", "#9ecae1"), ("encoder", "#3182bd"), ("pooler", "#08519c")):
+        heights = [breakdown[n].get(part, 0) / 1e6 for n in names]
+        ax.bar(names, heights, bottom=bottom, label=part, color=color)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    for i, n in enumerate(names):
+        ax.annotate(f"{bottom[i]:.2f} M", (i, bottom[i]), ha="center", va="bottom", fontsize=9)
+    ax.set(ylabel="parameters (millions)", title="where the parameters are")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
