@@ -3,7 +3,7 @@ byte-level BPE decodes back to exactly the input."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import assume, HealthCheck, given, settings, strategies as st
 
 from bertology.tokenizers import Tokenizer
 
@@ -37,6 +37,9 @@ def test_wordpiece_never_raises_offsets_inside(toks, s):
 def test_bytelevel_round_trips_exactly(toks, s, p):
     for name in ("bbpe", "gpt2"):
         tok = toks[name]
+        # A literal special token in the text ("<unk>", "</s>") is matched as that token, as in
+        # `tokenizers`, and decode() skips it: the round trip holds for all other text.
+        assume(not any(t.content in s for t in tok.added_tokens))
         enc = tok.encode(s)
         _offsets_inside(enc, s)
         assert tok.token_to_id("<unk>") not in enc.ids  # byte-level: never unknown

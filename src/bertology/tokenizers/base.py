@@ -42,3 +42,23 @@ class Model(ABC):
     @classmethod
     @abstractmethod
     def from_json(cls, data: dict) -> "Model": ...
+
+
+class DictVocabModel(Model):
+    """A model whose vocabulary is a token → id dict (`self.vocab`) and its inverse (`self.vocab_r`)."""
+
+    vocab: dict[str, int]
+    vocab_r: dict[int, str]
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        return self.vocab_r.get(id)
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 
-from .base import Model, Token
+from .base import DictVocabModel, Token
 
 _CACHE_LIMIT = 100_000
 
@@ -57,7 +57,7 @@ def _apply_merges_dropout(ids, spans, ranks, dropout: float, rng: random.Random)
         del ids[chosen + 1], spans[chosen + 1]
 
 
-class BPE(Model):
+class BPE(DictVocabModel):
     def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]], unk_token: str | None = None,
                  continuing_subword_prefix: str | None = None, end_of_word_suffix: str | None = None,
                  fuse_unk: bool = False, byte_fallback: bool = False, dropout: float | None = None,
@@ -148,19 +148,6 @@ class BPE(Model):
         if not self.dropout and len(self._cache) < _CACHE_LIMIT:
             self._cache[sequence] = tokens
         return tokens
-
-    def token_to_id(self, token):
-        return self.vocab.get(token)
-
-    def id_to_token(self, id):
-        return self.vocab_r.get(id)
-
-    def get_vocab(self):
-        return dict(self.vocab)
-
-    @property
-    def vocab_size(self):
-        return len(self.vocab)
 
     def to_json(self):
         return {"type": "BPE", "dropout": self.dropout, "unk_token": self.unk_token,

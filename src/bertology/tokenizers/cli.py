@@ -22,7 +22,8 @@ def _train(args) -> int:
     tok = train(args.files, algorithm=args.algorithm, vocab_size=args.vocab_size,
                 min_frequency=args.min_frequency, special_tokens=specials, family=args.family,
                 show_progress=not args.quiet and sys.stderr.isatty(),
-                errors="replace" if args.replace_errors else "strict")
+                errors="replace" if args.replace_errors else "strict",
+                **({"criterion": args.criterion} if args.criterion else {}))
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
@@ -63,6 +64,8 @@ def register(subparsers) -> None:
     t.add_argument("--min-frequency", type=int, default=2)
     t.add_argument("--special-tokens", default=None, metavar="T1,T2,...",
                    help="comma-separated; default: the family's")
+    t.add_argument("--criterion", choices=["likelihood", "frequency"], default=None,
+                   help="WordPiece merge rule: likelihood (the definition, default) or frequency (Hugging Face's)")
     t.add_argument("--replace-errors", action="store_true",
                    help="read undecodable bytes as U+FFFD instead of failing")
     t.add_argument("--out", required=True, metavar="DIR", help="writes DIR/tokenizer.json")

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from .base import Model, Token
+from .base import DictVocabModel, Token
 
 _CACHE_LIMIT = 100_000  # distinct words kept; real text has a Zipfian vocabulary
 
@@ -36,7 +36,7 @@ def greedy_longest_match(word: str, vocab: dict, prefix: str = "##", max_piece_c
     return pieces
 
 
-class WordPiece(Model):
+class WordPiece(DictVocabModel):
     def __init__(self, vocab: dict[str, int], unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
                  max_input_chars_per_word: int = 100):
         self.vocab = dict(vocab)
@@ -73,19 +73,6 @@ class WordPiece(Model):
         if len(self._cache) < _CACHE_LIMIT:
             self._cache[sequence] = tokens
         return tokens
-
-    def token_to_id(self, token):
-        return self.vocab.get(token)
-
-    def id_to_token(self, id):
-        return self.vocab_r.get(id)
-
-    def get_vocab(self):
-        return dict(self.vocab)
-
-    @property
-    def vocab_size(self):
-        return len(self.vocab)
 
     def to_json(self):
         return {"type": "WordPiece", "unk_token": self.unk_token,
