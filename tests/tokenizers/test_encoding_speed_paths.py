@@ -14,7 +14,7 @@ import tokenizers
 from hypothesis import given, settings, strategies as st
 
 from bertology.tokenizers import Tokenizer, post_processors, pre_tokenizers
-from bertology.tokenizers import tokenizer as tokenizer_module
+from bertology.tokenizers import batching
 from bertology.tokenizers.encoding import Encoding
 
 GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
@@ -195,24 +195,24 @@ def test_encoding_pickles_flat_and_back():
 def test_chunks_cover_the_batch_in_order():
     texts = ["x" * n for n in [5, 1, 1, 1, 50, 2, 2, 30, 0, 0, 1]]
     for n in range(1, 6):
-        chunks = tokenizer_module._chunks(texts, n)
+        chunks = batching._chunks(texts, n)
         assert chunks[0][0] == 0 and chunks[-1][1] == len(texts)
         assert all(b > a for a, b in chunks) and all(b == c for (_, b), (c, _) in zip(chunks, chunks[1:]))
 
 
 def test_workers_setting(monkeypatch):
-    big = ["a b"] * tokenizer_module._PARALLEL_MIN_TEXTS
-    assert tokenizer_module._workers_for(big[:10], 4) == 1  # small batch: one process
-    assert tokenizer_module._workers_for(big, 3) == 3
+    big = ["a b"] * batching._PARALLEL_MIN_TEXTS
+    assert batching.workers_for(big[:10], 4) == 1  # small batch: one process
+    assert batching.workers_for(big, 3) == 3
     monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "1")
-    assert tokenizer_module._workers_for(big, None) == 1
+    assert batching.workers_for(big, None) == 1
     monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "two")
     with pytest.raises(ValueError, match="BERTOLOGY_ENCODE_WORKERS"):
-        tokenizer_module._workers_for(big, None)
+        batching.workers_for(big, None)
     monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "2")
-    assert tokenizer_module._workers_for(big, None) == 2
+    assert batching.workers_for(big, None) == 2
     monkeypatch.delenv("BERTOLOGY_ENCODE_WORKERS")
-    assert tokenizer_module._workers_for(big, None) == 1  # the default: one process
+    assert batching.workers_for(big, None) == 1  # the default: one process
 
 
 def test_workers_give_the_serial_result(minilm_json, enwiki_lines, russian_lines):

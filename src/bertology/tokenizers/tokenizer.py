@@ -12,13 +12,8 @@ vocab.json + merges.txt, and SentencePiece .model files.
 """
 from __future__ import annotations
 
-import bisect
-import contextlib
-import gc
 import json
-import multiprocessing as mp
 import os
-import pickle
 import tempfile
 from dataclasses import dataclass
 from itertools import accumulate, chain, count, repeat
@@ -33,6 +28,8 @@ from .bpe import BPE
 from .byte_level import to_byte_chars
 from .encoding import Encoding
 from .normalizers import NormalizedString, _WS_CHARS
+from .batching import encode_parallel, gc_paused, workers_for
+from .truncation import pad_encodings, truncate_pair
 from .wordpiece import WordPiece
 
 
@@ -89,115 +86,6 @@ _IDS, _TOKENS, _STARTS, _ENDS = (itemgetter(i) for i in range(4))
 _WORD_CACHE_LIMIT = 200_000  # distinct words; real text has a Zipfian vocabulary
 
 _STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause Python's cyclic garbage collector while a batch is encoded.
-
-    A batch allocates hundreds of thousands of small tuples and lists (an offset pair per
-    token) and keeps them all, so the collector would keep running and re-scanning them
-    (and the word cache), although encoding makes no reference cycles: that costs about a
-    third of the time. Reference counting still frees everything as usual. Afterwards the
-    young objects go straight to the oldest generation (freeze + unfreeze: two list splices,
-    no scan) rather than being scanned at once as the next young collection would: they
-    are results that live on, and any garbage among them waits for the next full collection.
-    Not done when the program has frozen objects itself (gc.freeze before forking servers).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
-
-
-# -- large batches over worker processes ---------------------------------------------------------
-# `tokenizers` encodes a batch on a thread pool; Python threads would share one interpreter
-# lock, so a large batch is cut into contiguous chunks for forked processes instead. A fork
-# sees this tokenizer exactly as it is (settings, word cache) without pickling it; only the
-# finished (unpadded) encodings travel back, in order. Padding is done after, over the batch.
-
-_PARALLEL_MIN_TEXTS, _PARALLEL_MIN_CHARS = 2_000, 1_000_000
-
-
-def _workers_for(texts: list, workers: int | None) -> int:
-    """How many processes should encode this batch (1: this one alone)."""
-    if workers is None:
-        env = os.environ.get("BERTOLOGY_ENCODE_WORKERS")
-        if env:
-            try:
-                workers = int(env)
-            except ValueError:
-                raise ValueError(f"BERTOLOGY_ENCODE_WORKERS must be an integer, got {env!r}") from None
-        else:
-            workers = 1
-    if (workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon
-            or len(texts) < 2):
-        return 1  # (daemonic processes, e.g. DataLoader workers, may not have children)
-    if len(texts) < _PARALLEL_MIN_TEXTS and sum(len(t) for t in texts if isinstance(t, str)) < _PARALLEL_MIN_CHARS:
-        return 1
-    return min(workers, len(texts))
-
-
-def _chunks(texts: list, n: int) -> list[tuple[int, int]]:
-    """n contiguous [a, b) ranges of texts with about equal numbers of chars."""
-    ends = list(accumulate(len(t) if isinstance(t, str) else 0 for t in texts))
-    total = ends[-1]
-    cuts = [0] + [min(max(bisect.bisect_left(ends, total * k / n) + 1, 1), len(texts)) for k in range(1, n)] + [len(texts)]
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
-
-
-def _encode_chunk(tok: "Tokenizer", texts, pairs, a: int, b: int, add_special_tokens, truncation, conn) -> None:
-    """A worker's job: encode texts[a:b] and send back ("ok", encodings) or ("error", exception)."""
-    try:
-        result = ("ok", tok._encode_many(texts[a:b], pairs[a:b] if pairs is not None else None,
-                                         add_special_tokens, truncation))
-    except Exception as e:  # raised in the parent, as the serial path would raise it
-        result = ("error", e)
-    try:
-        data = pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
-    except Exception as e:
-        data = pickle.dumps(("error", RuntimeError(f"encode_batch worker: {result[1]!r} ({e})")))
-    conn.send_bytes(data)
-    conn.close()
-
-
-def _encode_parallel(tok: "Tokenizer", texts, pairs, add_special_tokens, truncation, n: int) -> list[Encoding]:
-    """texts encoded over n processes: this one takes the first chunk, forks take the rest."""
-    ctx = mp.get_context("fork")
-    (a0, b0), *rest = _chunks(texts, n)
-    jobs = []
-    try:
-        for a, b in rest:
-            recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_encode_chunk, daemon=True,
-                            args=(tok, texts, pairs, a, b, add_special_tokens, truncation, send))
-            p.start()
-            send.close()
-            jobs.append((p, recv, a, b))
-        out = tok._encode_many(texts[a0:b0], pairs[a0:b0] if pairs is not None else None,
-                               add_special_tokens, truncation)
-        for p, recv, a, b in jobs:
-            try:
-                status, payload = pickle.loads(recv.recv_bytes())
-            except (EOFError, OSError):  # the worker died (killed, out of memory): do its share here
-                status, payload = "ok", tok._encode_many(texts[a:b], pairs[a:b] if pairs is not None else None,
-                                                         add_special_tokens, truncation)
-            if status == "error":
-                raise payload
-            out.extend(payload)
-        return out
-    finally:
-        for p, recv, _, _ in jobs:
-            recv.close()
-            if p.is_alive():
-                p.terminate()
-            p.join()
 
 
 class Tokenizer:
@@ -520,10 +408,10 @@ class Tokenizer:
             raise ValueError(f"encode_batch: {len(texts)} texts but {len(pairs)} pairs")
         trunc = self._resolve_truncation(truncation, max_length, stride)
         pad = self._resolve_padding(padding, max_length)
-        with _gc_paused():
-            n = _workers_for(texts, workers)
+        with gc_paused():
+            n = workers_for(texts, workers)
             if n > 1:
-                encodings = _encode_parallel(self, texts, pairs, add_special_tokens, trunc, n)
+                encodings = encode_parallel(self, texts, pairs, add_special_tokens, trunc, n)
             else:
                 encodings = self._encode_many(texts, pairs, add_special_tokens, trunc)
         if pad is not None:
@@ -746,6 +634,8 @@ class Tokenizer:
         """tokenizer.json | a directory holding one | vocab.txt (BERT) | vocab.json + merges.txt
         (GPT-2 / RoBERTa) | a SentencePiece .model. Keyword options go to the vocab.txt /
         vocab.json builders (e.g. lowercase=False)."""
+        from . import vocab_files
+
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
@@ -754,9 +644,9 @@ class Tokenizer:
                 if (path / name).is_file():
                     return cls._load_json(path / name)
             if (path / "vocab.txt").is_file():
-                return from_vocab_txt(path / "vocab.txt", **kw)
+                return vocab_files.from_vocab_txt(path / "vocab.txt", **kw)
             if (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
-                return from_vocab_merges(path / "vocab.json", path / "merges.txt", **kw)
+                return vocab_files.from_vocab_merges(path / "vocab.json", path / "merges.txt", **kw)
             models = sorted(path.glob("*.model"))
             if models:
                 return cls._load_spm(models[0], **kw)
@@ -767,11 +657,11 @@ class Tokenizer:
             for p in (vocab, merges):
                 if not p.is_file():
                     raise FileNotFoundError(f"{p}: needed next to {path} for a BPE tokenizer")
-            return from_vocab_merges(vocab, merges, **kw)
+            return vocab_files.from_vocab_merges(vocab, merges, **kw)
         if path.suffix == ".json":
             return cls._load_json(path)
         if path.suffix == ".txt":
-            return from_vocab_txt(path, **kw)
+            return vocab_files.from_vocab_txt(path, **kw)
         if path.suffix == ".model":
             return cls._load_spm(path, **kw)
         raise ValueError(f"{path}: unknown tokenizer file type (expected tokenizer.json, vocab.txt, "
@@ -794,101 +684,3 @@ class Tokenizer:
     def _load_spm(path: Path, **kw) -> "Tokenizer":
         from .sentencepiece_model import load_spm  # T3
         return load_spm(path, **kw)
-
-
-# -- truncation and padding (as `tokenizers` does them) -------------------------------------------
-
-def truncate_pair(enc: Encoding, pair: Encoding | None, max_length: int, stride: int, strategy: str,
-                  direction: str) -> None:
-    """Cut enc (and pair) to max_length tokens in all; the cut parts go to `overflowing`."""
-    if max_length == 0:
-        enc.truncate(0, stride, direction)
-        if pair is not None:
-            pair.truncate(0, stride, direction)
-        return
-    total = len(enc) + (len(pair) if pair is not None else 0)
-    if total <= max_length:
-        return
-    to_remove = total - max_length
-    if strategy == "longest_first":
-        if pair is None:
-            enc.truncate(max_length, stride, direction)
-            return
-        n1, n2 = len(enc), len(pair)
-        swap = n1 > n2
-        if swap:
-            n1, n2 = n2, n1
-        n2 = n1 if n1 > max_length else max(n1, max_length - n1)
-        if n1 + n2 > max_length:
-            n1 = max_length // 2
-            n2 = n1 + max_length % 2
-        if swap:
-            n1, n2 = n2, n1
-        enc.truncate(n1, stride, direction)
-        pair.truncate(n2, stride, direction)
-    elif strategy in ("only_first", "only_second"):
-        target = enc if strategy == "only_first" else pair
-        if target is None:
-            raise ValueError("truncation 'only_second' needs a pair of sequences")
-        if len(target) <= to_remove:
-            raise ValueError(f"truncation {strategy!r}: the sequence has {len(target)} tokens, too few to remove "
-                             f"the {to_remove} needed to reach max_length={max_length}")
-        target.truncate(len(target) - to_remove, stride, direction)
-    else:
-        raise ValueError(f"unknown truncation strategy {strategy!r}")
-
-
-def pad_encodings(encodings: list[Encoding], length: int | None = None, direction: str = "right", pad_id: int = 0,
-                  pad_type_id: int = 0, pad_token: str = "[PAD]", pad_to_multiple_of: int | None = None) -> None:
-    """Pad to `length`, or to the longest encoding when length is None (overflowing too)."""
-    if not encodings:
-        return
-    target = length if length is not None else max(len(e) for e in encodings)
-    if pad_to_multiple_of and target % pad_to_multiple_of:
-        target += pad_to_multiple_of - target % pad_to_multiple_of
-    for e in encodings:
-        e.pad(target, pad_id, pad_type_id, pad_token, direction)
-
-
-# -- building from plain vocabulary files ---------------------------------------------------------
-
-def _special(tok: Tokenizer, names, **flags) -> None:
-    present = [n for n in names if tok.model.token_to_id(n) is not None]
-    tok.add_tokens([AddedToken(n, special=True, **flags.get(n, {})) for n in present])
-
-
-def from_vocab_txt(path, lowercase: bool | None = None, strip_accents: bool | None = None,
-                   handle_chinese_chars: bool = True, unk_token: str = "[UNK]") -> Tokenizer:
-    """The BERT pipeline over a vocab.txt (uncased unless lowercase=False, or a sibling
-    tokenizer_config.json says do_lower_case false)."""
-    path = Path(path)
-    if lowercase is None:
-        cfg = path.with_name("tokenizer_config.json")
-        lowercase = True
-        if cfg.is_file():
-            try:
-                lowercase = bool(json.loads(cfg.read_text(encoding="utf-8")).get("do_lower_case", True))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{cfg}: not valid JSON ({e})") from None
-    model = WordPiece.from_vocab_txt(path, unk_token=unk_token)
-    tok = Tokenizer(model, normalizers.BertNormalizer(True, handle_chinese_chars, strip_accents, lowercase),
-                    pre_tokenizers.BertPreTokenizer(), None, decoders.WordPiece())
-    cls_id, sep_id = model.token_to_id("[CLS]"), model.token_to_id("[SEP]")
-    if cls_id is not None and sep_id is not None:
-        tok.post_processor = post_processors.bert_processing(cls_id, sep_id)
-    _special(tok, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    return tok
-
-
-def from_vocab_merges(vocab_json, merges_txt, add_prefix_space: bool = False, trim_offsets: bool = True) -> Tokenizer:
-    """The GPT-2 / RoBERTa byte-level BPE pipeline over vocab.json + merges.txt."""
-    model = BPE.from_files(vocab_json, merges_txt)
-    tok = Tokenizer(model, None, pre_tokenizers.ByteLevel(add_prefix_space, trim_offsets), None, decoders.ByteLevel())
-    bos, eos = model.token_to_id("<s>"), model.token_to_id("</s>")
-    if bos is not None and eos is not None:  # RoBERTa
-        tok.post_processor = post_processors.RobertaProcessing(("</s>", eos), ("<s>", bos), trim_offsets, add_prefix_space)
-        _special(tok, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], **{"<mask>": {"lstrip": True}})
-    else:  # GPT-2
-        tok.post_processor = post_processors.ByteLevel(add_prefix_space, trim_offsets)
-        _special(tok, ["<|endoftext|>"])
-    return tok
