@@ -19,6 +19,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse
 import json
+import shutil
 import time
 
 import bertology
@@ -34,6 +35,7 @@ DATA = ROOT / "data" / "debian-sections"
 
 def run_finetune(name: str, model: str, tokenizer: str | None, out: Path, args) -> dict:
     started = time.perf_counter()
+    shutil.rmtree(out / name, ignore_errors=True)
     summary = finetune(FinetuneOptions(
         model=model, tokenizer=tokenizer, task="classify", train=str(DATA / "train.tsv"), dev=str(DATA / "dev.tsv"),
         out_dir=str(out / name), epochs=args.epochs, lr=args.lr, batch_size=32, max_length=64, seed=args.seed,

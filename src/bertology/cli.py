@@ -240,6 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as e:
+    except (ValueError, FileNotFoundError, FileExistsError, KeyError) as e:
         print(f"bertology {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ checkpoints, and `--resume` continues where the run stopped.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ class Plan:
     def make(cls, quick: bool, budget_minutes: float, bf16: bool) -> "Plan":
         if quick:
             return cls("tiny", 2000, 700_000, 64, 16, 24, 12, 1.0, 32, bf16)
-        steps = max(20, round(100 * budget_minutes / 10))
+        steps = max(20, round(120 * budget_minutes / 10))
         return cls("mini", 8000, None, 128, 32, steps, max(10, steps // 5), 3.0, 48, bf16)
 
 
@@ -124,6 +125,9 @@ def run(args) -> int:
         f"{plan.preset} models, {plan.steps} steps × {plan.batch_size} × {plan.seq_len} tokens each, "
         f"{'bf16' if plan.bf16 else 'fp32'})", quiet)
     started = time.perf_counter()
+    if not args.resume:  # a fresh run: the demo's own stage directories start empty
+        for stage in ("tokenizers", "pretrain", "finetune"):
+            shutil.rmtree(out / stage, ignore_errors=True)
     train_txt, heldout_txt = split_corpus(out / "corpus", plan.corpus_bytes)
     rows: dict[str, dict] = {}
 
@@ -154,11 +158,13 @@ def run(args) -> int:
             options = PretrainOptions(
                 family=family, corpus=[str(train_txt)], out_dir=str(run_dir), preset=plan.preset,
                 tokenizer=str(out / "tokenizers" / family / "tokenizer.json"), steps=plan.steps,
-                batch_size=plan.batch_size, seq_len=plan.seq_len, lr=5e-4, warmup=max(2, plan.steps // 10),
+                batch_size=plan.batch_size, seq_len=plan.seq_len, lr=1e-3, warmup=max(2, plan.steps // 10),
                 bf16=plan.bf16, dupe_factor=3, heldout=3 if plan.corpus_bytes else 0.05, eval_every=plan.eval_every, log_every=max(1, plan.steps // 40),
                 quiet=quiet,
             )
             resume = args.resume and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+            if not resume:
+                shutil.rmtree(run_dir, ignore_errors=True)  # nothing to continue: start this stage afresh
             summary = pretrain(options, resume=resume)
             if summary["interrupted"]:
                 print(f"interrupted during {family} pretraining; continue with: bertology demo --resume"
@@ -185,9 +191,10 @@ def run(args) -> int:
         t0 = time.perf_counter()
         reused = args.resume and scores_file.is_file()
         if not reused:
+            shutil.rmtree(run_dir, ignore_errors=True)  # fine-tuning restarts from its beginning
             finetune(FinetuneOptions(
                 model=str(out / "pretrain" / family), task="classify", train=str(train_tsv), dev=str(dev_tsv),
-                out_dir=str(run_dir), epochs=plan.finetune_epochs, lr=1e-3 if plan.preset == "tiny" else 3e-4,
+                out_dir=str(run_dir), epochs=plan.finetune_epochs, lr=1e-3,
                 batch_size=32, max_length=plan.finetune_length, bf16=plan.bf16, quiet=quiet,
             ))
             pipe = Pipeline.load(run_dir)

@@ -243,6 +243,9 @@ class Trainer:
         args = self.args
         if resume:
             self.resume()
+        elif self.checkpoints() or (dist.is_main() and self.metrics_file.is_file()):
+            raise FileExistsError(f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
+                                  "with resume (--resume) or write to a new directory")
         in_main_thread = threading.current_thread() is threading.main_thread()  # signals can only be caught there
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
         bar = _progress(args, self.step)
