@@ -45,8 +45,9 @@ class Plan:
     def make(cls, quick: bool, budget_minutes: float, bf16: bool) -> "Plan":
         if quick:
             return cls("tiny", 2000, 700_000, 64, 16, 24, 12, 1.0, 32, bf16)
-        steps = max(20, round(120 * budget_minutes / 10))
-        return cls("mini", 8000, None, 128, 32, steps, max(10, steps // 5), 3.0, 48, bf16)
+        # tiny models, so that ten CPU minutes buy enough updates to get past the unigram plateau
+        steps = max(40, round(400 * budget_minutes / 10))
+        return cls("tiny", 8000, None, 64, 64, steps, max(10, steps // 5), 3.0, 48, bf16)
 
 
 def data_path(*parts: str) -> Path:
@@ -158,7 +159,7 @@ def run(args) -> int:
             options = PretrainOptions(
                 family=family, corpus=[str(train_txt)], out_dir=str(run_dir), preset=plan.preset,
                 tokenizer=str(out / "tokenizers" / family / "tokenizer.json"), steps=plan.steps,
-                batch_size=plan.batch_size, seq_len=plan.seq_len, lr=1e-3, warmup=max(2, plan.steps // 10),
+                batch_size=plan.batch_size, seq_len=plan.seq_len, lr=2e-3, warmup=max(2, plan.steps // 10),
                 bf16=plan.bf16, dupe_factor=3, heldout=3 if plan.corpus_bytes else 0.05, eval_every=plan.eval_every, log_every=max(1, plan.steps // 40),
                 quiet=quiet,
             )
