@@ -98,3 +98,10 @@ def test_tagging_and_qa_train_from_the_cli(tmp_path, fixtures_dir):
     assert main(["finetune", "--task", "qa", "--train", squad, "--dev", squad, "--out", str(tmp_path / "qa"),
                  "--max-length", "64", "--stride", "32", *common]) == 0
     assert main(["evaluate", "--model", str(tmp_path / "qa"), "--data", squad]) == 0
+
+
+def test_squad_v2_models_keep_no_answer_after_loading(tmp_path, fixtures_dir):
+    squad = str(fixtures_dir / "squad_v2.json")
+    finetune(FinetuneOptions(model="bert-tiny", tokenizer=TOKENIZER, task="qa", train=squad, out_dir=str(tmp_path / "qa"),
+                             epochs=1, batch_size=8, max_length=64, stride=32, quiet=True))
+    assert bertology.Pipeline.load(tmp_path / "qa").task.allows_no_answer

@@ -147,7 +147,8 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
     labels = task.label_set(train)
     model = _build_model(o, task, labels, tokenizer)
     model.config.extra.update(bertology_task=task.name, bertology_columns=dict(o.columns),
-                              bertology_max_length=o.max_length, bertology_stride=o.stride)
+                              bertology_max_length=o.max_length, bertology_stride=o.stride,
+                              bertology_task_options=task_options(task))
     label2id = model.config.label2id if labels is not None else None
     features = task.featurize(train, tokenizer, o.max_length, label2id, o.stride)
     if features.truncated:
@@ -205,6 +206,13 @@ def _save(model, tokenizer_file: Path, directory: Path) -> None:
         shutil.copyfile(tokenizer_file, directory / "tokenizer.json")
 
 
+def task_options(task: Task) -> dict[str, Any]:
+    """What a task learnt from its training files and must keep at prediction time (QA: SQuAD v2.0)."""
+    if task.name == "qa":
+        return {"version_2": task.allows_no_answer}
+    return {}
+
+
 def load_finetuned(path: str | Path):
     """(model, task, tokenizer, columns) of a directory written by `finetune`."""
     from ..hub import load
@@ -213,4 +221,5 @@ def load_finetuned(path: str | Path):
     name = config.extra.get("bertology_task")
     if name not in TASKS:
         raise ValueError(f"{Path(path) / 'config.json'}: no bertology_task recorded; was it written by `bertology finetune`?")
-    return load(path), TASKS[name](), load_tokenizer(str(path), None), dict(config.extra.get("bertology_columns", {}))
+    task = TASKS[name](**config.extra.get("bertology_task_options", {}))
+    return load(path), task, load_tokenizer(str(path), None), dict(config.extra.get("bertology_columns", {}))
