@@ -51,3 +51,20 @@ def from_byte_chars(text: str) -> bytes | None:
         return bytes(CHAR_TO_BYTE[c] for c in text)
     except KeyError:
         return None
+
+
+class ByteLevelSettings:
+    """The three settings tokenizer.json gives every "ByteLevel" stage (pre-tokenizer,
+    post-processor, decoder), and their JSON form, shared by the three classes of that name."""
+
+    add_prefix_space: bool
+    trim_offsets: bool
+    use_regex: bool
+
+    def to_json(self) -> dict:
+        return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space,
+                "trim_offsets": self.trim_offsets, "use_regex": self.use_regex}
+
+    @classmethod
+    def from_json(cls, data: dict):
+        return cls(data.get("add_prefix_space", True), data.get("trim_offsets", True), data.get("use_regex", True))

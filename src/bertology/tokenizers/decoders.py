@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import regex
 
-from .byte_level import CHAR_TO_BYTE
+from .byte_level import ByteLevelSettings, CHAR_TO_BYTE
 from .normalizers import pattern_from_json
 
 
@@ -62,7 +62,7 @@ class WordPiece(Decoder):
         return cls(data.get("prefix", "##"), data.get("cleanup", True))
 
 
-class ByteLevel(Decoder):
+class ByteLevel(ByteLevelSettings, Decoder):
     """Stand-in chars -> bytes -> UTF-8 (invalid sequences become U+FFFD)."""
 
     def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True):
@@ -77,13 +77,6 @@ class ByteLevel(Decoder):
                 buf.extend(t.encode("utf-8"))
         return [buf.decode("utf-8", errors="replace")]
 
-    def to_json(self):
-        return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space,
-                "trim_offsets": self.trim_offsets, "use_regex": self.use_regex}
-
-    @classmethod
-    def from_json(cls, data):
-        return cls(data.get("add_prefix_space", True), data.get("trim_offsets", True), data.get("use_regex", True))
 
 
 class Metaspace(Decoder):

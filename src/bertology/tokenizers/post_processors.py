@@ -15,6 +15,7 @@ from itertools import chain, compress, count
 
 from .encoding import Encoding
 from .normalizers import _WS_CHARS
+from .byte_level import ByteLevelSettings
 
 _SEQ = ("A", "B")
 
@@ -285,7 +286,7 @@ class RobertaProcessing(TemplateProcessing):
         return cls(data["sep"], data["cls"], data.get("trim_offsets", True), data.get("add_prefix_space", True))
 
 
-class ByteLevel(PostProcessor):
+class ByteLevel(ByteLevelSettings, PostProcessor):
     """Only trims byte-level offsets (see trim_byte_level_offsets)."""
 
     def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True):
@@ -299,13 +300,6 @@ class ByteLevel(PostProcessor):
                     trim_byte_level_offsets(o, self.add_prefix_space)
         return encodings
 
-    def to_json(self):
-        return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space,
-                "trim_offsets": self.trim_offsets, "use_regex": self.use_regex}
-
-    @classmethod
-    def from_json(cls, data):
-        return cls(data.get("add_prefix_space", True), data.get("trim_offsets", True), data.get("use_regex", True))
 
 
 class Sequence(PostProcessor):

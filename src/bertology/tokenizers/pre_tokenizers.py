@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import regex
 
-from .byte_level import GPT2_PATTERN, to_byte_chars
+from .byte_level import ByteLevelSettings, GPT2_PATTERN, to_byte_chars
 from .normalizers import WHITESPACE, NormalizedString, pattern_from_json
 
 # Rust's is_ascii_punctuation() || Unicode P*: `tokenizers`' notion of BERT punctuation.
@@ -267,7 +267,7 @@ def byte_map(ns: NormalizedString) -> NormalizedString:
     return ns
 
 
-class ByteLevel(PreTokenizer):
+class ByteLevel(ByteLevelSettings, PreTokenizer):
     """GPT-2 / RoBERTa: optional prefix space, the GPT-2 regex split, then bytes -> stand-ins.
 
     `trim_offsets` is only read when ByteLevel is used as a post-processor; it is kept here
@@ -297,13 +297,6 @@ class ByteLevel(PreTokenizer):
         from .byte_level import BYTE_TO_CHAR
         return list(BYTE_TO_CHAR.values())
 
-    def to_json(self):
-        return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space,
-                "trim_offsets": self.trim_offsets, "use_regex": self.use_regex}
-
-    @classmethod
-    def from_json(cls, data):
-        return cls(data.get("add_prefix_space", True), data.get("trim_offsets", True), data.get("use_regex", True))
 
 
 class Metaspace(PreTokenizer):
