@@ -76,7 +76,10 @@ def _tokenizer(o: PretrainOptions, out: Path, resume: bool):
     if o.tokenizer is not None:
         tok = Tokenizer.load(o.tokenizer)
     elif dist.is_main():
-        tok = train(o.corpus, family=TOKENIZER_FAMILY[o.family], vocab_size=o.vocab_size, show_progress=not o.quiet)
+        # BERT's WordPiece by frequency (Hugging Face's rule): the likelihood criterion, bertology's
+        # default for `tokenizer train`, needs ~1.8x the tokens per word at these vocabulary sizes.
+        extra = {"criterion": "frequency"} if o.family == "bert" else {}
+        tok = train(o.corpus, family=TOKENIZER_FAMILY[o.family], vocab_size=o.vocab_size, show_progress=not o.quiet, **extra)
     if dist.is_main():
         tok.save(saved)
     dist.barrier()
