@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from . import squad
+from ..tokenizers.encoding import model_tensors
 from .base import Example, Features, Task
 
 _CLS_TOKENS = ("[CLS]", "<cls>", "<s>")
@@ -139,11 +140,7 @@ class QATask(Task):
                     starts.append(s)
                     ends.append(e)
             rows_of_example.append(mine)
-        tensors = {
-            "input_ids": torch.tensor([r.ids for r in rows], dtype=torch.long),
-            "attention_mask": torch.tensor([r.attention_mask for r in rows], dtype=torch.long),
-            "token_type_ids": torch.tensor([r.type_ids for r in rows], dtype=torch.long),
-        }
+        tensors = model_tensors(rows)
         if labelled:
             tensors["start_positions"] = torch.tensor(starts, dtype=torch.long)
             tensors["end_positions"] = torch.tensor(ends, dtype=torch.long)

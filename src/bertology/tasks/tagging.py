@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..tokenizers.encoding import model_tensors
 from .base import Example, Features, Task
 from .conll import chunks, conlleval, read_conll, split_tag
 
@@ -151,11 +152,7 @@ class TagTask(Task):
                                          f"training; known tags: {sorted(label2id)}")
                     ids.append(label2id[tag])
                 rows_labels.append(align_labels(token_words, ids, self.label_all_subtokens, continuation))
-        tensors = {
-            "input_ids": torch.tensor([e.ids for e in encs], dtype=torch.long),
-            "attention_mask": torch.tensor([e.attention_mask for e in encs], dtype=torch.long),
-            "token_type_ids": torch.tensor([e.type_ids for e in encs], dtype=torch.long),
-        }
+        tensors = model_tensors(encs)
         if labelled:
             tensors["labels"] = torch.tensor(rows_labels, dtype=torch.long)
         return Features(tensors, [[i] for i in range(len(examples))],

@@ -147,3 +147,14 @@ def _from_flat(ids, tokens, flat_offsets, *rest) -> Encoding:
     """Encoding.__reduce__'s inverse: [a0, b0, a1, b1, ...] -> [(a0, b0), (a1, b1), ...]."""
     it = iter(flat_offsets)
     return Encoding(ids, tokens, list(zip(it, it)), *rest)
+
+
+def model_tensors(encodings: list[Encoding]) -> dict:
+    """input_ids, token_type_ids, attention_mask of equal-length encodings as (rows, T) torch tensors."""
+    import torch  # only when tensors are asked for: the tokenizer itself needs no torch
+
+    return {
+        "input_ids": torch.tensor([e.ids for e in encodings], dtype=torch.long),
+        "token_type_ids": torch.tensor([e.type_ids for e in encodings], dtype=torch.long),
+        "attention_mask": torch.tensor([e.attention_mask for e in encodings], dtype=torch.long),
+    }

@@ -26,7 +26,7 @@ from . import decoders, normalizers, post_processors, pre_tokenizers
 from .base import Model
 from .bpe import BPE
 from .byte_level import to_byte_chars
-from .encoding import Encoding
+from .encoding import Encoding, model_tensors
 from .normalizers import NormalizedString, _WS_CHARS
 from .batching import encode_parallel, gc_paused, workers_for
 from .truncation import pad_encodings, truncate_pair
@@ -496,9 +496,7 @@ class Tokenizer:
             raise ValueError(f"return_tensors='pt' needs equal lengths, got lengths {sorted(lengths)}; "
                              "pass padding=True (or 'max_length')")
         out = {
-            "input_ids": torch.tensor([r.ids for r in rows], dtype=torch.long),
-            "token_type_ids": torch.tensor([r.type_ids for r in rows], dtype=torch.long),
-            "attention_mask": torch.tensor([r.attention_mask for r in rows], dtype=torch.long),
+            **model_tensors(rows),
             "special_tokens_mask": torch.tensor([r.special_tokens_mask for r in rows], dtype=torch.long),
             "offset_mapping": torch.tensor([r.offsets for r in rows], dtype=torch.long).reshape(len(rows), -1, 2),
         }
