@@ -10,7 +10,6 @@ import math
 from typing import Iterable
 
 import torch
-import torch.nn.functional as F
 
 from ..models.heads import IGNORE
 
@@ -24,23 +23,26 @@ class PretrainingObjective:
         return {"masked": max(1, int((batch["labels"] != IGNORE).sum())), "sequences": batch["labels"].shape[0]}
 
     def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
-        inputs = {k: v for k, v in batch.items() if k not in PAIR_LABELS and k != "labels"}
+        # The heads compute the mean losses (MLM over this micro-batch's masked tokens, the pair
+        # objective over its sequences); weighting each by its share of the global count gives the
+        # global mean without computing the cross-entropy a second time.
+        out = model(**batch, sparse_prediction=True)
         labels = batch["labels"]
-        pair_name = next((k for k in PAIR_LABELS if k in batch), None)
-        out = model(**inputs, labels=labels, sparse_prediction=True)
         logits = out.prediction_logits if hasattr(out, "prediction_logits") else out.logits  # (M, V)
         targets = labels[labels != IGNORE]  # (M,)
-        mlm_sum = F.cross_entropy(logits.float(), targets, reduction="sum")
-        loss = mlm_sum / totals["masked"]
+        mlm_mean = out.mlm_loss if hasattr(out, "mlm_loss") else out.loss
+        # A micro-batch with no masked token contributes nothing (its mean would be NaN).
+        loss = mlm_mean * (len(targets) / totals["masked"]) if len(targets) else logits.sum() * 0.0
         metrics = {
-            "mlm_loss": float(mlm_sum.detach()) / totals["masked"],
+            "mlm_loss": float(loss.detach()),
             "mlm_accuracy": float((logits.argmax(-1) == targets).sum()) / totals["masked"],
         }
+        pair_name = next((k for k in PAIR_LABELS if k in batch), None)
         if pair_name is not None:
             pair_logits = out.seq_relationship_logits if out.seq_relationship_logits is not None else out.sop_logits
-            pair_sum = F.cross_entropy(pair_logits.float(), batch[pair_name].view(-1), reduction="sum")
-            loss = loss + pair_sum / totals["sequences"]
-            metrics["pair_loss"] = float(pair_sum.detach()) / totals["sequences"]
+            pair_term = out.pair_loss * (pair_logits.shape[0] / totals["sequences"])
+            loss = loss + pair_term
+            metrics["pair_loss"] = float(pair_term.detach())
             metrics["pair_accuracy"] = float((pair_logits.argmax(-1) == batch[pair_name].view(-1)).sum()) / totals["sequences"]
         metrics["loss"] = metrics["mlm_loss"] + metrics.get("pair_loss", 0.0)
         return loss, metrics
