@@ -59,16 +59,14 @@ def data_path(*parts: str) -> Path:
 
 def bf16_pays() -> bool:
     """bf16 autocast where the CPU multiplies bf16 matrices clearly faster than fp32 (AMX, AVX512-BF16)."""
-    import time as t
-
     speeds = {}
     for dtype in (torch.float32, torch.bfloat16):
         a = torch.randn(512, 512, dtype=dtype)
         a @ a
-        start = t.perf_counter()
+        start = time.perf_counter()
         for _ in range(8):
             a @ a
-        speeds[dtype] = 1 / (t.perf_counter() - start)
+        speeds[dtype] = 1 / (time.perf_counter() - start)
     return speeds[torch.bfloat16] > 1.5 * speeds[torch.float32]
 
 

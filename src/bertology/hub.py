@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .io import atomic_path, atomic_write_text
-from .models import ARCHITECTURES, BACKBONES, PreTrainedModel, config_from_dict
+from .models import PreTrainedModel, config_from_dict, from_config, task_class
 from .models.config import AlbertConfig, EncoderConfig
 
 Rule = tuple[str, "str | Callable[[re.Match], str]"]
@@ -173,7 +173,7 @@ def save(model: PreTrainedModel, path: str | os.PathLike) -> None:
 
 # Keys transformers checkpoints may hold that carry nothing we need: position-id buffers, and the
 # decoder copies of the tied word embeddings / bias.
-_IGNORABLE = re.compile(r"(.*\.position_ids$|.*embeddings\.position_ids$|.*decoder\.bias$|"
+_IGNORABLE = re.compile(r"(.*\.position_ids$|.*decoder\.bias$|"
                         r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$)")
 
 
@@ -216,19 +216,13 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: not a directory")
     config = read_config(path)
-    name = architecture or (config.architectures[0] if config.architectures else None)
-    if name is None:
-        model = BACKBONES[config.model_type](config)
-    elif name not in ARCHITECTURES:
-        raise ValueError(f"{path / 'config.json'}: unknown architecture {name!r}; known: {', '.join(ARCHITECTURES)}")
-    else:
-        model = ARCHITECTURES[name](config)
+    try:
+        model = from_config(config, architecture)
+    except ValueError as e:
+        raise ValueError(f"{path / 'config.json'}: {e}") from None
     tensors, source = read_weights(path)
     load_state(model, tensors, source, strict)
     return model.eval()
-
-
-_FAMILY_PREFIX = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "distilbert": "DistilBert"}
 
 
 def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | None = None) -> PreTrainedModel:
@@ -242,11 +236,9 @@ def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | 
     config = read_config(path)
     if labels is not None:
         config = config.with_labels(labels)
-    name = _FAMILY_PREFIX[config.model_type] + head
-    if name not in ARCHITECTURES:
-        raise ValueError(f"{config.model_type} has no {head} head")
-    config.architectures = [name]
-    model = ARCHITECTURES[name](config)
+    cls = task_class(config.model_type, head)
+    config.architectures = [cls.__name__]
+    model = cls(config)
     tensors, source = read_weights(path)
     load_state(model, tensors, source, strict=True, backbone_only=True)
     return model

@@ -32,6 +32,15 @@ ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
     )
 }
 BACKBONES = {"bert": BertModel, "roberta": RobertaModel, "albert": AlbertModel, "distilbert": DistilBertModel}
+CLASS_PREFIX = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "distilbert": "DistilBert"}
+
+
+def task_class(model_type: str, head: str) -> type[PreTrainedModel]:
+    """A family's class for a head: task_class("albert", "ForMaskedLM") is AlbertForMaskedLM."""
+    name = CLASS_PREFIX[model_type] + head
+    if name not in ARCHITECTURES:
+        raise ValueError(f"{model_type} has no {head} head")
+    return ARCHITECTURES[name]
 
 
 def from_config(config: EncoderConfig, architecture: str | None = None) -> PreTrainedModel:

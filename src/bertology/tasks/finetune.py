@@ -18,16 +18,14 @@ from typing import Any
 
 import torch
 
+from ..data import FAMILY_SPECIALS
 from ..hub import load_for_task, read_config
-from ..models import ARCHITECTURES, CONFIGS
+from ..models import CONFIGS, task_class
 from ..models.heads import IGNORE
 from ..train import distributed as dist
 from ..train.trainer import Trainer, TrainingArguments
 from . import TASKS
 from .base import Features, Task
-
-FAMILY_PREFIX = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "distilbert": "DistilBert"}
-
 
 @dataclass
 class FinetuneOptions:
@@ -124,8 +122,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     family, _, size = o.model.partition("-")
     if family not in CONFIGS:
         raise ValueError(f"{o.model!r}: neither a model directory nor a preset such as bert-mini, roberta-small")
-    pad_names = {"bert": "[PAD]", "distilbert": "[PAD]", "roberta": "<pad>", "albert": "<pad>"}
-    pad = tokenizer.token_to_id(pad_names[family])
+    pad = tokenizer.token_to_id(FAMILY_SPECIALS["bert" if family == "distilbert" else family][3])
     config = CONFIGS[family].preset(size, vocab_size=tokenizer.vocab_size,
                                     **({"pad_token_id": pad} if pad is not None else {}))
     if labels is not None:
@@ -133,7 +130,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     elif task.name == "regress":
         config = config.with_labels(1)
     torch.manual_seed(o.seed)
-    return ARCHITECTURES[FAMILY_PREFIX[family] + task.head](config)
+    return task_class(family, task.head)(config)
 
 
 def finetune(o: FinetuneOptions) -> dict[str, Any]:

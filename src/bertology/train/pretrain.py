@@ -18,15 +18,14 @@ from typing import Any
 
 import torch
 
-from ..data import build_instances
-from ..models import ARCHITECTURES, CONFIGS
+from ..data import FAMILY_SPECIALS, build_instances
+from ..models import CONFIGS, task_class
 from ..models.params import count
 from . import distributed as dist
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .trainer import Trainer, TrainingArguments
 
 TOKENIZER_FAMILY = {"bert": "bert", "roberta": "roberta", "albert": "albert"}
-PAD_TOKEN = {"bert": "[PAD]", "roberta": "<pad>", "albert": "<pad>"}
 
 
 @dataclass
@@ -88,18 +87,18 @@ def _tokenizer(o: PretrainOptions, out: Path, resume: bool):
 
 def _model(o: PretrainOptions, tok, objective: str):
     cfg_cls = CONFIGS[o.family]
-    pad = tok.token_to_id(PAD_TOKEN[o.family])
+    pad_token = FAMILY_SPECIALS[o.family][3]
+    pad = tok.token_to_id(pad_token)
     if pad is None:
-        raise ValueError(f"tokenizer has no {PAD_TOKEN[o.family]} token, which {o.family} pads with")
+        raise ValueError(f"tokenizer has no {pad_token} token, which {o.family} pads with")
     positions = o.seq_len + (2 if o.family == "roberta" else 0)  # RoBERTa's positions start at padding_idx + 1
     config = cfg_cls.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad,
                             max_position_embeddings=max(positions, 64), **o.config_overrides)
-    prefix = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert"}[o.family]
     head = "ForPreTraining" if objective in ("mlm+nsp", "mlm+sop") else "ForMaskedLM"
     if (o.family, objective) in (("bert", "mlm+sop"), ("albert", "mlm+nsp")):
         raise ValueError(f"{o.family} has no {objective} head (BERT pairs with NSP, ALBERT with SOP)")
     torch.manual_seed(o.seed)
-    return ARCHITECTURES[prefix + head](config)
+    return task_class(o.family, head)(config)
 
 
 def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
