@@ -42,7 +42,7 @@ def run_finetune(name: str, model: str, tokenizer: str | None, out: Path, args) 
         bf16=args.bf16, quiet=True,
     ))
     pipe = Pipeline.load(out / name)
-    test = pipe.evaluate(pipe.task.read(str(DATA / "test.tsv")))
+    test = pipe.evaluate(pipe.read(str(DATA / "test.tsv")))
     return {"name": name, "parameters": pipe.model.num_parameters(), "dev": summary["dev"]["accuracy"],
             "test": test["accuracy"], "macro_f1": test["macro_f1"], "seconds": time.perf_counter() - started}
 

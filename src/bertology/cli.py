@@ -70,8 +70,7 @@ def _evaluate(args) -> int:
     from .tasks.pipeline import Pipeline
 
     pipe = Pipeline.load(args.model)
-    columns = {**pipe.model.config.extra.get("bertology_columns", {}), **_columns(args)}
-    scores = pipe.evaluate(pipe.task.read(args.data, **columns))
+    scores = pipe.evaluate(pipe.read(args.data, **_columns(args)))
     for k, v in scores.items():
         print(f"{k:<24}{v:.4f}")
     return 0
@@ -82,8 +81,7 @@ def _predict(args) -> int:
 
     pipe = Pipeline.load(args.model)
     if args.data:
-        columns = {**pipe.model.config.extra.get("bertology_columns", {}), **_columns(args)}
-        examples = pipe.task.read(args.data, **columns)
+        examples = pipe.read(args.data, **_columns(args))
     elif args.text:
         from .tasks.pipeline import to_example
 

@@ -197,7 +197,7 @@ def run(args) -> int:
                 batch_size=32, max_length=plan.finetune_length, bf16=plan.bf16, quiet=quiet,
             ))
             pipe = Pipeline.load(run_dir)
-            scores = pipe.evaluate(pipe.task.read(str(test_tsv)))
+            scores = pipe.evaluate(pipe.read(str(test_tsv)))
             scores_file.write_text(json.dumps(scores) + "\n")
         scores = json.loads(scores_file.read_text())
         seconds = stage_seconds(run_dir, time.perf_counter() - t0, reused)

@@ -106,13 +106,19 @@ def run_model(model, features: Features, batch_size: int = 64, bf16: bool = Fals
     return outputs
 
 
-def evaluate_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int, bf16: bool = False):
-    config = model.config
-    label2id = config.label2id if task.name in LABEL_VOCABULARY else None
+def predict_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int, bf16: bool = False,
+                     label2id: dict[str, int] | None = None) -> list[Any]:
+    """Featurize, run the model, post-process. With `label2id`, labels are checked against it on the way."""
     features = task.featurize(examples, tokenizer, max_length, label2id, stride)
-    outputs = run_model(model, features, bf16=bf16)
-    predictions = task.predict(outputs, features, examples, config.id2label)
-    return predictions, task.metrics(predictions, examples), features
+    return task.predict(run_model(model, features, bf16=bf16), features, examples, model.config.id2label)
+
+
+def evaluate_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int,
+                      bf16: bool = False) -> dict[str, float]:
+    """The task's metrics; a label the model was never trained on is an error naming its file and line."""
+    label2id = model.config.label2id if task.name in LABEL_VOCABULARY else None
+    predictions = predict_examples(model, task, tokenizer, examples, max_length, stride, bf16, label2id)
+    return task.metrics(predictions, examples)
 
 
 def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
@@ -162,7 +168,7 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
     best = {"score": -math.inf, "step": None, "metrics": None}
 
     def evaluate(m) -> dict[str, float]:
-        _, scores, _ = evaluate_examples(m, task, tokenizer, dev, o.max_length, o.stride, o.bf16)
+        scores = evaluate_examples(m, task, tokenizer, dev, o.max_length, o.stride, o.bf16)
         score = scores[task.main_metric]
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)

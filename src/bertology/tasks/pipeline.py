@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Example
-from .finetune import evaluate_examples, load_finetuned, run_model
+from .finetune import evaluate_examples, load_finetuned, predict_examples
 
 
 def to_example(task_name: str, item: Any, i: int = 0) -> Example:
@@ -39,23 +39,28 @@ def to_example(task_name: str, item: Any, i: int = 0) -> Example:
 
 
 class Pipeline:
-    def __init__(self, model, task, tokenizer, max_length: int = 128, stride: int = 64):
+    def __init__(self, model, task, tokenizer, max_length: int = 128, stride: int = 64,
+                 columns: dict[str, str] | None = None):
         self.model, self.task, self.tokenizer = model, task, tokenizer
         self.max_length, self.stride = max_length, stride
+        self.columns = dict(columns or {})  # the training files' column names, for reading new files
 
     @classmethod
     def load(cls, path: str | Path) -> "Pipeline":
-        model, task, tokenizer, _ = load_finetuned(path)
+        model, task, tokenizer, columns = load_finetuned(path)
         extra = model.config.extra
-        return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64))
+        return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64),
+                   columns)
+
+    def read(self, path: str, **columns) -> list[Example]:
+        """Examples from a file laid out like the training data (`columns` override its column names)."""
+        return self.task.read(path, **{**self.columns, **columns})
 
     def predict_examples(self, examples: list[Example]) -> list[Any]:
-        features = self.task.featurize(examples, self.tokenizer, self.max_length, None, self.stride)
-        outputs = run_model(self.model, features)
-        return self.task.predict(outputs, features, examples, self.model.config.id2label)
+        return predict_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)
 
     def evaluate(self, examples: list[Example]) -> dict[str, float]:
-        return evaluate_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)[1]
+        return evaluate_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)
 
     def __call__(self, inputs: Any) -> Any:
         single = not isinstance(inputs, list)  # a list is always a batch (for tagging: of sentences)
