@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import regex
 
+from .base import component_from_json
 from .byte_level import ByteLevelSettings, CHAR_TO_BYTE
 from .normalizers import pattern_from_json
 
@@ -228,12 +229,4 @@ DECODERS = {"WordPiece": WordPiece, "ByteLevel": ByteLevel, "Metaspace": Metaspa
 
 
 def decoder_from_json(data: dict | None) -> Decoder | None:
-    if data is None:
-        return None
-    kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in DECODERS:
-        raise ValueError(f"decoder: unknown type {kind!r}; known: {sorted(DECODERS)}")
-    try:
-        return DECODERS[kind].from_json(data)
-    except KeyError as e:
-        raise ValueError(f"decoder {kind!r}: missing key {e.args[0]!r}") from None
+    return None if data is None else component_from_json("decoder", DECODERS, data)

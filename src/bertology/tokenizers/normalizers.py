@@ -19,6 +19,8 @@ import unicodedata
 
 import regex
 
+from .base import component_from_json
+
 # Rust's char::is_whitespace (the Unicode White_Space property), which `tokenizers` uses;
 # Python's str.isspace() also counts \x1c-\x1f, so we spell the set out.
 WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -463,15 +465,4 @@ NORMALIZERS = {
 
 def normalizer_from_json(data: dict | None) -> Normalizer | None:
     """Build a normalizer from the `normalizer` object of a tokenizer.json."""
-    if data is None:
-        return None
-    kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in NORMALIZERS:
-        raise ValueError(f"normalizer: unknown type {kind!r}; known: {sorted(NORMALIZERS)}")
-    cls = NORMALIZERS[kind]
-    if cls is _precompiled:
-        cls = _precompiled()
-    try:
-        return cls.from_json(data)
-    except KeyError as e:
-        raise ValueError(f"normalizer {kind!r}: missing key {e.args[0]!r}") from None
+    return None if data is None else component_from_json("normalizer", NORMALIZERS, data)

@@ -13,6 +13,7 @@ import copy
 import operator
 from itertools import chain, compress, count
 
+from .base import component_from_json
 from .encoding import Encoding
 from .normalizers import _WS_CHARS
 from .byte_level import ByteLevelSettings
@@ -347,12 +348,4 @@ POST_PROCESSORS = {"TemplateProcessing": TemplateProcessing, "BertProcessing": B
 
 
 def post_processor_from_json(data: dict | None) -> PostProcessor | None:
-    if data is None:
-        return None
-    kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in POST_PROCESSORS:
-        raise ValueError(f"post_processor: unknown type {kind!r}; known: {sorted(POST_PROCESSORS)}")
-    try:
-        return POST_PROCESSORS[kind].from_json(data)
-    except KeyError as e:
-        raise ValueError(f"post_processor {kind!r}: missing key {e.args[0]!r}") from None
+    return None if data is None else component_from_json("post_processor", POST_PROCESSORS, data)

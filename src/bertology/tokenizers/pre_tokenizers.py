@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import regex
 
+from .base import component_from_json
 from .byte_level import ByteLevelSettings, GPT2_PATTERN, to_byte_chars
 from .normalizers import WHITESPACE, NormalizedString, pattern_from_json
 
@@ -373,12 +374,4 @@ PRE_TOKENIZERS = {
 
 
 def pre_tokenizer_from_json(data: dict | None) -> PreTokenizer | None:
-    if data is None:
-        return None
-    kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in PRE_TOKENIZERS:
-        raise ValueError(f"pre_tokenizer: unknown type {kind!r}; known: {sorted(PRE_TOKENIZERS)}")
-    try:
-        return PRE_TOKENIZERS[kind].from_json(data)
-    except KeyError as e:
-        raise ValueError(f"pre_tokenizer {kind!r}: missing key {e.args[0]!r}") from None
+    return None if data is None else component_from_json("pre_tokenizer", PRE_TOKENIZERS, data)

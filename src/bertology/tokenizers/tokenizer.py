@@ -23,7 +23,7 @@ from pathlib import Path
 import regex
 
 from . import decoders, normalizers, post_processors, pre_tokenizers
-from .base import Model
+from .base import Model, component_from_json
 from .bpe import BPE
 from .byte_level import to_byte_chars
 from .encoding import Encoding, model_tensors
@@ -48,15 +48,7 @@ def model_from_json(data: dict) -> Model:
     if kind is None:  # files from before `type` was written: infer it like `tokenizers` does
         kind = ("BPE" if "merges" in data else "Unigram" if isinstance(data.get("vocab"), list)
                 else "WordPiece" if "continuing_subword_prefix" in data or "max_input_chars_per_word" in data else None)
-    if kind not in MODELS:
-        raise ValueError(f"model: unknown type {kind!r}; known: {sorted(MODELS)}")
-    cls = MODELS[kind]
-    if cls is _unigram:
-        cls = _unigram()
-    try:
-        return cls.from_json(data)
-    except KeyError as e:
-        raise ValueError(f"model {kind!r}: missing key {e.args[0]!r}") from None
+    return component_from_json("model", MODELS, data, kind)
 
 
 @dataclass
