@@ -1,4 +1,8 @@
 """Corpus reading: the lines format's edge cases, raw text with the sentence splitter, errors."""
+import bz2
+import gzip
+import lzma
+import re
 from pathlib import Path
 
 import pytest
@@ -67,3 +71,27 @@ def test_errors_name_the_file(tmp_path):
         list(iter_documents(bad, format="xml"))
     with pytest.raises(CorpusError, match="no corpus files"):
         list(iter_documents([]))
+
+
+@pytest.mark.parametrize("format", ["lines", "raw"])
+def test_compressed_corpus_gives_the_same_documents(tmp_path, small_corpus, format):
+    data = small_corpus.read_bytes()
+    plain = list(iter_documents(small_corpus, format))
+    assert len(plain) == 8
+    for ext, compress in [(".gz", gzip.compress), (".xz", lzma.compress), (".bz2", bz2.compress)]:
+        p = tmp_path / ("small.txt" + ext)
+        p.write_bytes(compress(data))
+        assert list(iter_documents(p, format)) == plain, ext
+        assert list(iter_documents([p, small_corpus], format)) == plain + plain, ext
+
+
+def test_compressed_corpus_errors_name_the_file(tmp_path):
+    cut = tmp_path / "cut.txt.xz"
+    cut.write_bytes(lzma.compress(WIKI.read_bytes()[:200_000])[:-100])
+    with pytest.raises(CorpusError, match=re.escape(f"{cut}: corrupt or truncated xz stream")):
+        list(iter_documents(cut))
+    bad = tmp_path / "bad.txt.gz"
+    bad.write_bytes(gzip.compress(b"fine\n\n\xff\xfe broken\n"))
+    with pytest.raises(CorpusError, match=re.escape(f"{bad}: decompressed byte offset 6: invalid UTF-8")):
+        list(iter_documents(bad))
+    assert list(iter_documents(bad, errors="replace")) == [["fine"], ["\ufffd\ufffd broken"]]

@@ -1,5 +1,7 @@
 """Corpus reading and word counting: every fast path equals the pipeline's generic path."""
 import bz2
+import gzip
+import lzma
 import collections
 import doctest
 import re
@@ -122,3 +124,86 @@ def test_parallel_decode_error_names_the_absolute_offset(tmp_path):
     p.write_bytes(b"ok line\n" * 5000 + b"bad \xff\n" + b"ok line\n" * 10)
     with pytest.raises(CorpusError, match=f"bad.txt: byte offset {8 * 5000 + 4}: invalid UTF-8"):
         count_words_in_files([p], None, pre_tokenizers.BertPreTokenizer(), workers=2, parallel_min_bytes=0)
+
+
+COMPRESSORS = {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}
+
+
+def write_all_forms(tmp_path, data: bytes, stem: str = "corpus.txt") -> dict[str, Path]:
+    """The same bytes as a plain file and as .gz / .xz / .bz2 files."""
+    forms = {"": tmp_path / stem}
+    forms[""].write_bytes(data)
+    for ext, compress in COMPRESSORS.items():
+        forms[ext] = tmp_path / (stem + ext)
+        forms[ext].write_bytes(compress(data))
+    return forms
+
+
+def test_compression_is_chosen_by_extension_only(tmp_path):
+    assert [corpus.compression(n) for n in ("a.gz", "a.txt.XZ", "a.bz2", "a.txt", "gz")] == \
+        ["gzip", "xz", "bz2", None, None]
+    p = tmp_path / "looks-gzipped.txt"  # gzip bytes under a plain name are read as they are
+    p.write_bytes(gzip.compress(b"hello\n"))
+    assert next(iter_lines(p, errors="replace")).startswith("\x1f\ufffd")  # the gzip magic, undecoded
+
+
+def test_compressed_corpus_reads_and_trains_like_plain(tmp_path, mixed_lines):
+    data = LEE.read_bytes()[:150_000] + "".join(mixed_lines).encode("utf-8")
+    forms = write_all_forms(tmp_path, data)
+    assert all(forms[ext].stat().st_size < len(data) // 2 for ext in COMPRESSORS)  # really compressed
+    plain_lines = list(iter_lines(forms[""]))
+    assert "".join(plain_lines).encode("utf-8") == data
+    norm, pre = PIPELINES["bert"]()
+    counts = count_words_in_files([forms[""]], norm, pre, workers=1)
+    from bertology.tokenizers import train
+    tok = train(files=[forms[""]], family="bert", vocab_size=400, show_progress=False).to_str()
+    for ext in COMPRESSORS:
+        assert list(iter_lines(forms[ext])) == plain_lines, ext
+        assert list(iter_lines(forms[ext], keep_newlines=False)) == list(iter_lines(forms[""], keep_newlines=False))
+        assert list(count_words_in_files([forms[ext]], norm, pre, workers=1).items()) == list(counts.items())
+        # parallel: a compressed file is one range, next to a plain file cut into several
+        par = count_words_in_files([forms[ext], LEE], norm, pre, workers=2, parallel_min_bytes=0)
+        assert list(par.items()) == list(count_words_in_files([forms[""], LEE], norm, pre, workers=1).items())
+        assert train(files=[forms[ext]], family="bert", vocab_size=400, show_progress=False).to_str() == tok, ext
+
+
+def test_byte_ranges_keep_a_compressed_file_whole(tmp_path):
+    forms = write_all_forms(tmp_path, b"".join(b"line %d\n" % i for i in range(1000)))
+    ranges = corpus.byte_ranges([forms[".xz"], forms[""]], 4)
+    assert ranges[0] == (str(forms[".xz"]), 0, None)
+    assert len(ranges) >= 4 and all(r[0] == str(forms[""]) for r in ranges[1:])
+    # start / end count decompressed bytes
+    assert list(iter_lines(forms[".gz"], start=14, end=28)) == ["line 2\n", "line 3\n"]
+
+
+@pytest.mark.parametrize("ext, kind", [(".gz", "gzip"), (".xz", "xz"), (".bz2", "bz2")])
+def test_truncated_compressed_stream_names_the_file(tmp_path, ext, kind):
+    forms = write_all_forms(tmp_path, LEE.read_bytes()[:100_000])
+    cut = tmp_path / ("cut.txt" + ext)
+    cut.write_bytes(forms[ext].read_bytes()[:-200])
+    with pytest.raises(CorpusError, match=re.escape(f"{cut}: corrupt or truncated {kind} stream after ")):
+        list(iter_lines(cut))
+    with pytest.raises(CorpusError, match=re.escape(f"{cut}: corrupt or truncated {kind} stream")):
+        count_words_in_files([cut], None, pre_tokenizers.BertPreTokenizer())
+    not_compressed = tmp_path / ("plain.txt" + ext)
+    not_compressed.write_bytes(b"plain text under a compressed name\n")
+    with pytest.raises(CorpusError, match=re.escape(f"{not_compressed}: corrupt or truncated {kind} stream")):
+        list(iter_lines(not_compressed))
+
+
+def test_corrupt_gzip_body_names_the_file(tmp_path):
+    data = bytearray(gzip.compress(LEE.read_bytes()[:50_000]))
+    data[len(data) // 2] ^= 0xFF
+    p = tmp_path / "flipped.txt.gz"
+    p.write_bytes(bytes(data))
+    with pytest.raises(CorpusError, match=re.escape(f"{p}: corrupt or truncated gzip stream")):
+        list(iter_lines(p))
+
+
+def test_undecodable_bytes_in_compressed_file_name_file_and_decompressed_offset(tmp_path):
+    forms = write_all_forms(tmp_path, b"good line\n" * 3000 + b"ok \xff\xfe here\n", stem="bad.txt")
+    for ext in COMPRESSORS:
+        with pytest.raises(CorpusError, match=re.escape(f"{forms[ext]}: decompressed byte offset 30003: "
+                                                        "invalid UTF-8")):
+            list(iter_lines(forms[ext]))
+        assert list(iter_lines(forms[ext], errors="replace"))[-1] == "ok \ufffd\ufffd here\n"

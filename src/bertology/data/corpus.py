@@ -11,7 +11,9 @@ Two input formats:
 In both formats blank lines at the start or end of a file, runs of blank lines, and whitespace-only
 lines count as one separator; the end of a file ends its last document; a document is never
 empty; a document of one sentence is a document. Files are streamed line by line, so a corpus
-larger than memory works: only the current document is held.
+larger than memory works: only the current document is held. A file whose name ends in ``.gz``,
+``.xz`` or ``.bz2`` is decompressed as it streams (`bertology.tokenizers.corpus.open_corpus`, the
+one opener of corpus files).
 
     >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left! Did he?")
     ['Dr. Smith arrived at 5 p.m. on Monday.', 'He left!', 'Did he?']
@@ -92,8 +94,10 @@ def iter_documents(files: str | os.PathLike | Iterable[str | os.PathLike], forma
                    errors: str = "strict") -> Iterator[list[str]]:
     """Yield each document of `files` (in order) as a list of sentence strings.
 
-    Every file is checked to exist before reading starts; an undecodable byte raises CorpusError
-    naming the file and byte offset (or becomes U+FFFD with errors="replace").
+    Every file is checked to exist before reading starts. .gz / .xz / .bz2 files are read
+    through their decompressor (by extension); a corrupt or truncated stream raises CorpusError
+    naming the file. An undecodable byte raises CorpusError naming the file and (decompressed)
+    byte offset, or becomes U+FFFD with errors="replace".
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")

@@ -5,6 +5,11 @@ normalizer and pre-tokenizer the finished tokenizer will use, so training sees e
 encoding will see. Lines are read as `tokenizers` reads them, line ending included (a byte-level
 BPE learns 'Ċ' for '\\n'); `keep_newlines=False` strips it (SentencePiece style).
 
+Every corpus file is opened by `open_corpus`: a name ending in ``.gz``, ``.xz`` or ``.bz2`` is
+decompressed on the fly (stdlib gzip / lzma / bz2, chosen by the extension only, never by
+sniffing the content), anything else is read as it is. Reading always streams; a corrupt or
+truncated compressed stream raises CorpusError naming the file.
+
 Counting is the first bottleneck of training, so the common pipelines take exact shortcuts:
 
 * whitespace-dropping pre-tokenizers (BERT, Whitespace, WhitespaceSplit) behind char-local
@@ -18,9 +23,13 @@ line. The tests check every shortcut against that generic path on real text.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
+import zlib
 from collections import Counter
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 _ERRORS = ("strict", "replace")
 # str.split() also splits on these four separators, which the tokenizers' whitespace set does not
@@ -32,31 +41,83 @@ class CorpusError(ValueError):
     """Unreadable training text: names the file and the byte offset at fault."""
 
 
+# extension -> (name in messages, opener, the exceptions its decoder raises on bad data).
+# bz2 reports a bad stream as an OSError without errno; a real I/O error has one.
+_COMPRESSIONS = {
+    ".gz": ("gzip", gzip.open, (gzip.BadGzipFile, zlib.error, EOFError)),
+    ".xz": ("xz", lzma.open, (lzma.LZMAError, EOFError)),
+    ".bz2": ("bz2", bz2.open, (OSError, EOFError)),
+}
+
+
+def _compression_entry(path) -> tuple | None:
+    return _COMPRESSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def compression(path: str | os.PathLike) -> str | None:
+    """"gzip", "xz" or "bz2" when the file name ends in .gz, .xz or .bz2 (any case), else None.
+
+    >>> compression("wiki.txt.xz"), compression("wiki.txt")
+    ('xz', None)
+    """
+    entry = _compression_entry(path)
+    return entry[0] if entry else None
+
+
+def open_corpus(path: str | os.PathLike) -> BinaryIO:
+    """Open a corpus file for streaming binary reading, decompressing .gz / .xz / .bz2 files.
+
+    The one opener for corpus files: use it as a context manager. Errors in the compressed data
+    surface while reading; `iter_lines` turns them into CorpusError naming the file.
+    """
+    entry = _compression_entry(path)
+    return entry[1](path, "rb") if entry else open(path, "rb")
+
+
+def _is_corrupt_stream(path, exc: BaseException) -> bool:
+    entry = _compression_entry(path)
+    if entry is None or not isinstance(exc, entry[2]):
+        return False
+    return not (type(exc) is OSError and exc.errno is not None)  # bz2: a real I/O error is not corruption
+
+
 def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True,
                start: int = 0, end: int | None = None) -> Iterator[str]:
     """Stream the lines of a UTF-8 file (no whole-file read); optionally only the lines that
     begin in the byte range [start, end) (start must be 0 or just after a newline).
 
-    With errors="strict" an undecodable byte raises CorpusError naming the file and the byte
-    offset; errors="replace" substitutes U+FFFD instead.
+    A .gz, .xz or .bz2 file is decompressed as it streams (see `open_corpus`); its offsets,
+    start and end included, count decompressed bytes. A corrupt or truncated compressed stream
+    raises CorpusError naming the file and the format. With errors="strict" an undecodable byte
+    raises CorpusError naming the file and the byte offset; errors="replace" substitutes U+FFFD
+    instead.
     """
     if errors not in _ERRORS:
         raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
+    kind = compression(path)
+    where = "decompressed byte offset" if kind else "byte offset"
     offset = start
-    with open(path, "rb") as f:
-        f.seek(start)
-        for raw in f:
-            if end is not None and offset >= end:
-                break
-            try:
-                line = raw.decode("utf-8", errors)
-            except UnicodeDecodeError as e:
-                bad = raw[e.start:e.end]
-                raise CorpusError(
-                    f"{os.fspath(path)}: byte offset {offset + e.start}: invalid UTF-8 byte(s) "
-                    f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
-            offset += len(raw)
-            yield line if keep_newlines else line.rstrip("\r\n")
+    with open_corpus(path) as f:
+        try:
+            if start:
+                f.seek(start)
+            for raw in f:
+                if end is not None and offset >= end:
+                    break
+                try:
+                    line = raw.decode("utf-8", errors)
+                except UnicodeDecodeError as e:
+                    bad = raw[e.start:e.end]
+                    raise CorpusError(
+                        f"{os.fspath(path)}: {where} {offset + e.start}: invalid UTF-8 byte(s) "
+                        f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
+                offset += len(raw)
+                yield line if keep_newlines else line.rstrip("\r\n")
+        except Exception as e:
+            if not _is_corrupt_stream(path, e):
+                raise
+            raise CorpusError(f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} "
+                              f"decompressed bytes: {e}") from e
 
 
 def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
@@ -205,14 +266,21 @@ def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_
     return dict(words)
 
 
-def byte_ranges(files, n_parts: int) -> list[tuple[str, int, int]]:
-    """Cut files into about n_parts (path, start, end) ranges that begin at line starts."""
-    sizes = [os.path.getsize(p) for p in files]
-    step = max(1, sum(sizes) // max(1, n_parts))
+def byte_ranges(files, n_parts: int) -> list[tuple[str, int, int | None]]:
+    """Cut files into about n_parts (path, start, end) ranges that begin at line starts.
+
+    A compressed file cannot be cut without decompressing it, so it is one range (path, 0, None).
+    """
+    plain = [p for p in files if compression(p) is None]
+    step = max(1, sum(os.path.getsize(p) for p in plain) // max(1, n_parts))
     ranges = []
-    for p, size in zip(files, sizes):
+    for p in files:
+        if compression(p) is not None:
+            ranges.append((os.fspath(p), 0, None))
+            continue
+        size = os.path.getsize(p)
         start = 0
-        with open(p, "rb") as f:
+        with open_corpus(p) as f:
             while start < size:
                 f.seek(min(size, start + step))
                 f.readline()  # move the cut to the next line start
@@ -225,7 +293,7 @@ def byte_ranges(files, n_parts: int) -> list[tuple[str, int, int]]:
 _FORKED_JOB: tuple = ()  # (normalizer, pre_tokenizer, errors, keep_newlines), inherited by forked workers
 
 
-def _count_range(rng: tuple[str, int, int]) -> dict[str, int]:
+def _count_range(rng: tuple[str, int, int | None]) -> dict[str, int]:
     normalizer, pre_tokenizer, errors, keep_newlines = _FORKED_JOB
     path, start, end = rng
     return count_words(iter_lines(path, errors, keep_newlines, start, end), normalizer, pre_tokenizer)
@@ -243,8 +311,8 @@ def _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, wor
             words: Counter = Counter()
             for rng, part in zip(ranges, pool.imap(_count_range, ranges)):
                 words.update(part)
-                if bar is not None:
-                    bar.update(rng[2] - rng[1])
+                if bar is not None:  # bytes on disk, compressed or not
+                    bar.update(os.path.getsize(rng[0]) if rng[2] is None else rng[2] - rng[1])
     finally:
         _FORKED_JOB = ()
     return dict(words)
@@ -255,8 +323,9 @@ def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str
                          workers: int | None = None, parallel_min_bytes: int = 4_000_000) -> dict[str, int]:
     """count_words over the lines of files; raises CorpusError if the corpus yields no word.
 
-    Corpora of at least `parallel_min_bytes` are counted by `workers` forked processes (default:
-    one per CPU, at most 8); the result, order included, is the same as counting in one.
+    Corpora of at least `parallel_min_bytes` (on disk) are counted by `workers` forked processes
+    (default: one per CPU, at most 8); the result, order included, is the same as counting in one.
+    Plain files are cut into byte ranges; a compressed file (.gz / .xz / .bz2) is one range.
     """
     import multiprocessing as mp
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
@@ -279,7 +348,9 @@ def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str
                 bar.close()
     else:
         lines = iter_files(files, errors, keep_newlines)
-        words = count_words(lines, normalizer, pre_tokenizer, show_progress, total if show_progress else None)
+        # the bar counts characters: their total is known only when no file is compressed
+        known = show_progress and all(compression(p) is None for p in files)
+        words = count_words(lines, normalizer, pre_tokenizer, show_progress, total if known else None)
     if not words:
         names = ", ".join(os.fspath(p) for p in files)
         raise CorpusError(f"empty corpus: no words in {names}")
