@@ -255,6 +255,24 @@ class InstanceStore:
     def __len__(self) -> int:
         return self.num_instances
 
+    def token_counts(self, vocab_size: int, chunk: int = 8192) -> torch.Tensor:
+        """How often each id occurs in the instances' original text (V,): static masks undone,
+        special tokens and padding not counted. For the MLM output prior."""
+        a = self.arrays
+        counts = np.zeros(vocab_size, dtype=np.int64)
+        special = self.special_ids.numpy()
+        for start in range(0, self.num_instances, chunk):
+            ids = np.asarray(a["input_ids"][start:start + chunk], dtype=np.int64)  # (n, T)
+            if "labels" in a:
+                labels = np.asarray(a["labels"][start:start + chunk], dtype=np.int64)
+                ids = np.where(labels != IGNORE_INDEX, labels, ids)
+            real = np.arange(ids.shape[1])[None, :] < np.asarray(a["lengths"][start:start + chunk])[:, None]
+            ids = ids[real & ~np.isin(ids, special)]
+            if len(ids) and ids.max() >= vocab_size:
+                raise ValueError(f"{self.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
+            counts += np.bincount(ids, minlength=vocab_size)
+        return torch.from_numpy(counts)
+
     @property
     def max_seq_length(self) -> int:
         return self.config.max_seq_length

@@ -40,6 +40,20 @@ class MaskedLMHead(nn.Module):
             self.decoder.weight = word_embeddings.weight  # one parameter, two uses
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
+    @torch.no_grad()
+    def init_bias_from_counts(self, counts: torch.Tensor) -> None:
+        """Start the output bias at the log unigram distribution (add-one smoothed), so that the
+        untrained model already predicts word frequencies instead of a uniform guess.
+
+        With a zero bias the tied embeddings have to learn the frequencies themselves: they all move
+        along one shared direction (mean pairwise cosine of the rows ≈ 0.46 after 600 BERT-tiny
+        steps, from 0.00), and a model fine-tuned from them does worse than a random one.
+        """
+        if counts.shape != self.bias.shape:
+            raise ValueError(f"token counts have shape {tuple(counts.shape)}, the output bias {tuple(self.bias.shape)}")
+        p = (counts.double() + 1) / (counts.double().sum() + len(counts))
+        self.bias.copy_(p.log() - p.log().mean())
+
     def forward(self, h: torch.Tensor, labels: torch.Tensor | None = None, sparse: bool = False):
         if sparse and labels is not None:
             selected = labels != IGNORE  # (B, T)

@@ -46,3 +46,19 @@ class TransformerLayer(nn.Module):
     def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
         x, probs = self.attention(x, padding, need_weights)
         return self.ffn(x), probs
+
+
+def set_dropout(model: nn.Module, p: float) -> nn.Module:
+    """Set every dropout of `model` (nn.Dropout modules and the attention-probability dropout) to p.
+
+    For a phase of training only, such as pretraining without dropout (Cramming); the config, and so
+    a saved model and its fine-tuning, keep the family's dropout.
+    """
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {p}")
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = p
+        elif isinstance(module, MultiHeadSelfAttention):
+            module.dropout = p
+    return model

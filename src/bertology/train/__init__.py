@@ -1,5 +1,6 @@
 """Training: the shared Trainer, objectives, checkpoints, data parallelism."""
 from .objectives import PretrainingObjective, evaluate_pretraining
-from .trainer import Trainer, TrainingArguments, linear_schedule, parameter_groups
+from .schedules import linear_schedule, schedule, triangle_schedule
+from .trainer import Trainer, TrainingArguments, parameter_groups
 
-__all__ = ["Trainer", "TrainingArguments", "PretrainingObjective", "evaluate_pretraining", "linear_schedule", "parameter_groups"]
+__all__ = ["Trainer", "TrainingArguments", "PretrainingObjective", "evaluate_pretraining", "linear_schedule", "triangle_schedule", "schedule", "parameter_groups"]

@@ -21,6 +21,7 @@ import torch
 from ..data import FAMILY_SPECIALS, build_instances
 from ..models import CONFIGS, task_class
 from ..models.params import count
+from ..nn import set_dropout
 from . import distributed as dist
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .trainer import Trainer, TrainingArguments
@@ -40,7 +41,10 @@ class PretrainOptions:
     batch_size: int = 32
     seq_len: int = 128
     lr: float = 5e-4
-    warmup: int = 100
+    warmup: int = 100  # steps, for the linear schedule
+    schedule: str = "linear"  # linear (BERT's warmup + decay) | triangle (budget-tied one-cycle, Cramming)
+    dropout: float | None = None  # dropout while pretraining; None = the config's (0.1); saved configs keep theirs
+    unigram_prior: bool = True  # start the MLM output bias at the corpus's log unigram distribution
     weight_decay: float = 0.01
     accumulation: int = 1
     max_grad_norm: float = 1.0
@@ -98,7 +102,8 @@ def _model(o: PretrainOptions, tok, objective: str):
     if (o.family, objective) in (("bert", "mlm+sop"), ("albert", "mlm+nsp")):
         raise ValueError(f"{o.family} has no {objective} head (BERT pairs with NSP, ALBERT with SOP)")
     torch.manual_seed(o.seed)
-    return task_class(o.family, head)(config)
+    model = task_class(o.family, head)(config)
+    return model if o.dropout is None else set_dropout(model, o.dropout)
 
 
 def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
@@ -132,8 +137,10 @@ def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
                          f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor")
     objective_name = store.config.objective  # the family default, unless overridden
     model = _model(o, tok, objective_name)
+    if o.unigram_prior and not resume:
+        model.mlm.init_bias_from_counts(store.token_counts(model.config.vocab_size))
     args = TrainingArguments(
-        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup,
+        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
         seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every,
         keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at,

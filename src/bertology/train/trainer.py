@@ -34,6 +34,7 @@ from torch import nn
 
 from ..io import atomic_write_text
 from . import distributed as dist
+from .schedules import SCHEDULES, schedule
 
 Batch = dict[str, torch.Tensor]
 
@@ -45,6 +46,7 @@ class TrainingArguments:
     batch_size: int = 32  # global: summed over accumulation steps and ranks
     lr: float = 1e-4
     warmup_steps: int = 0
+    schedule: str = "linear"  # linear (warmup_steps, then decay) | triangle (budget-tied one-cycle)
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-6
@@ -65,6 +67,8 @@ class TrainingArguments:
         if self.batch_size % (self.accumulation * dist.world_size()):
             raise ValueError(f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
                              f"world size {dist.world_size()}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown learning-rate schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
         self.betas = tuple(self.betas)
 
 
@@ -84,19 +88,6 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
     ]
 
 
-def linear_schedule(warmup: int, total: int) -> Callable[[int], float]:
-    """Learning-rate multiplier: 0 → 1 over `warmup` steps, then 1 → 0 at `total`.
-
-    >>> f = linear_schedule(2, 10); [round(f(s), 3) for s in (0, 1, 2, 6, 10)]
-    [0.5, 1.0, 1.0, 0.5, 0.0]
-    """
-    def factor(step: int) -> float:  # `step` = optimizer steps taken so far
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total - step) / max(1, total - warmup))
-    return factor
-
-
 class Trainer:
     def __init__(self, model: nn.Module, args: TrainingArguments, batches: Callable[[int], Batch], objective,
                  evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None):
@@ -107,7 +98,7 @@ class Trainer:
         # model's own step for small models with large embedding tables)
         self.optimizer = torch.optim.AdamW(parameter_groups(model, args.weight_decay), lr=args.lr, betas=args.betas,
                                            eps=args.eps, fused=True)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_schedule(args.warmup_steps, args.steps))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(args.schedule, args.steps, args.warmup_steps))
         self.step = 0
         self.history: list[dict[str, Any]] = []  # every metrics line written, for callers and tests
         self._stop_signal: int | None = None

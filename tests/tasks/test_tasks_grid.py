@@ -1,0 +1,31 @@
+"""finetune_grid: the rate is chosen on mean dev score, the test score is that rate's mean ± std."""
+import json
+import statistics
+
+import pytest
+
+from bertology.tasks.grid import finetune_grid
+
+from test_tasks_finetune import _options, _toy
+
+
+def test_grid_chooses_on_dev_and_keeps_one_run(tmp_path):
+    test = _toy(tmp_path / "test.tsv", 32, 2)
+    result = finetune_grid(_options(tmp_path), str(test), lrs=(1e-7, 2e-3), seeds=(0, 1))
+    assert result.lr == 2e-3  # 1e-7 cannot move a random model in a few steps
+    assert len(result.runs) == 4 and {(r["lr"], r["seed"]) for r in result.runs} == {(1e-7, 0), (1e-7, 1), (2e-3, 0), (2e-3, 1)}
+    chosen = [r for r in result.runs if r["lr"] == 2e-3]
+    assert result.test_mean == pytest.approx(statistics.fmean(r["test"] for r in chosen))
+    assert result.test_std == pytest.approx(statistics.stdev(r["test"] for r in chosen))
+    assert result.dev_mean == pytest.approx(statistics.fmean(r["dev"] for r in chosen))
+    assert result.test_mean > 0.9
+    kept = [p.name for p in (tmp_path / "out").iterdir() if p.is_dir()]
+    assert kept == [result.best_dir.split("/")[-1]] and result.best_dir.endswith(("seed-0", "seed-1"))
+    assert json.loads((tmp_path / "out" / "grid.json").read_text())["lr"] == 2e-3
+
+
+def test_grid_needs_dev_and_a_grid(tmp_path):
+    with pytest.raises(ValueError, match="dev"):
+        finetune_grid(_options(tmp_path, dev=None), "t.tsv")
+    with pytest.raises(ValueError, match="positive"):
+        finetune_grid(_options(tmp_path), "t.tsv", lrs=(0.0,))
