@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bertology.data import InstanceStore, build_instances
-from bertology.data.masking import IGNORE_INDEX
+from bertology.data.masking import IGNORE_INDEX, mask_rows, seeded_generator
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +23,13 @@ def bert_store(small_corpus, wordpiece, cache):
 def roberta_store(small_corpus, bytelevel_bpe, cache):
     return build_instances([small_corpus], bytelevel_bpe, "roberta", max_seq_length=64, seed=7, cache_dir=cache,
                            show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def roberta_ngram_store(small_corpus, bytelevel_bpe, cache):
+    """Dynamic masking of whole-word n-grams (the masking path with a loop over visits)."""
+    return build_instances([small_corpus], bytelevel_bpe, "roberta", max_seq_length=64, whole_word=True, ngram=3,
+                           seed=7, cache_dir=cache, show_progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +115,42 @@ def test_dynamic_masks_change_with_step_and_are_deterministic(roberta_store):
     assert not torch.equal(a["labels"], c["labels"])
 
 
+def _mask_kw(store):
+    c = store.config
+    return dict(mask_id=store.mask_id, random_ids=store.random_ids, mlm_probability=c.mlm_probability,
+                max_predictions=c.max_predictions_per_seq, ngram=c.ngram)
+
+
+def test_static_masks_are_chunks_masked_with_seed_2_chunk(small_corpus, wordpiece, tmp_path):
+    # the documented contract: instances 4096c .. 4096(c+1)-1 are masked together by mask_rows with
+    # a generator seeded by (seed, 2, c), so a build is a function of the seed and instance order
+    kw = dict(max_seq_length=16, dupe_factor=2, seed=7, show_progress=False)
+    store = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "a", **kw)
+    assert len(store) > 4096  # two chunks, the second one partial
+    ids, labels = torch.from_numpy(np.asarray(store.arrays["input_ids"], dtype=np.int64)), \
+        torch.from_numpy(np.asarray(store.arrays["labels"], dtype=np.int64))
+    original = torch.where(labels != IGNORE_INDEX, labels, ids)
+    for c in range(2):
+        rows = original[4096 * c:4096 * (c + 1)]
+        masked, lab = mask_rows(rows, torch.isin(rows, store.special_ids), None, seeded_generator(7, 2, c),
+                                **_mask_kw(store))
+        assert torch.equal(masked, ids[4096 * c:4096 * (c + 1)]) and torch.equal(lab, labels[4096 * c:4096 * (c + 1)])
+    again = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "b", **kw)
+    assert again.dir != store.dir
+    assert all(np.array_equal(np.asarray(v), np.asarray(again.arrays[k])) for k, v in store.arrays.items())
+
+
+@pytest.mark.parametrize("world", [1, 3])
+def test_dynamic_masks_are_the_global_batch_masked_with_seed_3_step(roberta_store, world):
+    raw = torch.from_numpy(np.asarray(roberta_store.arrays["input_ids"], dtype=np.int64))
+    rows = raw[roberta_store.indices(4, 12, seed=5)]
+    masked, labels = mask_rows(rows, torch.isin(rows, roberta_store.special_ids), None, seeded_generator(5, 3, 4),
+                               **_mask_kw(roberta_store))
+    for r in range(world):
+        b = roberta_store.batch(4, 12, seed=5, rank=r, world_size=world)
+        assert torch.equal(b["input_ids"], masked[r::world]) and torch.equal(b["labels"], labels[r::world])
+
+
 def test_batch_is_independent_of_history_and_survives_reopening(roberta_store, bert_store):
     for store in (roberta_store, bert_store):
         ref = store.batch(5, 8)
@@ -119,8 +162,8 @@ def test_batch_is_independent_of_history_and_survives_reopening(roberta_store, b
 
 
 @pytest.mark.parametrize("world", [2, 3])
-def test_rank_slices_reproduce_the_global_batch(roberta_store, albert_store, world):
-    for store in (roberta_store, albert_store):
+def test_rank_slices_reproduce_the_global_batch(roberta_store, roberta_ngram_store, albert_store, world):
+    for store in (roberta_store, roberta_ngram_store, albert_store):
         full = store.batch(3, 12)
         parts = [store.batch(3, 12, rank=r, world_size=world) for r in range(world)]
         for k, v in full.items():

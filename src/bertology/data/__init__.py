@@ -22,15 +22,16 @@ API
 - Corpus (corpus.py): `iter_documents(files, format)`, `split_sentences(text)`.
 - Instances (instances.py): `create_pair_instances`, `pack_sentences`, `truncate_pair`,
   `DocumentWindow`, `special_tokens(tokenizer, family)`, `word_starts(tokens, style, marker)`.
-- Masking (masking.py): `mask_sequence`, `mask_batch`, `select_spans`, `replace_tokens`,
-  `word_units`, `seeded_generator`.
+- Masking (masking.py): `mask_rows` (a whole batch at once, vectorised; what the store uses),
+  `select_spans_rows`; the per-row reference `mask_sequence`, `mask_batch`, `select_spans`;
+  `replace_tokens`, `word_units`, `seeded_generator`.
 """
 from .corpus import FORMATS, count_documents, iter_documents, split_sentences
 from .instances import (FAMILY_SPECIALS, DocumentWindow, PairInstance, Segment, SpecialTokens,
                         create_pair_instances, pack_sentences, special_tokens, tokenize_document,
                         truncate_pair, word_starts, word_style)
-from .masking import (IGNORE_INDEX, mask_batch, mask_sequence, ngram_probabilities, num_to_predict,
-                      replace_tokens, seeded_generator, select_spans, word_units)
+from .masking import (IGNORE_INDEX, mask_batch, mask_rows, mask_sequence, ngram_probabilities, num_to_predict,
+                      replace_tokens, seeded_generator, select_spans, select_spans_rows, word_units)
 from .store import FAMILY_DEFAULTS, InstanceStore, TokenizedCorpus, build_instances, tokenize_corpus
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "iter_documents", "split_sentences", "count_documents", "FORMATS",
     "create_pair_instances", "pack_sentences", "truncate_pair", "DocumentWindow", "PairInstance", "Segment",
     "SpecialTokens", "special_tokens", "FAMILY_SPECIALS", "word_starts", "word_style", "tokenize_document",
-    "mask_sequence", "mask_batch", "select_spans", "replace_tokens", "word_units", "num_to_predict",
+    "mask_rows", "select_spans_rows", "mask_sequence", "mask_batch", "select_spans", "replace_tokens",
+    "word_units", "num_to_predict",
     "ngram_probabilities", "seeded_generator", "IGNORE_INDEX",
 ]

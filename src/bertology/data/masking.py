@@ -19,8 +19,12 @@ For one sequence (`mask_sequence`):
    10% -> left unchanged (so the model cannot learn that only [MASK] positions matter).
 6. Labels: the original id at selected positions, -100 (ignored by the loss) elsewhere.
 
-`mask_batch` applies it row by row; give one generator per row (as `InstanceStore.batch` does,
-seeded by (seed, step, row)) to make every row's mask independent of the others.
+`mask_sequence` / `mask_batch` (row by row) are the readable reference. `mask_rows` is the same
+procedure for a whole (N, T) batch at once, with torch ops over all rows and one generator for
+the batch (what `InstanceStore` uses): the units' random visiting order is an argsort of random
+keys, and `select_spans_rows` takes exactly the spans `select_spans` takes in that order. Its
+results depend on the batch as a whole (a row's draws depend on its place in the batch), so a
+data-parallel rank masks the global batch and keeps its rows.
 
     >>> g = torch.Generator().manual_seed(0)
     >>> ids = torch.tensor([101, 7, 8, 9, 10, 11, 12, 13, 102])
@@ -41,7 +45,7 @@ IGNORE_INDEX = -100
 
 
 def seeded_generator(*keys: int) -> torch.Generator:
-    """A torch.Generator seeded from a tuple of non-negative ints, e.g. (seed, step, row).
+    """A torch.Generator seeded from a tuple of non-negative ints, e.g. (seed, 3, step).
 
     Mixing the keys with numpy's SeedSequence (not by adding them) keeps streams of nearby
     tuples independent.
@@ -139,6 +143,87 @@ def select_spans(units: list[list[int]], budget: int, ngram: int, generator: tor
     return spans
 
 
+def _budgets(n_candidates: torch.Tensor, mlm_probability: float, max_predictions: int | None) -> torch.Tensor:
+    """`num_to_predict` of every row at once: (N,) int64 from (N,) candidate counts.
+    torch.round, like Python's round, sends halves to the even neighbour."""
+    n = torch.round(n_candidates.double() * mlm_probability).long().clamp(min=1)
+    if max_predictions is not None:
+        n = n.clamp(max=max_predictions)
+    return torch.where(n_candidates > 0, n, torch.zeros_like(n))
+
+
+def select_spans_rows(unit_sizes: torch.Tensor, order: torch.Tensor, draws: torch.Tensor, budget: torch.Tensor,
+                      ngram: int) -> torch.Tensor:
+    """`select_spans` for N rows at once, with the randomness given: which units are chosen.
+
+    unit_sizes (N, U): tokens per unit, units in sequence order, 0 past a row's last unit;
+    order (N, U): the visiting order (row n visits units order[n, :#units] in turn; later
+    entries are ignored); draws (N, U): the uniform [0, 1) draw for the k-th visit's span length;
+    budget (N,). Returns (N, U) bool: the units inside the chosen spans. Given select_spans'
+    own order (randperm) and draws (rand) of a row, it chooses the same spans.
+
+    ngram=1 keeps select_spans' greedy rule (take a unit if it fits the budget left, else skip
+    it) without a loop over visits: units bigger than the budget left can never be taken later,
+    so each round drops them and takes the rest, in visiting order, while their total fits;
+    the budget left then falls below the first unit that did not fit, and each later round
+    lowers it further, so there are no more rounds than 2 + the largest unit size. ngram > 1
+    loops over the visits (at most U steps, each one set of torch ops over all rows), because
+    whether a span overlaps depends on every earlier one.
+
+    >>> sizes = torch.tensor([[1, 2, 1, 1], [3, 1, 0, 0]])
+    >>> order = torch.tensor([[1, 0, 3, 2], [0, 1, 2, 3]])
+    >>> select_spans_rows(sizes, order, torch.zeros(2, 4), torch.tensor([3, 2]), 1)  # greedy, skipping [3]
+    tensor([[ True,  True, False, False],
+            [False,  True, False, False]])
+    """
+    N, U = unit_sizes.shape
+    n_units = (unit_sizes > 0).sum(1)
+    if ngram == 1:
+        sizes = unit_sizes.gather(1, order)  # (N, U) in visiting order; 0 = no unit
+        taken = torch.zeros(N, U, dtype=torch.bool)
+        left = budget.clone()
+        live = torch.arange(N)  # rows that may still take a unit
+        while len(live):
+            s, budget_left = sizes[live], left[live, None]
+            fits = ~taken[live] & (s > 0) & (s <= budget_left)
+            run = fits & (torch.where(fits, s, 0).cumsum(1) <= budget_left)  # the first fitting units, up to the budget
+            taken[live] |= run
+            left[live] -= torch.where(run, s, 0).sum(1)
+            live = live[(fits & ~run).any(1)]  # a fitting unit was passed over: smaller ones may fit still
+        return torch.zeros_like(taken).scatter_(1, order, taken)
+    # span_size[n, u, m-1]: tokens in units u..u+m-1 of row n; a span past the last unit never fits
+    csum = torch.cat([torch.zeros(N, 1, dtype=torch.long), unit_sizes.long().cumsum(1),
+                      torch.zeros(N, ngram, dtype=torch.long)], 1)  # (N, U + 1 + ngram)
+    u_idx = torch.arange(U)[:, None] + torch.arange(1, ngram + 1)  # (U, ngram): end of each span
+    span_size = csum[:, u_idx] - csum[:, :U, None]
+    span_size = torch.where(u_idx[None] <= n_units[:, None, None], span_size, torch.iinfo(torch.long).max // 2)
+    # cumulative weights 1, 1 + 1/2, ... summed as select_spans sums them (so the same draw gives the same m)
+    cumw = torch.tensor([sum(1.0 / n for n in range(1, m + 1)) for m in range(1, ngram + 1)], dtype=torch.float64)
+    steps, rows = torch.arange(ngram), torch.arange(N)
+    covered = torch.zeros(N, U + ngram, dtype=torch.bool)  # by unit, padded for spans past the end
+    taken = torch.zeros(N, dtype=torch.long)
+    for k in range(int(n_units.max()) if N else 0):
+        active = (k < n_units) & (taken < budget)
+        if not active.any():
+            break
+        start = order[:, k]
+        # span length m ~ p(m) ∝ 1/m over the lengths that fit before the sequence ends
+        avail = (n_units - start).clamp(1, ngram)
+        target = draws[:, k].double() * cumw[avail - 1]
+        m = torch.minimum(1 + (cumw[None, :] <= target[:, None]).sum(1), avail)
+        # too long for what is left of the budget: fall back to shorter spans (sizes grow with m)
+        sizes = span_size[rows, start]  # (N, ngram)
+        m = torch.minimum(m, (taken[:, None] + sizes <= budget[:, None]).sum(1)).clamp(min=1)
+        size = sizes.gather(1, (m - 1)[:, None])[:, 0]
+        units = start[:, None] + steps  # (N, ngram)
+        in_span = steps < m[:, None]
+        was = covered.gather(1, units)
+        ok = active & (taken + size <= budget) & ~(was & in_span).any(1)
+        covered.scatter_(1, units, was | (in_span & ok[:, None]))
+        taken += torch.where(ok, size, 0)
+    return covered[:, :U]
+
+
 def replace_tokens(input_ids: torch.Tensor, selected: torch.Tensor, generator: torch.Generator, mask_id: int,
                    random_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Steps 5-6: (masked input ids, labels) given a boolean `selected` of the same shape."""
@@ -186,3 +271,49 @@ def mask_batch(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: 
         out[r], labels[r] = mask_sequence(input_ids[r], special_mask[r], None if word_start is None else word_start[r],
                                           g, **kw)
     return out, labels
+
+
+
+def mask_rows(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
+              generator: torch.Generator, *, mask_id: int, random_ids: torch.Tensor, mlm_probability: float = 0.15,
+              max_predictions: int | None = 20, ngram: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask a batch (N, T) all at once: the module docstring's steps for every row, as
+    `mask_sequence` does them, with torch ops over the whole batch and one generator.
+
+    Units are numbered by a cumulative sum of unit starts; each row visits its units in the
+    order of random keys (non-units sorted last), so every order is equally likely, as with
+    select_spans' randperm; `select_spans_rows` then takes the spans. Same generator state,
+    same result; the draws of a row depend on the shape of the batch, not only on the row.
+
+    >>> ids = torch.tensor([[101, 7, 8, 9, 10, 102, 0], [101, 11, 12, 102, 13, 14, 102]])
+    >>> special = (ids >= 101) | (ids == 0)
+    >>> masked, labels = mask_rows(ids, special, None, torch.Generator().manual_seed(0), mask_id=103,
+    ...                            random_ids=torch.arange(1, 100), mlm_probability=0.5)
+    >>> (labels != -100).sum(1).tolist(), bool((labels[special] == -100).all())
+    ([2, 2], True)
+    """
+    if not 0.0 <= mlm_probability <= 1.0:
+        raise ValueError(f"mlm_probability must be in [0, 1], got {mlm_probability}")
+    if ngram < 1:
+        raise ValueError(f"ngram must be >= 1, got {ngram}")
+    if input_ids.dim() != 2 or special_mask.shape != input_ids.shape:
+        raise ValueError(f"need input_ids (N, T) and special_mask of the same shape, got {tuple(input_ids.shape)} "
+                         f"and {tuple(special_mask.shape)}")
+    if word_start is not None and word_start.shape != input_ids.shape:
+        raise ValueError(f"word_start has shape {tuple(word_start.shape)}, input_ids {tuple(input_ids.shape)}")
+    N, T = input_ids.shape
+    candidate = ~special_mask.bool()
+    # a unit starts at a candidate that starts a word or follows a special token (word_units)
+    after_special = torch.cat([torch.ones(N, 1, dtype=torch.bool), ~candidate[:, :-1]], 1)
+    unit_start = candidate if word_start is None else candidate & (word_start.bool() | after_special)
+    unit = (unit_start.cumsum(1) - 1).clamp(min=0)  # (N, T): the unit of each candidate position
+    unit_sizes = torch.zeros(N, T, dtype=torch.long).scatter_add_(1, unit, candidate.long())  # (N, U=T)
+    n_units = unit_start.sum(1)
+    keys = torch.rand(N, T, generator=generator, dtype=torch.float64)
+    keys = torch.where(torch.arange(T) < n_units[:, None], keys, 2.0)
+    order = torch.argsort(keys, dim=1, stable=True)
+    draws = torch.rand(N, T, generator=generator, dtype=torch.float64) if ngram > 1 else torch.zeros(N, T)
+    budget = _budgets(candidate.sum(1), mlm_probability, max_predictions)
+    chosen = select_spans_rows(unit_sizes, order, draws, budget, ngram)  # (N, U)
+    selected = candidate & chosen.gather(1, unit)
+    return replace_tokens(input_ids, selected, generator, mask_id, random_ids)

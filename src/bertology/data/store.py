@@ -14,9 +14,11 @@ Pipeline (every stage streams; memory is bounded by a document window, not the c
 3. Instances, dupe_factor passes over the documents, each with its own random.Random: segment
    pairs (NSP / SOP, `instances.create_pair_instances`) or packed sequences (RoBERTa,
    `instances.pack_sentences`), padded to max_seq_length and appended to disk.
-4. Static masking (BERT): each instance is masked once here, with a generator seeded by
-   (seed, instance index), so the dupe_factor copies of a text get different masks, fixed for
-   all epochs. Dynamic masking (RoBERTa) stores unmasked ids and masks in `batch`.
+4. Static masking (BERT, ALBERT): each instance is masked once here, fixed for all epochs. The
+   instances are masked in chunks of 4096 (`masking.mask_rows`), chunk c with a generator seeded
+   by (seed, 2, c), so the masks are a function of the seed and the instance order, and the
+   dupe_factor copies of a text get different masks. Dynamic masking (RoBERTa) stores unmasked
+   ids and masks in `batch`.
 
 Files are raw little-endian arrays plus a meta.json, built in a temporary directory and renamed
 into place (atomic: a killed build leaves no half-written store); a later call with the same
@@ -24,9 +26,11 @@ files (path, size, mtime), tokenizer and parameters reuses them.
 
 Batches are a pure function of (step, batch_size, seed), for exact resume and data parallelism:
 global sample i = step * batch_size + j is instance perm_e[i mod N] of epoch e = i // N, where
-perm_e is a permutation drawn from a generator seeded by (seed, e); dynamic masks of row j come
-from a generator seeded by (seed, step, j). `batch(step, B, rank=r, world_size=w)` returns rows
-r, r+w, r+2w, ... of that global batch, identical to slicing the single-process batch.
+perm_e is a permutation drawn from a generator seeded by (seed, e); dynamic masks are drawn for
+the whole global batch at once, from one generator seeded by (seed, 3, step).
+`batch(step, B, rank=r, world_size=w)` returns rows r, r+w, r+2w, ... of that global batch
+(every rank masks the global batch and keeps its rows), identical to slicing the
+single-process batch.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ import torch
 from .corpus import _check_files, iter_documents
 from .instances import (DocumentWindow, Segment, assemble_pair, assemble_single, create_pair_instances,
                         pack_sentences, special_tokens, tokenize_document, word_style)
-from .masking import IGNORE_INDEX, mask_batch, mask_sequence, seeded_generator
+from .masking import IGNORE_INDEX, mask_rows, seeded_generator
 
 FAMILY_DEFAULTS = {  # objective, packing, masking, ngram: as each paper pretrained
     "bert": ("mlm+nsp", "pairs", "static", 1),
@@ -62,6 +66,9 @@ PACKINGS = ("pairs", "full-sentences", "doc-sentences")
 MASKINGS = ("static", "dynamic")
 _LABEL_KEY = {"mlm+nsp": "next_sentence_label", "mlm+sop": "sentence_order_label"}
 _FLUSH = 4096  # rows per write
+# instances masked together at build time (static masking); the masks depend on it, so it is
+# part of the cache key of a statically masked store
+_MASK_CHUNK = 4096
 
 
 # ----------------------------------------------------------------------------------- disk arrays
@@ -308,7 +315,8 @@ class InstanceStore:
             raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
         seed = self.config.seed if seed is None else seed
         rows = np.arange(rank, batch_size, world_size)
-        idx = self.indices(step, batch_size, seed)[rows]
+        global_idx = self.indices(step, batch_size, seed)
+        idx = global_idx[rows]
         a = self.arrays
         input_ids = torch.from_numpy(np.asarray(a["input_ids"][idx], dtype=np.int64))
         lengths = torch.from_numpy(np.asarray(a["lengths"][idx], dtype=np.int64))
@@ -319,11 +327,16 @@ class InstanceStore:
         if self.config.masking == "static":
             out["labels"] = torch.from_numpy(np.asarray(a["labels"][idx], dtype=np.int64))
         else:
-            # dynamic masking: a fresh mask each time a sequence is fed, from (seed, step, row)
-            starts = torch.from_numpy(np.asarray(a["word_start"][idx], dtype=bool)) if "word_start" in a else None
-            gens = [seeded_generator(seed, 3, step, int(r)) for r in rows]
-            out["input_ids"], out["labels"] = mask_batch(input_ids, torch.isin(input_ids, self.special_ids), starts,
-                                                         gens, **self._mask_kw())
+            # dynamic masking: a fresh mask each time a sequence is fed. The whole global batch is
+            # masked with one generator from (seed, 3, step), and each rank keeps its rows, so
+            # ranks agree with the single-process batch.
+            ids = torch.from_numpy(np.asarray(a["input_ids"][global_idx], dtype=np.int64))
+            starts = (torch.from_numpy(np.asarray(a["word_start"][global_idx], dtype=bool)) if "word_start" in a
+                      else None)
+            masked, labels = mask_rows(ids, torch.isin(ids, self.special_ids), starts,
+                                       seeded_generator(seed, 3, step), **self._mask_kw())
+            keep = torch.from_numpy(rows)
+            out["input_ids"], out["labels"] = masked[keep], labels[keep]
         key = _LABEL_KEY.get(self.config.objective)
         if key:
             out[key] = torch.from_numpy(np.asarray(a["sentence_label"][idx], dtype=np.int64))
@@ -406,7 +419,8 @@ def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: i
     common = {"mask_id": sp.mask, "special_ids": list(sp.all_ids), "random_ids": vocab_ids}
 
     def make(doc_ids, cfg, part):
-        key = _digest({"tokens": tok_key, "config": cfg.__dict__, "heldout": heldout, "part": part})
+        static_masks = {"mask_chunk": _MASK_CHUNK} if cfg.masking == "static" else {}
+        key = _digest({"tokens": tok_key, "config": cfg.__dict__, "heldout": heldout, "part": part, **static_masks})
         d = _atomic_dir(cache / f"instances-{key}",
                         lambda tmp: {**_build_store(tmp, corpus, doc_ids, cfg, sp, where, vocab_ids), **common,
                                      "config": cfg.__dict__, "part": part})
@@ -466,29 +480,45 @@ def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: Bu
     special_ids = torch.tensor(sp.all_ids, dtype=torch.long)
     mask_kw = dict(mask_id=sp.mask, random_ids=torch.tensor(random_ids, dtype=torch.long), mlm_probability=cfg.mlm_probability,
                    max_predictions=cfg.max_predictions_per_seq, ngram=cfg.ngram)
-    count = 0
+    count, n_chunks = 0, 0
+    # the rows of the current chunk, padded to T, as lists (one per array; word starts when needed)
+    chunk: dict[str, list] = {k: [] for k in ("input_ids", "lengths", "token_type_ids", "word_start",
+                                              "sentence_label")}
 
     def emit(ids, types, starts, label=None):
         nonlocal count
-        n = len(ids)
-        pad = T - n
-        row = torch.tensor(ids + [sp.pad] * pad, dtype=torch.long)
-        start_row = torch.tensor(starts + [False] * pad, dtype=torch.bool)
-        rec = {"lengths": n}
-        if static:
-            g = seeded_generator(cfg.seed, 2, count)  # this instance's mask, fixed at build time
-            row, labels = mask_sequence(row, torch.isin(row, special_ids), start_row if cfg.whole_word else None, g,
-                                        **mask_kw)
-            rec["labels"] = labels.numpy()
-        elif cfg.whole_word:
-            rec["word_start"] = start_row.numpy()
-        rec["input_ids"] = row.numpy()
+        pad = T - len(ids)
+        chunk["input_ids"].append(ids + [sp.pad] * pad)
+        chunk["lengths"].append(len(ids))
+        if cfg.whole_word:
+            chunk["word_start"].append(starts + [False] * pad)
         if "token_type_ids" in spec:
-            rec["token_type_ids"] = types + [0] * pad
+            chunk["token_type_ids"].append(types + [0] * pad)
         if label is not None:
-            rec["sentence_label"] = label
-        w.add(**rec)
+            chunk["sentence_label"].append(label)
         count += 1
+        if len(chunk["lengths"]) == _MASK_CHUNK:
+            write_chunk()
+
+    def write_chunk():
+        nonlocal n_chunks
+        if not chunk["lengths"]:
+            return
+        rows = torch.tensor(chunk["input_ids"], dtype=torch.long)  # (n, T)
+        starts = torch.tensor(chunk["word_start"], dtype=torch.bool) if cfg.whole_word else None
+        if static:  # this chunk's masks, fixed at build time
+            rows, labels = mask_rows(rows, torch.isin(rows, special_ids), starts,
+                                     seeded_generator(cfg.seed, 2, n_chunks), **mask_kw)
+            w.extend("labels", labels.numpy())
+        elif cfg.whole_word:
+            w.extend("word_start", starts.numpy())
+        w.extend("input_ids", rows.numpy())
+        for k in ("lengths", "token_type_ids", "sentence_label"):
+            if k in spec:
+                w.extend(k, chunk[k])
+        for v in chunk.values():
+            v.clear()
+        n_chunks += 1
 
     for dupe in range(cfg.dupe_factor):
         rng = random.Random(int(seeded_generator(cfg.seed, 1, dupe).initial_seed()))
@@ -504,6 +534,7 @@ def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: Bu
         else:
             for seq in pack_sentences(docs, T - 2, cfg.packing == "full-sentences", sp.sep):
                 emit(*assemble_single(seq, sp))
+    write_chunk()
     arrays = w.close()
     if count == 0:
         raise ValueError(f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
