@@ -1,4 +1,5 @@
 """`bertology demo --quick` runs end to end: every table row and every plot, non-empty."""
+import json
 from pathlib import Path
 
 from bertology.cli import main
@@ -20,7 +21,13 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
         assert f"]({name})" in report
     bert_row = next(line for line in report.splitlines() if line.startswith("| bert |"))
     cells = [c.strip() for c in bert_row.strip("|").split("|")]
-    assert cells[5].endswith("(NSP)") and 0.0 <= float(cells[6]) <= 1.0  # pair accuracy, test accuracy
+    assert cells[5].endswith("(NSP)") and 0.0 <= float(cells[6].split(" ± ")[0]) <= 1.0  # pair accuracy, test accuracy
+    results = json.loads((out / "results.json").read_text())
+    assert [r["model"] for r in results] == ["bert", "roberta", "albert"]
+    for r in results:
+        assert 0.0 <= r["test_accuracy"] <= 1.0 and 0.0 <= r["random_init_test_accuracy"] <= 1.0
+        assert r["pretraining_tokens"] == 24 * 16 * 32 and r["pretraining_seconds"] > 0
+    assert f"{results[0]['test_accuracy']:.3f}" in bert_row and f"{results[0]['random_init_test_accuracy']:.3f}" in bert_row
     # A second run with --resume reuses every stage and writes the same table.
     assert main(["demo", "--quick", "--out", str(out), "--quiet", "--resume"]) == 0
     assert bert_row in (out / "report.md").read_text()

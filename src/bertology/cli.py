@@ -28,7 +28,8 @@ def _pretrain(args) -> int:
         masking=args.masking, packing=args.packing, whole_word=args.whole_word, ngram=args.ngram,
         dupe_factor=args.dupe_factor, format=args.format, heldout=args.heldout, eval_every=args.eval_every,
         save_every=args.save_every, keep_last=args.keep_last, log_every=args.log_every, quiet=args.quiet,
-        stop_at=args.stop_at,
+        stop_at=args.stop_at, schedule=args.schedule, dropout=args.dropout, mlm_probability=args.mlm_probability,
+        max_predictions=args.max_predictions, unigram_prior=args.unigram_prior,
     )
     summary = pretrain(options, resume=args.resume)
     final, evaluation = summary["final"], summary["eval"]
@@ -50,6 +51,27 @@ def _columns(args) -> dict[str, str]:
     return {n: getattr(args, n) for n in names if getattr(args, n, None)}
 
 
+def _numbers(text: str, kind, flag: str) -> list:
+    try:
+        return [kind(x) for x in text.split(",")]
+    except ValueError:
+        raise SystemExit(f"bertology: error: {flag} takes comma-separated numbers, got {text!r}") from None
+
+
+def _finetune_grid(options, args) -> int:
+    from .tasks.grid import finetune_grid
+
+    if not (args.dev and args.test):
+        raise SystemExit("bertology: error: --grid chooses on --dev and reports --test: give both")
+    result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), _numbers(args.seeds, int, "--seeds"))
+    print("| lr | seed | dev | test |\n|---|---|---|---|")
+    for r in result.runs:
+        print(f"| {r['lr']:g} | {r['seed']} | {r['dev']:.4f} | {r['test']:.4f} |")
+    print(f"chosen lr {result.lr:g} (mean dev {result.metric} {result.dev_mean:.4f}): test {result.metric} "
+          f"{result.test_mean:.4f} ± {result.test_std:.4f} over {len(args.seeds.split(','))} seeds; best run kept in {result.best_dir}")
+    return 0
+
+
 def _finetune(args) -> int:
     from .tasks.finetune import FinetuneOptions, finetune
 
@@ -57,7 +79,10 @@ def _finetune(args) -> int:
         model=args.model, task=args.task, train=args.train, dev=args.dev, out_dir=args.out, tokenizer=args.tokenizer,
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length, stride=args.stride,
         warmup_ratio=args.warmup_ratio, bf16=args.bf16, seed=args.seed, columns=_columns(args), quiet=args.quiet,
+        from_scratch=args.from_scratch,
     )
+    if args.grid:
+        return _finetune_grid(options, args)
     summary = finetune(options)
     dev = summary["dev"]
     print(f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
@@ -151,7 +176,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32, help="global batch (over accumulation and ranks)")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--warmup", type=int, default=100, help="warmup steps, then linear decay to 0")
+    p.add_argument("--warmup", type=int, default=100, help="warmup steps, then linear decay to 0 (--schedule linear)")
+    p.add_argument("--schedule", choices=["linear", "triangle"], default="linear",
+                   help="linear: warmup then decay (BERT); triangle: from 25%% of --lr to the peak at 75%% of the steps, then to 0")
+    p.add_argument("--dropout", type=float, help="dropout while pretraining (default: the config's 0.1; the saved config keeps it)")
+    p.add_argument("--mlm-probability", type=float, default=0.15, help="share of tokens masked (default 0.15)")
+    p.add_argument("--max-predictions", type=int, help="cap on masked tokens per sequence (default: seq-len × mlm-probability)")
+    p.add_argument("--no-unigram-prior", dest="unigram_prior", action="store_false",
+                   help="start the MLM output bias at zero instead of the corpus's log unigram distribution")
     p.add_argument("--accumulation", type=int, default=1)
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (AMX on recent Intel CPUs)")
     p.add_argument("--seed", type=int, default=0)
@@ -187,6 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-ratio", type=float, default=0.1)
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--from-scratch", action="store_true",
+                   help="the model directory's architecture and tokenizer, randomly initialised (its random-init twin)")
+    p.add_argument("--grid", metavar="LR,LR,…", help="fine-tune at each learning rate × --seeds, choose the rate on mean "
+                   "dev score, report its test mean ± std (needs --dev and --test); --out keeps the best run")
+    p.add_argument("--seeds", default="0,1,2", metavar="S,S,…", help="seeds for --grid (default 0,1,2)")
+    p.add_argument("--test", metavar="FILE", help="scored for every --grid run")
     p.add_argument("--quiet", action="store_true")
     _add_columns(p)
     p.set_defaults(func=_finetune)

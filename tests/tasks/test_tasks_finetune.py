@@ -105,3 +105,18 @@ def test_squad_v2_models_keep_no_answer_after_loading(tmp_path, fixtures_dir):
     finetune(FinetuneOptions(model="bert-tiny", tokenizer=TOKENIZER, task="qa", train=squad, out_dir=str(tmp_path / "qa"),
                              epochs=1, batch_size=8, max_length=64, stride=32, quiet=True))
     assert bertology.Pipeline.load(tmp_path / "qa").task.allows_no_answer
+
+
+def test_from_scratch_is_the_directory_architecture_with_fresh_weights(tmp_path):
+    finetune(_options(tmp_path, epochs=1))
+    trained = bertology.load(tmp_path / "out")
+    twin_a = finetune(_options(tmp_path, model=str(tmp_path / "out"), tokenizer=None, from_scratch=True, epochs=0.01,
+                               out_dir=str(tmp_path / "twin-a"), lr=1e-12))
+    twin_b = finetune(_options(tmp_path, model=str(tmp_path / "out"), tokenizer=None, from_scratch=True, epochs=0.01,
+                               out_dir=str(tmp_path / "twin-b"), lr=1e-12))
+    a, b = bertology.load(tmp_path / "twin-a"), bertology.load(tmp_path / "twin-b")
+    assert a.config.to_dict() == trained.config.to_dict() | {"architectures": a.config.to_dict()["architectures"]}
+    word = lambda m: m.backbone.embeddings.word.weight
+    assert not torch.allclose(word(a), word(trained), atol=1e-3)  # nothing of the trained weights
+    assert torch.allclose(word(a), word(b))  # the same seed, the same initialisation
+    assert twin_a["architecture"] == twin_b["architecture"] == "BertForSequenceClassification"

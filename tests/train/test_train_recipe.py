@@ -67,9 +67,10 @@ def test_cosine_and_unigram_known_answers():
     assert mean_pairwise_cosine(torch.ones(5, 3)) == pytest.approx(1.0)
     assert mean_pairwise_cosine(torch.eye(4)) == pytest.approx(0.0)
     assert mean_pairwise_cosine(torch.tensor([[1.0, 0.0], [-1.0, 0.0]])) == pytest.approx(-1.0)
-    assert unigram_accuracy(torch.tensor([3, 3, 3, 4]), torch.tensor([3, 4, 4, -100])) == pytest.approx(1 / 3, abs=1e-4)
+    counts = torch.tensor([0, 0, 0, 3, 1])  # token 3 is the most frequent
+    assert unigram_accuracy(counts, torch.tensor([3, 4, 4, -100])) == pytest.approx(1 / 3, abs=1e-4)
     with pytest.raises(ValueError):
-        unigram_accuracy(torch.tensor([-100]), torch.tensor([1]))
+        unigram_accuracy(counts, torch.tensor([-100]))
 
 
 def test_sentence_vectors_ignore_padding():

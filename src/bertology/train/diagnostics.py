@@ -1,15 +1,15 @@
 """What a pretraining checkpoint has learnt, beyond its loss: the measures that tell a model that
 predicts word frequencies, or maps every text to the same vector, from one that reads.
 
-- `unigram_accuracy`: the masked-LM accuracy of always predicting the most frequent training
-  label; a held-out MLM accuracy near it is the unigram plateau (the model ignores context).
+- `unigram_accuracy`: the masked-LM accuracy of always predicting the corpus's most frequent
+  token; a held-out MLM accuracy near it is the unigram plateau (the model ignores context).
 - `mean_pairwise_cosine`: mean cosine similarity over all pairs of vectors; ≈ 1.0 is collapse
   (every text gets nearly the same vector, so a classifier has only tiny differences to work on).
 - `sentence_vectors`: mean-pooled and first-token ([CLS] / <s>) vectors of texts.
 
     >>> mean_pairwise_cosine(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
     0.4714
-    >>> unigram_accuracy(torch.tensor([5, 5, 7, -100]), torch.tensor([[5, -100], [7, 7]]))
+    >>> unigram_accuracy(torch.tensor([0, 0, 0, 0, 0, 4, 0, 2]), torch.tensor([[5, -100], [7, 7]]))
     0.3333
 """
 from __future__ import annotations
@@ -20,13 +20,12 @@ import torch.nn.functional as F
 from ..models.heads import IGNORE
 
 
-def unigram_accuracy(train_labels: torch.Tensor, eval_labels: torch.Tensor) -> float:
-    """Share of `eval_labels` (ignoring -100) equal to the most frequent label in `train_labels`."""
-    train, held = train_labels[train_labels != IGNORE], eval_labels[eval_labels != IGNORE]
-    if not len(train) or not len(held):
-        raise ValueError("unigram_accuracy needs masked labels in both the training and the evaluation batches")
-    top = torch.bincount(train).argmax()
-    return round(float((held == top).float().mean()), 4)
+def unigram_accuracy(counts: torch.Tensor, eval_labels: torch.Tensor) -> float:
+    """Share of `eval_labels` (ignoring -100) equal to the most frequent token of `counts` (V,)."""
+    held = eval_labels[eval_labels != IGNORE]
+    if not len(held) or not int(counts.sum()):
+        raise ValueError("unigram_accuracy needs token counts and masked evaluation labels")
+    return round(float((held == counts.argmax()).float().mean()), 4)
 
 
 def mean_pairwise_cosine(x: torch.Tensor) -> float:

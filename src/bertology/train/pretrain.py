@@ -23,6 +23,7 @@ from ..models import CONFIGS, task_class
 from ..models.params import count
 from ..nn import set_dropout
 from . import distributed as dist
+from .diagnostics import unigram_accuracy
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .trainer import Trainer, TrainingArguments
 
@@ -137,8 +138,9 @@ def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
                          f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor")
     objective_name = store.config.objective  # the family default, unless overridden
     model = _model(o, tok, objective_name)
+    counts = store.token_counts(model.config.vocab_size)
     if o.unigram_prior and not resume:
-        model.mlm.init_bias_from_counts(store.token_counts(model.config.vocab_size))
+        model.mlm.init_bias_from_counts(counts)
     args = TrainingArguments(
         out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
@@ -153,7 +155,9 @@ def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
         eval_batches = [heldout.batch(i, eval_size, seed=o.seed + 1) for i in range(n_eval)]
 
         def evaluate(m):
-            return evaluate_pretraining(m, eval_batches)
+            return {**evaluate_pretraining(m, eval_batches), "unigram_accuracy": unigram}
+
+        unigram = unigram_accuracy(counts, torch.cat([b["labels"].flatten() for b in eval_batches]))
 
     trainer = Trainer(model, args, lambda step: store.batch(step, o.batch_size), PretrainingObjective(), evaluate,
                       save_extra=lambda d: tok.save(d / "tokenizer.json"))

@@ -1,0 +1,56 @@
+"""What this CPU does well, measured rather than assumed: its name, its matrix-product flags, and a
+same-run probe of fp32 against bf16 matrix products.
+
+bf16 autocast pays only where the CPU multiplies bf16 natively (AMX, AVX512-BF16); on AVX2-only
+CPUs (AMD Zen, older Intel) it is emulated and slower than fp32, so precision is chosen by a probe.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from functools import lru_cache
+
+import torch
+
+FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")
+
+
+def cpu_name_and_flags() -> tuple[str, list[str]]:
+    """('Intel(R) Xeon(R) …', ['amx_bf16', 'avx512f', …]) from /proc/cpuinfo (the platform's name elsewhere)."""
+    try:
+        text = open("/proc/cpuinfo", encoding="utf-8").read()
+    except OSError:
+        return platform.processor() or platform.machine(), []
+    name = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("model name")), platform.machine())
+    flags = next((l.split(":", 1)[1].split() for l in text.splitlines() if l.startswith("flags")), [])
+    return name, [f for f in FLAGS if f in flags]
+
+
+def matmul_gflops(dtype: torch.dtype, n: int = 1024, repeats: int = 8) -> float:
+    """Measured GFLOP/s of an n×n matrix product in `dtype` (one warm-up, then `repeats` timed)."""
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * n ** 3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+@lru_cache(maxsize=1)
+def precision_probe() -> dict[str, float | bool]:
+    """fp32 and bf16 matmul GFLOP/s measured now, and whether bf16 pays (≥ 1.5× fp32)."""
+    fp32, bf16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
+    return {"fp32_gflops": round(fp32, 1), "bf16_gflops": round(bf16, 1), "bf16_pays": bf16 >= 1.5 * fp32}
+
+
+def bf16_pays() -> bool:
+    return bool(precision_probe()["bf16_pays"])
+
+
+def cpu_summary() -> str:
+    """One line for benches and reports: CPU, flags, threads, the probe and the precision it picks."""
+    name, flags = cpu_name_and_flags()
+    p = precision_probe()
+    return (f"{name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {torch.get_num_threads()} threads; matmul "
+            f"fp32 {p['fp32_gflops']:.0f} GFLOP/s, bf16 {p['bf16_gflops']:.0f} GFLOP/s → "
+            f"{'bf16' if p['bf16_pays'] else 'fp32'}")
