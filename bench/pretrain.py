@@ -1,6 +1,14 @@
-"""Pretraining speed: bertology's MLM training step against transformers' BertForMaskedLM.
+"""Pretraining speed: bertology's MLM training step against transformers' BertForMaskedLM, and the
+whole pretraining job of the demo's BERT-tiny.
 
     python bench/pretrain.py [--preset base|mini] [--batch 16] [--length 128] [--steps 6] [--fp32]
+    python bench/pretrain.py --preset tiny --pipeline [--steps 300] [--corpus-mb 3]
+
+--pipeline runs `bertology.train.pretrain` end to end (instances on disk, batches, Trainer) on the
+first MB of data/debian-descriptions, twice in the same run: with the first wave's demo settings
+(sequences of 64, dropout 0.1, 15% masking) and with the demo's small-budget recipe
+(bertology.demo.recipe); it prints tokens/s of each, their ratio, and the share of the step time
+spent outside forward/backward (data, optimizer, logging, evaluation).
 
 Same initial weights, same batches (15% of tokens labelled), AdamW, bf16 autocast unless --fp32.
 Each side runs in its own subprocess so its peak memory (max RSS) is its own. Prints tokens/s,
@@ -79,20 +87,57 @@ def run_side(side: str, model_dir: str, args) -> dict:
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def pipeline(args) -> None:
+    import lzma
+    import warnings
+
+    from bertology.demo import CORPORA, recipe
+    from bertology.hardware import bf16_pays, cpu_summary
+    from bertology.tokenizers import train
+    from bertology.train.pretrain import pretrain
+
+    warnings.filterwarnings("ignore", message=".*max_predictions_per_seq.*")
+    bf16 = not args.fp32 and bf16_pays()
+    print(f"{cpu_summary()}; running {'bf16' if bf16 else 'fp32'}")
+    with tempfile.TemporaryDirectory() as d, lzma.open(CORPORA["debian"][0], "rt", encoding="utf-8") as f:
+        text = f.read(args.corpus_mb * 1_000_000)
+        corpus = Path(d) / "corpus.txt"
+        corpus.write_text(text[:text.rindex("\n\n") + 1], encoding="utf-8")
+        train([str(corpus)], family="bert", vocab_size=8000, criterion="frequency", show_progress=False).save(Path(d) / "tok.json")
+        runs = {}
+        for name in ("first wave (T=64, dropout 0.1, 15%)", "small-budget recipe (T=32, no dropout, 30%)"):
+            o = recipe("bert", [str(corpus)], str(Path(d) / "tok.json"), str(Path(d) / name[:5]), args.steps, bf16, quiet=True)
+            o.eval_every, o.heldout = None, 0.0
+            if name.startswith("first"):  # the first wave's `make demo` BERT: only the recipe differs here
+                o.seq_len, o.dropout, o.mlm_probability, o.max_predictions, o.unigram_prior = 64, None, 0.15, None, False
+            final = pretrain(o)["final"]
+            runs[name] = final
+            print(f"{name:<48}{final['tokens_per_s']:>10,.0f} tokens/s   {final['outside_forward_backward']:.0%} of the "
+                  f"time outside forward/backward   (B=64, T={o.seq_len}, {args.steps} steps)", flush=True)
+        first, ours = runs.values()
+        print(f"ratio recipe / first wave: {ours['tokens_per_s'] / first['tokens_per_s']:.2f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="base")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--length", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--steps", type=int, help="timed steps (default 6; --pipeline 300)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--fp32", action="store_true")
+    parser.add_argument("--pipeline", action="store_true", help="the whole pretraining job of the demo's BERT-tiny")
+    parser.add_argument("--corpus-mb", type=int, default=3)
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         print(json.dumps(run_side(args.side, args.model_dir, args)))
         return
+    if args.pipeline:
+        args.steps = args.steps or 300
+        return pipeline(args)
+    args.steps = args.steps or 6
     config = BertConfig.preset(args.preset)
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as d:

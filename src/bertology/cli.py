@@ -35,7 +35,8 @@ def _pretrain(args) -> int:
     final, evaluation = summary["final"], summary["eval"]
     print(f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "
           f"step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}, "
-          f"{final.get('tokens_per_s', 0):,.0f} tokens/s"
+          f"{final.get('tokens_per_s', 0):,.0f} tokens/s ({final.get('outside_forward_backward', 0):.0%} of the time "
+          f"outside forward/backward)"
           + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
              if evaluation else "")
           + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else ""))
@@ -79,11 +80,14 @@ def _finetune(args) -> int:
         model=args.model, task=args.task, train=args.train, dev=args.dev, out_dir=args.out, tokenizer=args.tokenizer,
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length, stride=args.stride,
         warmup_ratio=args.warmup_ratio, bf16=args.bf16, seed=args.seed, columns=_columns(args), quiet=args.quiet,
-        from_scratch=args.from_scratch,
+        from_scratch=args.from_scratch, stop_at=args.stop_at,
     )
     if args.grid:
         return _finetune_grid(options, args)
-    summary = finetune(options)
+    summary = finetune(options, resume=args.resume)
+    if summary["interrupted"]:
+        print(f"interrupted at step {summary['steps']}: checkpoint written; continue with --resume --out {args.out}")
+        return 130
     dev = summary["dev"]
     print(f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
           + (f"; best dev (step {summary['best_step']}): " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else ""))
@@ -225,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "dev score, report its test mean ± std (needs --dev and --test); --out keeps the best run")
     p.add_argument("--seeds", default="0,1,2", metavar="S,S,…", help="seeds for --grid (default 0,1,2)")
     p.add_argument("--test", metavar="FILE", help="scored for every --grid run")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out from its last checkpoint")
+    p.add_argument("--stop-at", type=int, metavar="STEP", help="checkpoint and stop at STEP, as if interrupted")
     p.add_argument("--quiet", action="store_true")
     _add_columns(p)
     p.set_defaults(func=_finetune)

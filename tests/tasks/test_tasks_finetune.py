@@ -120,3 +120,17 @@ def test_from_scratch_is_the_directory_architecture_with_fresh_weights(tmp_path)
     assert not torch.allclose(word(a), word(trained), atol=1e-3)  # nothing of the trained weights
     assert torch.allclose(word(a), word(b))  # the same seed, the same initialisation
     assert twin_a["architecture"] == twin_b["architecture"] == "BertForSequenceClassification"
+
+
+def test_an_interrupted_fine_tuning_resumes_exactly(tmp_path):
+    full = finetune(_options(tmp_path, out_dir=str(tmp_path / "full"), epochs=3))
+    stopped = finetune(_options(tmp_path, out_dir=str(tmp_path / "part"), epochs=3, stop_at=5))
+    assert stopped["interrupted"] and stopped["steps"] == 5
+    with pytest.raises(FileExistsError, match="resume"):
+        finetune(_options(tmp_path, out_dir=str(tmp_path / "part"), epochs=3))
+    resumed = finetune(_options(tmp_path, out_dir=str(tmp_path / "part"), epochs=3), resume=True)
+    assert not resumed["interrupted"] and resumed["steps"] == full["steps"]
+    assert resumed["best_step"] == full["best_step"] and resumed["dev"] == full["dev"]
+    a, b = bertology.load(tmp_path / "full"), bertology.load(tmp_path / "part")
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        assert torch.equal(p, q), name

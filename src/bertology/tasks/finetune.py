@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from ..data import FAMILY_SPECIALS
+from ..io import atomic_write_text
 from ..hub import load_for_task, read_config
 from ..models import CONFIGS, task_class
 from ..models.heads import IGNORE
@@ -49,6 +50,7 @@ class FinetuneOptions:
     quiet: bool = False
     log_every: int = 10
     keep_checkpoints: int = 1
+    stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
 
 
 class TaskObjective:
@@ -143,7 +145,8 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     return task_class(family, task.head)(config)
 
 
-def finetune(o: FinetuneOptions) -> dict[str, Any]:
+def finetune(o: FinetuneOptions, resume: bool = False) -> dict[str, Any]:
+    """Fine-tune (or, with `resume`, continue an interrupted run in o.out_dir exactly); returns the summary."""
     if o.task not in TASKS:
         raise ValueError(f"unknown task {o.task!r}; known: {', '.join(TASKS)}")
     task = TASKS[o.task]()
@@ -170,6 +173,9 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
         return model_inputs(model, features.batch(order[i * o.batch_size:(i + 1) * o.batch_size]))
 
     best = {"score": -math.inf, "step": None, "metrics": None}
+    best_file = out / "best" / "best.json"  # so that a resumed run knows the epoch to beat
+    if resume and best_file.is_file():
+        best.update(json.loads(best_file.read_text()))
 
     def evaluate(m) -> dict[str, float]:
         scores = evaluate_examples(m, task, tokenizer, dev, o.max_length, o.stride, o.bf16)
@@ -177,19 +183,22 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)
             _save(m, out / "tokenizer.json", out / "best")
+            atomic_write_text(best_file, json.dumps(best) + "\n")
         return scores
 
     args = TrainingArguments(
         out_dir=str(out), steps=steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=round(o.warmup_ratio * steps),
         weight_decay=o.weight_decay, bf16=o.bf16, seed=o.seed, log_every=o.log_every,
         eval_every=steps_per_epoch if dev else None, keep_last=o.keep_checkpoints, quiet=o.quiet,
-        save_every=steps_per_epoch,
+        save_every=steps_per_epoch, stop_at=o.stop_at,
     )
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     trainer = Trainer(model, args, batches, TaskObjective(per_token=task.name == "tag"), evaluate if dev else None,
                       save_extra=lambda d: shutil.copyfile(out / "tokenizer.json", d / "tokenizer.json"))
-    result = trainer.train()
+    result = trainer.train(resume=resume)
+    if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
+        return {"task": task.name, "model": o.model, "steps": result["step"], "interrupted": True, "options": asdict(o)}
     if dist.is_main():
         if dev is not None and best["step"] is not None:
             for f in ("config.json", "model.safetensors", "tokenizer.json"):  # the best epoch becomes the model
@@ -200,7 +209,7 @@ def finetune(o: FinetuneOptions) -> dict[str, Any]:
     summary = {
         "task": task.name, "model": o.model, "architecture": model.architecture, "train_examples": len(train),
         "truncated": features.truncated, "steps": result["step"], "best_step": best["step"],
-        "dev": best["metrics"], "labels": labels, "options": asdict(o),
+        "dev": best["metrics"], "labels": labels, "interrupted": False, "options": asdict(o),
     }
     if dist.is_main():
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")

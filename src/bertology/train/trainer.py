@@ -100,6 +100,7 @@ class Trainer:
                                            eps=args.eps, fused=True)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(args.schedule, args.steps, args.warmup_steps))
         self.step = 0
+        self.forward_backward_s = 0.0
         self.history: list[dict[str, Any]] = []  # every metrics line written, for callers and tests
         self._stop_signal: int | None = None
         dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
@@ -207,6 +208,7 @@ class Trainer:
         micro = shard[next(iter(shard))].shape[0] // args.accumulation
         metrics: dict[str, float] = {}
         self.model.train()
+        started = time.perf_counter()
         for i in range(args.accumulation):
             part = {k: v[i * micro:(i + 1) * micro] for k, v in shard.items()}
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
@@ -214,6 +216,7 @@ class Trainer:
             loss.backward()
             for k, v in m.items():
                 metrics[k] = metrics.get(k, 0.0) + float(v)
+        self.forward_backward_s += time.perf_counter() - started
         dist.all_reduce_gradients(self.model)
         metrics = dist.all_reduce_sums(metrics)
         if "loss" in metrics:
@@ -241,6 +244,7 @@ class Trainer:
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
         bar = _progress(args, self.step)
         started, tokens = time.perf_counter(), 0
+        self.forward_backward_s = 0.0  # of the wall time since `started`: the rest is data, optimizer, logging
         try:
             while self.step < args.steps:
                 global_batch = self.batches(self.step)
@@ -249,6 +253,7 @@ class Trainer:
                 tokens += int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
                 elapsed = time.perf_counter() - started
                 metrics["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
+                metrics["outside_forward_backward"] = 1 - self.forward_backward_s / elapsed if elapsed > 0 else 0.0
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.3f}", tok_s=f"{metrics['tokens_per_s']:.0f}")
