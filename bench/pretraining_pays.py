@@ -102,8 +102,9 @@ def run_corpus(corpus: str, args, out: Path) -> list[dict]:
             torch.manual_seed(0)
             model = task_class(args.family, "ForMaskedLM")(load(run_dir).config)
         row = {"corpus": corpus, "step": step, "tokens": step * tokens_per_step,
-               "mlm_accuracy": evals.get(step, {}).get("eval/mlm_accuracy"),
+               "mlm_accuracy": evals.get(step, {}).get("eval/mlm_accuracy"), "mlm_loss": evals.get(step, {}).get("eval/mlm_loss"),
                "unigram_accuracy": next(iter(evals.values()))["eval/unigram_accuracy"] if evals else None,
+               "unigram_loss": next(iter(evals.values()))["eval/unigram_loss"] if evals else None,
                **collapse(model, tok)}
         row.update(measure(f"ft-{corpus}-{step}", start, str(tok_path), out, args, from_scratch=step == 0))
         rows.append(row)
@@ -163,11 +164,13 @@ def main() -> None:
     rows = [row for corpus in args.corpora.split(",") for row in run_corpus(corpus, args, out)]
     task = ClassifyTask()
     baseline = BagOfWordsBaseline().fit(task.read(str(TASK / "train.tsv"))).score(task.read(str(TASK / "test.tsv")))["accuracy"]
-    lines = ["| corpus | step | tokens | held-out MLM acc. (unigram) | cos mean-pooled | cos [CLS] | lr | dev acc. | test acc. |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| corpus | step | tokens | held-out MLM loss (unigram) | MLM acc. (unigram) | cos mean-pooled | cos [CLS] "
+             "| lr | dev acc. | test acc. |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mlm = f"{r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f})" if r["mlm_accuracy"] is not None else "– (random init)"
-        lines.append(f"| {r['corpus']} | {r['step']} | {r['tokens']:,} | {mlm} | {r['cos_mean_pooled']:.3f} | "
+        trained = r["mlm_accuracy"] is not None
+        loss = f"{r['mlm_loss']:.2f} ({r['unigram_loss']:.2f})" if trained else "– (random init)"
+        mlm = f"{r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f})" if trained else "–"
+        lines.append(f"| {r['corpus']} | {r['step']} | {r['tokens']:,} | {loss} | {mlm} | {r['cos_mean_pooled']:.3f} | "
                      f"{r['cos_first_token']:.3f} | {r['lr']:g} | {r['dev']:.3f} | {r['test']:.3f} ± {r['test_std']:.3f} |")
     lines.append(f"\nbag-of-words baseline: test accuracy {baseline:.3f}")
     lines.append(f"reproduce: python bench/pretraining_pays.py --family {args.family} --corpora {args.corpora} --steps {args.steps} "

@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", required=True, choices=["bert", "roberta", "albert"])
     p.add_argument("--preset", default="mini", help="tiny, mini, small, medium, base, large (default mini)")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE",
-                   help="text: one sentence per line, a blank line between documents (or --format raw)")
+                   help="text: one sentence per line, a blank line between documents (or --format raw); .gz, .xz, .bz2 read as they are")
     p.add_argument("--tokenizer", help="tokenizer.json or directory; default: train the family's tokenizer on the corpus")
     p.add_argument("--train-tokenizer", action="store_true", help="train the family's tokenizer (the default without --tokenizer)")
     p.add_argument("--vocab-size", type=int, default=8000, help="for a trained tokenizer (default 8000)")

@@ -142,3 +142,24 @@ def test_batch_feeds_a_token_classification_model(task_and_data, minilm_tokenize
     preds = task.predict(outputs, feats, train, model.config.id2label)
     assert [len(p["tags"]) for p in preds] == [len(ex.text) for ex in train]
     assert all(t in labels for p in preds for t in p["tags"])
+
+
+def test_tagging_reads_json_lines_like_conll(tmp_path):
+    from bertology.tasks.tagging import TagTask
+
+    conll = tmp_path / "a.conll"
+    conll.write_text("John B-PER\nlives O\nin O\nParis B-LOC\n\nHi O\n")
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text('{"tokens": ["John", "lives", "in", "Paris"], "tags": ["B-PER", "O", "O", "B-LOC"]}\n\n'
+                     '{"tokens": ["Hi"], "tags": ["O"]}\n')
+    a, b = TagTask().read(str(conll)), TagTask().read(str(jsonl))
+    assert [(e.text, e.label) for e in a] == [(e.text, e.label) for e in b]
+    assert b[1].where == f"{jsonl}:3"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"tokens": ["a", "b"], "tags": ["O"]}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: 2 words but 1 tags"):
+        TagTask().read(str(bad))
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text('{"tokens": ["a"], "ner_tags": [3]}\n')
+    with pytest.raises(ValueError, match="tag names"):
+        TagTask().read(str(ids), label_column="ner_tags")

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..nn import activation
+from ..nn import activation, round_up_rows
 from .base import PreTrainedModel
 from .config import EncoderConfig
 from .outputs import (
@@ -55,14 +55,19 @@ class MaskedLMHead(nn.Module):
         self.bias.copy_(p.log() - p.log().mean())
 
     def forward(self, h: torch.Tensor, labels: torch.Tensor | None = None, sparse: bool = False):
+        m = None
         if sparse and labels is not None:
             selected = labels != IGNORE  # (B, T)
             h, labels = h[selected], labels[selected]  # (M, H), (M,)
-        logits = self.decoder(self.norm(self.act(self.dense(h)))) + self.bias  # (B, T, V) or (M, V)
+            m = len(labels)
+            extra = round_up_rows(m) - m  # a few zero rows, ignored by the loss: few distinct matrix shapes
+            h = torch.cat([h, h.new_zeros(extra, h.shape[1])]) if extra else h
+            labels = torch.cat([labels, labels.new_full((extra,), IGNORE)]) if extra else labels
+        logits = self.decoder(self.norm(self.act(self.dense(h)))) + self.bias  # (B, T, V) or (M', V)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
-        return logits, loss
+        return (logits if m is None else logits[:m]), loss  # (B, T, V) or (M, V)
 
 
 class PooledHead(nn.Module):

@@ -1,6 +1,6 @@
 """Building blocks shared by every encoder family."""
 from .activations import activation
-from .attention import MultiHeadSelfAttention, Padding
+from .attention import MultiHeadSelfAttention, Padding, round_up_rows
 from .layer import AttentionBlock, FeedForwardBlock, TransformerLayer, set_dropout
 
-__all__ = ["activation", "MultiHeadSelfAttention", "Padding", "AttentionBlock", "FeedForwardBlock", "TransformerLayer", "set_dropout"]
+__all__ = ["activation", "MultiHeadSelfAttention", "Padding", "round_up_rows", "AttentionBlock", "FeedForwardBlock", "TransformerLayer", "set_dropout"]

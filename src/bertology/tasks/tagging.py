@@ -22,6 +22,7 @@ import torch
 from ..tokenizers.encoding import model_tensors
 from .base import Example, Features, Task
 from .conll import chunks, conlleval, read_conll, split_tag
+from .readers import read_table
 
 IGNORE = -100
 
@@ -95,10 +96,14 @@ class TagTask(Task):
         self.format = format
 
     def read(self, path: str, text_column=None, label_column=None, pair_column=None, **columns) -> list[Example]:
-        """A CoNLL file: word in column text_column (default 0), tag in label_column (default: the last)."""
+        """A CoNLL file: word in column text_column (default 0), tag in label_column (default: the last).
+        A JSON-lines file (.jsonl, .ndjson, .json): one sentence per line, a list of words under
+        text_column (default "tokens") and a list of tag names under label_column (default "tags")."""
         if pair_column is not None or columns:
             raise ValueError(f"{path}: the tag task reads words and tags only; unexpected columns "
                              f"{ {'pair_column': pair_column, **columns} }")
+        if str(path).lower().endswith((".jsonl", ".ndjson", ".json")):
+            return read_tagged_jsonl(path, text_column or "tokens", label_column or "tags")
         word, label = (_column(path, "text_column", text_column, 0), _column(path, "label_column", label_column, -1))
         return read_conll(path, word, label)
 
@@ -211,6 +216,26 @@ def _starts(words: list[str]) -> list[int]:
         out.append(pos)
         pos += len(w) + 1
     return out
+
+
+def read_tagged_jsonl(path: str, words_key: str, tags_key: str) -> list[Example]:
+    """Sentences of a JSON-lines file, {"tokens": [...], "tags": [...]} per line (tags optional for
+    prediction); errors name file:line.
+
+    Tags must be names ("B-PER"): integer ids (as in some dataset dumps) carry no label names to save.
+    """
+    examples = []
+    for row in read_table(path, "jsonl").rows:
+        words, tags = row.values.get(words_key), row.values.get(tags_key)
+        if not isinstance(words, list) or not words or not all(isinstance(w, str) and w for w in words):
+            raise ValueError(f"{row.where}: {words_key!r} must be a non-empty list of words, got {words!r}")
+        if tags is not None:
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                raise ValueError(f"{row.where}: {tags_key!r} must be a list of tag names such as 'B-PER', got {tags!r}")
+            if len(tags) != len(words):
+                raise ValueError(f"{row.where}: {len(words)} words but {len(tags)} tags")
+        examples.append(Example(words, None, tags, id=str(len(examples)), where=row.where))
+    return examples
 
 
 def _column(path: str, key: str, value, default: int) -> int:

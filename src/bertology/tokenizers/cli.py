@@ -55,7 +55,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
 
     t = sub.add_parser("train", help="train BPE / byte-level BPE / WordPiece / Unigram on text files")
-    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line")
+    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly)")
     t.add_argument("--algorithm", choices=ALGORITHMS, default=None,
                    help="default: the family's, or wordpiece")
     t.add_argument("--family", choices=FAMILIES, default=None,

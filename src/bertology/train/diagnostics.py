@@ -3,6 +3,7 @@ predicts word frequencies, or maps every text to the same vector, from one that 
 
 - `unigram_accuracy`: the masked-LM accuracy of always predicting the corpus's most frequent
   token; a held-out MLM accuracy near it is the unigram plateau (the model ignores context).
+- `unigram_loss`: the masked-LM loss of the corpus's unigram distribution, the plateau's height.
 - `mean_pairwise_cosine`: mean cosine similarity over all pairs of vectors; ≈ 1.0 is collapse
   (every text gets nearly the same vector, so a classifier has only tiny differences to work on).
 - `sentence_vectors`: mean-pooled and first-token ([CLS] / <s>) vectors of texts.
@@ -26,6 +27,20 @@ def unigram_accuracy(counts: torch.Tensor, eval_labels: torch.Tensor) -> float:
     if not len(held) or not int(counts.sum()):
         raise ValueError("unigram_accuracy needs token counts and masked evaluation labels")
     return round(float((held == counts.argmax()).float().mean()), 4)
+
+
+def unigram_loss(counts: torch.Tensor, eval_labels: torch.Tensor) -> float:
+    """Cross-entropy (nats) of `eval_labels` under the add-one smoothed unigram distribution of
+    `counts`: the masked-LM loss of a model that ignores context, the plateau's height.
+
+    >>> unigram_loss(torch.tensor([1, 1, 0, 0]), torch.tensor([0, 1, -100]))  # p = 2/6 each
+    1.0986
+    """
+    held = eval_labels[eval_labels != IGNORE]
+    if not len(held):
+        raise ValueError("unigram_loss needs masked evaluation labels")
+    p = (counts.double() + 1) / (counts.double().sum() + len(counts))
+    return round(float(-p[held].log().mean()), 4)
 
 
 def mean_pairwise_cosine(x: torch.Tensor) -> float:

@@ -23,7 +23,7 @@ from ..models import CONFIGS, task_class
 from ..models.params import count
 from ..nn import set_dropout
 from . import distributed as dist
-from .diagnostics import unigram_accuracy
+from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .trainer import Trainer, TrainingArguments
 
@@ -155,9 +155,10 @@ def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
         eval_batches = [heldout.batch(i, eval_size, seed=o.seed + 1) for i in range(n_eval)]
 
         def evaluate(m):
-            return {**evaluate_pretraining(m, eval_batches), "unigram_accuracy": unigram}
+            return {**evaluate_pretraining(m, eval_batches), **unigram}
 
-        unigram = unigram_accuracy(counts, torch.cat([b["labels"].flatten() for b in eval_batches]))
+        eval_labels = torch.cat([b["labels"].flatten() for b in eval_batches])
+        unigram = {"unigram_accuracy": unigram_accuracy(counts, eval_labels), "unigram_loss": unigram_loss(counts, eval_labels)}
 
     trainer = Trainer(model, args, lambda step: store.batch(step, o.batch_size), PretrainingObjective(), evaluate,
                       save_extra=lambda d: tok.save(d / "tokenizer.json"))
