@@ -1,6 +1,5 @@
 """`bertology demo --quick` runs end to end: every table row and every plot, non-empty."""
 import json
-from pathlib import Path
 
 from bertology.cli import main
 

@@ -1,5 +1,4 @@
 """The small-budget recipe's pieces: the MLM output prior, pretraining dropout, the diagnostics."""
-import math
 
 import pytest
 import torch
