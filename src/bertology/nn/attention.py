@@ -19,18 +19,17 @@ from torch import nn
 ROW_MULTIPLE = 64
 
 
-def round_up_rows(n: int, limit: int | None = None, multiple: int = ROW_MULTIPLE) -> int:
-    """n rounded up to a multiple of `multiple` (at most `limit`).
+def round_up_rows(n: int, multiple: int = ROW_MULTIPLE) -> int:
+    """n rounded up to a multiple of `multiple`.
 
     Packed batches have a different number of rows every step; rounding it keeps the matrix
     shapes to a few, so that oneDNN reuses its kernels instead of building new ones (bf16 linear
     layers ran 2.5x slower with a new row count each call than with a fixed one).
 
-    >>> round_up_rows(1900), round_up_rows(1920), round_up_rows(1900, limit=1910)
-    (1920, 1920, 1910)
+    >>> round_up_rows(1900), round_up_rows(1920), round_up_rows(0)
+    (1920, 1920, 0)
     """
-    rounded = -(-n // multiple) * multiple
-    return rounded if limit is None else min(rounded, limit)
+    return -(-n // multiple) * multiple
 
 
 @dataclass
