@@ -226,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-scratch", action="store_true",
                    help="the model directory's architecture and tokenizer, randomly initialised (its random-init twin)")
     p.add_argument("--grid", metavar="LR,LR,…", help="fine-tune at each learning rate × --seeds, choose the rate on mean "
-                   "dev score, report its test mean ± std (needs --dev and --test); --out keeps the best run")
+                   "dev score, report its test mean ± std (needs --dev and --test); --out gets grid.json and the chosen "
+                   "rate's best run")
     p.add_argument("--seeds", default="0,1,2", metavar="S,S,…", help="seeds for --grid (default 0,1,2)")
     p.add_argument("--test", metavar="FILE", help="scored for every --grid run")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out from its last checkpoint")

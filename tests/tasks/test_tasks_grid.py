@@ -29,3 +29,19 @@ def test_grid_needs_dev_and_a_grid(tmp_path):
         finetune_grid(_options(tmp_path, dev=None), "t.tsv")
     with pytest.raises(ValueError, match="positive"):
         finetune_grid(_options(tmp_path), "t.tsv", lrs=(0.0,))
+
+
+def test_grid_from_the_command_line(tmp_path, capsys):
+    from bertology.cli import main
+
+    o = _options(tmp_path)
+    test = _toy(tmp_path / "test.tsv", 16, 3)
+    args = ["finetune", "--model", "bert-tiny", "--tokenizer", o.tokenizer, "--task", "classify", "--train", o.train,
+            "--dev", o.dev, "--test", str(test), "--out", str(tmp_path / "grid"), "--epochs", "1", "--max-length", "24",
+            "--batch-size", "16", "--grid", "2e-3", "--seeds", "0", "--quiet"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "chosen lr 0.002" in printed and "| 0.002 | 0 |" in printed
+    assert json.loads((tmp_path / "grid" / "grid.json").read_text())["runs"][0]["seed"] == 0
+    with pytest.raises(SystemExit, match="--test"):
+        main([a for a in args if a not in ("--test", str(test))])
