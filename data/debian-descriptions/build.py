@@ -43,11 +43,11 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import importlib.util
 import io
 import lzma
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -56,21 +56,24 @@ sys.path.insert(0, str(ROOT / "src"))
 from bertology.data.corpus import split_sentences  # noqa: E402  (the checkout's splitter, on purpose)
 from bertology.io import atomic_path  # noqa: E402
 
+
+def _sections_build():
+    """data/debian-sections/build.py, whose index reader and text folding this corpus shares."""
+    spec = importlib.util.spec_from_file_location("debian_sections_build", ROOT / "data" / "debian-sections" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_sections = _sections_build()
+read_index, fold = _sections.read_index, _sections.fold
+
 HELDOUT = ("dev", "test")
 CORPUS, DOCUMENTS, EXCLUDED = "descriptions.txt.xz", "documents.tsv.xz", "excluded-sources.txt"
 XZ_PRESET = 9
 _BULLET = re.compile(r"([*+o\u2022-])\s+")   # dropped from the item's text
 _ENUMERATOR = re.compile(r"(\d+|[a-z])[.)]\s+")  # kept in the item's text
 _TERM = re.compile(r"[^\s:]+(:| --?)\s+\S")  # "name: ..." / "name -- ...", kept
-
-
-def read_index(path: str | os.PathLike) -> str:
-    """An apt index as text; .lz4 files through the `lz4` command."""
-    path = os.fspath(path)
-    if path.endswith(".lz4"):
-        return subprocess.run(["lz4", "-dc", path], check=True, capture_output=True).stdout.decode("utf-8")
-    with open(path, encoding="utf-8") as f:
-        return f.read()
 
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
@@ -95,15 +98,6 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
         if "Package" in fields:
             out.append(fields)
     return out
-
-
-def fold(text: str) -> str:
-    """The key documents are deduplicated and leakage-checked on.
-
-    >>> fold("  Real-time  Strategy\\ngame ")
-    'real-time strategy game'
-    """
-    return " ".join(text.lower().split())
 
 
 def render(description: str) -> list[str]:

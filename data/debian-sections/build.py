@@ -44,8 +44,9 @@ SEED = 20240517
 _STUB = re.compile(r"\b(transitional|dummy package|metapackage|meta-package)\b", re.I)
 
 
-def read_index(path: str) -> str:
-    """The Packages index as text; .lz4 files through the `lz4` command."""
+def read_index(path: str | os.PathLike) -> str:
+    """An apt index (Packages, Translation-en) as text; .lz4 files through the `lz4` command."""
+    path = os.fspath(path)
     if path.endswith(".lz4"):
         return subprocess.run(["lz4", "-dc", path], check=True, capture_output=True).stdout.decode("utf-8")
     with open(path, encoding="utf-8") as f:
@@ -71,7 +72,7 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
 
 
 def fold(text: str) -> str:
-    """The key descriptions are deduplicated on.
+    """The key descriptions are deduplicated (and, in data/debian-descriptions, leakage-checked) on.
 
     >>> fold("  Real-time  Strategy game ")
     'real-time strategy game'
