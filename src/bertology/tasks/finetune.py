@@ -128,21 +128,20 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     path = Path(o.model)
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)
     torch.manual_seed(o.seed)  # the new head's initial weights (from scratch: every weight) follow the seed
-    if path.is_dir() and o.from_scratch:  # the random-init twin: same architecture and tokenizer, no weights
-        config = read_config(path)
-        config = config.with_labels(head_labels) if head_labels is not None else config
-        return task_class(config.model_type, task.head)(config)
-    if path.is_dir():
+    if path.is_dir() and not o.from_scratch:
         return load_for_task(path, task.head, head_labels)
-    family, _, size = o.model.partition("-")
-    if family not in CONFIGS:
-        raise ValueError(f"{o.model!r}: neither a model directory nor a preset such as bert-mini, roberta-small")
-    pad = tokenizer.token_to_id(FAMILY_SPECIALS["bert" if family == "distilbert" else family][3])
-    config = CONFIGS[family].preset(size, vocab_size=tokenizer.vocab_size,
-                                    **({"pad_token_id": pad} if pad is not None else {}))
+    if path.is_dir():  # the random-init twin: the directory's architecture and tokenizer, no weights
+        config = read_config(path)
+    else:
+        family, _, size = o.model.partition("-")
+        if family not in CONFIGS:
+            raise ValueError(f"{o.model!r}: neither a model directory nor a preset such as bert-mini, roberta-small")
+        pad = tokenizer.token_to_id(FAMILY_SPECIALS["bert" if family == "distilbert" else family][3])
+        config = CONFIGS[family].preset(size, vocab_size=tokenizer.vocab_size,
+                                        **({"pad_token_id": pad} if pad is not None else {}))
     if head_labels is not None:
         config = config.with_labels(head_labels)
-    return task_class(family, task.head)(config)
+    return task_class(config.model_type, task.head)(config)
 
 
 def finetune(o: FinetuneOptions, resume: bool = False) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from torch import nn
 
 from ..io import atomic_write_text
 from . import distributed as dist
-from .schedules import SCHEDULES, schedule
+from .schedules import schedule
 
 Batch = dict[str, torch.Tensor]
 
@@ -67,8 +67,7 @@ class TrainingArguments:
         if self.batch_size % (self.accumulation * dist.world_size()):
             raise ValueError(f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
                              f"world size {dist.world_size()}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown learning-rate schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
+        schedule(self.schedule, self.steps, self.warmup_steps)  # an unknown name fails here, before any write
         self.betas = tuple(self.betas)
 
 
