@@ -1,9 +1,10 @@
-"""SentencePiece .model reader and load_spm(): ids equal SentencePieceProcessor.encode."""
+"""SentencePiece .model reader and spm_spec() (what Tokenizer.load builds from a .model): ids equal
+SentencePieceProcessor.encode."""
 import pytest
 import sentencepiece as spm
 
-from bertology.tokenizers.sentencepiece_model import (SentencePieceNormalizer, load_spm, parse_model,
-                                                       read_model)
+from bertology.tokenizers import Tokenizer
+from bertology.tokenizers.sentencepiece_model import SentencePieceNormalizer, parse_model, read_model, spm_spec
 from test_unigram import GENSIM_DATA, wiki_lines
 
 RUSSIAN = (GENSIM_DATA / "crime-and-punishment.txt").read_text(encoding="utf-8").splitlines()
@@ -52,9 +53,9 @@ def test_pieces_and_specs_equal_sentencepiece(models):
 
 
 @pytest.mark.parametrize("key", ["nfkc", "bytes"])
-def test_load_spm_encodes_like_sentencepiece(models, key):
+def test_spm_spec_encodes_like_sentencepiece(models, key):
     sp = spm.SentencePieceProcessor(model_file=str(models[key]))
-    tok = load_spm(models[key])
+    tok = Tokenizer.from_spec(spm_spec(models[key]))
     texts = wiki_lines(3000, 300) + RUSSIAN + HARD
     for t in texts:
         assert tok.encode(t, add_special_tokens=False).ids == sp.encode(t), t
@@ -73,7 +74,7 @@ def test_normalizer_equals_sentencepiece_normalize(models):
 
 def test_nbest_equals_sentencepiece(models):
     sp = spm.SentencePieceProcessor(model_file=str(models["nfkc"]))
-    model = load_spm(models["nfkc"]).model
+    model = spm_spec(models["nfkc"]).model
     for word in ["international", "tokenization", "Привет", "unbelievable", "the"]:
         ref = sp.nbest_encode(word, nbest_size=6, out_type=str)
         got = [[t.value for t in toks] for toks, _ in model.nbest("▁" + word, 6)]
@@ -94,11 +95,10 @@ def test_truncated_and_malformed_files_raise_clear_errors(models, tmp_path):
 
 def test_bpe_model_type_is_refused_by_name(models):
     with pytest.raises(ValueError, match=r"bpe\.model.*model_type 'bpe' is not supported"):
-        load_spm(models["bpe"])
+        spm_spec(models["bpe"])
 
 
-def test_tokenizer_load_delegates_to_load_spm(models):
-    from bertology.tokenizers import Tokenizer
+def test_tokenizer_load_reads_a_model_file(models):
     sp = spm.SentencePieceProcessor(model_file=str(models["nfkc"]))
     tok = Tokenizer.load(models["nfkc"])
     assert tok.encode("Hello  world, Привет", add_special_tokens=False).ids == sp.encode("Hello  world, Привет")

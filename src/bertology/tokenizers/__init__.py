@@ -10,7 +10,8 @@ from . import decoders, normalizers, post_processors, pre_tokenizers
 from .base import Model, Token
 from .bpe import BPE
 from .encoding import Encoding
-from .tokenizer import AddedToken, Tokenizer
+from .added_tokens import AddedToken
+from .tokenizer import Tokenizer
 from .wordpiece import WordPiece
 
 __all__ = ["Tokenizer", "Encoding", "AddedToken", "Model", "Token", "BPE", "WordPiece", "train",

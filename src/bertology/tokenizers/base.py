@@ -65,17 +65,13 @@ class DictVocabModel(Model):
 
 
 def component_from_json(stage: str, registry: dict, data, kind: str | None = None):
-    """Build a pipeline component from its tokenizer.json object, by its "type" (or `kind`).
-
-    A registry entry is the class, or a function returning it (imported on first use).
-    """
+    """Build a pipeline component from its tokenizer.json object: registry maps its "type"
+    (or `kind`) to the class whose from_json reads it."""
     if kind is None:
         kind = data.get("type") if isinstance(data, dict) else None
     if kind not in registry:
         raise ValueError(f"{stage}: unknown type {kind!r}; known: {sorted(registry)}")
     cls = registry[kind]
-    if not hasattr(cls, "from_json"):
-        cls = cls()
     try:
         return cls.from_json(data)
     except KeyError as e:

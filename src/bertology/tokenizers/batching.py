@@ -1,51 +1,25 @@
-"""Encoding large batches: the garbage collector paused, and optionally several forked processes."""
+"""Encoding a large batch over several forked processes.
+
+`tokenizers` encodes a batch on a thread pool; Python threads would share one interpreter
+lock, so a large batch is cut into contiguous chunks for forked processes instead. A fork
+sees the tokenizer exactly as it is (settings, word cache) without pickling it; only the
+finished (unpadded) encodings travel back, in order. Padding is done after, over the batch.
+
+The work is a function `encode_chunk(texts, pairs) -> list[Encoding]` (pairs: None or a list
+as long as texts), so this module knows nothing of the Tokenizer.
+"""
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import multiprocessing as mp
 import os
 import pickle
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from .encoding import Encoding
 
-if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause Python's cyclic garbage collector while a batch is encoded.
-
-    A batch allocates hundreds of thousands of small tuples and lists (an offset pair per
-    token) and keeps them all, so the collector would keep running and re-scanning them
-    (and the word cache), although encoding makes no reference cycles: that costs about a
-    third of the time. Reference counting still frees everything as usual. Afterwards the
-    young objects go straight to the oldest generation (freeze + unfreeze: two list splices,
-    no scan) rather than being scanned at once as the next young collection would: they
-    are results that live on, and any garbage among them waits for the next full collection.
-    Not done when the program has frozen objects itself (gc.freeze before forking servers).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
-
-
-# -- large batches over worker processes ---------------------------------------------------------
-# `tokenizers` encodes a batch on a thread pool; Python threads would share one interpreter
-# lock, so a large batch is cut into contiguous chunks for forked processes instead. A fork
-# sees this tokenizer exactly as it is (settings, word cache) without pickling it; only the
-# finished (unpadded) encodings travel back, in order. Padding is done after, over the batch.
+EncodeChunk = Callable[[list, "list | None"], "list[Encoding]"]
 
 _PARALLEL_MIN_TEXTS, _PARALLEL_MIN_CHARS = 2_000, 1_000_000
 
@@ -77,11 +51,14 @@ def _chunks(texts: list, n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def _encode_chunk(tok: "Tokenizer", texts, pairs, a: int, b: int, add_special_tokens, truncation, conn) -> None:
+def _slice(items: list | None, a: int, b: int) -> list | None:
+    return items[a:b] if items is not None else None
+
+
+def _worker(encode_chunk: EncodeChunk, texts, pairs, a: int, b: int, conn) -> None:
     """A worker's job: encode texts[a:b] and send back ("ok", encodings) or ("error", exception)."""
     try:
-        result = ("ok", tok._encode_many(texts[a:b], pairs[a:b] if pairs is not None else None,
-                                         add_special_tokens, truncation))
+        result = ("ok", encode_chunk(texts[a:b], _slice(pairs, a, b)))
     except Exception as e:  # raised in the parent, as the serial path would raise it
         result = ("error", e)
     try:
@@ -92,27 +69,24 @@ def _encode_chunk(tok: "Tokenizer", texts, pairs, a: int, b: int, add_special_to
     conn.close()
 
 
-def encode_parallel(tok: "Tokenizer", texts, pairs, add_special_tokens, truncation, n: int) -> list[Encoding]:
-    """texts encoded over n processes: this one takes the first chunk, forks take the rest."""
+def encode_parallel(encode_chunk: EncodeChunk, texts: list, pairs: list | None, n: int) -> list[Encoding]:
+    """encode_chunk(texts, pairs) over n processes: this one takes the first chunk, forks take the rest."""
     ctx = mp.get_context("fork")
     (a0, b0), *rest = _chunks(texts, n)
     jobs = []
     try:
         for a, b in rest:
             recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_encode_chunk, daemon=True,
-                            args=(tok, texts, pairs, a, b, add_special_tokens, truncation, send))
+            p = ctx.Process(target=_worker, daemon=True, args=(encode_chunk, texts, pairs, a, b, send))
             p.start()
             send.close()
             jobs.append((p, recv, a, b))
-        out = tok._encode_many(texts[a0:b0], pairs[a0:b0] if pairs is not None else None,
-                               add_special_tokens, truncation)
+        out = encode_chunk(texts[a0:b0], _slice(pairs, a0, b0))
         for p, recv, a, b in jobs:
             try:
                 status, payload = pickle.loads(recv.recv_bytes())
             except (EOFError, OSError):  # the worker died (killed, out of memory): do its share here
-                status, payload = "ok", tok._encode_many(texts[a:b], pairs[a:b] if pairs is not None else None,
-                                                         add_special_tokens, truncation)
+                status, payload = "ok", encode_chunk(texts[a:b], _slice(pairs, a, b))
             if status == "error":
                 raise payload
             out.extend(payload)

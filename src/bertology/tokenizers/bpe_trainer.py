@@ -26,6 +26,10 @@ import itertools
 from collections import defaultdict
 from typing import Iterable
 
+from tqdm.auto import tqdm
+
+from .bpe import BPE
+
 # A pair (a, b) of symbol ids is packed into one int, a << SHIFT | b: int dict keys hash faster
 # than tuples, and the packed order is the (a, b) lexicographic order the tie-break needs.
 SHIFT = 24
@@ -159,7 +163,6 @@ def initial_vocab(word_counts: dict[str, int], special_tokens: Iterable[str], li
 def _progress(show: bool, total: int, desc: str):
     if not show:
         return None
-    from tqdm.auto import tqdm
     return tqdm(total=total, desc=desc, unit="merge")
 
 
@@ -310,7 +313,6 @@ class BpeTrainer:
 
     def train_from_counts(self, word_counts: dict[str, int]):
         """Train and return a ready `BPE` model."""
-        from .bpe import BPE
         vocab, merges = self.train_vocab(word_counts)
         return BPE(vocab, merges, unk_token=self.unk_token,
                    continuing_subword_prefix=self.continuing_subword_prefix,

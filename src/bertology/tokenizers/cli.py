@@ -11,10 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from .tokenizer import Tokenizer
+from .training import ALGORITHMS, FAMILIES, train
+
 
 def _train(args) -> int:
-    from .training import train
-
     specials = None
     if args.special_tokens is not None:
         specials = [t for t in args.special_tokens.split(",") if t]
@@ -35,8 +36,6 @@ def _train(args) -> int:
 
 
 def _encode(args) -> int:
-    from .tokenizer import Tokenizer
-
     tok = Tokenizer.load(args.tokenizer)
     enc = tok.encode(args.text, args.pair)
     print("tokens: ", json.dumps(enc.tokens, ensure_ascii=False))
@@ -49,8 +48,6 @@ def _encode(args) -> int:
 
 def register(subparsers) -> None:
     """Add the `tokenizer` command (with `train` and `encode`) to a parent's subparsers."""
-    from .training import ALGORITHMS, FAMILIES
-
     p = subparsers.add_parser("tokenizer", help="train a subword tokenizer or encode text with one")
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
 

@@ -31,6 +31,9 @@ import zlib
 from collections import Counter
 from typing import BinaryIO, Iterable, Iterator
 
+from .byte_level import GPT2_PATTERN, to_byte_chars
+from .pre_tokenizers import WhitespaceSplit
+
 _ERRORS = ("strict", "replace")
 # str.split() also splits on these four separators, which the tokenizers' whitespace set does not
 # hold (they are control characters there): a line containing them takes the regex path.
@@ -177,12 +180,10 @@ def _count_chunked(lines, normalizer, pre_tokenizer, bar) -> Counter:
 
 
 def _whitespace_split():
-    from .pre_tokenizers import WhitespaceSplit
     return WhitespaceSplit()
 
 
 def _count_byte_level(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    from .byte_level import GPT2_PATTERN, to_byte_chars
     pieces: Counter = Counter()
     prefix = pre_tokenizer.add_prefix_space
     use_regex = pre_tokenizer.use_regex

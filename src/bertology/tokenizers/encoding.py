@@ -23,7 +23,7 @@ class Encoding:
     sequence_ids: list[int | None] = field(default_factory=list)
     overflowing: list["Encoding"] = field(default_factory=list)
 
-    _FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask",
+    FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask",
                "attention_mask", "sequence_ids")
 
     def __len__(self):
@@ -46,10 +46,10 @@ class Encoding:
         return cls(list(ids), list(tokens), [(0, 0)] * n, [None] * n, [type_id] * n, [1] * n, [1] * n, [None] * n)
 
     def copy(self) -> "Encoding":
-        return Encoding(*(list(getattr(self, f)) for f in self._FIELDS), [o.copy() for o in self.overflowing])
+        return Encoding(*(list(getattr(self, f)) for f in self.FIELDS), [o.copy() for o in self.overflowing])
 
     def _slice(self, a: int, b: int) -> "Encoding":
-        return Encoding(*(getattr(self, f)[a:b] for f in self._FIELDS))
+        return Encoding(*(getattr(self, f)[a:b] for f in self.FIELDS))
 
     def set_sequence_id(self, seq: int) -> None:
         self.sequence_ids = [seq] * len(self.ids)
@@ -71,7 +71,7 @@ class Encoding:
             o.overflowing = []
             o.merge_with(theirs.copy())
             overflowing.append(o)
-        for f in self._FIELDS:
+        for f in self.FIELDS:
             getattr(self, f).extend(getattr(other, f))
         self.overflowing = overflowing
 
@@ -89,7 +89,7 @@ class Encoding:
             return
         if max_length == 0:
             whole = self._slice(0, n)
-            for f in self._FIELDS:
+            for f in self.FIELDS:
                 setattr(self, f, [])
             self.overflowing = [whole]
             return
@@ -114,7 +114,7 @@ class Encoding:
             raise ValueError(f"truncation direction must be 'left' or 'right', got {direction!r}")
         parts = [self._slice(a, b) for a, b in windows]
         main = parts[0]
-        for f in self._FIELDS:
+        for f in self.FIELDS:
             setattr(self, f, getattr(main, f))
         self.overflowing = parts[1:]
 
@@ -125,13 +125,13 @@ class Encoding:
         k = length - len(self.ids)
         if k <= 0:
             return
-        # one pad value per field, in _FIELDS order
+        # one pad value per field, in FIELDS order
         values = (pad_id, pad_token, (0, 0), None, pad_type_id, 1, 0, None)
         if direction == "right":
-            for f, v in zip(self._FIELDS, values):
+            for f, v in zip(self.FIELDS, values):
                 getattr(self, f).extend(repeat(v, k))
         elif direction == "left":
-            for f, v in zip(self._FIELDS, values):
+            for f, v in zip(self.FIELDS, values):
                 setattr(self, f, [v] * k + getattr(self, f))
         else:
             raise ValueError(f"padding direction must be 'left' or 'right', got {direction!r}")

@@ -15,7 +15,7 @@ from itertools import chain, compress, count
 
 from .base import component_from_json
 from .encoding import Encoding
-from .normalizers import _WS_CHARS
+from .normalized_string import WHITESPACE_CHARS
 from .byte_level import ByteLevelSettings
 
 _SEQ = ("A", "B")
@@ -104,7 +104,7 @@ def _spaces_of(tok: str) -> tuple[int, int]:
 def _count_space(tok) -> int:
     n = 0
     for c in tok:
-        if c == "Ġ" or c in _WS_CHARS:
+        if c == "Ġ" or c in WHITESPACE_CHARS:
             n += 1
         else:
             break
@@ -182,7 +182,7 @@ class TemplateProcessing(PostProcessor):
         self._trim([encoding])
         n = len(encoding)
         encoding.type_ids, encoding.sequence_ids = [type_id] * n, [0] * n
-        return Encoding(*(getattr(before, f) + getattr(encoding, f) + getattr(after, f) for f in Encoding._FIELDS))
+        return Encoding(*(getattr(before, f) + getattr(encoding, f) + getattr(after, f) for f in Encoding.FIELDS))
 
     def _single_parts(self) -> tuple[Encoding, int, Encoding] | None:
         """The single template as (specials before $A, $A's type id, specials after); None if it

@@ -14,8 +14,9 @@ from typing import NamedTuple
 import regex
 
 from .base import component_from_json
-from .byte_level import ByteLevelSettings, GPT2_PATTERN, to_byte_chars
-from .normalizers import WHITESPACE, NormalizedString, pattern_from_json
+from .byte_level import BYTE_TO_CHAR, GPT2_PATTERN, ByteLevelSettings, to_byte_chars
+from .normalized_string import WHITESPACE, NormalizedString
+from .normalizers import pattern_from_json
 
 # Rust's is_ascii_punctuation() || Unicode P*: `tokenizers`' notion of BERT punctuation.
 PUNCT = r"\p{P}!-/:-@\[-`{-~"
@@ -55,14 +56,23 @@ def _word_split(unicode_body: str, ascii_body: str, byte_level: bool = False) ->
     return WordSplit(regex.compile(f"({unicode_body})"), re.compile(f"({ascii_body})"), byte_level)
 
 
-_WS, _P = _ascii_members(f"[{WHITESPACE}]"), _ascii_members(f"[{PUNCT}]")
-_S, _L, _N, _W = (_ascii_members(c) for c in (r"\s", r"\p{L}", r"\p{N}", r"\w"))
-_BERT_SPLIT = _word_split(_BERT_RE.pattern, f"[^{_WS}{_P}]+|[{_P}]")
-_NON_WS_SPLIT = _word_split(_NON_WS_RE.pattern, f"[^{_WS}]+")
-_WHITESPACE_SPLIT = _word_split(_WHITESPACE_RE.pattern, f"[{_W}]+|[^{_W}{_WS}]+")
+# The ASCII members of each character class the patterns use (class bodies for stdlib re).
+_ASCII_WHITESPACE = _ascii_members(f"[{WHITESPACE}]")   # Rust's whitespace: what BERT splits on
+_ASCII_PUNCT = _ascii_members(f"[{PUNCT}]")
+_ASCII_SPACE = _ascii_members(r"\s")                     # regex's \s: what GPT-2's pattern uses
+_ASCII_LETTER = _ascii_members(r"\p{L}")
+_ASCII_NUMBER = _ascii_members(r"\p{N}")
+_ASCII_WORD = _ascii_members(r"\w")
+_BERT_SPLIT = _word_split(_BERT_RE.pattern, f"[^{_ASCII_WHITESPACE}{_ASCII_PUNCT}]+|[{_ASCII_PUNCT}]")
+_NON_WS_SPLIT = _word_split(_NON_WS_RE.pattern, f"[^{_ASCII_WHITESPACE}]+")
+_WHITESPACE_SPLIT = _word_split(_WHITESPACE_RE.pattern,
+                                f"[{_ASCII_WORD}]+|[^{_ASCII_WORD}{_ASCII_WHITESPACE}]+")
 # GPT-2's pattern (byte_level.GPT2_PATTERN) spelled with the ASCII classes
-_GPT2_SPLIT = _word_split(GPT2_PATTERN.pattern, f"'s|'t|'re|'ve|'m|'ll|'d| ?[{_L}]+| ?[{_N}]+| ?[^{_S}{_L}{_N}]+"
-                                                f"|[{_S}]+(?![^{_S}])|[{_S}]+", byte_level=True)
+_GPT2_SPLIT = _word_split(
+    GPT2_PATTERN.pattern,
+    f"'s|'t|'re|'ve|'m|'ll|'d| ?[{_ASCII_LETTER}]+| ?[{_ASCII_NUMBER}]+"
+    f"| ?[^{_ASCII_SPACE}{_ASCII_LETTER}{_ASCII_NUMBER}]+|[{_ASCII_SPACE}]+(?![^{_ASCII_SPACE}])|[{_ASCII_SPACE}]+",
+    byte_level=True)
 
 BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
 
@@ -125,8 +135,8 @@ def split_spans(text: str, pattern: "regex.Pattern", behavior: str, invert: bool
 
 
 def _cut(ns: NormalizedString, spans) -> list[NormalizedString]:
-    if ns._align is None:  # fast path: plain slices of the original
-        s, base, orig = ns.normalized, ns._start, ns.original
+    if ns.spans is None:  # fast path: plain slices of the original
+        s, base, orig = ns.normalized, ns.offset, ns.original
         return [NormalizedString(orig, s[a:b], None, base + a) for a, b in spans]
     return [ns.slice(a, b) for a, b in spans]
 
@@ -264,7 +274,7 @@ def byte_map(ns: NormalizedString) -> NormalizedString:
     for c, span in zip(s, old):
         n = len(c.encode("utf-8"))
         align.append(span) if n == 1 else align.extend([span] * n)
-    ns.normalized, ns._align = to_byte_chars(s), align
+    ns.set(to_byte_chars(s), align)
     return ns
 
 
@@ -295,9 +305,7 @@ class ByteLevel(ByteLevelSettings, PreTokenizer):
 
     @staticmethod
     def alphabet() -> list[str]:
-        from .byte_level import BYTE_TO_CHAR
         return list(BYTE_TO_CHAR.values())
-
 
 
 class Metaspace(PreTokenizer):

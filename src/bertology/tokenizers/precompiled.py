@@ -17,7 +17,7 @@ import struct
 
 import regex
 
-from .normalizers import NormalizedString, Normalizer
+from .normalized_string import NormalizedString, Normalizer
 
 _GRAPHEME = regex.compile(r"\X")
 

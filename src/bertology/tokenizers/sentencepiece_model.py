@@ -1,4 +1,4 @@
-"""SentencePiece .model files without protobuf: a small wire-format reader, and load_spm().
+"""SentencePiece .model files without protobuf: a small wire-format reader, and spm_spec().
 
 A .model file is a serialized `ModelProto` (sentencepiece_model.proto):
   1 pieces (repeated: 1 piece string, 2 score float, 3 type enum), 2 trainer_spec,
@@ -6,7 +6,8 @@ A .model file is a serialized `ModelProto` (sentencepiece_model.proto):
   4 remove_extra_whitespaces, 5 escape_whitespaces), 4 self_test_data, 5 denormalizer_spec.
 Only the fields that change encoding are decoded; the rest are skipped by wire type.
 
-load_spm(path) builds a Tokenizer that encodes as SentencePieceProcessor.encode does:
+spm_spec(path) describes a tokenizer that encodes as SentencePieceProcessor.encode does
+(`Tokenizer.load(path)` builds it):
 SentencePieceNormalizer (the charsmap's longest-match rewrite plus SentencePiece's whitespace
 rules) -> Metaspace split before each "▁" -> Unigram (control/unknown/byte/unused pieces are
 never matched in text) -> Metaspace decoder.
@@ -17,8 +18,12 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from .normalizers import NormalizedString, Normalizer
+from .decoders import Metaspace as MetaspaceDecoder
+from .normalized_string import NormalizedString, Normalizer
+from .pre_tokenizers import Metaspace
 from .precompiled import CharsMap
+from .spec import TokenizerSpec
+from .unigram import Unigram
 
 PIECE_TYPES = {1: "normal", 2: "unknown", 3: "control", 4: "user_defined", 5: "unused", 6: "byte"}
 MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
@@ -261,11 +266,10 @@ class SentencePieceNormalizer(Normalizer):
                                   "save the .model file itself")
 
 
-# -- the Tokenizer --------------------------------------------------------------------------
+# -- the tokenizer ------------------------------------------------------------------------------
 
-def unigram_from_spm(model: SentencePieceModel):
+def unigram_from_spm(model: SentencePieceModel) -> Unigram:
     """The Unigram model of a parsed .model, matching only normal and user-defined pieces."""
-    from .unigram import Unigram
     spec = model.trainer_spec
     if spec.model_type != "unigram":
         raise ValueError(f"SentencePiece model_type {spec.model_type!r} is not supported "
@@ -278,11 +282,8 @@ def unigram_from_spm(model: SentencePieceModel):
                    byte_fallback=spec.byte_fallback, unmatchable=unmatchable)
 
 
-def load_spm(path: str | os.PathLike):
-    """A Tokenizer that encodes like `SentencePieceProcessor(model_file=path).encode(text)`."""
-    from .decoders import Metaspace as MetaspaceDecoder
-    from .pre_tokenizers import Metaspace
-    from .tokenizer import Tokenizer
+def spm_spec(path: str | os.PathLike) -> TokenizerSpec:
+    """A tokenizer that encodes like `SentencePieceProcessor(model_file=path).encode(text)`."""
     model = read_model(path)
     try:
         unigram = unigram_from_spm(model)
@@ -297,4 +298,4 @@ def load_spm(path: str | os.PathLike):
     splits = ts.split_by_whitespace and ns.escape_whitespaces and not ts.treat_whitespace_as_suffix
     pre_tokenizer = Metaspace("▁", prepend_scheme="never", split=True) if splits else None
     decoder = MetaspaceDecoder("▁", prepend_scheme="always" if ns.add_dummy_prefix else "never")
-    return Tokenizer(unigram, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=decoder)
+    return TokenizerSpec(unigram, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=decoder)

@@ -25,8 +25,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from . import decoders, normalizers, post_processors, pre_tokenizers
+from .added_tokens import AddedToken
+from .bpe_trainer import BpeTrainer
 from .corpus import count_words, count_words_in_files
-from .tokenizer import AddedToken, Tokenizer
+from .tokenizer import Tokenizer
+from .unigram_trainer import UnigramTrainer
+from .wordpiece_trainer import WordPieceTrainer
 
 ALGORITHMS = ("wordpiece", "bpe", "bytelevel-bpe", "unigram")
 FAMILIES = ("bert", "roberta", "albert", "xlnet")
@@ -126,16 +130,13 @@ def resolve(algorithm: str | None, family: str | None) -> tuple[str, Recipe]:
 def make_trainer(algorithm: str, vocab_size: int, min_frequency: int, special_tokens: list[str],
                  unk_token: str | None, show_progress: bool, **kw):
     if algorithm == "wordpiece":
-        from .wordpiece_trainer import WordPieceTrainer
         return WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
                                 unk_token=unk_token or "[UNK]", show_progress=show_progress, **kw)
     if algorithm in ("bpe", "bytelevel-bpe"):
-        from .bpe_trainer import BpeTrainer
         if algorithm == "bytelevel-bpe":
             kw.setdefault("initial_alphabet", pre_tokenizers.ByteLevel.alphabet())
         return BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
                           unk_token=unk_token, show_progress=show_progress, **kw)
-    from .unigram_trainer import UnigramTrainer
     return UnigramTrainer(vocab_size=vocab_size, special_tokens=special_tokens, unk_token=unk_token,
                           show_progress=show_progress, **kw)
 

@@ -1,7 +1,107 @@
-"""Truncation of single sequences and pairs, with overflowing windows, and padding: as `tokenizers` does them."""
+"""Truncation of single sequences and pairs, with overflowing windows, and padding: as `tokenizers` does them.
+
+A Tokenizer keeps both settings as plain dicts, checked by `truncation_settings` and
+`padding_settings`; `resolve_truncation` / `resolve_padding` merge them with the arguments of one
+encode_batch call.
+
+    truncation  {"max_length", "stride", "strategy", "direction"}
+    padding     {"length" (None: the longest), "direction", "pad_id", "pad_type_id", "pad_token",
+                 "pad_to_multiple_of"}
+"""
 from __future__ import annotations
 
 from .encoding import Encoding
+
+# our name -> tokenizer.json's
+TRUNCATION_STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
+_DIRECTIONS = ("left", "right")
+# tried in order when padding is asked for and none was set up
+DEFAULT_PAD_TOKENS = ("[PAD]", "<pad>", "<|padding|>")
+
+
+def truncation_settings(max_length: int, stride: int = 0, strategy: str = "longest_first",
+                        direction: str = "right") -> dict:
+    """The checked truncation settings.
+
+    >>> truncation_settings(8)
+    {'max_length': 8, 'stride': 0, 'strategy': 'longest_first', 'direction': 'right'}
+    """
+    if strategy not in TRUNCATION_STRATEGIES:
+        raise ValueError(f"truncation strategy must be one of {sorted(TRUNCATION_STRATEGIES)}, got {strategy!r}")
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"truncation direction must be 'left' or 'right', got {direction!r}")
+    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}
+
+
+def padding_settings(direction: str = "right", pad_id: int = 0, pad_type_id: int = 0, pad_token: str = "[PAD]",
+                     length: int | None = None, pad_to_multiple_of: int | None = None) -> dict:
+    """The checked padding settings."""
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"padding direction must be 'left' or 'right', got {direction!r}")
+    return {"length": length, "direction": direction, "pad_id": pad_id, "pad_type_id": pad_type_id,
+            "pad_token": pad_token, "pad_to_multiple_of": pad_to_multiple_of}
+
+
+def resolve_truncation(setting: dict | None, truncation, max_length: int | None, stride: int) -> dict | None:
+    """The truncation one encode_batch call uses: `truncation` None keeps the tokenizer's
+    `setting` (with max_length / stride overridden when given), False turns it off, True or a
+    strategy name turns it on.
+
+    >>> resolve_truncation(None, True, 16, 0)["strategy"]
+    'longest_first'
+    """
+    if truncation is None:
+        if setting is None:
+            return None
+        t = dict(setting)
+        if max_length is not None:
+            t["max_length"] = max_length
+        if stride:
+            t["stride"] = stride
+        return t
+    if truncation is False:
+        return None
+    strategy = "longest_first" if truncation is True else truncation
+    if strategy not in TRUNCATION_STRATEGIES:
+        raise ValueError(f"truncation must be True, False or one of {sorted(TRUNCATION_STRATEGIES)}, got {truncation!r}")
+    if max_length is None:
+        if setting is None:
+            raise ValueError("truncation needs max_length (none given and none set by enable_truncation)")
+        max_length = setting["max_length"]
+    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": "right"}
+
+
+def resolve_padding(setting: dict | None, padding, max_length: int | None, truncation: dict | None,
+                    token_to_id) -> dict | None:
+    """The padding one encode_batch call uses: `padding` None keeps the tokenizer's `setting`,
+    False turns it off, True / "longest" pads to the longest, "max_length" to max_length (or
+    the set length, or the truncation's max_length). Without a setting, the pad token is the
+    first of DEFAULT_PAD_TOKENS that token_to_id knows."""
+    if padding is None:
+        return dict(setting) if setting is not None else None
+    if padding is False:
+        return None
+    base = dict(setting) if setting is not None else _default_padding(token_to_id)
+    if padding is True or padding == "longest":
+        base["length"] = None
+    elif padding == "max_length":
+        if max_length is None:
+            max_length = base.get("length") or (truncation or {}).get("max_length")
+        if max_length is None:
+            raise ValueError("padding='max_length' needs max_length")
+        base["length"] = max_length
+    else:
+        raise ValueError(f"padding must be True, False, 'longest' or 'max_length', got {padding!r}")
+    return base
+
+
+def _default_padding(token_to_id) -> dict:
+    for tok in DEFAULT_PAD_TOKENS:
+        i = token_to_id(tok)
+        if i is not None:
+            return padding_settings(pad_id=i, pad_token=tok)
+    raise ValueError("padding needs a pad token: none of [PAD], <pad> is in the vocabulary; "
+                     "call enable_padding(pad_id=..., pad_token=...)")
 
 
 def truncate_pair(enc: Encoding, pair: Encoding | None, max_length: int, stride: int, strategy: str,

@@ -28,6 +28,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from .bpe_trainer import MASK, SHIFT, _progress, count_pairs, initial_vocab, train_bpe
+from .wordpiece import WordPiece
 
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
 # many entries (re-queued pairs leave stale entries behind; this bounds the memory they take).
@@ -218,7 +219,6 @@ class WordPieceTrainer:
 
     def train_from_counts(self, word_counts: dict[str, int]):
         """Train and return a ready `WordPiece` model."""
-        from .wordpiece import WordPiece
         return WordPiece(self.train_vocab(word_counts), unk_token=self.unk_token,
                          continuing_subword_prefix=self.continuing_subword_prefix,
                          max_input_chars_per_word=self.max_input_chars_per_word)
