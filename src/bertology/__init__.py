@@ -14,7 +14,7 @@ import importlib
 __version__ = "0.1.0"
 
 _WHERE = {
-    "load": "hub", "CheckpointError": "hub", "load_for_task": "hub",
+    "load": "models", "CheckpointError": "models", "load_for_task": "models", "save": "models",
     "from_config": "models", "BertConfig": "models", "RobertaConfig": "models", "AlbertConfig": "models",
     "DistilBertConfig": "models", "EncoderConfig": "models",
     "Tokenizer": "tokenizers",

@@ -3,6 +3,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from .options import add_arguments
+from .tokenizers import cli as tokenizer_cli
+
+_PACKAGE = Path(__file__).resolve().parent
 
 
 def _params(args) -> int:
@@ -19,19 +25,11 @@ def _params(args) -> int:
 
 
 def _pretrain(args) -> int:
+    from .options import from_args
     from .train.pretrain import PretrainOptions, pretrain
 
-    options = PretrainOptions(
-        family=args.family, corpus=args.corpus, out_dir=args.out, preset=args.preset, tokenizer=args.tokenizer,
-        vocab_size=args.vocab_size, steps=args.steps, batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
-        warmup=args.warmup, accumulation=args.accumulation, bf16=args.bf16, seed=args.seed, objective=args.objective,
-        masking=args.masking, packing=args.packing, whole_word=args.whole_word, ngram=args.ngram,
-        dupe_factor=args.dupe_factor, format=args.format, heldout=args.heldout, eval_every=args.eval_every,
-        save_every=args.save_every, keep_last=args.keep_last, log_every=args.log_every, quiet=args.quiet,
-        stop_at=args.stop_at, schedule=args.schedule, dropout=args.dropout, mlm_probability=args.mlm_probability,
-        max_predictions=args.max_predictions, unigram_prior=args.unigram_prior,
-    )
-    summary = pretrain(options, resume=args.resume)
+    options = from_args(PretrainOptions, args)
+    summary = pretrain(options, resume=args.resume, overwrite=args.overwrite)
     final, evaluation = summary["final"], summary["eval"]
     print(f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "
           f"step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}, "
@@ -41,9 +39,9 @@ def _pretrain(args) -> int:
              if evaluation else "")
           + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else ""))
     if summary["interrupted"]:
-        print(f"interrupted: checkpoint written; continue with --resume --out {args.out}")
+        print(f"interrupted: checkpoint written; continue with --resume --out {options.out_dir}")
         return 130
-    print(f"model and tokenizer written to {args.out}")
+    print(f"model and tokenizer written to {options.out_dir}")
     return 0
 
 
@@ -64,7 +62,10 @@ def _finetune_grid(options, args) -> int:
 
     if not (args.dev and args.test):
         raise SystemExit("bertology: error: --grid chooses on --dev and reports --test: give both")
-    result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), _numbers(args.seeds, int, "--seeds"))
+    if args.resume:
+        raise SystemExit("bertology: error: --grid runs from its beginning; --resume continues a single run")
+    result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), _numbers(args.seeds, int, "--seeds"),
+                           overwrite=args.overwrite)
     print("| lr | seed | dev | test |\n|---|---|---|---|")
     for r in result.runs:
         print(f"| {r['lr']:g} | {r['seed']} | {r['dev']:.4f} | {r['test']:.4f} |")
@@ -74,24 +75,22 @@ def _finetune_grid(options, args) -> int:
 
 
 def _finetune(args) -> int:
-    from .tasks.finetune import FinetuneOptions, finetune
+    from .options import from_args
+    from .tasks.finetune import FinetuneOptions
 
-    options = FinetuneOptions(
-        model=args.model, task=args.task, train=args.train, dev=args.dev, out_dir=args.out, tokenizer=args.tokenizer,
-        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=args.max_length, stride=args.stride,
-        warmup_ratio=args.warmup_ratio, bf16=args.bf16, seed=args.seed, columns=_columns(args), quiet=args.quiet,
-        from_scratch=args.from_scratch, stop_at=args.stop_at,
-    )
+    options = from_args(FinetuneOptions, args, columns=_columns(args))
     if args.grid:
         return _finetune_grid(options, args)
-    summary = finetune(options, resume=args.resume)
+    from .tasks.finetune import finetune
+
+    summary = finetune(options, resume=args.resume, overwrite=args.overwrite)
     if summary["interrupted"]:
-        print(f"interrupted at step {summary['steps']}: checkpoint written; continue with --resume --out {args.out}")
+        print(f"interrupted at step {summary['steps']}: checkpoint written; continue with --resume --out {options.out_dir}")
         return 130
     dev = summary["dev"]
     print(f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
           + (f"; best dev (step {summary['best_step']}): " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else ""))
-    print(f"model written to {args.out}")
+    print(f"model written to {options.out_dir}")
     return 0
 
 
@@ -130,6 +129,13 @@ def _predict(args) -> int:
     return 0
 
 
+def _add_run_control(p) -> None:
+    p.add_argument("--resume", action="store_true", help="continue the interrupted run in --out from its last checkpoint")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in a non-empty --out (an earlier run's checkpoints go; files of the user's stay, "
+                        "except those of the same names)")
+
+
 def _add_columns(p) -> None:
     p.add_argument("--text-column", help="column with the text (default: text)")
     p.add_argument("--pair-column", help="column with the second text, for pairs")
@@ -154,7 +160,24 @@ def _demo(args) -> int:
     return run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _options_of(command: str) -> type:
+    if command == "pretrain":
+        from .train.pretrain import PretrainOptions
+
+        return PretrainOptions
+    from .tasks.finetune import FinetuneOptions
+
+    return FinetuneOptions
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command; the options of pretrain / finetune (whose dataclasses import torch) are added
+    for `only` that command, or for all when `only` is None, so the others start fast."""
+
+    def add_options(p, command: str) -> None:
+        if only in (None, command):
+            add_arguments(p, _options_of(command))
+
     parser = argparse.ArgumentParser(
         prog="bertology",
         description="BERT, RoBERTa, ALBERT, DistilBERT and their tokenizers: pretrain, fine-tune, inspect, "
@@ -168,71 +191,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_params)
 
     p = sub.add_parser("pretrain", help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic) or ALBERT (MLM+SOP) on text files")
-    p.add_argument("--family", required=True, choices=["bert", "roberta", "albert"])
-    p.add_argument("--preset", default="mini", help="tiny, mini, small, medium, base, large (default mini)")
-    p.add_argument("--corpus", nargs="+", required=True, metavar="FILE",
-                   help="text: one sentence per line, a blank line between documents (or --format raw); .gz, .xz, .bz2 read as they are")
-    p.add_argument("--tokenizer", help="tokenizer.json or directory; default: train the family's tokenizer on the corpus")
-    p.add_argument("--train-tokenizer", action="store_true", help="train the family's tokenizer (the default without --tokenizer)")
-    p.add_argument("--vocab-size", type=int, default=8000, help="for a trained tokenizer (default 8000)")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--batch-size", type=int, default=32, help="global batch (over accumulation and ranks)")
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--warmup", type=int, default=100, help="warmup steps, then linear decay to 0 (--schedule linear)")
-    p.add_argument("--schedule", choices=["linear", "triangle"], default="linear",
-                   help="linear: warmup then decay (BERT); triangle: from 25%% of --lr to the peak at 75%% of the steps, then to 0")
-    p.add_argument("--dropout", type=float, help="dropout while pretraining (default: the config's 0.1; the saved config keeps it)")
-    p.add_argument("--mlm-probability", type=float, default=0.15, help="share of tokens masked (default 0.15)")
-    p.add_argument("--max-predictions", type=int, help="cap on masked tokens per sequence (default: seq-len × mlm-probability)")
-    p.add_argument("--no-unigram-prior", dest="unigram_prior", action="store_false",
-                   help="start the MLM output bias at zero instead of the corpus's log unigram distribution")
-    p.add_argument("--accumulation", type=int, default=1)
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (AMX on recent Intel CPUs)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--objective", choices=["mlm", "mlm+nsp", "mlm+sop"], help="default: the family's")
-    p.add_argument("--masking", choices=["static", "dynamic"], help="default: static (BERT, ALBERT), dynamic (RoBERTa)")
-    p.add_argument("--packing", choices=["pairs", "full-sentences", "doc-sentences"])
-    p.add_argument("--whole-word", action="store_true", help="mask whole words (WordPiece ##, byte-level Ġ, Unigram ▁)")
-    p.add_argument("--ngram", type=int, help="mask spans of up to N words, p(n) ∝ 1/n (ALBERT default 3)")
-    p.add_argument("--dupe-factor", type=int, default=5, help="copies with different static masks")
-    p.add_argument("--format", choices=["lines", "raw"], default="lines")
-    p.add_argument("--heldout", type=float, default=0.05, help="fraction (or count ≥ 1) of documents held out for evaluation")
-    p.add_argument("--eval-every", type=int)
-    p.add_argument("--save-every", type=int)
-    p.add_argument("--keep-last", type=int, default=2)
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
-    p.add_argument("--stop-at", type=int, metavar="STEP", help="checkpoint and stop at STEP, as if interrupted")
-    p.add_argument("--quiet", action="store_true")
+    add_options(p, "pretrain")
+    _add_run_control(p)
     p.set_defaults(func=_pretrain)
 
     p = sub.add_parser("finetune", help="fine-tune a pretrained directory (or a preset, from scratch) on a labelled task")
-    p.add_argument("--model", required=True, metavar="DIR_OR_PRESET", help="a model directory, or e.g. bert-mini for random init")
-    p.add_argument("--task", required=True, choices=["classify", "pair", "regress", "tag", "qa", "choice"])
-    p.add_argument("--train", required=True, metavar="FILE", help="CSV / TSV / JSON lines, CoNLL (tag), SQuAD JSON (qa)")
-    p.add_argument("--dev", metavar="FILE", help="evaluated each epoch; the best epoch is kept")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--tokenizer", help="default: the model directory's tokenizer.json")
-    p.add_argument("--epochs", type=float, default=3.0)
-    p.add_argument("--lr", type=float, default=5e-5)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--stride", type=int, default=64, help="overlap of QA context windows")
-    p.add_argument("--warmup-ratio", type=float, default=0.1)
-    p.add_argument("--bf16", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--from-scratch", action="store_true",
-                   help="the model directory's architecture and tokenizer, randomly initialised (its random-init twin)")
+    add_options(p, "finetune")
     p.add_argument("--grid", metavar="LR,LR,…", help="fine-tune at each learning rate × --seeds, choose the rate on mean "
                    "dev score, report its test mean ± std (needs --dev and --test); --out gets grid.json and the chosen "
                    "rate's best run")
     p.add_argument("--seeds", default="0,1,2", metavar="S,S,…", help="seeds for --grid (default 0,1,2)")
     p.add_argument("--test", metavar="FILE", help="scored for every --grid run")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out from its last checkpoint")
-    p.add_argument("--stop-at", type=int, metavar="STEP", help="checkpoint and stop at STEP, as if interrupted")
-    p.add_argument("--quiet", action="store_true")
+    _add_run_control(p)
     _add_columns(p)
     p.set_defaults(func=_finetune)
 
@@ -265,24 +235,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a smoke test in under 2 minutes")
     p.add_argument("--budget-minutes", type=float, default=10.0, help="scales the pretraining steps (default 10)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into a non-empty --out that is not an earlier demo's (nothing there is deleted)")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast even where the CPU has fast bf16")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_demo)
 
-    try:
-        from .tokenizers import cli as tokenizer_cli
-    except ImportError:  # the tokenizer package is built in parallel; its command appears once it lands
-        tokenizer_cli = None
-    if tokenizer_cli is not None and hasattr(tokenizer_cli, "register"):
-        tokenizer_cli.register(sub)
+    tokenizer_cli.register(sub)
     return parser
 
 
+def _raised_by_us(error: BaseException) -> bool:
+    """Whether the innermost frame of the error's traceback is bertology's own code (a check that
+    failed on bad input) rather than a library's (which, for a ValueError, may be a bug of ours)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    """The one error boundary: an expected failure (a bad option or input, a file that cannot be
+    read or written) is one line naming the culprit and exit status 2; anything else keeps its
+    traceback, because it is a bug."""
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, FileExistsError, KeyError) as e:
+    except OSError as e:  # missing, unreadable or unwritable files, a full disk: the message names the file
+        print(f"bertology {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        if not _raised_by_us(e):
+            raise
         print(f"bertology {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FAMILIES = {"bert": "WordPiece", "roberta": "byte-level BPE", "albert": "Unigram"}
+FAMILIES = ("bert", "roberta", "albert")  # every family pretrained from scratch here (models.PRETRAINABLE)
 CORPORA = {  # unlabelled pretraining text that ships with the project
     "debian": [ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"],
     "wiki": [ROOT / "data" / "wiki.txt"],
@@ -55,11 +55,13 @@ class Plan:
     @classmethod
     def make(cls, quick: bool, budget_minutes: float, bf16: bool) -> "Plan":
         if quick:
-            return cls("tiny", 2000, 400_000, 32, 16, 24, 1.0, 32, (0,), bf16)
+            return cls(preset="tiny", vocab_size=2000, corpus_bytes=400_000, seq_len=32, batch_size=16, steps=24,
+                       finetune_epochs=1.0, finetune_length=32, seeds=(0,), bf16=bf16)
         # tiny models, 64 × 32 tokens a step: ~4 M tokens per model at the default budget; fine-tuning
         # long enough (10 epochs, best dev epoch kept) that the random-init twin converges too
-        steps = max(60, round(2000 * budget_minutes / 10))
-        return cls("tiny", 8000, None, 32, 64, steps, 10.0, 48, SEEDS, bf16)
+        return cls(preset="tiny", vocab_size=8000, corpus_bytes=None, seq_len=32, batch_size=64,
+                   steps=max(60, round(2000 * budget_minutes / 10)), finetune_epochs=10.0, finetune_length=48,
+                   seeds=SEEDS, bf16=bf16)
 
     @property
     def tokens(self) -> int:
@@ -163,90 +165,125 @@ def fine_tune_both(family: str, out: Path, plan: Plan, resume: bool, quiet: bool
     return scores
 
 
+def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, quiet: bool) -> dict[str, dict]:
+    """Stage 1: each family's tokenizer on the in-domain corpus (kept on --resume)."""
+    from .models import get_family
+    from .tokenizers import Tokenizer, train
+
+    say("\n1/4 tokenizers, trained on data/debian-descriptions", quiet)
+    dev_texts = task_texts("dev")
+    rows = {}
+    for family in FAMILIES:
+        path = out / "tokenizers" / family / "tokenizer.json"
+        algorithm = get_family(family).tokenizer_algorithm
+        t0 = time.perf_counter()
+        if not (resume and path.is_file()):
+            # WordPiece by frequency, as Hugging Face's trainer and Google's vocabularies behave: the
+            # likelihood criterion (bertology's default) needs ~2x the tokens per word at these sizes.
+            extra = {"criterion": "frequency"} if family == "bert" else {}
+            train([str(c) for c in corpus], family=get_family(family).tokenizer, vocab_size=plan.vocab_size,
+                  show_progress=False, **extra).save(path)
+        tok = Tokenizer.load(path)
+        rows[family] = {"tokenizer": algorithm, "vocab": tok.vocab_size, "tokens_per_word": tokens_per_word(tok, dev_texts)}
+        say(f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
+            f"on the task's dev texts ({time.perf_counter() - t0:.1f} s)", quiet)
+    return rows
+
+
+def pretrain_one(family: str, out: Path, plan: Plan, corpus: list[Path], resume: bool, quiet: bool) -> dict | None:
+    """Stage 2 for one family: its row of pretraining numbers, or None when interrupted (checkpointed)."""
+    from .train.pretrain import pretrain
+
+    run_dir = out / "pretrain" / family
+    done = run_dir / "summary.json"
+    t0 = time.perf_counter()
+    reused = resume and done.is_file() and (run_dir / "model.safetensors").is_file()
+    if reused:
+        summary = json.loads(done.read_text())
+    else:
+        options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir), plan.steps,
+                         plan.bf16, batch_size=plan.batch_size, seq_len=plan.seq_len, preset=plan.preset, quiet=quiet)
+        if plan.corpus_bytes:
+            options.heldout = 3
+        continue_run = resume and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+        if not continue_run:
+            shutil.rmtree(run_dir, ignore_errors=True)  # the demo's own stage directory: start it afresh
+        summary = pretrain(options, resume=continue_run)
+        if summary["interrupted"]:
+            return None
+    evaluation = summary["eval"]
+    row = dict(
+        parameters=summary["parameters"], tokens_per_s=summary["final"].get("tokens_per_s", float("nan")),
+        mlm_accuracy=evaluation.get("eval/mlm_accuracy", float("nan")),
+        unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
+        pair_accuracy=evaluation.get("eval/pair_accuracy"), objective=summary["objective"],
+        pretrain_s=stage_seconds(run_dir, time.perf_counter() - t0, reused),
+        pretraining_tokens=summary["steps"] * plan.batch_size * plan.seq_len,
+    )
+    say(f"   {family:<8} {summary['objective']:<8} {summary['parameters']:>10,} parameters  "
+        f"{row['tokens_per_s']:>7,.0f} tokens/s  held-out MLM accuracy {row['mlm_accuracy']:.3f} "
+        f"(unigram {row['unigram_accuracy']:.3f})"
+        + (f"  pair accuracy {row['pair_accuracy']:.3f}" if row["pair_accuracy"] is not None else ""), quiet)
+    return row
+
+
+def baseline_accuracy(quiet: bool) -> float:
+    """The bag-of-words logistic regression every model has to beat."""
+    from .tasks.baseline import BagOfWordsBaseline
+    from .tasks.classification import ClassifyTask
+
+    task = ClassifyTask()
+    baseline = BagOfWordsBaseline().fit(task.read(str(data_path("debian-sections", "train.tsv"))))
+    accuracy = baseline.score(task.read(str(data_path("debian-sections", "test.tsv"))))["accuracy"]
+    say(f"   {'baseline':<8} bag-of-words logistic regression: test accuracy {accuracy:.3f}", quiet)
+    return accuracy
+
+
+def claim_demo_dir(out: Path, resume: bool, overwrite: bool) -> None:
+    """The demo writes only into a directory of its own: a fresh run clears the stages an earlier
+    demo wrote there; a directory of the user's is refused (or, with --overwrite, written into
+    without deleting anything)."""
+    from .io import RUN_MARKER, claim_output_dir
+
+    ours = (out / RUN_MARKER).is_file()
+    claim_output_dir(out, "demo", resume=resume and ours, overwrite=overwrite or ours)
+    if ours and not resume:
+        for stage in ("tokenizers", "pretrain", "finetune", "corpus"):
+            shutil.rmtree(out / stage, ignore_errors=True)
+
+
 def run(args) -> int:
     from .hardware import cpu_summary, precision_probe
     from .models.params import count
-    from .tasks.baseline import BagOfWordsBaseline
-    from .tasks.classification import ClassifyTask
-    from .tokenizers import Tokenizer, train
-    from .train.pretrain import pretrain
 
     out = Path(args.out)
     quiet = args.quiet
+    claim_demo_dir(out, args.resume, args.overwrite)
     plan = Plan.make(args.quick, args.budget_minutes, bf16=not args.fp32 and bool(precision_probe()["bf16_pays"]))
     say(f"bertology demo → {out}  ({'quick' if args.quick else f'budget {args.budget_minutes:g} min'}: "
         f"{plan.preset} models, {plan.steps} steps × {plan.batch_size} × {plan.seq_len} tokens each, "
         f"{'bf16' if plan.bf16 else 'fp32'})\n   {cpu_summary()}", quiet)
     started = time.perf_counter()
-    if not args.resume:  # a fresh run: the demo's own stage directories start empty
-        for stage in ("tokenizers", "pretrain", "finetune"):
-            shutil.rmtree(out / stage, ignore_errors=True)
     corpus = corpus_files(out, plan.corpus_bytes)
-    dev_texts = task_texts("dev")
-    rows: dict[str, dict] = {}
-
-    say("\n1/4 tokenizers, trained on data/debian-descriptions", quiet)
-    for family, algorithm in FAMILIES.items():
-        path = out / "tokenizers" / family / "tokenizer.json"
-        t0 = time.perf_counter()
-        if not (args.resume and path.is_file()):
-            # WordPiece by frequency, as Hugging Face's trainer and Google's vocabularies behave: the
-            # likelihood criterion (bertology's default) needs ~2x the tokens per word at these sizes.
-            extra = {"criterion": "frequency"} if family == "bert" else {}
-            tok = train([str(c) for c in corpus], family=family, vocab_size=plan.vocab_size, show_progress=False, **extra)
-            tok.save(path)
-        tok = Tokenizer.load(path)
-        rows[family] = {"tokenizer": algorithm, "vocab": tok.vocab_size, "tokens_per_word": tokens_per_word(tok, dev_texts)}
-        say(f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
-            f"on the task's dev texts ({time.perf_counter() - t0:.1f} s)", quiet)
+    rows = train_tokenizers(out, plan, corpus, args.resume, quiet)
 
     say(f"\n2/4 pretraining, {plan.tokens:,} tokens each", quiet)
     for family in FAMILIES:
-        run_dir = out / "pretrain" / family
-        done = run_dir / "summary.json"
-        t0 = time.perf_counter()
-        reused = args.resume and done.is_file() and (run_dir / "model.safetensors").is_file()
-        if reused:
-            summary = json.loads(done.read_text())
-        else:
-            options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir), plan.steps,
-                             plan.bf16, batch_size=plan.batch_size, seq_len=plan.seq_len, preset=plan.preset, quiet=quiet)
-            if plan.corpus_bytes:
-                options.heldout = 3
-            resume = args.resume and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
-            if not resume:
-                shutil.rmtree(run_dir, ignore_errors=True)  # nothing to continue: start this stage afresh
-            summary = pretrain(options, resume=resume)
-            if summary["interrupted"]:
-                print(f"interrupted during {family} pretraining; continue with: bertology demo --resume"
-                      + (" --quick" if args.quick else ""))
-                return 130
-        evaluation = summary["eval"]
-        seconds = stage_seconds(run_dir, time.perf_counter() - t0, reused)
-        rows[family].update(
-            parameters=summary["parameters"], tokens_per_s=summary["final"].get("tokens_per_s", float("nan")),
-            mlm_accuracy=evaluation.get("eval/mlm_accuracy", float("nan")),
-            unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
-            pair_accuracy=evaluation.get("eval/pair_accuracy"), objective=summary["objective"], pretrain_s=seconds,
-            pretraining_tokens=summary["steps"] * plan.batch_size * plan.seq_len,
-        )
-        say(f"   {family:<8} {summary['objective']:<8} {summary['parameters']:>10,} parameters  "
-            f"{rows[family]['tokens_per_s']:>7,.0f} tokens/s  held-out MLM accuracy {rows[family]['mlm_accuracy']:.3f} "
-            f"(unigram {rows[family]['unigram_accuracy']:.3f})"
-            + (f"  pair accuracy {rows[family]['pair_accuracy']:.3f}" if rows[family]["pair_accuracy"] is not None else ""),
-            quiet)
+        row = pretrain_one(family, out, plan, corpus, args.resume, quiet)
+        if row is None:
+            print(f"interrupted during {family} pretraining; continue with: bertology demo --resume"
+                  + (" --quick" if args.quick else "") + (f" --out {out}" if str(out) != "runs/demo" else ""))
+            return 130
+        rows[family].update(row)
 
     say(f"\n3/4 fine-tuning on data/debian-sections (description → section), pretrained vs random init: "
         f"lr ∈ {{{', '.join(f'{x:g}' for x in LEARNING_RATES)}}} chosen on dev, {len(plan.seeds)} seed(s)", quiet)
     for family in FAMILIES:
         rows[family]["finetune"] = fine_tune_both(family, out, plan, args.resume, quiet)
-    task = ClassifyTask()
-    baseline = BagOfWordsBaseline().fit(task.read(str(data_path("debian-sections", "train.tsv"))))
-    baseline_accuracy = baseline.score(task.read(str(data_path("debian-sections", "test.tsv"))))["accuracy"]
-    say(f"   {'baseline':<8} bag-of-words logistic regression: test accuracy {baseline_accuracy:.3f}", quiet)
+    baseline = baseline_accuracy(quiet)
 
     say("\n4/4 report", quiet)
-    report = write_report(out, plan, rows, baseline_accuracy, time.perf_counter() - started, count)
+    report = write_report(out, plan, rows, baseline, time.perf_counter() - started, count)
     print("\n" + report["table"])
     print(f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}")
     return 0

@@ -1,14 +1,28 @@
-"""Atomic file writes: a killed job never leaves a half-written artefact."""
+"""The one atomic writer: a killed job never leaves a half-written file or directory, and an
+output directory is only ever written by the command that claimed it.
+
+    >>> with atomic_path("out/model.safetensors") as tmp:   # doctest: +SKIP
+    ...     save_file(tensors, tmp)                          # renamed onto the target only on success
+    >>> with atomic_dir("out/checkpoints/step-00000100") as tmp:   # doctest: +SKIP
+    ...     model.save(tmp)                                  # the whole directory appears at once
+"""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
+
+# Written into every output directory a command creates: what lets a later run (--resume,
+# --overwrite) tell a directory of ours from one of the user's.
+RUN_MARKER = ".bertology-run.json"
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike):
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to `path`; rename it onto `path` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -25,3 +39,88 @@ def atomic_path(path: str | os.PathLike):
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def atomic_copy(source: str | os.PathLike, target: str | os.PathLike) -> None:
+    with atomic_path(target) as tmp:
+        shutil.copyfile(source, tmp)
+
+
+@contextmanager
+def atomic_dir(final: str | os.PathLike, *, exists: str = "error") -> Iterator[Path]:
+    """Yield an empty temporary directory next to `final`; on success it becomes `final` in one rename.
+
+    `exists` says what to do when `final` is already there at the end: "error" (FileExistsError),
+    "replace" (the old directory is moved aside first and removed only after the rename), or
+    "keep" (a concurrent builder got there first: its result stays, ours is discarded).
+    On failure the temporary directory is removed and `final` is as it was.
+    """
+    if exists not in ("error", "replace", "keep"):
+        raise ValueError(f"exists={exists!r}; choose error, replace or keep")
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
+    try:
+        yield tmp
+        if final.exists() and exists == "replace":
+            old = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".old-{final.name}-"))
+            os.replace(final, old / final.name)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+            return
+        try:
+            os.replace(tmp, final)  # fails on an existing non-empty directory
+        except OSError:
+            if not final.exists():
+                raise
+            if exists == "error":
+                raise FileExistsError(f"{final}: already exists") from None
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def is_empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
+
+
+def claim_output_dir(path: str | os.PathLike, command: str, *, resume: bool = False, overwrite: bool = False) -> Path:
+    """Check `path` before anything is written, then mark it as this command's output directory.
+
+    A missing or empty directory is taken. A directory holding files this project did not write
+    (no RUN_MARKER) is refused unless `overwrite`: the user's files are never replaced silently.
+    One of ours is taken with `resume` (continue) or `overwrite` (write over our own files);
+    otherwise refused, so an earlier run is not mixed with a new one.
+    Raises FileExistsError / NotADirectoryError naming the path and the way out.
+    """
+    path = Path(path)
+    for parent in [path, *path.parents]:
+        if parent.exists() and not parent.is_dir():
+            raise NotADirectoryError(f"{path}: {parent} is a file, not a directory")
+    marker = path / RUN_MARKER
+    if path.is_dir() and not is_empty_dir(path):
+        ours = marker.is_file()
+        if not ours and not overwrite:
+            raise FileExistsError(f"{path}: not empty and not written by bertology; choose another --out, "
+                                  "or pass --overwrite to write into it anyway (files of the same names are replaced)")
+        if ours and not (resume or overwrite):
+            raise FileExistsError(f"{path}: holds an earlier {_command_of(marker)} run; continue it with --resume, "
+                                  "start again with --overwrite, or choose another --out")
+    elif resume:
+        raise FileNotFoundError(f"{path}: nothing to resume (no earlier run there)")
+    path.mkdir(parents=True, exist_ok=True)
+    if not marker.is_file():
+        atomic_write_json(marker, {"command": command})
+    return path
+
+
+def _command_of(marker: Path) -> str:
+    try:
+        return str(json.loads(marker.read_text(encoding="utf-8")).get("command", "bertology"))
+    except (OSError, ValueError, AttributeError):
+        return "bertology"

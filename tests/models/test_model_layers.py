@@ -180,7 +180,7 @@ def test_token_types_on_distilbert():
 
 
 def test_load_errors_name_the_file_and_key(bert, tmp_path):
-    with pytest.raises(FileNotFoundError, match="not a directory"):
+    with pytest.raises(FileNotFoundError, match="not a model directory"):
         bertology.load(tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="no config.json"):
         bertology.load(tmp_path)

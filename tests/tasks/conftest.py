@@ -46,10 +46,10 @@ def unigram_tokenizer():
 def tiny_bert():
     """make(head, labels=None, vocab_size=...) -> a 2-layer BERT with that head, seeded, in eval mode."""
     import torch
-    from bertology.models import ARCHITECTURES, CONFIGS
+    from bertology.models import ARCHITECTURES, get_family
 
     def make(head: str, labels=None, vocab_size: int = 30522):
-        cfg = CONFIGS["bert"].preset("tiny", vocab_size=vocab_size)
+        cfg = get_family("bert").preset("tiny", vocab_size=vocab_size)
         if labels is not None:
             cfg = cfg.with_labels(labels)
         torch.manual_seed(0)

@@ -27,18 +27,18 @@ API
   `replace_tokens`, `word_units`, `seeded_generator`.
 """
 from .corpus import FORMATS, count_documents, iter_documents, split_sentences
-from .instances import (FAMILY_SPECIALS, DocumentWindow, PairInstance, Segment, SpecialTokens,
+from .instances import (DocumentWindow, PairInstance, Segment, SpecialTokens,
                         create_pair_instances, pack_sentences, special_tokens, tokenize_document,
                         truncate_pair, word_starts, word_style)
 from .masking import (IGNORE_INDEX, mask_batch, mask_rows, mask_sequence, ngram_probabilities, num_to_predict,
                       replace_tokens, seeded_generator, select_spans, select_spans_rows, word_units)
-from .store import FAMILY_DEFAULTS, InstanceStore, TokenizedCorpus, build_instances, tokenize_corpus
+from .store import InstanceStore, TokenizedCorpus, build_instances, tokenize_corpus
 
 __all__ = [
-    "build_instances", "InstanceStore", "TokenizedCorpus", "tokenize_corpus", "FAMILY_DEFAULTS",
+    "build_instances", "InstanceStore", "TokenizedCorpus", "tokenize_corpus",
     "iter_documents", "split_sentences", "count_documents", "FORMATS",
     "create_pair_instances", "pack_sentences", "truncate_pair", "DocumentWindow", "PairInstance", "Segment",
-    "SpecialTokens", "special_tokens", "FAMILY_SPECIALS", "word_starts", "word_style", "tokenize_document",
+    "SpecialTokens", "special_tokens", "word_starts", "word_style", "tokenize_document",
     "mask_rows", "select_spans_rows", "mask_sequence", "mask_batch", "select_spans", "replace_tokens",
     "word_units", "num_to_predict",
     "ngram_probabilities", "seeded_generator", "IGNORE_INDEX",

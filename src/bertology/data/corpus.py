@@ -80,7 +80,7 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (s.strip() for s in sentences) if s]
 
 
-def _check_files(files) -> list[str]:
+def check_files(files) -> list[str]:
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not files:
         raise CorpusError("no corpus files given")
@@ -101,7 +101,7 @@ def iter_documents(files: str | os.PathLike | Iterable[str | os.PathLike], forma
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
-    for path in _check_files(files):
+    for path in check_files(files):
         block: list[str] = []
         for line in iter_lines(path, errors, keep_newlines=False):
             line = line.strip()

@@ -29,13 +29,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-# The special tokens each family's instances are made of (cls, sep, mask, pad).
-FAMILY_SPECIALS = {
-    "bert": ("[CLS]", "[SEP]", "[MASK]", "[PAD]"),
-    "roberta": ("<s>", "</s>", "<mask>", "<pad>"),
-    "albert": ("[CLS]", "[SEP]", "[MASK]", "<pad>"),
-}
-
+from ..models.family import get_family
 
 @dataclass(frozen=True)
 class SpecialTokens:
@@ -48,9 +42,8 @@ class SpecialTokens:
 
 def special_tokens(tokenizer, family: str) -> SpecialTokens:
     """The family's special token ids, or a ValueError naming every token the tokenizer lacks."""
-    if family not in FAMILY_SPECIALS:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILY_SPECIALS)}")
-    names = FAMILY_SPECIALS[family]
+    roles = get_family(family).specials
+    names = (roles.cls, roles.sep, roles.mask, roles.pad)
     ids = [tokenizer.token_to_id(t) for t in names]
     missing = [t for t, i in zip(names, ids) if i is None]
     if missing:

@@ -50,16 +50,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .corpus import _check_files, iter_documents
+from ..io import atomic_dir
+from ..models.family import PRETRAINABLE, get_family
+from .corpus import check_files, iter_documents
 from .instances import (DocumentWindow, Segment, assemble_pair, assemble_single, create_pair_instances,
                         pack_sentences, special_tokens, tokenize_document, word_style)
 from .masking import IGNORE_INDEX, mask_rows, seeded_generator
 
-FAMILY_DEFAULTS = {  # objective, packing, masking, ngram: as each paper pretrained
-    "bert": ("mlm+nsp", "pairs", "static", 1),
-    "roberta": ("mlm", "full-sentences", "dynamic", 1),
-    "albert": ("mlm+sop", "pairs", "static", 3),
-}
 OBJECTIVES = ("mlm+nsp", "mlm+sop", "mlm")
 PACKINGS = ("pairs", "full-sentences", "doc-sentences")
 MASKINGS = ("static", "dynamic")
@@ -121,26 +118,14 @@ def _open_arrays(directory: Path, arrays: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def _atomic_dir(final: Path, build) -> Path:
-    """Run build(tmp_dir) -> meta, write meta.json, rename tmp_dir to `final` (unless a concurrent
-    builder got there first, in which case its result is used)."""
+def _build_cached(final: Path, build) -> Path:
+    """Run build(tmp_dir) -> meta into a temporary directory that becomes `final` with meta.json in
+    one rename; a finished `final` (or one a concurrent builder finished first) is used as it is."""
     if (final / "meta.json").exists():
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
-    try:
+    with atomic_dir(final, exists="keep") as tmp:
         meta = build(tmp)
-        with open(tmp / "meta.json", "w") as f:
-            json.dump(meta, f, indent=1)
-        try:
-            os.replace(tmp, final)
-        except OSError:
-            if not (final / "meta.json").exists():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     return final
 
 
@@ -209,7 +194,7 @@ def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", er
             w.add(doc_offsets=n_sents)
         return {"files": [os.fspath(f) for f in files], "format": format, "arrays": w.close()}
 
-    return TokenizedCorpus(_atomic_dir(Path(directory), build))
+    return TokenizedCorpus(_build_cached(Path(directory), build))
 
 
 # ---------------------------------------------------------------------------------- the store
@@ -356,9 +341,10 @@ class InstanceStore:
 
 
 def _resolve(family, objective, packing, masking, ngram):
-    if family not in FAMILY_DEFAULTS:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILY_DEFAULTS)}")
-    d_obj, d_pack, d_mask, d_ngram = FAMILY_DEFAULTS[family]
+    paper = get_family(family).pretraining
+    if paper is None:
+        raise ValueError(f"{family} is not pretrained from scratch here; choose one of {', '.join(PRETRAINABLE)}")
+    d_obj, d_pack, d_mask, d_ngram = paper.objective, paper.packing, paper.masking, paper.ngram
     objective = objective or d_obj
     packing = packing or (d_pack if objective != "mlm" else ("full-sentences" if d_pack == "pairs" else d_pack))
     masking, ngram = masking or d_mask, d_ngram if ngram is None else ngram
@@ -386,9 +372,9 @@ def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: i
     full-sentences, dynamic masking; albert = mlm+sop, pairs, static, n-gram (n <= 3) masking of
     whole words. ngram > 1 masks n-grams of words when whole_word=True (ALBERT), of tokens otherwise.
     """
-    files = _check_files(files)
+    files = check_files(files)
     objective, packing, masking, ngram = _resolve(family, objective, packing, masking, ngram)
-    sp = special_tokens(tokenizer, family)
+    specials = special_tokens(tokenizer, family)
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length must be >= 5, got {max_seq_length}")
     if dupe_factor < 1:
@@ -414,14 +400,14 @@ def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: i
     config = BuildConfig(family, max_seq_length, objective, packing, masking, dupe_factor, short_seq_prob,
                          bool(whole_word), int(ngram), mlm_probability, max_predictions_per_seq, seed, negative_window)
     docs_train, docs_held = _split_documents(corpus.num_documents, heldout, seed, where)
-    vocab_ids = sorted(set(tokenizer.get_vocab().values()) - set(sp.all_ids))
-    common = {"mask_id": sp.mask, "special_ids": list(sp.all_ids), "random_ids": vocab_ids}
+    vocab_ids = sorted(set(tokenizer.get_vocab().values()) - set(specials.all_ids))
+    common = {"mask_id": specials.mask, "special_ids": list(specials.all_ids), "random_ids": vocab_ids}
 
     def make(doc_ids, cfg, part):
         static_masks = {"mask_chunk": _MASK_CHUNK} if cfg.masking == "static" else {}
         key = _digest({"tokens": tok_key, "config": cfg.__dict__, "heldout": heldout, "part": part, **static_masks})
-        d = _atomic_dir(cache / f"instances-{key}",
-                        lambda tmp: {**_build_store(tmp, corpus, doc_ids, cfg, sp, where, vocab_ids), **common,
+        d = _build_cached(cache / f"instances-{key}",
+                        lambda tmp: {**_build_store(tmp, corpus, doc_ids, cfg, specials, where, vocab_ids), **common,
                                      "config": cfg.__dict__, "part": part})
         store = InstanceStore(d)
         if cache_dir is None:  # a private temporary cache goes away with the store
@@ -458,14 +444,14 @@ def _split_documents(n_docs: int, heldout: float | int, seed: int, where: str) -
     return [d for d in range(n_docs) if d not in held], sorted(held)
 
 
-def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: BuildConfig, sp, where: str,
+def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: BuildConfig, specials, where: str,
                  random_ids: list[int]) -> dict:
     """Stage 3 (+ 4 for static masking): write the instances of documents `doc_ids`."""
     T = cfg.max_seq_length
     pairs = cfg.packing == "pairs"
     static = cfg.masking == "static"
     spec = {"input_ids": ("int32", (T,)), "lengths": ("int32", ())}
-    if cfg.family != "roberta":
+    if get_family(cfg.family).segments:
         spec["token_type_ids"] = ("int8", (T,))
     if static:
         spec["labels"] = ("int32", (T,))
@@ -474,10 +460,12 @@ def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: Bu
     if pairs:
         spec["sentence_label"] = ("int8", ())
     if cfg.objective == "mlm+nsp" and len(doc_ids) < 2:
-        raise ValueError(f"NSP needs at least two documents; corpus file(s) {where} give {len(doc_ids)}")
+        raise ValueError(f"NSP draws its random next sentences from other documents: it needs at least two, and "
+                         f"{where} leave {len(doc_ids)} for this split once the held-out documents are set aside; "
+                         "give more documents (a blank line separates them) or hold out fewer (--heldout)")
     w = _Writer(tmp, spec)
-    special_ids = torch.tensor(sp.all_ids, dtype=torch.long)
-    mask_kw = dict(mask_id=sp.mask, random_ids=torch.tensor(random_ids, dtype=torch.long), mlm_probability=cfg.mlm_probability,
+    special_ids = torch.tensor(specials.all_ids, dtype=torch.long)
+    mask_kw = dict(mask_id=specials.mask, random_ids=torch.tensor(random_ids, dtype=torch.long), mlm_probability=cfg.mlm_probability,
                    max_predictions=cfg.max_predictions_per_seq, ngram=cfg.ngram)
     count, n_chunks = 0, 0
     # the rows of the current chunk, padded to T, as lists (one per array; word starts when needed)
@@ -487,7 +475,7 @@ def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: Bu
     def emit(ids, types, starts, label=None):
         nonlocal count
         pad = T - len(ids)
-        chunk["input_ids"].append(ids + [sp.pad] * pad)
+        chunk["input_ids"].append(ids + [specials.pad] * pad)
         chunk["lengths"].append(len(ids))
         if cfg.whole_word:
             chunk["word_start"].append(starts + [False] * pad)
@@ -529,10 +517,10 @@ def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: Bu
             for cur in _chain(pending, window):
                 for p in create_pair_instances(cur, T - 3, cfg.short_seq_prob, objective, rng,
                                                window if objective == "nsp" else None):
-                    emit(*assemble_pair(p, sp), label=p.label)
+                    emit(*assemble_pair(p, specials), label=p.label)
         else:
-            for seq in pack_sentences(docs, T - 2, cfg.packing == "full-sentences", sp.sep):
-                emit(*assemble_single(seq, sp))
+            for seq in pack_sentences(docs, T - 2, cfg.packing == "full-sentences", specials.sep):
+                emit(*assemble_single(seq, specials))
     write_chunk()
     arrays = w.close()
     if count == 0:

@@ -23,8 +23,10 @@ from .heads import (
 
 
 class AlbertEncoder(Encoder):
+    """The stack over shared blocks: fewer blocks than layers, run in the order `schedule` gives."""
+
     def __init__(self, config: AlbertConfig):
-        nn.Module.__init__(self)
+        super().__init__()
         self.config = config
         L, G, I = config.num_hidden_layers, config.num_hidden_groups, config.inner_group_num
         n_attention, n_ffn = {"attention": (1, L), "ffn": (L, 1)}.get(config.sharing, (G * I, G * I))

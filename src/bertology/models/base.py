@@ -7,6 +7,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from .checkpoint import save
 from .config import EncoderConfig
 
 
@@ -45,8 +46,6 @@ class PreTrainedModel(nn.Module):
 
     def save(self, path: str | os.PathLike) -> None:
         """Write `config.json` + `model.safetensors` in Hugging Face layout (atomically)."""
-        from ..hub import save
-
         save(self, path)
 
     def num_parameters(self) -> int:

@@ -46,15 +46,10 @@ class Embeddings(nn.Module):
 
 
 class Encoder(nn.Module):
-    """A stack of post-LN layers. `schedule` says which blocks run, in order (ALBERT reuses blocks)."""
-
-    def __init__(self, config: EncoderConfig):
-        super().__init__()
-        self.layers = nn.ModuleList(make_layer(config) for _ in range(config.num_hidden_layers))
+    """Post-LN layers run in the order `schedule` gives; subclasses own the blocks (ALBERT reuses them)."""
 
     def schedule(self) -> Iterator[tuple[AttentionBlock, FeedForwardBlock]]:
-        for layer in self.layers:
-            yield layer.attention, layer.ffn
+        raise NotImplementedError
 
     def forward(self, x: torch.Tensor, padding: Padding, output_hidden_states=False, output_attentions=False):
         hidden_states, attentions = [], []
@@ -68,6 +63,18 @@ class Encoder(nn.Module):
         if output_hidden_states:
             hidden_states.append(padding.unpack(x))
         return x, (tuple(hidden_states) if output_hidden_states else None), (tuple(attentions) if output_attentions else None)
+
+
+class LayerStack(Encoder):
+    """BERT's encoder: one layer of its own per depth."""
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(make_layer(config) for _ in range(config.num_hidden_layers))
+
+    def schedule(self) -> Iterator[tuple[AttentionBlock, FeedForwardBlock]]:
+        for layer in self.layers:
+            yield layer.attention, layer.ffn
 
 
 def make_layer(config: EncoderConfig) -> TransformerLayer:
@@ -116,7 +123,7 @@ class BertModel(EncoderModel):
         return Embeddings(config)
 
     def make_encoder(self, config: EncoderConfig) -> nn.Module:
-        return Encoder(config)
+        return LayerStack(config)
 
     def default_position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.embeddings.default_position_ids(input_ids)

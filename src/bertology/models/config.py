@@ -12,13 +12,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-# Key names that mean the same as a field, per family, where Hugging Face's name differs.
-_COMMON = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-    "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
-    "type_vocab_size", "initializer_range", "layer_norm_eps", "pad_token_id", "classifier_dropout",
-)
-_NOT_WRITTEN = {"transformers_version", "model_type", "architectures", "id2label", "label2id", "num_labels"}
+from ..io import atomic_write_text
+
+# config.json keys that are not fields: written from properties (labels, model_type) or by transformers
+_DERIVED_KEYS = {"transformers_version", "model_type", "architectures", "id2label", "label2id", "num_labels"}
 
 
 @dataclass
@@ -45,13 +42,40 @@ class EncoderConfig:
     architectures: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    # sizes that must be positive integers, and probabilities that must lie in [0, 1)
+    _POSITIVE: ClassVar[tuple[str, ...]] = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                            "intermediate_size", "max_position_embeddings")
+    _PROBABILITIES: ClassVar[tuple[str, ...]] = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+
     def __post_init__(self):
+        name = type(self).__name__
+        for f in self._POSITIVE:
+            value = getattr(self, f)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: {f} must be a positive integer, got {value!r}")
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
+            raise ValueError(f"{name}: type_vocab_size must be an integer ≥ 0, got {self.type_vocab_size!r}")
+        for f in self._PROBABILITIES:
+            value = getattr(self, f)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"{name}: {f} must be a number in [0, 1), got {value!r}")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"{type(self).__name__}: hidden_size {self.hidden_size} is not a multiple of "
                 f"num_attention_heads {self.num_attention_heads}"
             )
         self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
+
+    # ---- positions ------------------------------------------------------------------------
+    @property
+    def position_offset(self) -> int:
+        """Position ids start here (RoBERTa: after the padding index)."""
+        return 0
+
+    @property
+    def max_length(self) -> int:
+        """The longest sequence, special tokens included, the position table holds."""
+        return self.max_position_embeddings - self.position_offset
 
     # ---- labels ---------------------------------------------------------------------------
     @property
@@ -111,7 +135,7 @@ class EncoderConfig:
         for key, value in d.items():
             if key in to_field and key not in ("extra",):
                 kwargs[to_field[key]] = value
-            elif key not in _NOT_WRITTEN:
+            elif key not in _DERIVED_KEYS:
                 extra[key] = value
         kwargs["architectures"] = d.get("architectures")
         if "id2label" in d:
@@ -131,8 +155,6 @@ class EncoderConfig:
             raise ValueError(f"{source}: position_embedding_type {kind!r} is not supported (only 'absolute')")
 
     def save(self, path: str | os.PathLike) -> None:
-        from ..io import atomic_write_text
-
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
@@ -174,6 +196,10 @@ class RobertaConfig(EncoderConfig):
     pad_token_id: int = 1
     bos_token_id: int = 0
     eos_token_id: int = 2
+
+    @property
+    def position_offset(self) -> int:
+        return self.pad_token_id + 1
 
 
 @dataclass
@@ -271,13 +297,3 @@ class DistilBertConfig(EncoderConfig):
         for key in ("type_vocab_size", "layer_norm_eps", "classifier_dropout"):  # fixed in DistilBERT
             d.pop(key)
         return d
-
-
-CONFIGS: dict[str, type[EncoderConfig]] = {c.model_type: c for c in (BertConfig, RobertaConfig, AlbertConfig, DistilBertConfig)}
-
-
-def config_from_dict(d: dict[str, Any], source: str = "config") -> EncoderConfig:
-    model_type = d.get("model_type")
-    if model_type not in CONFIGS:
-        raise ValueError(f"{source}: unknown model_type {model_type!r}; known: {', '.join(CONFIGS)}")
-    return CONFIGS[model_type].from_dict(d, source)

@@ -52,7 +52,9 @@ class DistilBertModel(BertModel):
     config_class = DistilBertConfig
 
     def __init__(self, config: DistilBertConfig, add_pooler: bool = False):
-        super().__init__(config, add_pooler=False)  # there is no pooler to add
+        if add_pooler:
+            raise ValueError("DistilBERT has no pooler: its sentence heads read the [CLS] vector directly")
+        super().__init__(config, add_pooler=False)
 
     def make_embeddings(self, config):
         return DistilBertEmbeddings(config)

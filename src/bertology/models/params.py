@@ -13,8 +13,10 @@ from pathlib import Path
 
 import torch
 
-from . import BACKBONES, CONFIGS
+from .auto import from_config
 from .config import AlbertConfig, EncoderConfig
+from .checkpoint import read_config
+from .family import family_of, resolve_preset
 
 
 @dataclass
@@ -44,19 +46,14 @@ def resolve_config(spec: str) -> tuple[str, EncoderConfig]:
     if path.is_dir():
         path = path / "config.json"
     if path.is_file():
-        from . import config_from_dict
-
-        return str(spec), config_from_dict(json.loads(path.read_text()), source=str(path))
-    family, _, size = spec.partition("-")
-    if family not in CONFIGS or not size:
-        known = ", ".join(f"{f}-{s}" for f, c in CONFIGS.items() for s in c.presets)
-        raise ValueError(f"{spec!r} is neither a config.json, a model directory nor a preset; presets: {known}")
-    return spec, CONFIGS[family].preset(size)
+        return str(spec), read_config(path)
+    family, size = resolve_preset(spec)  # neither a file nor a directory: a preset, or an error listing them
+    return spec, family.preset(size)
 
 
 def count(config: EncoderConfig, name: str = "", seq_length: int = 128) -> ParameterCount:
     with torch.device("meta"):
-        model = BACKBONES[config.model_type](config)
+        model = from_config(config, architecture=family_of(config).backbone)
     c = ParameterCount(name or f"{config.model_type}", seq_length=seq_length)
     emb = model.embeddings
     c.embeddings["word"] = emb.word.weight.numel()

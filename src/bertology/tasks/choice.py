@@ -10,13 +10,12 @@ ending0 … endingN, label) or JSON lines ({"context", "question" or "start" (op
 """
 from __future__ import annotations
 
-import csv
-import json
 from typing import Any
 
 import torch
 
 from .base import Example, Features, Task
+from .readers import read_table
 
 _CONTEXT = ("sent1", "context")
 _START = ("sent2", "question", "start")
@@ -78,24 +77,9 @@ def _row_to_example(row: dict, where: str, text_column, pair_column, label_colum
 
 
 def read_choice(path: str, text_column=None, pair_column=None, label_column=None) -> list[Example]:
-    examples = []
-    with open(path, encoding="utf-8", newline="") as f:
-        if path.endswith((".jsonl", ".json")):
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{n}: not valid JSON ({e})") from None
-                if not isinstance(row, dict):
-                    raise ValueError(f"{path}:{n}: expected an object per line")
-                examples.append(_row_to_example(row, f"{path}:{n}", text_column, pair_column, label_column))
-        else:
-            reader = csv.DictReader(f)
-            for row in reader:
-                examples.append(_row_to_example(row, f"{path}:{reader.line_num}", text_column, pair_column,
-                                                label_column))
+    """Multiple-choice examples from a JSON-lines or CSV / TSV file (readers.read_table)."""
+    examples = [_row_to_example(row.values, row.where, text_column, pair_column, label_column)
+                for row in read_table(path).rows]
     if not examples:
         raise ValueError(f"{path}: no examples")
     return examples

@@ -16,10 +16,12 @@ Scores are percentages, as conlleval prints them.
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from .base import Example
+from .readers import read_text
 
 
 def split_tag(tag: str) -> tuple[str, str]:
@@ -182,27 +184,26 @@ def read_conll(path: str, word_column: int = 0, label_column: int | None = -1) -
             words.clear()
             tags.clear()
 
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            cols = line.split()
-            if not cols:
-                flush()
-                continue
-            if cols[0] == "-DOCSTART-":
-                flush()
-                continue
-            need = max(word_column, label_column if label_column is not None else 0)
-            low = min(word_column, label_column if label_column is not None else 0)
-            if need >= len(cols) or -low > len(cols):
-                raise ValueError(f"{path}:{n}: expected a word in column {word_column} and a label in column "
-                                 f"{label_column}, got {len(cols)} column(s): {line.rstrip()!r}")
-            if label_column is not None and len(cols) < 2:
-                raise ValueError(f"{path}:{n}: a word without a label column: {line.rstrip()!r}")
-            if not words:
-                first_line = n
-            words.append(cols[word_column])
-            if label_column is not None:
-                tags.append(cols[label_column])
+    for n, line in enumerate(io.StringIO(read_text(path), newline=None), 1):  # universal newlines, as open() reads
+        cols = line.split()
+        if not cols:
+            flush()
+            continue
+        if cols[0] == "-DOCSTART-":
+            flush()
+            continue
+        need = max(word_column, label_column if label_column is not None else 0)
+        low = min(word_column, label_column if label_column is not None else 0)
+        if need >= len(cols) or -low > len(cols):
+            raise ValueError(f"{path}:{n}: expected a word in column {word_column} and a label in column "
+                             f"{label_column}, got {len(cols)} column(s): {line.rstrip()!r}")
+        if label_column is not None and len(cols) < 2:
+            raise ValueError(f"{path}:{n}: a word without a label column: {line.rstrip()!r}")
+        if not words:
+            first_line = n
+        words.append(cols[word_column])
+        if label_column is not None:
+            tags.append(cols[label_column])
     flush()
     if not examples:
         raise ValueError(f"{path}: no sentences (a CoNLL file has one 'word ... tag' per line)")

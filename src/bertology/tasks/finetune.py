@@ -10,47 +10,50 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..data import FAMILY_SPECIALS
-from ..io import atomic_write_text
-from ..hub import load_for_task, read_config
-from ..models import CONFIGS, task_class
+from ..io import atomic_copy, atomic_write_json, claim_output_dir
+from ..models import load, load_for_task, read_config, resolve_preset, task_class
 from ..models.heads import IGNORE
+from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
-from ..train.trainer import Trainer, TrainingArguments
+from ..train.trainer import Trainer, TrainingArguments, seeded
 from . import TASKS
 from .base import Features, Task
 
 @dataclass
 class FinetuneOptions:
-    model: str  # a model directory (pretrained) or a preset like "bert-mini" (random initialisation)
-    task: str
-    train: str
-    out_dir: str
-    dev: str | None = None
-    tokenizer: str | None = None  # default: the model directory's tokenizer.json
-    from_scratch: bool = False  # a model directory's architecture and tokenizer, randomly initialised
-    epochs: float = 3.0
-    lr: float = 5e-5
-    batch_size: int = 32
-    max_length: int = 128
-    stride: int = 64
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    bf16: bool = False
-    seed: int = 0
-    columns: dict[str, str] = field(default_factory=dict)  # text_column, pair_column, label_column …
-    quiet: bool = False
-    log_every: int = 10
-    keep_checkpoints: int = 1
-    stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
+    model: str = option(help="a model directory, or a preset such as bert-mini (random initialisation)",
+                        metavar="DIR_OR_PRESET")
+    task: str = option(help="the task head", choices=tuple(TASKS))
+    train: str = option(help="CSV / TSV / JSON lines, CoNLL (tag), SQuAD JSON (qa)", metavar="FILE")
+    out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
+    dev: str | None = option(None, "evaluated each epoch; the best epoch is kept", metavar="FILE")
+    tokenizer: str | None = option(None, "default: the model directory's tokenizer.json")
+    from_scratch: bool = option(False, "the model directory's architecture and tokenizer, randomly initialised "
+                                       "(its random-init twin)")
+    epochs: float = option(3.0, "passes over the training file (fractions allowed)", check=POSITIVE_NUMBER)
+    lr: float = option(5e-5, "peak learning rate", check=POSITIVE_NUMBER)
+    batch_size: int = option(32, "examples per optimizer step", check=POSITIVE)
+    max_length: int = option(128, "tokens per example, special tokens included", check=Check("≥ 8", lambda v: v >= 8))
+    stride: int = option(64, "overlap of QA context windows", check=NON_NEGATIVE)
+    warmup_ratio: float = option(0.1, "share of the steps spent warming up", check=PROBABILITY)
+    weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
+    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX)")
+    seed: int = option(0, "seeds the new head, the example order and dropout")
+    columns: dict[str, str] = option(default_factory=dict, cli=False)  # text_column, pair_column, label_column …
+    quiet: bool = option(False, "no progress bar")
+    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
+    keep_checkpoints: int = option(1, "checkpoints kept", check=POSITIVE)
+    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
+
+    def __post_init__(self):
+        check_options(self)
 
 
 class TaskObjective:
@@ -127,34 +130,74 @@ def evaluate_examples(model, task: Task, tokenizer, examples, max_length: int, s
 def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     path = Path(o.model)
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)
-    torch.manual_seed(o.seed)  # the new head's initial weights (from scratch: every weight) follow the seed
     if path.is_dir() and not o.from_scratch:
         return load_for_task(path, task.head, head_labels)
     if path.is_dir():  # the random-init twin: the directory's architecture and tokenizer, no weights
         config = read_config(path)
     else:
-        family, _, size = o.model.partition("-")
-        if family not in CONFIGS:
-            raise ValueError(f"{o.model!r}: neither a model directory nor a preset such as bert-mini, roberta-small")
-        pad = tokenizer.token_to_id(FAMILY_SPECIALS["bert" if family == "distilbert" else family][3])
-        config = CONFIGS[family].preset(size, vocab_size=tokenizer.vocab_size,
-                                        **({"pad_token_id": pad} if pad is not None else {}))
+        try:
+            record, size = resolve_preset(o.model)
+        except ValueError as e:
+            raise ValueError(f"{o.model!r}: not a model directory, and {e}") from None
+        pad = tokenizer.token_to_id(record.specials.pad)
+        config = record.preset(size, vocab_size=tokenizer.vocab_size, **({"pad_token_id": pad} if pad is not None else {}))
     if head_labels is not None:
         config = config.with_labels(head_labels)
     return task_class(config.model_type, task.head)(config)
 
 
-def finetune(o: FinetuneOptions, resume: bool = False) -> dict[str, Any]:
-    """Fine-tune (or, with `resume`, continue an interrupted run in o.out_dir exactly); returns the summary."""
-    if o.task not in TASKS:
-        raise ValueError(f"unknown task {o.task!r}; known: {', '.join(TASKS)}")
+def _check_model_source(o: FinetuneOptions) -> None:
+    if Path(o.model).is_dir():
+        read_config(o.model)  # a missing or broken config.json fails before anything is written
+        return
+    try:
+        resolve_preset(o.model)
+    except ValueError as e:
+        raise ValueError(f"--model {o.model!r}: no such model directory, and not a preset ({e})") from None
+    if o.from_scratch:
+        raise ValueError(f"--from-scratch takes a model directory (its random-init twin); --model {o.model!r} is a "
+                         "preset, which starts from random weights anyway")
+    if o.tokenizer is None:
+        raise ValueError(f"--model {o.model!r} is a preset: give the tokenizer to use with --tokenizer")
+
+
+def _check_labels(task: Task, labels: list[str] | None, split: str, examples) -> None:
+    """Every label of dev / test must be one the model learns from the training file."""
+    if labels is None or examples is None:
+        return
+    unknown = sorted(set(task.label_set(examples)) - set(labels))
+    if unknown:
+        raise ValueError(f"{split}: label(s) {', '.join(map(repr, unknown[:10]))} never occur in the training file, "
+                         f"so the model cannot predict them (training labels: {', '.join(map(repr, labels[:20]))})")
+
+
+def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
+    """Fine-tune (or, with `resume`, continue an interrupted run in o.out_dir exactly); returns the summary.
+
+    Everything is read and checked before the first write: the model, tokenizer, every split and
+    its labels, --max-length against the model's positions, and the output directory.
+    """
     task = TASKS[o.task]()
     out = Path(o.out_dir)
+    _check_model_source(o)
     tokenizer = load_tokenizer(o.model if Path(o.model).is_dir() else None, o.tokenizer)
     train = task.read(o.train, **o.columns)
     dev = task.read(o.dev, **o.columns) if o.dev else None
     labels = task.label_set(train)
-    model = _build_model(o, task, labels, tokenizer)
+    _check_labels(task, labels, o.dev, dev)
+    with seeded(o.seed):  # the new head's initial weights (from scratch: every weight) and dropout
+        model = _build_model(o, task, labels, tokenizer)
+        if o.max_length > model.config.max_length:
+            raise ValueError(f"--max-length {o.max_length} is longer than the {model.config.max_length} positions "
+                             f"of {o.model}")
+        if dist.is_main():
+            claim_output_dir(out, "finetune", resume=resume, overwrite=overwrite)
+        dist.barrier()
+        return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite)
+
+
+def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labels, out: Path, resume: bool,
+              overwrite: bool) -> dict[str, Any]:
     model.config.extra.update(bertology_task=task.name, bertology_columns=dict(o.columns),
                               bertology_max_length=o.max_length, bertology_stride=o.stride,
                               bertology_task_options=task_options(task))
@@ -182,27 +225,26 @@ def finetune(o: FinetuneOptions, resume: bool = False) -> dict[str, Any]:
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)
             _save(m, out / "tokenizer.json", out / "best")
-            atomic_write_text(best_file, json.dumps(best) + "\n")
+            atomic_write_json(best_file, best)
         return scores
 
     args = TrainingArguments(
         out_dir=str(out), steps=steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=round(o.warmup_ratio * steps),
         weight_decay=o.weight_decay, bf16=o.bf16, seed=o.seed, log_every=o.log_every,
         eval_every=steps_per_epoch if dev else None, keep_last=o.keep_checkpoints, quiet=o.quiet,
-        save_every=steps_per_epoch, stop_at=o.stop_at,
+        save_every=steps_per_epoch, stop_at=o.stop_at, overwrite=overwrite,
     )
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
+    if not resume:
+        tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     trainer = Trainer(model, args, batches, TaskObjective(per_token=task.name == "tag"), evaluate if dev else None,
-                      save_extra=lambda d: shutil.copyfile(out / "tokenizer.json", d / "tokenizer.json"))
+                      save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
         return {"task": task.name, "model": o.model, "steps": result["step"], "interrupted": True, "options": asdict(o)}
     if dist.is_main():
         if dev is not None and best["step"] is not None:
             for f in ("config.json", "model.safetensors", "tokenizer.json"):  # the best epoch becomes the model
-                shutil.copyfile(out / "best" / f, out / f".{f}.tmp")
-                (out / f".{f}.tmp").replace(out / f)
+                atomic_copy(out / "best" / f, out / f)
         else:
             _save(model, out / "tokenizer.json", out)
     summary = {
@@ -211,14 +253,14 @@ def finetune(o: FinetuneOptions, resume: bool = False) -> dict[str, Any]:
         "dev": best["metrics"], "labels": labels, "interrupted": False, "options": asdict(o),
     }
     if dist.is_main():
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        atomic_write_json(out / "summary.json", summary)
     return summary
 
 
 def _save(model, tokenizer_file: Path, directory: Path) -> None:
     model.save(directory)
     if tokenizer_file != directory / "tokenizer.json":
-        shutil.copyfile(tokenizer_file, directory / "tokenizer.json")
+        atomic_copy(tokenizer_file, directory / "tokenizer.json")
 
 
 def task_options(task: Task) -> dict[str, Any]:
@@ -230,8 +272,6 @@ def task_options(task: Task) -> dict[str, Any]:
 
 def load_finetuned(path: str | Path):
     """(model, task, tokenizer, columns) of a directory written by `finetune`."""
-    from ..hub import load
-
     config = read_config(path)
     name = config.extra.get("bertology_task")
     if name not in TASKS:

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from ..io import atomic_write_text
+from ..io import atomic_write_json, claim_output_dir
+from . import TASKS
 from .finetune import FinetuneOptions, evaluate_examples, finetune, load_finetuned
 
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3)
@@ -47,7 +48,7 @@ def _std(values: Sequence[float]) -> float:
 
 
 def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LEARNING_RATES,
-                  seeds: Sequence[int] = SEEDS) -> GridResult:
+                  seeds: Sequence[int] = SEEDS, overwrite: bool = False) -> GridResult:
     """Fine-tune `options` at every rate × seed under options.out_dir; see the module docstring."""
     if not options.dev:
         raise ValueError("finetune_grid chooses the learning rate on dev: options.dev is required")
@@ -56,14 +57,16 @@ def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LE
     if any(not (lr > 0 and math.isfinite(lr)) for lr in lrs):
         raise ValueError(f"learning rates must be positive, got {list(lrs)}")
     root = Path(options.out_dir)
+    test_examples = TASKS[options.task]().read(test, **options.columns)  # a bad test file fails before training
+    claim_output_dir(root, "finetune --grid", overwrite=overwrite)
     runs: list[dict] = []
     for lr in lrs:
         for seed in seeds:
             out = root / f"lr-{lr:g}-seed-{seed}"
-            summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)))
+            summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
             model, task, tokenizer, _ = load_finetuned(out)
-            scores = evaluate_examples(model, task, tokenizer, task.read(test, **options.columns), options.max_length,
-                                       options.stride, options.bf16)
+            scores = evaluate_examples(model, task, tokenizer, test_examples, options.max_length, options.stride,
+                                       options.bf16)
             metric = task.main_metric
             runs.append({"lr": lr, "seed": seed, "dev": summary["dev"][metric], "test": scores[metric], "dir": str(out)})
     mean_dev = {lr: statistics.fmean(r["dev"] for r in runs if r["lr"] == lr) for lr in lrs}
@@ -75,5 +78,5 @@ def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LE
             shutil.rmtree(r["dir"], ignore_errors=True)
     tests = [r["test"] for r in at_chosen]
     result = GridResult(chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs)
-    atomic_write_text(root / "grid.json", json.dumps(result.to_dict(), indent=2) + "\n")
+    atomic_write_json(root / "grid.json", result.to_dict())
     return result

@@ -16,6 +16,7 @@ Errors name file:line and, for a missing column, the columns that are there.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -102,11 +103,26 @@ def file_format(path: str, format: str | None = None) -> str:
     return FORMATS[ext]
 
 
+def read_text(path: str | os.PathLike) -> str:
+    """A task file's text, or an error naming the file: missing, a directory, or not UTF-8 (with
+    the offset of the first bad byte). A byte-order mark is dropped, not read as part of a name."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: a directory, not a data file")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r}); "
+                         "re-save the file as UTF-8") from None
+
+
 def read_table(path: str | os.PathLike, format: str | None = None) -> Table:
     path = os.fspath(path)
     fmt = file_format(path, format)
-    with open(path, encoding="utf-8-sig", newline="") as f:  # -sig: a byte-order mark is not part of a name
-        return _read_jsonl(path, f) if fmt == "jsonl" else _read_delimited(path, f, fmt)
+    f = io.StringIO(read_text(path), newline="")
+    return _read_jsonl(path, f) if fmt == "jsonl" else _read_delimited(path, f, fmt)
 
 
 def _read_delimited(path: str, f, fmt: str) -> Table:

@@ -17,6 +17,7 @@ import string
 from collections import Counter
 
 from .base import Example
+from .readers import read_text
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
@@ -109,8 +110,7 @@ def read_squad(path: str) -> tuple[list[Example], bool]:
     naming the file and question id); ids must be unique.
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):

@@ -24,6 +24,8 @@ from .base import Example, Features, Task
 from .conll import chunks, conlleval, read_conll, split_tag
 from .readers import read_table
 
+MAX_SENTENCE_WORDS = 1000  # a longer 'sentence' is a file without sentence breaks, not a sentence
+
 IGNORE = -100
 
 
@@ -104,8 +106,16 @@ class TagTask(Task):
                              f"{ {'pair_column': pair_column, **columns} }")
         if str(path).lower().endswith((".jsonl", ".ndjson", ".json")):
             return read_tagged_jsonl(path, text_column or "tokens", label_column or "tags")
+        if str(path).lower().endswith(".csv"):
+            raise ValueError(f"{path}: the tag task reads CoNLL (one word and its tag per line, a blank line between "
+                             "sentences) or JSON lines ({\"tokens\": [...], \"tags\": [...]}), not CSV")
         word, label = (_column(path, "text_column", text_column, 0), _column(path, "label_column", label_column, -1))
-        return read_conll(path, word, label)
+        examples = read_conll(path, word, label)
+        if len(examples) == 1 and len(examples[0].text) > MAX_SENTENCE_WORDS:
+            raise ValueError(f"{path}: read as CoNLL, the whole file is one sentence of {len(examples[0].text):,} words; "
+                             "CoNLL separates sentences with blank lines (is it a table of texts and labels? the "
+                             "tag task needs one word per line)")
+        return examples
 
     def label_set(self, examples: list[Example]) -> list[str]:
         tags = {t for ex in examples for t in (ex.label or [])}

@@ -1,6 +1,6 @@
 """The pretraining job: corpus → tokenizer → instances → model → Trainer → Hugging Face directory.
 
-Each family's defaults follow its paper (see data.FAMILY_DEFAULTS): BERT MLM + NSP, static masks
+Each family's defaults follow its paper (its record's `pretraining`, models/family.py): BERT MLM + NSP, static masks
 over pairs; RoBERTa MLM only, dynamic masks over FULL-SENTENCES packing, byte-level BPE; ALBERT
 MLM + SOP with n-gram masking, factorized embeddings and shared layers. Every one is overridable.
 
@@ -10,72 +10,84 @@ checkpoints/ and the instance cache.
 """
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..data import FAMILY_SPECIALS, build_instances
-from ..models import CONFIGS, task_class
+from ..data import FORMATS, build_instances
+from ..data.corpus import check_files
+from ..data.store import MASKINGS, OBJECTIVES, PACKINGS
+from ..models import PRETRAINABLE, get_family, task_class
+from ..io import atomic_write_json, claim_output_dir
 from ..models.params import count
 from ..nn import set_dropout
+from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
+                       check_options, option)
 from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
-from .trainer import Trainer, TrainingArguments
-
-TOKENIZER_FAMILY = {"bert": "bert", "roberta": "roberta", "albert": "albert"}
-
+from ..tokenizers import Tokenizer, train
+from .trainer import Trainer, TrainingArguments, seeded
 
 @dataclass
 class PretrainOptions:
-    family: str
-    corpus: list[str]
-    out_dir: str
-    preset: str = "mini"
-    tokenizer: str | None = None  # a tokenizer.json / directory; None = train the family's tokenizer
-    vocab_size: int = 8000
-    steps: int = 1000
-    batch_size: int = 32
-    seq_len: int = 128
-    lr: float = 5e-4
-    warmup: int = 100  # steps, for the linear schedule
-    schedule: str = "linear"  # linear (BERT's warmup + decay) | triangle (budget-tied one-cycle, Cramming)
-    dropout: float | None = None  # dropout while pretraining; None = the config's (0.1); saved configs keep theirs
-    unigram_prior: bool = True  # start the MLM output bias at the corpus's log unigram distribution
-    weight_decay: float = 0.01
-    accumulation: int = 1
-    max_grad_norm: float = 1.0
-    bf16: bool = False
-    seed: int = 0
-    objective: str | None = None  # mlm | mlm+nsp | mlm+sop
-    masking: str | None = None  # static | dynamic
-    packing: str | None = None  # pairs | full-sentences | doc-sentences
-    whole_word: bool = False
-    ngram: int | None = None
-    dupe_factor: int = 5
-    mlm_probability: float = 0.15
-    max_predictions: int | None = None
-    format: str = "lines"
-    heldout: float = 0.05
-    eval_every: int | None = None
-    eval_batches: int = 8
-    save_every: int | None = None
-    keep_last: int = 2
-    log_every: int = 10
-    quiet: bool = False
-    stop_at: int | None = None
-    config_overrides: dict[str, Any] = field(default_factory=dict)
+    family: str = option(help="the model family", choices=PRETRAINABLE)
+    corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
+                                    ".gz, .xz, .bz2 read as they are", metavar="FILE")
+    out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
+    preset: str = option("mini", "tiny, mini, small, medium, base, large")
+    tokenizer: str | None = option(None, "tokenizer.json or directory; default: train the family's tokenizer on the corpus")
+    vocab_size: int = option(8000, "for a trained tokenizer", check=POSITIVE)
+    steps: int = option(1000, "optimizer steps", check=POSITIVE)
+    batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
+    seq_len: int = option(128, "tokens per sequence, special tokens included", check=Check("≥ 8", lambda v: v >= 8))
+    lr: float = option(5e-4, "peak learning rate", check=POSITIVE_NUMBER)
+    warmup: int = option(100, "warmup steps, then linear decay to 0 (--schedule linear)", check=NON_NEGATIVE)
+    schedule: str = option("linear", "linear: warmup then decay (BERT); triangle: from 25% of --lr to the peak at 75% "
+                                     "of the steps, then to 0", choices=("linear", "triangle"))
+    dropout: float | None = option(None, "dropout while pretraining (default: the config's 0.1; the saved config "
+                                         "keeps it)", check=DROPOUT)
+    unigram_prior: bool = option(True, "start the MLM output bias at the corpus's log unigram distribution "
+                                       "(--no-unigram-prior: at zero)")
+    weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
+    accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
+    max_grad_norm: float = option(1.0, "gradient clipping norm", check=POSITIVE_NUMBER)
+    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX)")
+    seed: int = option(0, "seeds the model's initial weights, the instances and the masks")
+    objective: str | None = option(None, "default: the family's", choices=OBJECTIVES)
+    masking: str | None = option(None, "default: static (BERT, ALBERT), dynamic (RoBERTa)", choices=MASKINGS)
+    packing: str | None = option(None, "default: pairs with a pair objective, else full-sentences", choices=PACKINGS)
+    whole_word: bool = option(False, "mask whole words (WordPiece ##, byte-level Ġ, Unigram ▁)")
+    ngram: int | None = option(None, "mask spans of up to N words, p(n) ∝ 1/n (ALBERT default 3)", check=POSITIVE)
+    dupe_factor: int = option(5, "copies with different static masks", check=POSITIVE)
+    mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
+    max_predictions: int | None = option(None, "cap on masked tokens per sequence (default: seq-len × mlm-probability)",
+                                         check=POSITIVE)
+    format: str = option("lines", "corpus format", choices=FORMATS)
+    heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
+    eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
+    eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
+    save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
+    keep_last: int = option(2, "checkpoints kept", check=POSITIVE)
+    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
+    quiet: bool = option(False, "no progress bar")
+    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
+    config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
+
+    def __post_init__(self):
+        check_options(self)
 
 
 def _tokenizer(o: PretrainOptions, out: Path, resume: bool):
-    from ..tokenizers import Tokenizer, train
-
+    """The run's tokenizer, written to out/tokenizer.json: the checkpoint's own on resume, the
+    user's (--tokenizer), or the family's trained on the corpus."""
     saved = out / "tokenizer.json"
-    if resume and saved.is_file():
+    if resume:
+        if not saved.is_file():
+            raise FileNotFoundError(f"{saved}: missing, so the run in {out} cannot be resumed")
         return Tokenizer.load(saved)  # the vocabulary the checkpoint was trained with
     if o.tokenizer is not None:
         tok = Tokenizer.load(o.tokenizer)
@@ -83,7 +95,7 @@ def _tokenizer(o: PretrainOptions, out: Path, resume: bool):
         # BERT's WordPiece by frequency (Hugging Face's rule): the likelihood criterion, bertology's
         # default for `tokenizer train`, needs ~1.8x the tokens per word at these vocabulary sizes.
         extra = {"criterion": "frequency"} if o.family == "bert" else {}
-        tok = train(o.corpus, family=TOKENIZER_FAMILY[o.family], vocab_size=o.vocab_size, show_progress=not o.quiet, **extra)
+        tok = train(o.corpus, family=get_family(o.family).tokenizer, vocab_size=o.vocab_size, show_progress=not o.quiet, **extra)
     if dist.is_main():
         tok.save(saved)
     dist.barrier()
@@ -91,32 +103,43 @@ def _tokenizer(o: PretrainOptions, out: Path, resume: bool):
 
 
 def _model(o: PretrainOptions, tok, objective: str):
-    cfg_cls = CONFIGS[o.family]
-    pad_token = FAMILY_SPECIALS[o.family][3]
-    pad = tok.token_to_id(pad_token)
+    record = get_family(o.family)
+    pad = tok.token_to_id(record.specials.pad)
     if pad is None:
-        raise ValueError(f"tokenizer has no {pad_token} token, which {o.family} pads with")
-    positions = o.seq_len + (2 if o.family == "roberta" else 0)  # RoBERTa's positions start at padding_idx + 1
-    config = cfg_cls.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad,
-                            max_position_embeddings=max(positions, 64), **o.config_overrides)
+        raise ValueError(f"tokenizer has no {record.specials.pad} token, which {o.family} pads with")
+    config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad, **o.config_overrides)
+    if "max_position_embeddings" not in o.config_overrides:  # sized to the sequences, within the preset's table
+        if o.seq_len > config.max_length:
+            raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
+                             f"{o.family}-{o.preset} preset")
+        config.max_position_embeddings = max(o.seq_len + config.position_offset, 64)
     head = "ForPreTraining" if objective in ("mlm+nsp", "mlm+sop") else "ForMaskedLM"
     if (o.family, objective) in (("bert", "mlm+sop"), ("albert", "mlm+nsp")):
         raise ValueError(f"{o.family} has no {objective} head (BERT pairs with NSP, ALBERT with SOP)")
-    torch.manual_seed(o.seed)
     model = task_class(o.family, head)(config)
     return model if o.dropout is None else set_dropout(model, o.dropout)
 
 
-def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
-    """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json)."""
-    if o.family not in TOKENIZER_FAMILY:
-        raise ValueError(f"unknown family {o.family!r}; pretraining supports {', '.join(TOKENIZER_FAMILY)}")
-    for f in o.corpus:
-        if not Path(f).is_file():
-            raise FileNotFoundError(f"{f}: corpus file not found")
+def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
+    """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json).
+
+    Everything is checked before the first write: the options, the corpus files, a given
+    tokenizer, and the output directory (a directory of the user's is refused; an earlier run of
+    ours is continued with `resume` or started afresh with `overwrite`).
+    """
+    check_files(o.corpus)
+    if o.tokenizer is not None:
+        Tokenizer.load(o.tokenizer)  # a bad tokenizer file fails now, not after the output directory is set up
     dist.init_from_env()
     out = Path(o.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if dist.is_main():
+        claim_output_dir(out, "pretrain", resume=resume, overwrite=overwrite)
+    dist.barrier()
+    with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
+        return _pretrain(o, out, resume, overwrite)
+
+
+def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume)
 
     def build():
@@ -145,7 +168,7 @@ def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
         out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
         seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every,
-        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at,
+        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite,
     )
     heldout = store.heldout
     evaluate = None
@@ -175,5 +198,5 @@ def pretrain(o: PretrainOptions, resume: bool = False) -> dict[str, Any]:
     }
     if dist.is_main() and not result["interrupted"]:
         model.save(out)  # the final model, next to tokenizer.json
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        atomic_write_json(out / "summary.json", summary)
     return summary

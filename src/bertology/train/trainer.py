@@ -18,21 +18,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import random
 import shutil
 import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
 
-from ..io import atomic_write_text
+from ..io import atomic_dir, atomic_write_text
+from ..models.checkpoint import load_state, read_weights
 from . import distributed as dist
 from .schedules import schedule
 
@@ -60,6 +60,7 @@ class TrainingArguments:
     keep_last: int = 2
     quiet: bool = False
     stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
+    overwrite: bool = False  # start afresh over an earlier run in out_dir (its checkpoints and metrics go)
 
     def __post_init__(self):
         if self.steps < 1:
@@ -85,6 +86,15 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
         {"params": [p for p in params if id(p) not in no_decay], "weight_decay": weight_decay},
         {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0},
     ]
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """torch's global random state seeded with `seed` inside the block and restored after it: for
+    what draws from it (weight initialisation, dropout) without changing the caller's stream."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 class Trainer:
@@ -120,20 +130,11 @@ class Trainer:
             dist.barrier()
             return None
         final = self.checkpoint_dir / f"step-{self.step:08d}"
-        tmp = self.checkpoint_dir / f".tmp-step-{self.step:08d}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            tmp.mkdir(parents=True)
+        with atomic_dir(final, exists="replace") as tmp:  # a killed run leaves the previous checkpoint as it was
             self.model.save(tmp)
             if self.save_extra is not None:
                 self.save_extra(tmp)
             torch.save(self._trainer_state(), tmp / "trainer_state.pt")
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)  # the previous checkpoint stays as it was
-            raise
         for old in self.checkpoints()[:-self.args.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
         dist.barrier()
@@ -144,16 +145,13 @@ class Trainer:
             "step": self.step,
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "python_rng": random.getstate(),
+            "torch_rng": torch.get_rng_state(),  # dropout's stream (inside train()'s forked state)
             "args": json.dumps(asdict(self.args), default=str),
             "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
         }
 
     def resume(self, checkpoint: Path | None = None) -> int:
         """Continue from the newest checkpoint (or `checkpoint`): weights, optimizer, schedule, rngs, data position."""
-        from ..hub import read_weights, load_state
-
         checkpoint = checkpoint or (self.checkpoints()[-1] if self.checkpoints() else None)
         if checkpoint is None:
             raise FileNotFoundError(f"{self.checkpoint_dir}: no checkpoint to resume from")
@@ -174,8 +172,7 @@ class Trainer:
         load_state(self.model, tensors, source, strict=True)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        random.setstate(state["python_rng"])
+        torch.set_rng_state(state["torch_rng"])  # train() forks the global state: the caller's is untouched
         self.step = int(state["step"])
         self._truncate_metrics(self.step)
         return self.step
@@ -233,9 +230,18 @@ class Trainer:
         self._stop_signal = signum  # finish the current step, then checkpoint and stop
 
     def train(self, resume: bool = False) -> dict[str, Any]:
+        """Train to args.steps (or continue the newest checkpoint with `resume`). Dropout draws from
+        a fork of torch's global random state, so the caller's state is as it was afterwards."""
+        with torch.random.fork_rng(devices=[]):
+            return self._train(resume)
+
+    def _train(self, resume: bool) -> dict[str, Any]:
         args = self.args
         if resume:
             self.resume()
+        elif args.overwrite and dist.is_main():
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            self.metrics_file.unlink(missing_ok=True)
         elif self.checkpoints() or (dist.is_main() and self.metrics_file.is_file()):
             raise FileExistsError(f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
                                   "with resume (--resume) or write to a new directory")

@@ -1,0 +1,97 @@
+"""Which class a model is: every architecture by its transformers name, and reading a directory
+into the class its config.json names (what transformers' Auto classes do)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .albert import (
+    AlbertForMaskedLM, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForQuestionAnswering,
+    AlbertForSequenceClassification, AlbertForTokenClassification, AlbertModel,
+)
+from .base import PreTrainedModel
+from .bert import (
+    BertForMaskedLM, BertForMultipleChoice, BertForNextSentencePrediction, BertForPreTraining,
+    BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, BertModel,
+)
+from .checkpoint import load_state, read_config, read_weights
+from .config import EncoderConfig
+from .distilbert import (
+    DistilBertForMaskedLM, DistilBertForMultipleChoice, DistilBertForQuestionAnswering,
+    DistilBertForSequenceClassification, DistilBertForTokenClassification, DistilBertModel,
+)
+from .family import FAMILIES, get_family
+from .roberta import (
+    RobertaForMaskedLM, RobertaForMultipleChoice, RobertaForQuestionAnswering, RobertaForSequenceClassification,
+    RobertaForTokenClassification, RobertaModel,
+)
+
+ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
+    cls.__name__: cls
+    for cls in (
+        BertModel, BertForPreTraining, BertForMaskedLM, BertForNextSentencePrediction, BertForSequenceClassification,
+        BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice,
+        RobertaModel, RobertaForMaskedLM, RobertaForSequenceClassification, RobertaForTokenClassification,
+        RobertaForQuestionAnswering, RobertaForMultipleChoice,
+        AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
+        AlbertForTokenClassification, AlbertForQuestionAnswering, AlbertForMultipleChoice,
+        DistilBertModel, DistilBertForMaskedLM, DistilBertForSequenceClassification, DistilBertForTokenClassification,
+        DistilBertForQuestionAnswering, DistilBertForMultipleChoice,
+    )
+}
+# every family's backbone and heads are here under the names its record gives them
+assert all(f.backbone in ARCHITECTURES and all(f.class_prefix + h in ARCHITECTURES for h in f.heads)
+           for f in FAMILIES.values())
+
+
+def task_class(model_type: str, head: str) -> type[PreTrainedModel]:
+    """A family's class for a head: task_class("albert", "ForMaskedLM") is AlbertForMaskedLM."""
+    return ARCHITECTURES[get_family(model_type).class_name(head)]
+
+
+def from_config(config: EncoderConfig, architecture: str | None = None) -> PreTrainedModel:
+    """Build a randomly initialised model; `architecture` defaults to the config's, else the backbone."""
+    name = architecture or (config.architectures[0] if config.architectures else get_family(config.model_type).backbone)
+    if name not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {name!r}; known: {', '.join(ARCHITECTURES)}")
+    cls = ARCHITECTURES[name]
+    if cls.config_class is not type(config):
+        raise ValueError(f"architecture {name} takes a {cls.config_class.__name__}, not a {type(config).__name__}")
+    return cls(config)
+
+
+def load(path: str | os.PathLike, architecture: str | None = None, strict: bool = True) -> PreTrainedModel:
+    """Read a local Hugging Face directory into the bertology model its config's `architectures` names.
+
+    `strict=False` turns missing keys (left randomly initialised) and unexpected keys into warnings.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: not a model directory" + ("" if path.exists() else " (it does not exist)"))
+    config = read_config(path)
+    try:
+        model = from_config(config, architecture)
+    except ValueError as e:
+        raise ValueError(f"{path / 'config.json'}: {e}") from None
+    tensors, source = read_weights(path)
+    load_state(model, tensors, source, strict)
+    return model.eval()
+
+
+def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | None = None) -> PreTrainedModel:
+    """A pretrained backbone (read from any head's checkpoint, or a bare one) under a new, randomly
+    initialised task head, e.g. `load_for_task("bert-dir", "ForSequenceClassification", ["neg", "pos"])`.
+
+    The checkpoint's own head weights (MLM, NSP …) are dropped; a pooler the checkpoint lacks (an
+    MLM-only checkpoint) is initialised randomly with a warning; any other missing weight is an error.
+    """
+    path = Path(path)
+    config = read_config(path)
+    if labels is not None:
+        config = config.with_labels(labels)
+    cls = task_class(config.model_type, head)
+    config.architectures = [cls.__name__]
+    model = cls(config)
+    tensors, source = read_weights(path)
+    load_state(model, tensors, source, strict=True, backbone_only=True)
+    return model

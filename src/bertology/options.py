@@ -1,0 +1,135 @@
+"""Options declared once: a job's dataclass field is its command-line flag, default, help and valid range.
+
+    >>> @dataclass
+    ... class Job:
+    ...     steps: int = option(100, "optimizer steps", check=POSITIVE)
+    ...     def __post_init__(self):
+    ...         check_options(self)
+    >>> Job(steps=0)
+    Traceback (most recent call last):
+    ...
+    bertology.options.OptionError: --steps 0: must be ≥ 1 (optimizer steps)
+
+`add_arguments(parser, Job)` adds `--steps` (type int, default 100, the help and the default shown)
+and `from_args(Job, args)` builds the dataclass from the parsed namespace, so the CLI and the
+Python API share one declaration and one validation.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import typing
+from dataclasses import MISSING, dataclass
+from typing import Any, Callable
+
+
+class OptionError(ValueError):
+    """An option value outside its range or choices; the message starts with the flag and value."""
+
+
+@dataclass(frozen=True)
+class Check:
+    rule: str                       # what a good value is, for the message: "≥ 1"
+    accept: Callable[[Any], bool]
+
+
+POSITIVE = Check("≥ 1", lambda v: v >= 1)
+NON_NEGATIVE = Check("≥ 0", lambda v: v >= 0)
+POSITIVE_NUMBER = Check("> 0", lambda v: v > 0)
+PROBABILITY = Check("in [0, 1]", lambda v: 0 <= v <= 1)
+DROPOUT = Check("in [0, 1)", lambda v: 0 <= v < 1)
+MASKING_RATE = Check("in (0, 1]", lambda v: 0 < v <= 1)
+FRACTION_OR_COUNT = Check("a fraction in [0, 1) or a whole count ≥ 1", lambda v: v >= 0 and (v < 1 or float(v).is_integer()))
+
+
+def option(default: Any = MISSING, help: str = "", *, flag: str | None = None, choices: tuple | None = None,
+           check: Check | None = None, metavar: str | None = None, cli: bool = True,
+           default_factory: Callable[[], Any] | Any = MISSING) -> Any:
+    """A dataclass field that also declares its flag (default --field-name), help, choices and range.
+    `cli=False` keeps a field out of the parser (set from code, or from other flags)."""
+    meta = {"help": help, "flag": flag, "choices": choices, "check": check, "metavar": metavar, "cli": cli}
+    if default_factory is not MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _kind(annotation: Any) -> tuple[type, bool, bool]:
+    """(element type, is a list, may be None) of a field's annotation."""
+    args = typing.get_args(annotation)
+    optional = type(None) in args
+    if optional:
+        annotation = next(a for a in args if a is not type(None))
+    if typing.get_origin(annotation) is list:
+        return typing.get_args(annotation)[0], True, optional
+    return annotation, False, optional
+
+
+def check_options(obj: Any) -> None:
+    """Raise OptionError for the first field whose value has the wrong type, is not one of its
+    choices, or is outside its range."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        kind, is_list, optional = _kind(hints[f.name])
+        if value is None:
+            if optional:
+                continue
+            raise OptionError(f"{flag_of(f)}: required")
+        for v in (value if is_list else [value]):
+            _check_one(f, kind, v)
+
+
+def _check_one(f: dataclasses.Field, kind: type, v: Any) -> None:
+    where = f"{flag_of(f)} {v!r}" if isinstance(v, str) else f"{flag_of(f)} {v}"
+    if kind in (int, float) and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                 or (kind is int and not isinstance(v, int))):
+        raise OptionError(f"{where}: not {'an integer' if kind is int else 'a number'}")
+    if kind is float and not math.isfinite(v):
+        raise OptionError(f"{where}: not a finite number")
+    choices, check = f.metadata.get("choices"), f.metadata.get("check")
+    if choices and v not in choices:
+        raise OptionError(f"{where}: choose one of {', '.join(map(str, choices))}")
+    if check is not None and not check.accept(v):
+        help = f.metadata.get("help")
+        raise OptionError(f"{where}: must be {check.rule}" + (f" ({help})" if help else ""))
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type, skip: tuple[str, ...] = ()) -> None:
+    """One argument per field of `cls` (except `skip` and cli=False fields), typed, with its default in the help."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip or not f.metadata.get("cli", True):
+            continue
+        kind, is_list, _ = _kind(hints[f.name])
+        required = f.default is MISSING and f.default_factory is MISSING
+        help = f.metadata.get("help", "").replace("%", "%%")  # argparse formats help with %
+        kw: dict[str, Any] = {"dest": f.name}
+        if kind is bool:
+            if f.default is True:  # a default-on switch is turned off with --no-NAME
+                parser.add_argument("--no-" + flag_of(f)[2:], action="store_false", help=help, **kw)
+            else:
+                parser.add_argument(flag_of(f), action="store_true", help=help, **kw)
+            continue
+        kw.update(type=kind, help=help, metavar=f.metadata.get("metavar") or {int: "N", float: "X"}.get(kind))
+        if f.metadata.get("choices"):
+            kw["choices"] = f.metadata["choices"]
+        if is_list:
+            kw["nargs"] = "+"
+        if required:
+            kw["required"] = True
+        else:
+            kw["default"] = f.default
+            if f.default is not None and help:
+                kw["help"] = f"{help} (default {f.default})"
+        parser.add_argument(flag_of(f), **kw)
+
+
+def from_args(cls: type, args: argparse.Namespace, **fixed: Any):
+    """The dataclass `cls` from parsed arguments (fields the parser has) and `fixed` values."""
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    return cls(**{**values, **fixed})
