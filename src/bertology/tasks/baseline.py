@@ -16,7 +16,6 @@ seeded by `seed`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
 from collections import Counter
@@ -60,18 +59,6 @@ def smooth_idf(df: int, n_docs: int) -> float:
     return math.log((1 + n_docs) / (1 + df)) + 1
 
 
-@contextlib.contextmanager
-def _one_thread():
-    """The matrices here are small (10k x 10): thread start-up costs more than the work, and on a
-    busy machine much more, so run on one thread and put the setting back afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 class BagOfWordsBaseline:
     def __init__(self, n_max: int = 2, min_df: int = 1, l2: float = 3e-4, optimizer: str = "lbfgs",
                  max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
@@ -110,10 +97,6 @@ class BagOfWordsBaseline:
 
     # -- training ---------------------------------------------------------------------------------
     def fit(self, examples: Sequence[Example]) -> "BagOfWordsBaseline":
-        with _one_thread():
-            return self._fit(examples)
-
-    def _fit(self, examples: Sequence[Example]) -> "BagOfWordsBaseline":
         for e in examples:
             if e.label is None:
                 raise ValueError(f"{e.where}: training example without a label")
@@ -163,8 +146,7 @@ class BagOfWordsBaseline:
             raise RuntimeError("call fit() before predict()")
         if not examples:
             return torch.empty(0, len(self.labels))
-        with _one_thread():
-            return (torch.sparse.mm(self._matrix(examples), self.weight) + self.bias).softmax(-1)
+        return (torch.sparse.mm(self._matrix(examples), self.weight) + self.bias).softmax(-1)
 
     def predict(self, examples: Sequence[Example]) -> list[Prediction]:
         probs = self.predict_proba(examples)

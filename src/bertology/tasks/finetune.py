@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,12 +18,12 @@ from typing import Any
 
 import torch
 
-from ..io import atomic_copy, atomic_write_json, claim_output_dir
+from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
 from ..models import load, load_for_task, read_config, resolve_preset, task_class
 from ..models.heads import IGNORE
 from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
-from ..train.trainer import Trainer, TrainingArguments, seeded
+from ..train.trainer import Trainer, TrainingArguments, checkpoints, seeded
 from . import TASKS
 from .base import Features, Task
 
@@ -193,6 +194,8 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
         if dist.is_main():
             claim_output_dir(out, "finetune", resume=resume, overwrite=overwrite)
         dist.barrier()
+        if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
+            resume, overwrite = False, True
         return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite)
 
 
@@ -218,14 +221,17 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
     best_file = out / "best" / "best.json"  # so that a resumed run knows the epoch to beat
     if resume and best_file.is_file():
         best.update(json.loads(best_file.read_text()))
+    elif overwrite:
+        shutil.rmtree(out / "best", ignore_errors=True)  # an earlier run's best epoch is not this run's
 
     def evaluate(m) -> dict[str, float]:
         scores = evaluate_examples(m, task, tokenizer, dev, o.max_length, o.stride, o.bf16)
         score = scores[task.main_metric]
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)
-            _save(m, out / "tokenizer.json", out / "best")
-            atomic_write_json(best_file, best)
+            with atomic_dir(out / "best", exists="replace") as tmp:  # weights and score change together
+                _save(m, out / "tokenizer.json", tmp)
+                atomic_write_json(tmp / "best.json", best)
         return scores
 
     args = TrainingArguments(

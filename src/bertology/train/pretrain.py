@@ -30,7 +30,7 @@ from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
 from ..tokenizers import Tokenizer, train
-from .trainer import Trainer, TrainingArguments, seeded
+from .trainer import Trainer, TrainingArguments, checkpoints, seeded
 
 @dataclass
 class PretrainOptions:
@@ -135,6 +135,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     if dist.is_main():
         claim_output_dir(out, "pretrain", resume=resume, overwrite=overwrite)
     dist.barrier()
+    if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
+        resume, overwrite = False, True
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
         return _pretrain(o, out, resume, overwrite)
 

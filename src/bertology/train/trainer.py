@@ -88,6 +88,14 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
     ]
 
 
+def checkpoints(out_dir: str | Path) -> list[Path]:
+    """The complete checkpoints of a run directory, oldest first (a directory appears only once whole)."""
+    directory = Path(out_dir) / "checkpoints"
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.name.startswith("step-") and (p / "trainer_state.pt").is_file())
+
+
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """torch's global random state seeded with `seed` inside the block and restored after it: for
@@ -120,9 +128,7 @@ class Trainer:
         return self.out / "checkpoints"
 
     def checkpoints(self) -> list[Path]:
-        if not self.checkpoint_dir.is_dir():
-            return []
-        return sorted(p for p in self.checkpoint_dir.iterdir() if p.name.startswith("step-") and (p / "trainer_state.pt").is_file())
+        return checkpoints(self.out)
 
     def save_checkpoint(self) -> Path | None:
         """Write checkpoints/step-N atomically: everything into a temporary directory, then one rename."""
@@ -237,6 +243,9 @@ class Trainer:
 
     def _train(self, resume: bool) -> dict[str, Any]:
         args = self.args
+        if dist.is_main() and self.checkpoint_dir.is_dir():  # what a killed checkpoint write left behind
+            for stale in self.checkpoint_dir.glob(".*-step-*"):
+                shutil.rmtree(stale, ignore_errors=True)
         if resume:
             self.resume()
         elif args.overwrite and dist.is_main():

@@ -1,0 +1,113 @@
+"""kill -9 at random moments, checkpoint writing included: a resumed run ends exactly where an
+uninterrupted one does, and a partial checkpoint is never taken for a complete one.
+
+`make test` runs a few trials per job; the slow suite runs 20 (DESIGN: exact resume, atomic writes).
+"""
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertology.io import RUN_MARKER
+from bertology.models import read_config, read_weights
+from bertology.train.trainer import checkpoints
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = "import sys; from bertology.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def finish(*args: str) -> None:
+    p = cli(*args)
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err.decode()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """A 150 kB slice of data/wiki.txt, a WordPiece tokenizer for it, and a small labelled task."""
+    d = tmp_path_factory.mktemp("fault")
+    text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
+    (d / "corpus.txt").write_text(text[:text.index("\n\n", 150_000) + 1], encoding="utf-8")
+    finish("tokenizer", "train", "--family", "bert", "--vocab-size", "800", "--out", str(d / "tok"), "--quiet",
+           str(d / "corpus.txt"))
+    rows = (ROOT / "data" / "debian-sections" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    (d / "train.tsv").write_text("\n".join([rows[0]] + rows[1::10]) + "\n", encoding="utf-8")  # every section
+    (d / "dev.tsv").write_text("\n".join([rows[0]] + rows[5::40]) + "\n", encoding="utf-8")
+    return d
+
+
+def pretrain_args(d: Path, out: Path) -> list[str]:
+    return ["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(d / "corpus.txt"), "--tokenizer",
+            str(d / "tok"), "--out", str(out), "--steps", "14", "--batch-size", "8", "--seq-len", "32", "--warmup", "2",
+            "--log-every", "1", "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--dupe-factor", "1",
+            "--quiet"]
+
+
+def finetune_args(d: Path, out: Path) -> list[str]:
+    return ["finetune", "--model", "bert-tiny", "--tokenizer", str(d / "tok"), "--task", "classify", "--train",
+            str(d / "train.tsv"), "--dev", str(d / "dev.tsv"), "--out", str(out), "--epochs", "4", "--batch-size", "16",
+            "--max-length", "32", "--lr", "1e-3", "--log-every", "1", "--keep-checkpoints", "2", "--quiet"]
+
+
+def losses(out: Path) -> list[float]:
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [line["loss"] for line in lines if "loss" in line]
+
+
+def assert_checkpoints_complete(out: Path) -> None:
+    """Every checkpoint the trainer would resume from reads back whole."""
+    for ckpt in checkpoints(out):
+        read_config(ckpt)
+        read_weights(ckpt)
+        state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=True)
+        assert int(ckpt.name.split("-")[1]) == state["step"]
+        assert (ckpt / "tokenizer.json").is_file()
+
+
+def kill_and_resume(args_of, d: Path, tmp_path: Path, trials: int, seed: int) -> None:
+    reference = tmp_path / "reference"
+    started = time.perf_counter()
+    finish(*args_of(d, reference))
+    duration = time.perf_counter() - started
+    rng = random.Random(seed)
+    for trial in range(trials):
+        out = tmp_path / f"trial-{trial}"
+        p = cli(*args_of(d, out))
+        time.sleep(rng.uniform(0.2, duration))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if out.is_dir():
+            assert_checkpoints_complete(out)
+        finish(*args_of(d, out), *(["--resume"] if (out / RUN_MARKER).is_file() else []))
+        assert losses(out) == losses(reference), f"trial {trial} (killed after {p.returncode})"
+        assert not list((out / "checkpoints").glob(".*")), "a killed checkpoint write left its temporary directory"
+        assert_checkpoints_complete(out)
+
+
+def test_pretraining_survives_kill_9(inputs, tmp_path):
+    kill_and_resume(pretrain_args, inputs, tmp_path, trials=3, seed=0)
+
+
+def test_finetuning_survives_kill_9(inputs, tmp_path):
+    kill_and_resume(finetune_args, inputs, tmp_path, trials=2, seed=1)
+    final = json.loads((tmp_path / "trial-0" / "summary.json").read_text())
+    reference = json.loads((tmp_path / "reference" / "summary.json").read_text())
+    assert final["dev"] == reference["dev"] and final["best_step"] == reference["best_step"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args_of", [pretrain_args, finetune_args], ids=["pretrain", "finetune"])
+def test_twenty_kills(inputs, tmp_path, args_of):
+    kill_and_resume(args_of, inputs, tmp_path, trials=20, seed=2)
