@@ -1,7 +1,7 @@
 """The encoding fast paths give exactly the general path's result (and `tokenizers`' result).
 
 Fast paths under test: the word split (one `pattern.split`, stdlib `re` on ASCII text), the
-per-word cache with C-level list building (Tokenizer._encode_words), the single-sequence
+per-word cache with C-level list building (encode_paths.WordCache.encode), the single-sequence
 template concatenation, pickling Encodings flat, and encode_batch over worker processes.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from bertology.tokenizers import Tokenizer, post_processors, pre_tokenizers
 from bertology.tokenizers import batching
+from bertology.tokenizers.encode_paths import WordCache
 from bertology.tokenizers.encoding import Encoding
 
 GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
@@ -74,7 +75,7 @@ def test_only_pure_match_pre_tokenizers_offer_a_word_split():
 def _general(tok: Tokenizer) -> Tokenizer:
     """The same tokenizer with the hot path switched off (no word cache: the general path)."""
     slow = Tokenizer.from_str(tok.to_str())
-    slow._word_cache = lambda split: None
+    slow._word_cache = lambda: None
     return slow
 
 
@@ -102,19 +103,33 @@ def texts(enwiki_lines, russian_lines, tricky_texts):
     return enwiki_lines[:800] + russian_lines[:400] + tricky_texts + EXTRA
 
 
-def _check(tok: Tokenizer, ref, texts, same_encoding):
+@pytest.fixture
+def hot_path_words(monkeypatch):
+    """Counts the words the hot path (WordCache.encode) encodes."""
+    seen = [0]
+    encode = WordCache.encode
+
+    def counting(self, *args):
+        n = encode(self, *args)
+        seen[0] += n
+        return n
+    monkeypatch.setattr(WordCache, "encode", counting)
+    return seen
+
+
+def _check(tok: Tokenizer, ref, texts, same_encoding, hot_path_words):
     slow = _general(tok)
     fast_batch = tok.encode_batch(texts, workers=1)
-    assert tok._words, "the hot path did not run"
+    assert hot_path_words[0] > 1000, "the hot path did not run"
     for text, fast, r in zip(texts, fast_batch, ref.encode_batch(texts)):
         assert fast == slow.encode(text), f"hot path differs from the general path on {text!r:.80}"
         same_encoding(fast, r, text)
         assert tok.encode(text) == fast
 
 
-def test_wordpiece_hot_path(minilm_json, texts, same_encoding):
+def test_wordpiece_hot_path(minilm_json, texts, same_encoding, hot_path_words):
     tok, ref = Tokenizer.load(minilm_json), tokenizers.Tokenizer.from_file(str(minilm_json))
-    _check(tok, ref, texts, same_encoding)  # the file's own truncation (128) and padding
+    _check(tok, ref, texts, same_encoding, hot_path_words)  # the file's own truncation (128) and padding
 
 
 def test_wordpiece_hot_path_pairs_and_added_tokens(minilm_json, texts, same_encoding):
@@ -134,17 +149,18 @@ def test_wordpiece_hot_path_pairs_and_added_tokens(minilm_json, texts, same_enco
 
 
 @pytest.mark.parametrize("which", ["roberta", "gpt2"])
-def test_byte_level_hot_path(which, roberta_json, gpt2_bpe_json, texts, same_encoding):
+def test_byte_level_hot_path(which, roberta_json, gpt2_bpe_json, texts, same_encoding, hot_path_words):
     path = roberta_json if which == "roberta" else gpt2_bpe_json
     tok, ref = Tokenizer.load(path), tokenizers.Tokenizer.from_file(str(path))
-    _check(tok, ref, texts, same_encoding)
+    _check(tok, ref, texts, same_encoding, hot_path_words)
 
 
-def test_prefix_space_byte_level_takes_the_general_path(bytelevel_bpe_json, texts, same_encoding):
+def test_prefix_space_byte_level_takes_the_general_path(bytelevel_bpe_json, texts, same_encoding, hot_path_words):
     tok, ref = Tokenizer.load(bytelevel_bpe_json), tokenizers.Tokenizer.from_file(str(bytelevel_bpe_json))
     for text, r in zip(texts[:200], ref.encode_batch(texts[:200])):
         same_encoding(tok.encode(text), r, text)
-    assert not tok._words
+    assert hot_path_words[0] == 0
+    assert tok._words, "the general path memoizes the model's words too"
 
 
 def test_word_cache_follows_a_new_model(minilm_json):

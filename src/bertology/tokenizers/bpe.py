@@ -14,8 +14,6 @@ import random
 
 from .base import DictVocabModel, Token
 
-_CACHE_LIMIT = 100_000
-
 
 def apply_merges(ids: list[int], spans: list[list[int]], ranks: dict) -> None:
     """Merge adjacent symbols in place, always the pair of lowest rank (leftmost first).
@@ -85,7 +83,6 @@ class BPE(DictVocabModel):
             if new not in self.vocab:
                 raise ValueError(f"BPE merge {rank} ({a!r}, {b!r}): result {new!r} is not in the vocabulary")
             self._ranks.setdefault((self.vocab[a], self.vocab[b]), (rank, self.vocab[new]))
-        self._cache: dict[str, list[Token]] = {}
 
     def _symbols(self, word: str) -> tuple[list[int], list[list[int]]]:
         """Initial symbols: one per char (with prefix / suffix), unknowns handled."""
@@ -131,11 +128,9 @@ class BPE(DictVocabModel):
         return ids, spans
 
     def tokenize(self, sequence: str) -> list[Token]:
+        # (no cache here: the Tokenizer memoizes words, see encode_paths.WordCache)
         if not sequence:
             return []
-        hit = self._cache.get(sequence)
-        if hit is not None:
-            return hit
         if self.ignore_merges and sequence in self.vocab:
             return [Token(self.vocab[sequence], sequence, (0, len(sequence)))]
         ids, spans = self._symbols(sequence)
@@ -144,10 +139,7 @@ class BPE(DictVocabModel):
         else:
             apply_merges(ids, spans, self._ranks)
         vocab_r = self.vocab_r
-        tokens = [Token(i, vocab_r[i], (a, b)) for i, (a, b) in zip(ids, spans)]
-        if not self.dropout and len(self._cache) < _CACHE_LIMIT:
-            self._cache[sequence] = tokens
-        return tokens
+        return [Token(i, vocab_r[i], (a, b)) for i, (a, b) in zip(ids, spans)]
 
     def to_json(self):
         return {"type": "BPE", "dropout": self.dropout, "unk_token": self.unk_token,

@@ -10,24 +10,39 @@ piece reaches the model by one of three paths, which give the same result:
   encode_matches     the same pre-tokenizers on re-aligned text, or with any other model
   encode_pieces      any pre-tokenizer: its NormalizedString pieces, one word each
 
-Each appends one entry per token to the `Columns` and returns how many words it read.
+Each appends one entry per token to the `Columns` and returns how many words it read. A word's
+tokens come as an entry (ids, tokens, starts, ends) with offsets relative to the word: from
+`model_entry`, or memoized by a WordCache where the model's output depends on the word alone.
 """
 from __future__ import annotations
 
 from itertools import accumulate, chain, count, repeat
 from operator import add, itemgetter
+from typing import Callable
 
 from .base import Model
 from .bpe import BPE
 from .byte_level import to_byte_chars
+from .encoding import offset_pairs
 from .normalized_string import NormalizedString
 from .pre_tokenizers import WordSplit
 from .wordpiece import WordPiece
 
-_WORD_CACHE_LIMIT = 200_000  # distinct words; real text has a Zipfian vocabulary
+_WORD_CACHE_LIMIT = 200_000  # distinct words per table; real text has a Zipfian vocabulary
 
-# A cached word: the model's tokens as (ids, tokens, starts, ends), offsets relative to the word.
 _IDS, _TOKENS, _STARTS, _ENDS = (itemgetter(i) for i in range(4))
+Entry = tuple  # (ids, tokens, starts, ends): tuples of ints / strs, offsets relative to the word
+
+
+def model_entry(model: Model, word: str) -> Entry:
+    """The model's tokens for word as an entry.
+
+    >>> model_entry(WordPiece({"un": 0, "##able": 1}), "unable")
+    ((0, 1), ('un', '##able'), (0, 2), (2, 6))
+    """
+    toks = model.tokenize(word)
+    return (tuple(t.id for t in toks), tuple(t.value for t in toks),
+            tuple(t.offsets[0] for t in toks), tuple(t.offsets[1] for t in toks))
 
 
 class Columns:
@@ -48,49 +63,57 @@ class Columns:
 
 
 class WordCache:
-    """word -> the model's tokens for it, for models whose output depends on the word alone.
+    """Memoized entries, for models whose output depends on the word alone (WordPiece, BPE
+    without dropout), so that the model splits each distinct word once.
 
-    Entries are tuples of tuples of ints and strs only: the garbage collector stops tracking
-    such tuples the first time it sees them, so a large cache costs later collections nothing.
+    Entries are tuples of ints and strs only: the garbage collector stops tracking such tuples
+    the first time it sees them, so a large cache costs later collections almost nothing (the
+    models themselves keep no cache of Token lists, which it would scan on every full collection).
     """
 
-    def __init__(self, model: Model, split: WordSplit):
-        self.model, self.split = model, split
-        self.entries: dict[str, tuple] = {}
+    def __init__(self, model: Model):
+        self.model = model
+        self.entries: dict[str, Entry] = {}  # model word -> entry
+        self.by_text: dict[str, Entry] = {}  # byte-level hot path: original word -> entry in its chars
 
     def __len__(self):
         return len(self.entries)
 
     @staticmethod
-    def applies(model: Model, split: WordSplit | None) -> bool:
-        """Whether the hot path can serve this model behind this word split."""
-        return split is not None and (type(model) is WordPiece or (type(model) is BPE and not model.dropout))
+    def applies(model: Model) -> bool:
+        return type(model) is WordPiece or (type(model) is BPE and not model.dropout)
 
-    def entry(self, word: str) -> tuple:
-        """The model's tokens for one word as (ids, tokens, starts, ends), offsets in chars of the
-        word, as the general path maps them: a byte-level token spans the chars its first and
-        last byte come from."""
-        if not self.split.byte_level:
-            toks = self.model.tokenize(word)
-            return (tuple(t.id for t in toks), tuple(t.value for t in toks),
-                    tuple(t.offsets[0] for t in toks), tuple(t.offsets[1] for t in toks))
-        toks = self.model.tokenize(to_byte_chars(word))
-        if word.isascii():
-            char_of = range(len(word))
-        else:  # byte i of the word's UTF-8 -> the index of its char
-            char_of = [i for i, c in enumerate(word) for _ in range(len(c.encode("utf-8")))]
-        return (tuple(t.id for t in toks), tuple(t.value for t in toks),
-                tuple(char_of[t.offsets[0]] for t in toks), tuple(char_of[t.offsets[1] - 1] + 1 for t in toks))
+    def entry(self, word: str) -> Entry:
+        """model_entry(model, word), memoized."""
+        e = self.entries.get(word)
+        if e is None:
+            e = model_entry(self.model, word)
+            if len(self.entries) < _WORD_CACHE_LIMIT:
+                self.entries[word] = e
+        return e
 
-    def encode(self, s: str, base: int, out: Columns, first_word: int) -> int:
-        """Encode s (whose char i is original[base + i]) into out; returns the word count.
+    def text_entry(self, word: str) -> Entry:
+        """The entry of a word of the original text under a byte-level split: the model sees the
+        word's byte stand-ins, and a token spans the chars its first and last byte come from."""
+        ids, tokens, starts, ends = self.entry(to_byte_chars(word))
+        if word.isascii():  # one byte per char
+            return ids, tokens, starts, ends
+        char_of = [i for i, c in enumerate(word) for _ in range(len(c.encode("utf-8")))]  # byte -> its char
+        return ids, tokens, tuple(char_of[a] for a in starts), tuple(char_of[b - 1] + 1 for b in ends)
+
+    def encode(self, s: str, base: int, split: WordSplit, out: Columns, first_word: int) -> int:
+        """Encode s (whose char i is original[base + i]), cut into words by split, into out;
+        returns the word count.
 
         Exactly the general path's result, without a Python loop per word or per token: the
         pattern cuts s into [gap, word, gap, ..., word, gap], running sums of the part lengths
         give each word's start, the cache gives each word's tokens, and map / zip / chain
         join them up in C.
         """
-        split, cache = self.split, self.entries
+        if split.byte_level:
+            cache, new_entry = self.by_text, self.text_entry
+        else:
+            cache, new_entry = self.entries, self.entry
         parts = (split.ascii if s.isascii() else split.unicode).split(s)
         text_words = parts[1::2]
         word_starts = list(accumulate(map(len, parts), initial=base))[1:-1:2]
@@ -98,62 +121,57 @@ class WordCache:
         if None in entries:  # words not seen before
             for i, e in enumerate(entries):
                 if e is None:
-                    e = entries[i] = self.entry(text_words[i])
+                    e = entries[i] = new_entry(text_words[i])
                     if len(cache) < _WORD_CACHE_LIMIT:
                         cache[text_words[i]] = e
         counts = list(map(len, map(_IDS, entries)))
         out.ids += chain.from_iterable(map(_IDS, entries))
         out.tokens += chain.from_iterable(map(_TOKENS, entries))
         token_starts = list(chain.from_iterable(map(repeat, word_starts, counts)))  # its word's start, per token
-        out.offsets += zip(map(add, token_starts, chain.from_iterable(map(_STARTS, entries))),
-                           map(add, token_starts, chain.from_iterable(map(_ENDS, entries))))
+        out.offsets += offset_pairs(list(map(add, token_starts, chain.from_iterable(map(_STARTS, entries)))),
+                                    list(map(add, token_starts, chain.from_iterable(map(_ENDS, entries)))))
         out.words += chain.from_iterable(map(repeat, count(first_word), counts))
         return len(text_words)
 
 
-def encode_matches(ns: NormalizedString, pattern, model: Model, out: Columns, first_word: int) -> int:
-    """Each match of pattern in ns is a word for the model; offsets through ns's alignment."""
-    tokenize = model.tokenize
+def encode_matches(ns: NormalizedString, pattern, entry: Callable[[str], Entry], out: Columns,
+                   first_word: int) -> int:
+    """Each match of pattern in ns is a word, entry(word) its tokens; offsets through ns's alignment."""
     ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
     spans, base = ns.spans, ns.offset
     word = first_word
     for m in pattern.finditer(ns.normalized):
         a = m.start()
-        for t in tokenize(m.group()):
-            ids.append(t.id)
-            tokens.append(t.value)
-            s, e = t.offsets
-            if spans is None:
-                offsets.append((base + a + s, base + a + e))
-            elif e > s:
-                offsets.append((spans[a + s][0], spans[a + e - 1][1]))
-            else:
-                offsets.append(ns.original_span(a + s, a + e))
-            words.append(word)
+        w_ids, w_tokens, starts, ends = entry(m.group())
+        ids += w_ids
+        tokens += w_tokens
+        words += repeat(word, len(w_ids))
+        if spans is None:
+            offsets += zip([base + a + s for s in starts], [base + a + e for e in ends])
+        else:
+            for s, e in zip(starts, ends):
+                if e > s:
+                    offsets.append((spans[a + s][0], spans[a + e - 1][1]))
+                else:
+                    offsets.append(ns.original_span(a + s, a + e))
         word += 1
     return word - first_word
 
 
-def encode_pieces(pieces: list[NormalizedString], model: Model, out: Columns, first_word: int) -> int:
-    """Each piece (from any pre-tokenizer) is a word for the model."""
-    tokenize = model.tokenize
+def encode_pieces(pieces: list[NormalizedString], entry: Callable[[str], Entry], out: Columns,
+                  first_word: int) -> int:
+    """Each piece (from any pre-tokenizer) is a word, entry(word) its tokens."""
     ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
     word = first_word
     for p in pieces:
+        w_ids, w_tokens, starts, ends = entry(p.normalized)
+        ids += w_ids
+        tokens += w_tokens
+        words += repeat(word, len(w_ids))
         if p.spans is None:  # plain slice of the original: offsets are a shift
             base = p.offset
-            for t in tokenize(p.normalized):
-                ids.append(t.id)
-                tokens.append(t.value)
-                a, b = t.offsets
-                offsets.append((base + a, base + b))
-                words.append(word)
+            offsets += zip([base + s for s in starts], [base + e for e in ends])
         else:
-            span = p.original_span
-            for t in tokenize(p.normalized):
-                ids.append(t.id)
-                tokens.append(t.value)
-                offsets.append(span(*t.offsets))
-                words.append(word)
+            offsets += map(p.original_span, starts, ends)
         word += 1
     return word - first_word

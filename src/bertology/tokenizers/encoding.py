@@ -10,6 +10,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
+# (start, end) -> the same tuple: a table of shared offset pairs, see offset_pairs.
+_PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
+_PAIRS_LIMIT = 200_000  # distinct pairs; short texts reuse a few thousand
+
+
+def offset_pairs(starts: list[int], ends: list[int]) -> list[tuple[int, int]]:
+    """list(zip(starts, ends)), with the tuples shared from one table.
+
+    A batch keeps an offset pair per token. Python's garbage collector runs whenever enough
+    new container objects have piled up, and every tenth time walks the containers of the
+    older generations too (the batch's lists, the caller's data): a new tuple per token made
+    that happen every thousand texts or so, about a quarter of the encoding time. Looked up
+    instead, a pair allocates nothing (zip reuses its tuple once the lookup lets go of it).
+
+    >>> offset_pairs([0, 4], [3, 9])
+    [(0, 3), (4, 9)]
+    >>> offset_pairs([0], [3])[0] is offset_pairs([0], [3])[0]
+    True
+    """
+    pairs = list(map(_PAIRS.get, zip(starts, ends)))
+    if None in pairs:  # pairs not seen before
+        for i, p in enumerate(pairs):
+            if p is None:
+                p = pairs[i] = (starts[i], ends[i])
+                if len(_PAIRS) < _PAIRS_LIMIT:
+                    _PAIRS[p] = p
+    return pairs
+
 
 @dataclass
 class Encoding:

@@ -108,7 +108,8 @@ class NormalizedString:
     def transform(self, pieces: list[str]) -> None:
         """Replace char i by pieces[i] (0, 1 or more chars, all aligned to char i's span)."""
         new = "".join(pieces)
-        if len(new) == len(self.normalized) and all(len(p) == 1 for p in pieces):
+        # equal length with no piece longer than one char: every piece is exactly one char
+        if len(new) == len(self.normalized) and max(map(len, pieces), default=1) == 1:
             self.normalized = new
             return
         old = self.alignments

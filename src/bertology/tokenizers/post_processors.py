@@ -14,7 +14,7 @@ import operator
 from itertools import chain, compress, count
 
 from .base import component_from_json
-from .encoding import Encoding
+from .encoding import Encoding, offset_pairs
 from .normalized_string import WHITESPACE_CHARS
 from .byte_level import ByteLevelSettings
 
@@ -90,7 +90,7 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
         trail = spaces[i][1]
         if ends[i] >= trail:
             ends[i] = max(ends[i] - trail, starts[i])
-    enc.offsets = list(zip(starts, ends))
+    enc.offsets = offset_pairs(starts, ends)
 
 
 _SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces

@@ -23,7 +23,7 @@ from ..io import atomic_write_text
 from .added_tokens import AddedToken, AddedVocabulary
 from .base import Model
 from .batching import encode_parallel, workers_for
-from .encode_paths import Columns, WordCache, encode_matches, encode_pieces
+from .encode_paths import Columns, WordCache, encode_matches, encode_pieces, model_entry
 from .encoding import Encoding
 from .loading import read_spec
 from .spec import TokenizerSpec
@@ -96,35 +96,36 @@ class Tokenizer:
 
     # -- encoding --------------------------------------------------------------------------------
 
-    def _word_cache(self, split) -> WordCache | None:
-        """The hot path's cache for this model and word split (None where it does not apply);
-        a new model or pre-tokenizer starts a new cache, as old entries would be stale."""
-        if not WordCache.applies(self.model, split):
+    def _word_cache(self) -> WordCache | None:
+        """The cache of the model's words (None for models whose output is not a function of
+        the word); a new model starts a new cache, as old entries would be stale."""
+        if not WordCache.applies(self.model):
             return None
-        if self._words is None or self._words.model is not self.model or self._words.split != split:
-            self._words = WordCache(self.model, split)
+        if self._words is None or self._words.model is not self.model:
+            self._words = WordCache(self.model)
         return self._words
 
     def _encode_one(self, text: str, type_id: int) -> Encoding:
-        """One sequence through the pipeline, before post-processing."""
+        """One sequence through the pipeline, before post-processing (see encode_paths.py)."""
         if not isinstance(text, str):
             raise TypeError(f"encode expects str, got {type(text).__name__}: {text!r:.80}")
         out = Columns()
         word = 0
         pre = self.pre_tokenizer
         split = pre.word_split() if pre is not None else None
-        cache = self._word_cache(split)
+        cache = self._word_cache()
+        entry = cache.entry if cache is not None else partial(model_entry, self.model)
         for ns, added in self._added.split(text, self.normalizer):
             if added is not None:
                 out.append(self._added.ids[added.content], ns.normalized, ns.offsets_original(), word)
                 word += 1
-            elif cache is not None and ns.spans is None:
-                word += cache.encode(ns.normalized, ns.offset, out, word)
+            elif cache is not None and split is not None and ns.spans is None:
+                word += cache.encode(ns.normalized, ns.offset, split, out, word)
             elif split is not None and not split.byte_level:
                 pattern = split.ascii if ns.normalized.isascii() else split.unicode
-                word += encode_matches(ns, pattern, self.model, out, word)
+                word += encode_matches(ns, pattern, entry, out, word)
             else:
-                word += encode_pieces(pre.pre_tokenize([ns]) if pre is not None else [ns], self.model, out, word)
+                word += encode_pieces(pre.pre_tokenize([ns]) if pre is not None else [ns], entry, out, word)
         n = len(out.ids)
         return Encoding(out.ids, out.tokens, out.offsets, out.words, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from .base import DictVocabModel, Token
 
-_CACHE_LIMIT = 100_000  # distinct words kept; real text has a Zipfian vocabulary
-
 
 def greedy_longest_match(word: str, vocab: dict, prefix: str = "##", max_piece_chars: int | None = None) -> list[tuple[str, int, int]] | None:
     """Split word into the longest vocabulary pieces from the left; None if impossible.
@@ -48,7 +46,6 @@ class WordPiece(DictVocabModel):
         p = len(continuing_subword_prefix)
         self._max_piece = max((len(t) - p if t.startswith(continuing_subword_prefix) else len(t)
                                for t in self.vocab), default=1) or 1
-        self._cache: dict[str, list[Token]] = {}
 
     def _unk(self, word: str) -> list[Token]:
         uid = self.vocab.get(self.unk_token)
@@ -58,21 +55,14 @@ class WordPiece(DictVocabModel):
         return [Token(uid, self.unk_token, (0, len(word)))]
 
     def tokenize(self, sequence: str) -> list[Token]:
-        hit = self._cache.get(sequence)
-        if hit is not None:
-            return hit
+        # (no cache here: the Tokenizer memoizes words, see encode_paths.WordCache)
         if len(sequence) > self.max_input_chars_per_word:
-            tokens = self._unk(sequence)
-        else:
-            pieces = greedy_longest_match(sequence, self.vocab, self.continuing_subword_prefix, self._max_piece)
-            if pieces is None:
-                tokens = self._unk(sequence)
-            else:
-                vocab = self.vocab
-                tokens = [Token(vocab[p], p, (a, b)) for p, a, b in pieces]
-        if len(self._cache) < _CACHE_LIMIT:
-            self._cache[sequence] = tokens
-        return tokens
+            return self._unk(sequence)
+        pieces = greedy_longest_match(sequence, self.vocab, self.continuing_subword_prefix, self._max_piece)
+        if pieces is None:
+            return self._unk(sequence)
+        vocab = self.vocab
+        return [Token(vocab[p], p, (a, b)) for p, a, b in pieces]
 
     def to_json(self):
         return {"type": "WordPiece", "unk_token": self.unk_token,
