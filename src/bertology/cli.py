@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .options import add_arguments
+from .options import OptionError, add_arguments, from_args
 from .tokenizers import cli as tokenizer_cli
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -14,6 +14,8 @@ _PACKAGE = Path(__file__).resolve().parent
 def _params(args) -> int:
     from .models.params import count, format_summary, format_table, resolve_config
 
+    if args.seq_length < 1:
+        raise OptionError(f"--seq-length {args.seq_length}: must be ≥ 1 (the sequence length for the attention FLOPs)")
     counts = []
     for spec in args.models:
         name, config = resolve_config(spec)
@@ -25,7 +27,6 @@ def _params(args) -> int:
 
 
 def _pretrain(args) -> int:
-    from .options import from_args
     from .train.pretrain import PretrainOptions, pretrain
 
     options = from_args(PretrainOptions, args)
@@ -75,7 +76,6 @@ def _finetune_grid(options, args) -> int:
 
 
 def _finetune(args) -> int:
-    from .options import from_args
     from .tasks.finetune import FinetuneOptions
 
     options = from_args(FinetuneOptions, args, columns=_columns(args))

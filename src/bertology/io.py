@@ -111,6 +111,8 @@ def claim_output_dir(path: str | os.PathLike, command: str, *, resume: bool = Fa
         if ours and not (resume or overwrite):
             raise FileExistsError(f"{path}: holds an earlier {_command_of(marker)} run; continue it with --resume, "
                                   "start again with --overwrite, or choose another --out")
+        if ours and resume and _command_of(marker) != command:
+            raise FileExistsError(f"{path}: holds a {_command_of(marker)} run, which {command} --resume cannot continue")
     elif resume:
         raise FileNotFoundError(f"{path}: nothing to resume (no earlier run there)")
     path.mkdir(parents=True, exist_ok=True)

@@ -400,6 +400,11 @@ def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: i
     config = BuildConfig(family, max_seq_length, objective, packing, masking, dupe_factor, short_seq_prob,
                          bool(whole_word), int(ngram), mlm_probability, max_predictions_per_seq, seed, negative_window)
     docs_train, docs_held = _split_documents(corpus.num_documents, heldout, seed, where)
+    if config.objective == "mlm+nsp" and (len(docs_train) < 2 or 0 < len(docs_held) < 2):
+        raise ValueError(f"NSP draws its random next sentences from other documents, so it needs at least two in each "
+                         f"split; {where} hold {corpus.num_documents} document(s): {len(docs_train)} for training and "
+                         f"{len(docs_held)} held out; give more documents (a blank line separates them) or change "
+                         "the held-out share (--heldout)")
     vocab_ids = sorted(set(tokenizer.get_vocab().values()) - set(specials.all_ids))
     common = {"mask_id": specials.mask, "special_ids": list(specials.all_ids), "random_ids": vocab_ids}
 
@@ -431,13 +436,24 @@ def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: i
     return store
 
 
+def heldout_count(n_docs: int, heldout: float | int) -> int:
+    """How many of `n_docs` documents `heldout` (a fraction in (0, 1), or a count) sets aside.
+
+    >>> heldout_count(100, 0.05), heldout_count(10, 0.01), heldout_count(10, 3)
+    (5, 1, 3)
+    """
+    if isinstance(heldout, float) and not 0 <= heldout < 1:
+        raise ValueError(f"heldout fraction must be in [0, 1), got {heldout}")
+    if heldout == 0:
+        return 0
+    return max(1, round(heldout * n_docs)) if isinstance(heldout, float) else int(heldout)
+
+
 def _split_documents(n_docs: int, heldout: float | int, seed: int, where: str) -> tuple[list[int], list[int]]:
     """Document indices (train, held out); the held-out ones drawn by the seed."""
     if heldout == 0:
         return list(range(n_docs)), []
-    if isinstance(heldout, float) and not 0 < heldout < 1:
-        raise ValueError(f"heldout fraction must be in (0, 1), got {heldout}")
-    n = max(1, round(heldout * n_docs)) if isinstance(heldout, float) else int(heldout)
+    n = heldout_count(n_docs, heldout)
     if not 0 < n < n_docs:
         raise ValueError(f"cannot hold out {n} of the {n_docs} documents of {where}")
     held = set(random.Random(seed).sample(range(n_docs), n))
@@ -459,10 +475,6 @@ def _build_store(tmp: Path, corpus: TokenizedCorpus, doc_ids: list[int], cfg: Bu
         spec["word_start"] = ("uint8", (T,))
     if pairs:
         spec["sentence_label"] = ("int8", ())
-    if cfg.objective == "mlm+nsp" and len(doc_ids) < 2:
-        raise ValueError(f"NSP draws its random next sentences from other documents: it needs at least two, and "
-                         f"{where} leave {len(doc_ids)} for this split once the held-out documents are set aside; "
-                         "give more documents (a blank line separates them) or hold out fewer (--heldout)")
     w = _Writer(tmp, spec)
     special_ids = torch.tensor(specials.all_ids, dtype=torch.long)
     mask_kw = dict(mask_id=specials.mask, random_ids=torch.tensor(random_ids, dtype=torch.long), mlm_probability=cfg.mlm_probability,

@@ -38,7 +38,7 @@ class FinetuneOptions:
     tokenizer: str | None = option(None, "default: the model directory's tokenizer.json")
     from_scratch: bool = option(False, "the model directory's architecture and tokenizer, randomly initialised "
                                        "(its random-init twin)")
-    epochs: float = option(3.0, "passes over the training file (fractions allowed)", check=POSITIVE_NUMBER)
+    epochs: float = option(3.0, "passes over the training file; fractions allowed", check=POSITIVE_NUMBER)
     lr: float = option(5e-5, "peak learning rate", check=POSITIVE_NUMBER)
     batch_size: int = option(32, "examples per optimizer step", check=POSITIVE)
     max_length: int = option(128, "tokens per example, special tokens included", check=Check("≥ 8", lambda v: v >= 8))

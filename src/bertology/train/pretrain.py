@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from ..data import FORMATS, build_instances
-from ..data.corpus import check_files
-from ..data.store import MASKINGS, OBJECTIVES, PACKINGS
+from ..data.corpus import check_files, count_documents
+from ..data.store import MASKINGS, OBJECTIVES, PACKINGS, heldout_count
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_write_json, claim_output_dir
 from ..models.params import count
@@ -108,16 +108,46 @@ def _model(o: PretrainOptions, tok, objective: str):
     if pad is None:
         raise ValueError(f"tokenizer has no {record.specials.pad} token, which {o.family} pads with")
     config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad, **o.config_overrides)
-    if "max_position_embeddings" not in o.config_overrides:  # sized to the sequences, within the preset's table
-        if o.seq_len > config.max_length:
-            raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
-                             f"{o.family}-{o.preset} preset")
+    if "max_position_embeddings" not in o.config_overrides:  # sized to the sequences (checked against the preset)
         config.max_position_embeddings = max(o.seq_len + config.position_offset, 64)
     head = "ForPreTraining" if objective in ("mlm+nsp", "mlm+sop") else "ForMaskedLM"
-    if (o.family, objective) in (("bert", "mlm+sop"), ("albert", "mlm+nsp")):
-        raise ValueError(f"{o.family} has no {objective} head (BERT pairs with NSP, ALBERT with SOP)")
     model = task_class(o.family, head)(config)
     return model if o.dropout is None else set_dropout(model, o.dropout)
+
+
+def _check_model_options(o: PretrainOptions) -> None:
+    """The preset, the config overrides and --seq-len against the preset's positions, before any work."""
+    record = get_family(o.family)
+    try:
+        config = record.preset(o.preset, **o.config_overrides)
+    except TypeError as e:
+        raise ValueError(f"config overrides {o.config_overrides}: {e}") from None
+    if o.seq_len > config.max_length:
+        raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
+                         f"{o.family}-{o.preset} preset")
+    own = sorted({"mlm", record.pretraining.objective})  # a pair objective needs the family's own pair head
+    if o.objective not in (None, *own):
+        raise ValueError(f"{o.family} has no {o.objective} head; --objective {' or '.join(own)}")
+
+
+def _check_corpus(o: PretrainOptions) -> None:
+    """Every corpus file exists and decodes, and there are documents enough (one streaming pass)."""
+    documents = count_documents(check_files(o.corpus), o.format)
+    where = ", ".join(o.corpus)
+    if documents == 0:
+        raise ValueError(f"corpus file(s) {where} hold no text")
+    held = heldout_count(documents, _heldout(o))
+    if held >= documents:
+        raise ValueError(f"--heldout {o.heldout:g} sets aside {held} of the {documents} documents of {where}, "
+                         "leaving none to train on")
+    if (o.objective or get_family(o.family).pretraining.objective) == "mlm+nsp" and (documents - held < 2 or held == 1):
+        raise ValueError(f"NSP draws its random next sentences from other documents, so it needs at least two in each "
+                         f"split; {where} hold {documents} document(s): {documents - held} for training and {held} "
+                         "held out; give more documents (a blank line separates them) or change --heldout")
+
+
+def _heldout(o: PretrainOptions) -> float | int:
+    return int(o.heldout) if o.heldout >= 1 else o.heldout
 
 
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
@@ -127,7 +157,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     tokenizer, and the output directory (a directory of the user's is refused; an earlier run of
     ours is continued with `resume` or started afresh with `overwrite`).
     """
-    check_files(o.corpus)
+    _check_model_options(o)
+    _check_corpus(o)
     if o.tokenizer is not None:
         Tokenizer.load(o.tokenizer)  # a bad tokenizer file fails now, not after the output directory is set up
     dist.init_from_env()
@@ -150,7 +181,7 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool) -> d
             masking=o.masking, dupe_factor=o.dupe_factor, whole_word=o.whole_word, ngram=o.ngram,
             mlm_probability=o.mlm_probability, max_predictions_per_seq=o.max_predictions or max(1, round(o.seq_len * o.mlm_probability)),
             seed=o.seed, cache_dir=out / "cache", format=o.format,
-            heldout=int(o.heldout) if o.heldout >= 1 else o.heldout, show_progress=not o.quiet and dist.is_main(),
+            heldout=_heldout(o), show_progress=not o.quiet and dist.is_main(),
         )
 
     if not dist.is_main():
