@@ -111,3 +111,34 @@ def test_finetuning_survives_kill_9(inputs, tmp_path):
 @pytest.mark.parametrize("args_of", [pretrain_args, finetune_args], ids=["pretrain", "finetune"])
 def test_twenty_kills(inputs, tmp_path, args_of):
     kill_and_resume(args_of, inputs, tmp_path, trials=20, seed=2)
+
+
+def test_a_full_disk_is_one_message_and_the_previous_checkpoint_stays(inputs, tmp_path, monkeypatch, capsys):
+    """The third checkpoint's weights hit ENOSPC: the run stops with the error, checkpoint 2 is intact."""
+    import errno
+
+    import bertology.models.checkpoint as checkpoint
+    from bertology.cli import main
+
+    out = tmp_path / "run"
+    args = pretrain_args(inputs, out)
+    args[args.index("--keep-last") + 1] = "5"
+    real_save, calls = checkpoint.save_file, []
+
+    def save_file(tensors, path, metadata=None):
+        calls.append(path)
+        if len(calls) == 3:
+            with open(path, "wb") as f:
+                f.write(b"half a file")
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        real_save(tensors, path, metadata=metadata)
+
+    monkeypatch.setattr(checkpoint, "save_file", save_file)
+    assert main(args) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert [c.name for c in checkpoints(out)] == ["step-00000001", "step-00000002"]
+    assert_checkpoints_complete(out)
+    assert not list((out / "checkpoints").glob(".*"))
+    monkeypatch.setattr(checkpoint, "save_file", real_save)
+    assert main(args + ["--resume"]) == 0  # room again: the run continues from step 2
+    assert len(losses(out)) == 14
