@@ -5,43 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .albert import (
-    AlbertForMaskedLM, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForQuestionAnswering,
-    AlbertForSequenceClassification, AlbertForTokenClassification, AlbertModel,
-)
+from . import albert, bert, distilbert, roberta
 from .base import PreTrainedModel
-from .bert import (
-    BertForMaskedLM, BertForMultipleChoice, BertForNextSentencePrediction, BertForPreTraining,
-    BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, BertModel,
-)
 from .checkpoint import load_state, read_config, read_weights
 from .config import EncoderConfig
-from .distilbert import (
-    DistilBertForMaskedLM, DistilBertForMultipleChoice, DistilBertForQuestionAnswering,
-    DistilBertForSequenceClassification, DistilBertForTokenClassification, DistilBertModel,
-)
-from .family import FAMILIES, get_family
-from .roberta import (
-    RobertaForMaskedLM, RobertaForMultipleChoice, RobertaForQuestionAnswering, RobertaForSequenceClassification,
-    RobertaForTokenClassification, RobertaModel,
-)
+from .family import get_family
 
+# every model class of the family files, by its name (= transformers' architecture name)
 ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
-    cls.__name__: cls
-    for cls in (
-        BertModel, BertForPreTraining, BertForMaskedLM, BertForNextSentencePrediction, BertForSequenceClassification,
-        BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice,
-        RobertaModel, RobertaForMaskedLM, RobertaForSequenceClassification, RobertaForTokenClassification,
-        RobertaForQuestionAnswering, RobertaForMultipleChoice,
-        AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
-        AlbertForTokenClassification, AlbertForQuestionAnswering, AlbertForMultipleChoice,
-        DistilBertModel, DistilBertForMaskedLM, DistilBertForSequenceClassification, DistilBertForTokenClassification,
-        DistilBertForQuestionAnswering, DistilBertForMultipleChoice,
-    )
+    name: cls for module in (bert, roberta, albert, distilbert) for name, cls in vars(module).items()
+    if isinstance(cls, type) and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
 }
-# every family's backbone and heads are here under the names its record gives them
-assert all(f.backbone in ARCHITECTURES and all(f.class_prefix + h in ARCHITECTURES for h in f.heads)
-           for f in FAMILIES.values())
 
 
 def task_class(model_type: str, head: str) -> type[PreTrainedModel]:
