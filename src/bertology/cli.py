@@ -55,16 +55,16 @@ def _numbers(text: str, kind, flag: str) -> list:
     try:
         return [kind(x) for x in text.split(",")]
     except ValueError:
-        raise SystemExit(f"bertology: error: {flag} takes comma-separated numbers, got {text!r}") from None
+        raise OptionError(f"{flag} {text!r}: not comma-separated numbers") from None
 
 
 def _finetune_grid(options, args) -> int:
     from .tasks.grid import finetune_grid
 
     if not (args.dev and args.test):
-        raise SystemExit("bertology: error: --grid chooses on --dev and reports --test: give both")
+        raise OptionError("--grid chooses the rate on --dev and reports --test: give both")
     if args.resume:
-        raise SystemExit("bertology: error: --grid runs from its beginning; --resume continues a single run")
+        raise OptionError("--grid runs from its beginning; --resume continues a single run")
     result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), _numbers(args.seeds, int, "--seeds"),
                            overwrite=args.overwrite)
     print("| lr | seed | dev | test |\n|---|---|---|---|")

@@ -43,5 +43,7 @@ def test_grid_from_the_command_line(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "chosen lr 0.002" in printed and "| 0.002 | 0 |" in printed
     assert json.loads((tmp_path / "grid" / "grid.json").read_text())["runs"][0]["seed"] == 0
-    with pytest.raises(SystemExit, match="--test"):
-        main([a for a in args if a not in ("--test", str(test))])
+    assert main([a for a in args if a not in ("--test", str(test))]) == 2
+    assert "--grid chooses the rate on --dev and reports --test" in capsys.readouterr().err
+    assert main(args[:-1] + ["--seeds", "0,x", "--quiet"]) == 2
+    assert "--seeds '0,x': not comma-separated numbers" in capsys.readouterr().err
