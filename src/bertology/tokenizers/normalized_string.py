@@ -141,31 +141,23 @@ class NormalizedString:
             self.transform([c.lower() for c in s])
 
     def unicode_normalize(self, form: str) -> None:
-        """NFD / NFC / NFKD / NFKC with alignment (a composed char spans all its sources)."""
+        """NFD / NFC / NFKD / NFKC, aligned as `tokenizers` aligns them: walking the output with
+        each char's change in length (see normalize_with_changes), a char that replaces source
+        chars takes the span of the first of them; an inserted char shares the span of the
+        source char before it."""
         s = self.normalized
         if s.isascii() or unicodedata.is_normalized(form, s):
             return
-        whole = unicodedata.normalize(form, s)
+        chars, changes = normalize_with_changes(s, form)
         old = self.alignments
-        # Cut before every starter (combining class 0): Unicode normalization never moves
-        # characters across such a boundary, except for composition (Hangul jamo, some
-        # starters that compose with a following starter), which `_segments` merges back.
-        cuts = [i for i, c in enumerate(s) if i == 0 or unicodedata.combining(c) == 0]
-        cuts.append(len(s))
-        pieces, spans = _segments(s, cuts, form)
-        if "".join(pieces) != whole:  # interaction across segments we did not anticipate
-            pieces, spans = [whole], [(0, len(s))]
-        new_align = []
-        for piece, (a, b) in zip(pieces, spans):
-            seg = s[a:b]
-            if piece == seg:
-                new_align.extend(old[a:b])
-            elif b - a == 1:
-                new_align.extend([old[a]] * len(piece))
+        align, cursor = [], 0  # cursor: the next source char
+        for change in changes:
+            if change > 0:
+                align.append(old[cursor - 1] if cursor else (old[0][0], old[0][0]))
             else:
-                span = (old[a][0], old[b - 1][1])
-                new_align.extend([span] * len(piece))
-        self.normalized, self.spans = whole, new_align
+                align.append(old[cursor])
+                cursor += 1 - change
+        self.normalized, self.spans = "".join(chars), align
 
     def nfd(self): self.unicode_normalize("NFD")
     def nfc(self): self.unicode_normalize("NFC")
@@ -224,24 +216,57 @@ class NormalizedString:
             self.normalized, self.spans, self.offset = sliced.normalized, sliced.spans, sliced.offset
 
 
-def _segments(s: str, cuts: list[int], form: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """Normalize s segment by segment, merging neighbours whose normalization interacts.
+def normalize_with_changes(s: str, form: str) -> tuple[list[str], list[int]]:
+    """Unicode normalization of s, with each output char's change in length: 0 for a char that
+    stands for one source char, +1 for an inserted one (the 2nd, 3rd ... char of a
+    decomposition), -k for one that absorbed k more source chars by composition.
 
-    >>> _segments("e\u0301a", [0, 2, 3], "NFC")
-    (['é', 'a'], [(0, 2), (2, 3)])
+    The steps of UAX #15, carrying the changes along: decompose char by char, order each run
+    of combining marks by combining class, then (NFC, NFKC) compose each mark with the last
+    starter unless a mark in between blocks it.
+
+    >>> normalize_with_changes("A\u0300x", "NFC")
+    (['À', 'x'], [-1, 0])
+    >>> normalize_with_changes("ﬁ", "NFKD")
+    (['f', 'i'], [0, 1])
     """
-    pieces, spans = [], []
-    for a, b in zip(cuts, cuts[1:]):
-        piece = unicodedata.normalize(form, s[a:b])
-        if pieces:
-            pa = spans[-1][0]
-            joined = unicodedata.normalize(form, s[pa:b])
-            if joined != pieces[-1] + piece:
-                pieces[-1], spans[-1] = joined, (pa, b)
-                continue
-        pieces.append(piece)
-        spans.append((a, b))
-    return pieces, spans
+    chars, changes = [], []
+    decomposition = "NFKD" if form in ("NFKC", "NFKD") else "NFD"
+    for c in s:
+        d = unicodedata.normalize(decomposition, c)
+        chars.extend(d)
+        changes.append(0)
+        changes.extend([1] * (len(d) - 1))
+    # canonical ordering: a stable sort of each run of marks (combining class > 0) by class
+    i = 0
+    while i < len(chars):
+        if unicodedata.combining(chars[i]) == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(chars) and unicodedata.combining(chars[j]) > 0:
+            j += 1
+        run = sorted(zip(chars[i:j], changes[i:j]), key=lambda cc: unicodedata.combining(cc[0]))
+        chars[i:j], changes[i:j] = [c for c, _ in run], [k for _, k in run]
+        i = j
+    if form not in ("NFC", "NFKC"):
+        return chars, changes
+    out, out_changes, starter = [], [], None  # starter: index in out of the last starter
+    for c, change in zip(chars, changes):
+        ccc = unicodedata.combining(c)
+        if starter is not None:
+            between = unicodedata.combining(out[-1]) if len(out) - 1 > starter else None
+            if between is None or 0 < between < ccc:  # not blocked from the starter
+                composed = unicodedata.normalize("NFC", out[starter] + c)
+                if len(composed) == 1:
+                    out[starter] = composed
+                    out_changes[starter] += change - 1
+                    continue
+        if ccc == 0:
+            starter = len(out)
+        out.append(c)
+        out_changes.append(change)
+    return out, out_changes
 
 
 class Normalizer:

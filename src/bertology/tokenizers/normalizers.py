@@ -30,9 +30,12 @@ def is_chinese_char(cp: int) -> bool:
             or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
 
 
-# Characters BertNormalizer's clean_text drops: NUL, U+FFFD and every "Other" (Cc, Cf, Cn, Co,
-# Cs) except \t \n \r, which count as whitespace.
-_BERT_DROP = regex.compile(r"[\x00\ufffd\p{C}--[\t\n\r]]", regex.V1)
+# Characters BertNormalizer's clean_text drops, as `tokenizers` has it: NUL, U+FFFD, controls
+# (Cc), format (Cf) and private-use (Co) characters, except \t \n \r, which count as
+# whitespace. It keeps unassigned code points (Cn), and its Cf table predates these format
+# characters (added in Unicode 12 and later), which it keeps too.
+_CF_NEWER_THAN_TOKENIZERS = "\u0890\u0891\u08e2\U000110cd\U00013430-\U0001343f"
+_BERT_DROP = regex.compile(rf"[\x00\ufffd\p{{Cc}}\p{{Cf}}\p{{Co}}--[\t\n\r{_CF_NEWER_THAN_TOKENIZERS}]]", regex.V1)
 _BERT_SPACE = regex.compile(r"[\t\n\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _CJK = regex.compile(
     "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f\U0002b740-\U0002b81f"
