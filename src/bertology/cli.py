@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .options import OptionError, add_arguments, from_args
 from .tokenizers import cli as tokenizer_cli
+from .wordvec import cli as wordvec_cli
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -242,6 +243,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=_demo)
 
     tokenizer_cli.register(sub)
+    wordvec_cli.register(sub)
     return parser
 
 

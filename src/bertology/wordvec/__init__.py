@@ -1,0 +1,29 @@
+"""Word vectors before BERT: word2vec (skip-gram, CBOW; negative sampling, hierarchical softmax)
+and GloVe, trained by compiled loops on a few threads, with gensim-compatible vectors and evaluation.
+
+    >>> from bertology.wordvec import TrainOptions, train              # doctest: +SKIP
+    >>> vectors, stats = train(TrainOptions(corpus=["text.txt"], algorithm="skipgram"))
+    >>> vectors.most_similar("paris", topn=3)                           # doctest: +SKIP
+
+Modules: vocab (counts, subsampling, noise table, Huffman tree), corpus (reading and encoding
+text), word2vec, glove, vectors (KeyedVectors, word2vec formats), evaluate (analogies, word
+pairs), train (the whole job), plot (2-D PCA picture), cli. Submodules load on first use, so
+`import bertology.wordvec` stays light (no numba, no matplotlib).
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "TrainOptions": "options", "Vocab": "vocab", "Corpus": "corpus", "LineSentences": "corpus",
+    "KeyedVectors": "vectors", "word2vec": "word2vec", "glove": "glove", "train": "train",
+    "evaluate_analogies": "evaluate", "evaluate_pairs": "evaluate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,87 @@
+"""Training text for word vectors: one line is one sentence, words are separated by whitespace
+(gensim's LineSentence and the C tools read it the same way).
+
+`LineSentences(paths)` streams the files again on each pass (vocabulary, then encoding); the
+encoded corpus is one int32 array of word indices with sentence boundaries, 4 bytes per
+in-vocabulary word, which is what the compiled training loops walk.
+
+    >>> from bertology.wordvec.vocab import Vocab
+    >>> sentences = [["the", "cat"], ["the", "dog", "sat"]]
+    >>> corpus = Corpus.encode(sentences, Vocab.build(sentences, min_count=2))
+    >>> corpus.tokens.tolist(), corpus.starts.tolist(), corpus.raw_before.tolist()
+    ([0, 0], [0, 1, 2], [0, 2, 5])
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from ..tokenizers.corpus import CorpusError, open_corpus
+
+# gensim's MAX_WORDS_IN_BATCH: longer sentences are cut into pieces of this many words.
+MAX_SENTENCE_LENGTH = 10_000
+
+
+class LineSentences:
+    """Re-iterable sentences of UTF-8 text files (.gz, .xz, .bz2 decompressed on the fly).
+
+    A byte that is not UTF-8 raises CorpusError naming the file and the line; a missing file
+    fails before anything is read."""
+
+    def __init__(self, paths: Iterable[str | os.PathLike], lowercase: bool = False):
+        self.paths = [os.fspath(p) for p in paths]
+        self.lowercase = lowercase
+        for p in self.paths:
+            if not os.path.isfile(p):
+                raise FileNotFoundError(f"{p}: no such file" if not os.path.exists(p) else f"{p}: not a file")
+
+    def __iter__(self) -> Iterator[list[str]]:
+        for path in self.paths:
+            with open_corpus(path) as f:
+                for line_no, raw in enumerate(f, 1):
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise CorpusError(f"{path}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start:e.end]!r} "
+                                          f"at column {e.start + 1}; convert the file to UTF-8") from None
+                    words = (line.lower() if self.lowercase else line).split()
+                    if words:
+                        yield words
+
+
+@dataclass
+class Corpus:
+    tokens: np.ndarray       # int32 word indices, in-vocabulary words only
+    starts: np.ndarray       # int64, n_sentences + 1: sentence s is tokens[starts[s]:starts[s + 1]]
+    raw_before: np.ndarray   # int64, n_sentences + 1: words read (rare ones included) before sentence s
+
+    @property
+    def raw_words(self) -> int:
+        return int(self.raw_before[-1])
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    @classmethod
+    def encode(cls, sentences: Iterable[list[str]], vocab, max_sentence_length: int = MAX_SENTENCE_LENGTH) -> "Corpus":
+        """Word indices of every in-vocabulary word; a sentence longer than `max_sentence_length` words
+        is cut into pieces (contexts do not cross the cut, as in gensim)."""
+        index = vocab.index
+        tokens = np.empty(1 << 20, dtype=np.int32)
+        n = 0
+        starts, raw_before, raw = [0], [0], 0
+        for sentence in sentences:
+            for piece in range(0, len(sentence), max_sentence_length):
+                words = sentence[piece:piece + max_sentence_length]
+                ids = [index[w] for w in words if w in index]
+                if n + len(ids) > len(tokens):
+                    tokens = np.resize(tokens, max(2 * len(tokens), n + len(ids)))
+                tokens[n:n + len(ids)] = ids
+                n += len(ids)
+                raw += len(words)
+                starts.append(n)
+                raw_before.append(raw)
+        return cls(tokens[:n].copy(), np.array(starts, dtype=np.int64), np.array(raw_before, dtype=np.int64))

@@ -1,0 +1,68 @@
+"""The whole training job behind `bertology wordvec train`: read the corpus twice (count, then
+encode), train word2vec or GloVe, write the vectors atomically.
+
+    >>> vectors, stats = train(TrainOptions(corpus=["text.txt"], algorithm="skipgram", out="v.txt"))  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from .corpus import Corpus, LineSentences
+from .options import TrainOptions
+from .vectors import KeyedVectors
+from .vocab import Vocab
+
+
+def _bar(total: int | None, desc: str, quiet: bool):
+    """A tqdm bar counting words (with words/s), or None when quiet or not on a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, unit=" words", unit_scale=True, leave=False)
+
+
+def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
+    """Train the vectors `options` describe; write them to options.out if given. Returns the
+    vectors and a summary (vocabulary size, words, seconds, words/s …)."""
+    if not options.corpus:
+        raise ValueError("no corpus file given")
+    out = options.out
+    if out is not None and os.path.isdir(out):
+        raise IsADirectoryError(f"--out {out}: is a directory; give a file name")
+    sentences = LineSentences(options.corpus, lowercase=options.lowercase)
+    files = ", ".join(options.corpus)
+
+    start = time.perf_counter()
+    bar = _bar(None, "vocabulary", options.quiet)
+    vocab = Vocab.build(sentences, options.min_count, options.max_vocab_size, bar.update if bar else None)
+    if bar:
+        bar.close()
+    if vocab.total_words == 0:
+        raise ValueError(f"{files}: the corpus has no words")
+    if len(vocab) == 0:
+        raise ValueError(f"{files}: no word occurs --min-count {options.min_count} times "
+                         f"({vocab.total_words:,} words read); lower --min-count or give more text")
+    corpus = Corpus.encode(sentences, vocab)
+    prepare_seconds = time.perf_counter() - start
+
+    rng = np.random.default_rng(options.seed)
+    if options.algorithm == "glove":
+        from .glove import glove as fit
+        bar = _bar(None, "glove", options.quiet)
+    else:
+        from .word2vec import word2vec as fit
+        bar = _bar(corpus.raw_words * options.epoch_count, options.algorithm, options.quiet)
+    try:
+        vectors, stats = fit(corpus, vocab, options, rng, bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    if out is not None:
+        vectors.save(out, binary=True if options.binary else None)
+    summary = {"algorithm": options.algorithm, "vocabulary": len(vocab), "corpus_words": vocab.total_words,
+               "sentences": vocab.sentences, "prepare_seconds": prepare_seconds, **stats, "out": out}
+    return vectors, summary
