@@ -95,6 +95,25 @@ def _finetune(args) -> int:
     return 0
 
 
+def _distill(args) -> int:
+    from .train.distill import DistillOptions, distill
+
+    summary = distill(from_args(DistillOptions, args), resume=args.resume, overwrite=args.overwrite)
+    for note in summary["notes"]:
+        print(f"note: {note}")
+    final, evaluation = summary["final"], summary["eval"]
+    print(f"{summary['architecture']} ({summary['parameters']:,} parameters, from {summary['teacher_architecture']}'s "
+          f"{summary['teacher_parameters']:,}): step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}"
+          + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}" if evaluation else "")
+          + (f", agreement with the teacher {evaluation['eval/teacher_agreement']:.3f}"
+             if "eval/teacher_agreement" in evaluation else ""))
+    if summary["interrupted"]:
+        print(f"interrupted: checkpoint written; continue with --resume --out {args.out_dir}")
+        return 130
+    print(f"student and tokenizer written to {args.out_dir}")
+    return 0
+
+
 def _evaluate(args) -> int:
     from .tasks.pipeline import Pipeline
 
@@ -166,6 +185,10 @@ def _options_of(command: str) -> type:
         from .train.pretrain import PretrainOptions
 
         return PretrainOptions
+    if command == "distill":
+        from .train.distill import DistillOptions
+
+        return DistillOptions
     from .tasks.finetune import FinetuneOptions
 
     return FinetuneOptions
@@ -195,6 +218,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_options(p, "pretrain")
     _add_run_control(p)
     p.set_defaults(func=_pretrain)
+
+    p = sub.add_parser("distill", help="distil a teacher into a shallower student (DistilBERT's triple loss)")
+    add_options(p, "distill")
+    _add_run_control(p)
+    p.set_defaults(func=_distill)
 
     p = sub.add_parser("finetune", help="fine-tune a pretrained directory (or a preset, from scratch) on a labelled task")
     add_options(p, "finetune")

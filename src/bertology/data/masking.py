@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
 import torch
 
@@ -317,3 +319,36 @@ def mask_rows(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: t
     chosen = select_spans_rows(unit_sizes, order, draws, budget, ngram)  # (N, U)
     selected = candidate & chosen.gather(1, unit)
     return replace_tokens(input_ids, selected, generator, mask_id, random_ids)
+
+
+def token_weights(counts: torch.Tensor, smoothing: float = 0.7) -> torch.Tensor:
+    """DistilBERT's masking weights: count^-smoothing per token id, so rare tokens are masked more
+    often than their frequency alone would have them (a token never seen weighs as one seen once).
+
+    >>> token_weights(torch.tensor([1, 100, 0]), 0.5).tolist()
+    [1.0, 0.10000000149011612, 1.0]
+    """
+    return counts.double().clamp(min=1).pow(-smoothing).float()
+
+
+def mask_by_weight(input_ids: torch.Tensor, candidates: torch.Tensor, weights: torch.Tensor,
+                   generator: torch.Generator, *, mask_id: int, random_ids: torch.Tensor,
+                   mlm_probability: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask ⌈mlm_probability · #candidates⌉ positions of the whole batch (N, T), drawn without
+    replacement with probability ∝ weights[id] (DistilBERT's smoothed masking), then the 80/10/10
+    replacement of step 5. Special tokens and padding are never candidates.
+
+    >>> ids = torch.tensor([[101, 5, 6, 7, 102]])
+    >>> _, labels = mask_by_weight(ids, ids < 100, torch.ones(200), torch.Generator().manual_seed(0),
+    ...                            mask_id=103, random_ids=torch.arange(1, 100), mlm_probability=0.5)
+    >>> int((labels != -100).sum()), bool((labels[:, [0, 4]] == -100).all())
+    (2, True)
+    """
+    if not 0.0 < mlm_probability <= 1.0:
+        raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
+    flat = (weights[input_ids] * candidates).flatten().double()  # (N·T,)
+    n = min(int(candidates.sum()), math.ceil(mlm_probability * int(candidates.sum())))
+    selected = torch.zeros(flat.shape, dtype=torch.bool)
+    if n:
+        selected[torch.multinomial(flat, n, replacement=False, generator=generator)] = True
+    return replace_tokens(input_ids, selected.view(input_ids.shape), generator, mask_id, random_ids)

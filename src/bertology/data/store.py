@@ -52,7 +52,7 @@ import torch
 
 from ..io import atomic_dir
 from ..models.family import PRETRAINABLE, get_family
-from .corpus import check_files, iter_documents
+from .corpus import check_files, count_documents, iter_documents
 from .instances import (DocumentWindow, Segment, assemble_pair, assemble_single, create_pair_instances,
                         pack_sentences, special_tokens, tokenize_document, word_style)
 from .masking import IGNORE_INDEX, mask_rows, seeded_generator
@@ -342,9 +342,11 @@ class InstanceStore:
 
 def _resolve(family, objective, packing, masking, ngram):
     paper = get_family(family).pretraining
-    if paper is None:
-        raise ValueError(f"{family} is not pretrained from scratch here; choose one of {', '.join(PRETRAINABLE)}")
-    d_obj, d_pack, d_mask, d_ngram = paper.objective, paper.packing, paper.masking, paper.ngram
+    if paper is None and None in (objective, packing, masking):
+        raise ValueError(f"{family} has no pretraining recipe of its own: give objective, packing and masking, or "
+                         f"choose one of {', '.join(PRETRAINABLE)}")
+    d_obj, d_pack, d_mask, d_ngram = ((paper.objective, paper.packing, paper.masking, paper.ngram) if paper
+                                      else (objective, packing, masking, 1))
     objective = objective or d_obj
     packing = packing or (d_pack if objective != "mlm" else ("full-sentences" if d_pack == "pairs" else d_pack))
     masking, ngram = masking or d_mask, d_ngram if ngram is None else ngram
@@ -434,6 +436,24 @@ def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: i
                                negative_window=negative_window, errors=errors, show_progress=show_progress)
     store._rebuild = rebuild
     return store
+
+
+def check_corpus_documents(files, format: str, heldout: float | int, nsp: bool) -> int:
+    """Every file exists and decodes, and there are documents enough for `heldout` (and for NSP,
+    two in each split): one streaming pass before anything is written. Returns the count."""
+    documents = count_documents(check_files(files), format)
+    where = ", ".join(map(str, files))
+    if documents == 0:
+        raise ValueError(f"corpus file(s) {where} hold no text")
+    held = heldout_count(documents, heldout)
+    if held >= documents:
+        raise ValueError(f"--heldout {heldout:g} sets aside {held} of the {documents} documents of {where}, "
+                         "leaving none to train on")
+    if nsp and (documents - held < 2 or held == 1):
+        raise ValueError(f"NSP draws its random next sentences from other documents, so it needs at least two in each "
+                         f"split; {where} hold {documents} document(s): {documents - held} for training and {held} "
+                         "held out; give more documents (a blank line separates them) or change --heldout")
+    return documents
 
 
 def heldout_count(n_docs: int, heldout: float | int) -> int:

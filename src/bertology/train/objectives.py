@@ -1,5 +1,10 @@
 """Training objectives: a loss per micro-batch, divided by counts over the *global* batch.
 
+PretrainingObjective (MLM + NSP / SOP) and DistillationObjective (DistilBERT's triple loss:
+α_ce·T²·KL of the softened predictions + α_mlm·CE + α_cos·(1 − cos) of the last hidden states,
+optionally + α_mse·MSE of the logits; a teacher without an MLM head teaches through the hidden
+states alone).
+
 Dividing by the global count (not the micro-batch's) makes the summed gradient of any split into
 micro-batches and ranks equal to the gradient of the whole batch: the basis of exact gradient
 accumulation and of data-parallel equivalence.
@@ -7,11 +12,14 @@ accumulation and of data-parallel equivalence.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable
 
 import torch
+import torch.nn.functional as F
 
 from ..models.heads import IGNORE
+from .student import parts
 
 PAIR_LABELS = ("next_sentence_label", "sentence_order_label")
 
@@ -69,4 +77,94 @@ def evaluate_pretraining(model, batches: Iterable[dict[str, torch.Tensor]]) -> d
     out["perplexity"] = math.exp(min(out["mlm_loss"], 50.0))
     if "pair_accuracy" in sums:
         out["pair_accuracy"] = sums["pair_accuracy"] / sequences
+    return out
+
+
+# ---- distillation ---------------------------------------------------------------------------------
+
+def backbone_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch's tensors a backbone takes: token types only where the family has them."""
+    keys = ("input_ids", "attention_mask") + (("token_type_ids",) if model.config.type_vocab_size > 1 else ())
+    return {k: batch[k] for k in keys if k in batch}
+
+
+@dataclass(frozen=True)
+class Alphas:
+    ce: float = 5.0
+    mlm: float = 2.0
+    cos: float = 1.0
+    mse: float = 0.0
+
+
+class DistillationObjective:
+    """The Trainer's objective for a student: see the module docstring. The teacher runs once per
+    micro-batch, in inference mode, in bf16 where `teacher_bf16`."""
+
+    def __init__(self, teacher: PreTrainedModel, alphas: Alphas = Alphas(), temperature: float = 2.0,
+                 ce_over: str = "masked", teacher_bf16: bool = False):
+        if ce_over not in ("masked", "all"):
+            raise ValueError(f"ce_over {ce_over!r}: choose masked or all")
+        if temperature <= 0:
+            raise ValueError(f"--temperature {temperature}: must be > 0")
+        self.teacher, self.alphas, self.T, self.ce_over, self.teacher_bf16 = teacher.eval(), alphas, temperature, ce_over, teacher_bf16
+        self.teacher_backbone, self.teacher_mlm = parts(teacher)
+        if self.teacher_mlm is None and (alphas.ce or alphas.mse):
+            raise ValueError(f"the teacher ({teacher.architecture}) has no MLM head, so there are no logits to match: "
+                             "set --alpha-ce 0 and --alpha-mse 0 (the hidden-state term still teaches)")
+
+    def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
+        masked = int((batch["labels"] != IGNORE).sum())
+        real = int(batch["attention_mask"].sum())
+        return {"masked": max(1, masked), "real": max(1, real), "rows": max(1, masked if self.ce_over == "masked" else real)}
+
+    def __call__(self, student, batch: dict[str, torch.Tensor], totals: dict[str, int]):
+        a = self.alphas
+        labels, real = batch["labels"], batch["attention_mask"].bool()  # (B, T)
+        masked = labels != IGNORE
+        rows = masked if self.ce_over == "masked" else real  # where the soft targets are matched
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.teacher_bf16):
+            h_t = self.teacher_backbone(**backbone_inputs(self.teacher_backbone, batch)).last_hidden_state.float()
+            z_t = self.teacher_mlm(h_t[rows])[0].float() if self.teacher_mlm is not None else None  # (R, V)
+        backbone, mlm = parts(student)
+        h_s = backbone(**backbone_inputs(backbone, batch)).last_hidden_state  # (B, T, H)
+        z_s = mlm(h_s[rows])[0].float()  # (R, V)
+        terms: dict[str, torch.Tensor] = {}
+        if a.ce:
+            kl = F.kl_div(F.log_softmax(z_s / self.T, -1), F.softmax(z_t / self.T, -1), reduction="sum")
+            terms["ce"] = kl * self.T ** 2 / totals["rows"]
+        if a.mlm:
+            z_masked = z_s if self.ce_over == "masked" else mlm(h_s[masked])[0].float()  # (M, V)
+            terms["mlm"] = F.cross_entropy(z_masked, labels[masked], reduction="sum") / totals["masked"]
+        if a.cos:
+            cos = F.cosine_similarity(h_s[real].float(), h_t[real], dim=-1)  # (R,)
+            terms["cos"] = (1 - cos).sum() / totals["real"]
+        if a.mse:
+            terms["mse"] = F.mse_loss(z_s, z_t, reduction="sum") / totals["rows"]
+        loss = sum(getattr(a, name) * term for name, term in terms.items())
+        metrics = {f"{name}_loss": float(term.detach()) for name, term in terms.items()}
+        metrics["loss"] = float(loss.detach())
+        return loss, metrics
+
+
+@torch.no_grad()
+def evaluate_student(student, teacher, batches) -> dict[str, float]:
+    """Held-out MLM accuracy of the student and, when the teacher predicts tokens, the KL from the
+    teacher's predictions to the student's at the masked positions and their top-1 agreement."""
+    student.eval()
+    t_backbone, t_mlm = parts(teacher)
+    s_backbone, s_mlm = parts(student)
+    correct = agree = masked_total = 0
+    kl = 0.0
+    for batch in batches:
+        masked = batch["labels"] != IGNORE
+        z_s = s_mlm(s_backbone(**backbone_inputs(s_backbone, batch)).last_hidden_state[masked])[0].float()
+        correct += int((z_s.argmax(-1) == batch["labels"][masked]).sum())
+        masked_total += int(masked.sum())
+        if t_mlm is not None:
+            z_t = t_mlm(t_backbone(**backbone_inputs(t_backbone, batch)).last_hidden_state[masked])[0].float()
+            kl += float(F.kl_div(F.log_softmax(z_s, -1), F.softmax(z_t, -1), reduction="sum"))
+            agree += int((z_s.argmax(-1) == z_t.argmax(-1)).sum())
+    out = {"mlm_accuracy": correct / max(1, masked_total)}
+    if t_mlm is not None:
+        out.update(kl_to_teacher=kl / max(1, masked_total), teacher_agreement=agree / max(1, masked_total))
     return out

@@ -18,8 +18,7 @@ from typing import Any
 import torch
 
 from ..data import FORMATS, build_instances
-from ..data.corpus import check_files, count_documents
-from ..data.store import MASKINGS, OBJECTIVES, PACKINGS, heldout_count
+from ..data.store import MASKINGS, OBJECTIVES, PACKINGS, check_corpus_documents
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_write_json, claim_output_dir
 from ..models.params import count
@@ -130,22 +129,6 @@ def _check_model_options(o: PretrainOptions) -> None:
         raise ValueError(f"{o.family} has no {o.objective} head; --objective {' or '.join(own)}")
 
 
-def _check_corpus(o: PretrainOptions) -> None:
-    """Every corpus file exists and decodes, and there are documents enough (one streaming pass)."""
-    documents = count_documents(check_files(o.corpus), o.format)
-    where = ", ".join(o.corpus)
-    if documents == 0:
-        raise ValueError(f"corpus file(s) {where} hold no text")
-    held = heldout_count(documents, _heldout(o))
-    if held >= documents:
-        raise ValueError(f"--heldout {o.heldout:g} sets aside {held} of the {documents} documents of {where}, "
-                         "leaving none to train on")
-    if (o.objective or get_family(o.family).pretraining.objective) == "mlm+nsp" and (documents - held < 2 or held == 1):
-        raise ValueError(f"NSP draws its random next sentences from other documents, so it needs at least two in each "
-                         f"split; {where} hold {documents} document(s): {documents - held} for training and {held} "
-                         "held out; give more documents (a blank line separates them) or change --heldout")
-
-
 def _heldout(o: PretrainOptions) -> float | int:
     return int(o.heldout) if o.heldout >= 1 else o.heldout
 
@@ -158,7 +141,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     ours is continued with `resume` or started afresh with `overwrite`).
     """
     _check_model_options(o)
-    _check_corpus(o)
+    nsp = (o.objective or get_family(o.family).pretraining.objective) == "mlm+nsp"
+    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp)
     if o.tokenizer is not None:
         Tokenizer.load(o.tokenizer)  # a bad tokenizer file fails now, not after the output directory is set up
     dist.init_from_env()

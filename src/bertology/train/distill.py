@@ -1,0 +1,201 @@
+"""The distillation job (Sanh et al., 2019): a shallower student initialised from its teacher's
+layers (student.py), trained by the shared Trainer on the teacher's soft predictions and hidden
+states (objectives.DistillationObjective), written in Hugging Face layout.
+
+    bertology distill --teacher runs/bert --corpus corpus.txt --out runs/distilbert --steps 2000
+
+The output loads in transformers (DistilBertForMaskedLM, or BertForMaskedLM / RobertaForMaskedLM
+for a student of the teacher's own family) and fine-tunes with `bertology finetune`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data import FORMATS, build_instances
+from ..data.masking import IGNORE_INDEX, mask_by_weight, seeded_generator, token_weights
+from ..data.store import check_corpus_documents
+from ..hardware import bf16_pays
+from ..io import atomic_copy, atomic_write_json, claim_output_dir
+from ..models import load
+from ..nn import set_dropout
+from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, check_options,
+                       option)
+from ..tokenizers import Tokenizer
+from . import distributed as dist
+from .objectives import Alphas, DistillationObjective, evaluate_student
+from .student import STUDENTS, init_student, parts
+from .trainer import Trainer, TrainingArguments, checkpoints, seeded
+
+
+@dataclass
+class DistillOptions:
+    teacher: str = option(help="the teacher: a model directory holding tokenizer.json (any BERT, RoBERTa or DistilBERT)",
+                          metavar="DIR")
+    corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
+                                    ".gz, .xz, .bz2 read as they are", metavar="FILE")
+    out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
+    student: str = option("distilbert", "distilbert (no token types, no pooler; from a BERT teacher), or the teacher's "
+                                        "own family with fewer layers (bert, roberta)", choices=STUDENTS)
+    layers: str | None = option(None, "teacher layers the student starts from, in order (default: spread evenly over "
+                                      "the teacher, half its depth: 12 → 0,2,4,7,9,11)", metavar="I,J,…")
+    depth: int | None = option(None, "student layers with the default spread (default half the teacher's)", check=POSITIVE)
+    alpha_ce: float | None = option(None, "weight of T²·KL between the softened predictions (default 5.0; 0 and said "
+                                          "when the teacher has no MLM head)", check=NON_NEGATIVE)
+    alpha_mlm: float = option(2.0, "weight of the student's own MLM loss", check=NON_NEGATIVE)
+    alpha_cos: float = option(1.0, "weight of 1 − cos between the last hidden states", check=NON_NEGATIVE)
+    alpha_mse: float = option(0.0, "weight of the squared error between the logits", check=NON_NEGATIVE)
+    temperature: float = option(2.0, "softmax temperature of the soft targets", check=POSITIVE_NUMBER)
+    ce_over: str = option("masked", "positions the soft targets are matched at", choices=("masked", "all"))
+    masking: str = option("uniform", "uniform (BERT's) or smoothed (DistilBERT's: p ∝ count^-0.7 over the batch)",
+                          choices=("uniform", "smoothed"))
+    mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
+    steps: int = option(1000, "optimizer steps", check=POSITIVE)
+    batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
+    seq_len: int = option(128, "tokens per sequence, special tokens included", check=POSITIVE)
+    lr: float = option(5e-4, "peak learning rate (DistilBERT: 5e-4)", check=POSITIVE_NUMBER)
+    warmup: int = option(100, "warmup steps, then linear decay to 0", check=NON_NEGATIVE)
+    weight_decay: float = option(0.0, "AdamW's decoupled weight decay (DistilBERT: 0)", check=NON_NEGATIVE)
+    dropout: float | None = option(None, "the student's dropout while distilling (default: the teacher config's)",
+                                   check=DROPOUT)
+    accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
+    max_grad_norm: float = option(5.0, "gradient clipping norm (DistilBERT: 5)", check=POSITIVE_NUMBER)
+    bf16: bool = option(False, "bf16 autocast for the student (pays where the CPU multiplies bf16 natively)")
+    teacher_precision: str = option("auto", "the teacher's inference: auto (bf16 where a same-run probe shows it pays), "
+                                            "fp32 or bf16", choices=("auto", "fp32", "bf16"))
+    seed: int = option(0, "seeds dropout, the instances and the masks")
+    format: str = option("lines", "corpus format", choices=FORMATS)
+    heldout: float = option(0.02, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
+    eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
+    eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
+    save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
+    keep_last: int = option(2, "checkpoints kept", check=POSITIVE)
+    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
+    quiet: bool = option(False, "no progress bar")
+    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
+
+    def __post_init__(self):
+        check_options(self)
+
+    def layer_list(self) -> list[int] | None:
+        if self.layers is None:
+            return None
+        try:
+            return [int(x) for x in self.layers.split(",")]
+        except ValueError:
+            raise ValueError(f"--layers {self.layers!r}: comma-separated layer numbers such as 0,2,4") from None
+
+
+def _heldout(o: DistillOptions) -> float | int:
+    return int(o.heldout) if o.heldout >= 1 else o.heldout
+
+
+def _teacher(o: DistillOptions):
+    """(teacher model, its tokenizer), checked to share one vocabulary."""
+    path = Path(o.teacher)
+    if not path.is_dir():
+        raise FileNotFoundError(f"--teacher {o.teacher}: not a model directory" + ("" if path.exists() else " (it does not exist)"))
+    if not (path / "tokenizer.json").is_file():
+        raise FileNotFoundError(f"{path / 'tokenizer.json'}: missing; the student trains with its teacher's tokenizer")
+    teacher, tokenizer = load(path), Tokenizer.load(path / "tokenizer.json")
+    if tokenizer.vocab_size != teacher.config.vocab_size:
+        raise ValueError(f"--teacher {o.teacher}: the tokenizer has {tokenizer.vocab_size:,} tokens, the model's vocabulary "
+                         f"{teacher.config.vocab_size:,}: they do not belong together")
+    return teacher, tokenizer
+
+
+def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
+    """Run (or continue) a distillation job; returns its summary (also out/summary.json). Everything
+    is checked before the first write: options, teacher, layers, corpus, output directory."""
+    teacher, tokenizer = _teacher(o)
+    notes = []
+    alpha_ce = o.alpha_ce
+    if alpha_ce is None:
+        alpha_ce = 5.0 if parts(teacher)[1] is not None else 0.0
+        if not alpha_ce:
+            notes.append(f"the teacher ({teacher.architecture}) has no MLM head: distilling through the hidden states "
+                         "(cosine) and the student's own MLM loss, with no soft targets")
+    alphas = Alphas(ce=alpha_ce, mlm=o.alpha_mlm, cos=o.alpha_cos, mse=o.alpha_mse)
+    if not any((alphas.ce, alphas.mlm, alphas.cos, alphas.mse)):
+        raise ValueError("every --alpha-* is 0: nothing to learn from")
+    teacher_bf16 = {"auto": None, "fp32": False, "bf16": True}[o.teacher_precision]
+    objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over,
+                                      bf16_pays() if teacher_bf16 is None else teacher_bf16)
+    with seeded(o.seed):
+        student = init_student(teacher, o.student, o.layer_list(), o.depth)
+    if o.seq_len > student.config.max_length:
+        raise ValueError(f"--seq-len {o.seq_len} is longer than the teacher's {student.config.max_length} positions")
+    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=False)
+    dist.init_from_env()
+    out = Path(o.out_dir)
+    if dist.is_main():
+        claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
+    dist.barrier()
+    if resume and not checkpoints(out):  # killed before its first checkpoint: start again
+        resume, overwrite = False, True
+    with seeded(o.seed):
+        return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes)
+
+
+def _distill(o: DistillOptions, teacher, tokenizer, student, objective: DistillationObjective, out: Path,
+             resume: bool, overwrite: bool, notes: list[str]) -> dict[str, Any]:
+    if o.dropout is not None:
+        set_dropout(student, o.dropout)
+    if dist.is_main() and not resume:
+        tokenizer.save(out / "tokenizer.json")
+    store = build_instances(
+        o.corpus, tokenizer, family=o.student, max_seq_length=o.seq_len, objective="mlm", packing="full-sentences",
+        masking="dynamic", dupe_factor=1, mlm_probability=o.mlm_probability,
+        max_predictions_per_seq=max(1, round(o.seq_len * o.mlm_probability)), seed=o.seed, cache_dir=out / "cache",
+        format=o.format, heldout=_heldout(o), show_progress=not o.quiet and dist.is_main())
+    if store.num_instances < o.batch_size:
+        raise ValueError(f"{', '.join(o.corpus)}: {store.num_instances} sequences of length {o.seq_len}, fewer than one "
+                         f"batch of {o.batch_size}; use a larger corpus or a smaller --batch-size / --seq-len")
+    weights = token_weights(store.token_counts(student.config.vocab_size)) if o.masking == "smoothed" else None
+
+    def batches(step: int) -> dict[str, torch.Tensor]:
+        batch = store.batch(step, o.batch_size)
+        if weights is None:
+            return batch
+        # DistilBERT's smoothed masking: undo the store's mask, draw positions ∝ count^-0.7 over the batch
+        ids = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
+        candidates = batch["attention_mask"].bool() & ~torch.isin(ids, store.special_ids)
+        batch["input_ids"], batch["labels"] = mask_by_weight(
+            ids, candidates, weights, seeded_generator(o.seed, 4, step), mask_id=store.mask_id,
+            random_ids=store.random_ids, mlm_probability=o.mlm_probability)
+        return batch
+
+    evaluate = None
+    if store.heldout is not None and store.heldout.num_instances:
+        size = min(o.batch_size, store.heldout.num_instances)
+        n = max(1, min(o.eval_batches, math.ceil(store.heldout.num_instances / size)))
+        eval_batches = [store.heldout.batch(i, size, seed=o.seed + 1) for i in range(n)]
+
+        def evaluate(m):
+            return evaluate_student(m, teacher, eval_batches)
+
+    args = TrainingArguments(
+        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup,
+        weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
+        seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every, keep_last=o.keep_last,
+        quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite)
+    trainer = Trainer(student, args, batches, objective, evaluate,
+                      save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
+    result = trainer.train(resume=resume)
+    summary = {
+        "teacher": o.teacher, "teacher_architecture": teacher.architecture, "architecture": student.architecture,
+        "layers": o.layer_list() or "default", "parameters": student.num_parameters(),
+        "teacher_parameters": teacher.num_parameters(), "alphas": asdict(objective.alphas),
+        "teacher_bf16": objective.teacher_bf16, "steps": result["step"], "interrupted": result["interrupted"],
+        "notes": notes, "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
+        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
+        "options": asdict(o),
+    }
+    if dist.is_main() and not result["interrupted"]:
+        student.save(out)
+        atomic_write_json(out / "summary.json", summary)
+    return summary
