@@ -54,7 +54,7 @@ def _sigmoid(f, table):
 
 
 @_jit
-def _output_layer(h, target, alpha, work, syn1neg, syn1, cum_table, h_offsets, h_codes, h_points,
+def _output_layer(h, target, alpha, work, syn1neg, syn1, noise, h_offsets, h_codes, h_points,
                   negative, hs, table, state):
     """One prediction of word `target` from the hidden vector h: negative sampling (target against
     `negative` noise words) and/or hierarchical softmax (one logistic unit per node on its Huffman
@@ -66,19 +66,20 @@ def _output_layer(h, target, alpha, work, syn1neg, syn1, cum_table, h_offsets, h
             f = np.float32(0.0)
             for d in range(size):
                 f += h[d] * row[d]
-            g = (np.float32(1.0) - h_codes[k] - _sigmoid(f, table)) * alpha
+            g = (np.float32(1.0) - np.float32(h_codes[k]) - _sigmoid(f, table)) * alpha
             for d in range(size):
                 work[d] += g * row[d]
                 row[d] += g * h[d]
     if negative > 0:
-        top = cum_table[cum_table.shape[0] - 1]
+        slots = np.uint64(noise.shape[0])
         for n in range(negative + 1):
             if n == 0:
                 word, label = target, np.float32(1.0)
-            else:
-                r = np.int64((state >> _SHIFT) % np.uint64(top))
+            else:   # alias method: a uniform slot, kept or replaced by its alias
+                slot = np.int64((state >> _SHIFT) % slots)
                 state = lcg(state)
-                word = np.searchsorted(cum_table, r, side="right")
+                word = slot if np.int64((state >> _SHIFT) & _MASK32) < noise[slot, 0] else noise[slot, 1]
+                state = lcg(state)
                 if word == target:
                     continue
                 label = np.float32(0.0)
@@ -94,7 +95,7 @@ def _output_layer(h, target, alpha, work, syn1neg, syn1, cum_table, h_offsets, h
 
 
 @_jit
-def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end, keep, cum_table,
+def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end, keep, noise,
                  h_offsets, h_codes, h_points, sg, hs, negative, window, cbow_mean,
                  alpha0, min_alpha, raw_offset, raw_total, seed, table, buf, work, neu1):
     """Train on sentences [s_begin, s_end). The learning rate falls linearly from alpha0 to
@@ -126,7 +127,7 @@ def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end
                         continue
                     h = syn0[buf[j]]
                     work[:] = 0
-                    state = _output_layer(h, buf[i], alpha, work, syn1neg, syn1, cum_table, h_offsets, h_codes,
+                    state = _output_layer(h, buf[i], alpha, work, syn1neg, syn1, noise, h_offsets, h_codes,
                                           h_points, negative, hs, table, state)
                     for d in range(size):
                         h[d] += work[d]
@@ -145,7 +146,7 @@ def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end
                     for d in range(size):
                         neu1[d] /= count
                 work[:] = 0
-                state = _output_layer(neu1, buf[i], alpha, work, syn1neg, syn1, cum_table, h_offsets, h_codes,
+                state = _output_layer(neu1, buf[i], alpha, work, syn1neg, syn1, noise, h_offsets, h_codes,
                                       h_points, negative, hs, table, state)
                 if not cbow_mean:  # a sum's error is shared out over its terms
                     for d in range(size):

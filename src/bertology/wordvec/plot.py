@@ -18,8 +18,8 @@ COUNTRIES_CAPITALS = [("china", "beijing"), ("russia", "moscow"), ("japan", "tok
 def pca_2d(x: np.ndarray) -> np.ndarray:
     """Rows of x projected on their first two principal components (by SVD of the centred rows).
 
-    >>> pca_2d(np.array([[0., 0, 0], [2, 0, 0], [4, 0, 0]]))[:, 0].round(6).tolist()
-    [-2.0, 0.0, 2.0]
+    >>> np.abs(pca_2d(np.array([[0., 0, 0], [2, 0, 0], [4, 0, 0]]))[:, 0]).round(6).tolist()
+    [2.0, 0.0, 2.0]
     """
     centred = x - x.mean(axis=0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)

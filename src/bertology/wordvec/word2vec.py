@@ -3,7 +3,7 @@ hierarchical softmax, frequent words subsampled, a dynamic window and a linearly
 
     >>> from bertology.wordvec import TrainOptions, Vocab, Corpus, word2vec   # doctest: +SKIP
     >>> vocab = Vocab.build(sentences, min_count=5)                            # doctest: +SKIP
-    >>> vectors, stats = word2vec(Corpus.encode(sentences, vocab), vocab,
+    >>> vectors, stats = word2vec(Corpus.encode(sentences, vocab), vocab,   # doctest: +SKIP
     ...                           TrainOptions(algorithm="skipgram"), np.random.default_rng(1))
 
 The corpus pass is cut into jobs of ~10,000 words (gensim's batch size) that `workers` threads
@@ -25,7 +25,7 @@ from . import kernels
 from .corpus import MAX_SENTENCE_LENGTH, Corpus
 from .options import TrainOptions
 from .vectors import KeyedVectors
-from .vocab import Vocab, huffman_tree, keep_probability, noise_table
+from .vocab import Vocab, alias_table, huffman_tree, keep_probability
 from .workers import run_jobs
 
 JOB_WORDS = 10_000
@@ -64,7 +64,7 @@ def word2vec(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random
     syn1neg = np.zeros((V, D), dtype=np.float32)
     syn1 = np.zeros((max(V - 1, 1), D), dtype=np.float32)
     tree = huffman_tree(vocab.counts) if options.hs else huffman_tree(np.zeros(0, np.int64))
-    cum_table = noise_table(vocab.counts, options.ns_exponent)
+    noise = alias_table(vocab.counts, options.ns_exponent) if options.negative else np.zeros((1, 2), np.int64)
     keep = subsampling_thresholds(vocab.counts, options.sample)
 
     bounds = job_bounds(corpus)
@@ -83,7 +83,7 @@ def word2vec(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random
         buf, work, neu1 = scratch[ident]
         return kernels.word2vec_job(
             syn0, syn1neg, syn1, corpus.tokens, corpus.starts, corpus.raw_before, bounds[j], bounds[j + 1], keep,
-            cum_table, tree.offsets, tree.codes, tree.points, options.algorithm == "skipgram", options.hs,
+            noise, tree.offsets, tree.codes, tree.points, options.algorithm == "skipgram", options.hs,
             options.negative, options.window_size, not options.cbow_sum, options.alpha, options.min_alpha,
             float(epoch * corpus.raw_words), raw_total, int(seeds[k]), kernels.EXP_TABLE, buf, work, neu1)
 
