@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .options import OptionError, add_arguments, from_args
+from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
 from .wordvec import cli as wordvec_cli
 
@@ -271,6 +272,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=_demo)
 
     tokenizer_cli.register(sub)
+    serve_cli.register(sub)
     wordvec_cli.register(sub)
     return parser
 

@@ -13,8 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from . import TASKS
 from .base import Example
-from .finetune import evaluate_examples, load_finetuned, predict_examples
+from .finetune import evaluate_examples, load_finetuned, predict_examples, run_model
+
+# the task a head serves when config.json records none (a checkpoint written by transformers)
+HEAD_TASKS = {"ForSequenceClassification": "classify", "ForTokenClassification": "tag",
+              "ForQuestionAnswering": "qa", "ForMultipleChoice": "choice"}
 
 
 def to_example(task_name: str, item: Any, i: int = 0) -> Example:
@@ -51,6 +58,32 @@ class Pipeline:
         extra = model.config.extra
         return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64),
                    columns)
+
+    @classmethod
+    def for_model(cls, model, tokenizer) -> "Pipeline | None":
+        """A Pipeline over an already loaded model with a task head: the task `finetune` recorded in
+        config.json, else the one its architecture implies (regression for one label); None for a
+        backbone or a pretraining head, which no task serves."""
+        extra = model.config.extra
+        name = extra.get("bertology_task")
+        if name not in TASKS:
+            head = next((h for h in HEAD_TASKS if model.architecture.endswith(h)), None)
+            if head is None:
+                return None
+            name = HEAD_TASKS[head]
+            if name == "classify" and model.config.num_labels == 1:
+                name = "regress"
+        task = TASKS[name](**extra.get("bertology_task_options", {}))
+        return cls(model, task, tokenizer, extra.get("bertology_max_length", model.config.max_length),
+                   extra.get("bertology_stride", 64), extra.get("bertology_columns", {}))
+
+    def logits(self, examples: list[Example]) -> list[Any]:
+        """Sequence classification: the head's logits per example, before the task's post-processing
+        (a classifier's scores before the softmax that `__call__` applies)."""
+        features = self.task.featurize(examples, self.tokenizer, self.max_length, None, self.stride)
+        outputs = run_model(self.model, features)
+        logits = torch.cat([o.logits.detach().float() for o in outputs])
+        return [logits[rows[0]] for rows in features.rows_of_example]
 
     def read(self, path: str, **columns) -> list[Example]:
         """Examples from a file laid out like the training data (`columns` override its column names)."""

@@ -1,0 +1,151 @@
+"""The HTTP API: Starlette routes over the Engine, through the Batcher.
+
+Handlers run on the event loop and do no model work: they read the body (capped), check its
+shape (schemas.py), queue the request and await its result. The page at `GET /` is a static file
+(page/index.html) that calls the same API.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import struct
+import time
+from importlib import resources
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ..viz import attention_html
+from . import schemas
+from .batching import Batcher, BatchLimits
+from .engine import Engine, error_of
+from .metrics import Metrics
+from .options import ServeOptions
+from .schemas import ApiError
+
+PARSERS = {
+    "embed": schemas.parse_embed, "fill-mask": schemas.parse_fill_mask, "tokenize": schemas.parse_tokenize,
+    "tag": schemas.parse_tag, "qa": schemas.parse_qa,
+}
+
+
+async def read_json(request: Request, limit: int):
+    """The body as JSON, refusing (413) more than `limit` bytes whether or not Content-Length says so."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise schemas.too_large(f"the body is {int(declared):,} bytes, more than --max-body-bytes {limit:,}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise schemas.too_large(f"the body is more than --max-body-bytes {limit:,} bytes")
+    try:
+        return json.loads(body)
+    except ValueError as e:  # UnicodeDecodeError included
+        raise schemas.invalid(f"the body is not JSON: {e}") from None
+
+
+def create_app(engine: Engine, options: ServeOptions) -> Starlette:
+    metrics = Metrics()
+    batcher = Batcher(engine.prepare, engine.run, BatchLimits(options.max_batch_tokens, options.max_batch_requests,
+                                                              options.max_wait_ms, options.max_concurrent_requests),
+                      error_of, on_batch=metrics.batch)
+    page = resources.files(__package__).joinpath("page/index.html").read_text(encoding="utf-8")
+    info = {**engine.info(), "max_batch_tokens": options.max_batch_tokens,
+            "max_batch_requests": options.max_batch_requests, "max_client_batch_size": options.max_client_batch_size,
+            "max_concurrent_requests": options.max_concurrent_requests, "max_body_bytes": options.max_body_bytes}
+
+    def answer(path: str, started: float, response: Response) -> Response:
+        metrics.request(path, response.status_code, time.perf_counter() - started)
+        return response
+
+    def failed(path: str, started: float, e: ApiError) -> Response:
+        return answer(path, started, JSONResponse(e.body(), e.status))
+
+    async def submit(request: Request, op: str, parse) -> tuple[object, object]:
+        if op not in engine.endpoints:
+            raise ApiError(404, "NotFound", f"{request.url.path}: the loaded {engine.model.architecture} does not serve "
+                                            f"this; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
+        body = await read_json(request, options.max_body_bytes)
+        parsed = parse(body)
+        return parsed, await batcher.submit(op, parsed)
+
+    def endpoint(op: str, parse=None, render=None):
+        parse = parse or (lambda body: PARSERS[op](body, options.max_client_batch_size))
+
+        async def handler(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                parsed, result = await submit(request, op, parse)
+            except ApiError as e:
+                return failed(request.url.path, started, e)
+            return answer(request.url.path, started, render(parsed, result) if render else JSONResponse(result))
+
+        return handler
+
+    def predict_parser(body):
+        pairs = engine.pipeline is not None and engine.pipeline.task.name == "pair"
+        return schemas.parse_predict(body, options.max_client_batch_size, pairs)
+
+    def openai_render(request, vectors) -> Response:
+        def encode(v):
+            return base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if request.encoding_format == "base64" else v
+
+        data = [{"object": "embedding", "embedding": encode(v), "index": i} for i, v in enumerate(vectors)]
+        return JSONResponse({"object": "list", "data": data, "model": engine.name,
+                             "usage": {"prompt_tokens": request.tokens, "total_tokens": request.tokens}})
+
+    def attention_render(request, weights) -> Response:
+        if request.format == "html":
+            return HTMLResponse(attention_html(weights, request.text + (f" / {request.pair}" if request.pair else "")))
+        return JSONResponse({"tokens": weights.tokens, "special": weights.special,
+                             "weights": [[[[round(v, 5) for v in row] for row in h] for h in layer]
+                                         for layer in weights.weights.tolist()]})
+
+    async def health(request: Request) -> Response:
+        if not batcher.running:
+            return JSONResponse({"error": "unhealthy", "error_type": "Unhealthy"}, 503)
+        return JSONResponse({"status": "ok"})
+
+    async def get_info(request: Request) -> Response:
+        return JSONResponse(info)
+
+    async def get_metrics(request: Request) -> Response:
+        return PlainTextResponse(metrics.render(batcher.depth), media_type="text/plain; version=0.0.4")
+
+    async def get_page(request: Request) -> Response:
+        return HTMLResponse(page)
+
+    async def not_found(request: Request, exc: HTTPException) -> Response:
+        kind = "NotFound" if exc.status_code == 404 else "Validation"
+        message = f"{request.method} {request.url.path}: " + ("no such endpoint" if exc.status_code == 404 else exc.detail)
+        return JSONResponse({"error": message, "error_type": kind}, exc.status_code)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        batcher.start()
+        try:
+            yield
+        finally:  # uvicorn lets the requests in flight finish first; the queue drains, then the worker ends
+            await asyncio.to_thread(batcher.stop)
+
+    routes = [
+        Route("/", get_page), Route("/health", health), Route("/info", get_info), Route("/metrics", get_metrics),
+        Route("/embed", endpoint("embed"), methods=["POST"]),
+        Route("/v1/embeddings", endpoint("embed", lambda body: schemas.parse_openai_embeddings(body, options.max_client_batch_size),
+                                                openai_render), methods=["POST"]),
+        Route("/predict", endpoint("predict", predict_parser), methods=["POST"]),
+        Route("/fill-mask", endpoint("fill-mask"), methods=["POST"]),
+        Route("/tokenize", endpoint("tokenize"), methods=["POST"]),
+        Route("/tag", endpoint("tag"), methods=["POST"]),
+        Route("/qa", endpoint("qa"), methods=["POST"]),
+        Route("/attention", endpoint("attention", schemas.parse_attention, attention_render), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+    app.state.engine, app.state.batcher, app.state.metrics = engine, batcher, metrics
+    return app

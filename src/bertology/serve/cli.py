@@ -1,0 +1,49 @@
+"""`bertology serve --model DIR`: argument parsing and the uvicorn launch; the server is app.py.
+
+Nothing heavy is imported until the command runs, so `bertology --help` stays fast: Starlette,
+uvicorn and torch load inside `_serve`.
+"""
+from __future__ import annotations
+
+import socket
+
+from ..options import add_arguments, from_args
+from .options import ServeOptions
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind before loading anything slow, so a taken port is one clear message (not a log line and exit 1)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as e:
+        raise OSError(f"--host {host} --port {port}: cannot listen there ({e.strerror or e})") from None
+
+
+def _serve(args) -> int:
+    options = from_args(ServeOptions, args)
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as e:
+        raise ValueError(f"bertology serve needs the serve extra ({e.name} is missing): "
+                         "pip install 'bertology[serve]'") from None
+    from .engine import Engine
+
+    engine = Engine.load(options.model, options.tokenizer, options.pooling)  # a bad model fails before the port is held
+    sock = _listen(options.host, options.port)
+    host, port = sock.getsockname()[:2]
+    print(f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "
+          f"{', '.join('/' + e for e in sorted(engine.endpoints))}) on http://{host}:{port}/", flush=True)
+    config = uvicorn.Config(create_app(engine, options), log_level="warning" if options.quiet else "info",
+                            access_log=not options.quiet, timeout_graceful_shutdown=None)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="serve a model over HTTP (text-embeddings-inference's API) with dynamic "
+                                            "batching, and a page to try it at /")
+    add_arguments(p, ServeOptions)
+    p.set_defaults(func=_serve)

@@ -1,0 +1,222 @@
+"""The model side of the server: a loaded checkpoint, its tokenizer and what its head serves.
+
+A thin layer over `Pipeline` (classification, pairs, regression, tagging, QA) and
+`tasks.inference` (embeddings from any encoder, fill-mask from an MLM head). Only the batching
+worker thread calls `prepare` and `run`, so the model and the tokenizer have one owner.
+
+    prepare(op, request) -> tokens     checks what needs the tokenizer (lengths, the mask token);
+                                       raises ApiError for this request alone
+    run(op, requests) -> results       one forward pass for every request of a batch, one result each
+
+Endpoints by head: every model serves /embed (its encoder's vectors), /tokenize and /attention;
+an MLM head adds /fill-mask, a sequence classifier (classify, pair, regress) /predict, a token
+classifier /tag, a QA head /qa.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..models import family_of, load
+from ..tasks.base import Example
+from ..tasks.finetune import load_tokenizer
+from ..tasks.inference import MLM_HEADS, embed, fill_mask, mask_token_of, tagged_entities, word_spans
+from ..tasks.pipeline import Pipeline
+from ..viz import attention_weights
+from .schemas import (
+    ApiError, AttentionRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest, TagRequest, TokenizeRequest,
+    invalid,
+)
+
+ALWAYS = ("embed", "tokenize", "attention")
+KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("predict",), "tagger": ("tag",),
+                  "qa": ("qa",), "choice": ()}
+
+
+class Engine:
+    def __init__(self, model, tokenizer, name: str = "model", pooling: str = "mean"):
+        self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
+        self.pipeline = Pipeline.for_model(model, tokenizer)
+        self.family = family_of(model.config)
+        self.head = model.architecture[len(self.family.class_prefix):]  # "Model", "ForMaskedLM", …
+        if self.pipeline is not None:
+            task = self.pipeline.task.name
+            self.kind = {"tag": "tagger", "qa": "qa", "choice": "choice"}.get(task, "classifier")
+        else:
+            self.kind = "fill-mask" if self.head in MLM_HEADS else "embedding"
+        self.endpoints = frozenset(ALWAYS + KIND_ENDPOINTS[self.kind])
+        self.max_length = model.config.max_length  # the position table's limit, special tokens included
+        self.task_max_length = self.pipeline.max_length if self.pipeline else self.max_length
+
+    @classmethod
+    def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean") -> "Engine":
+        """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer."""
+        model = load(path)
+        return cls(model, load_tokenizer(str(path), tokenizer), Path(path).name, pooling)
+
+    def info(self) -> dict[str, Any]:
+        config = self.model.config
+        labels = None
+        if self.kind in ("classifier", "tagger") and self.pipeline.task.name != "regress":
+            labels = [config.id2label.get(i, config.id2label.get(str(i))) for i in range(config.num_labels)]
+        model_type = ({"classifier": {"id2label": {str(i): n for i, n in enumerate(labels)},
+                                      "label2id": {n: i for i, n in enumerate(labels)}}}
+                      if self.kind == "classifier" and labels else {"embedding": {"pooling": self.pooling}})
+        return {
+            "model_id": self.name, "model_type": model_type, "model_dtype": str(next(self.model.parameters()).dtype)[6:],
+            "architecture": self.model.architecture, "family": self.family.name, "head": self.head, "kind": self.kind,
+            "task": self.pipeline.task.name if self.pipeline else None, "labels": labels,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "max_input_length": self.task_max_length, "max_position_length": self.max_length,
+            "num_layers": config.num_hidden_layers, "num_heads": config.num_attention_heads,
+            "hidden_size": config.hidden_size, "pooling": self.pooling,
+            "mask_token": mask_token_of(self.model) if self.kind == "fill-mask" else None,
+            "endpoints": sorted(self.endpoints),
+        }
+
+    # ---- prepare: per request, in the worker thread ------------------------------------------
+    def prepare(self, op: str, request) -> int:
+        """The request's tokens (what it costs a batch); refuses what one forward pass would choke on."""
+        if op == "embed":
+            request.tokens = self._lengths([(t, None) for t in request.texts], request.truncate, self.max_length)
+            return request.tokens
+        if op == "fill-mask":
+            mask = mask_token_of(self.model)
+            mask_id = self.tokenizer.token_to_id(mask)
+            cost = self._lengths([(t, None) for t in request.texts], request.truncate, self.max_length)
+            for i, enc in enumerate(self.tokenizer.encode_batch(request.texts, truncation=True, max_length=self.max_length)):
+                if mask_id not in enc.ids:
+                    raise invalid(f"input {i} has no {mask} token to fill" + (" (after truncation)" if mask in request.texts[i] else ""))
+            return cost
+        if op == "predict":
+            return self._lengths([x if isinstance(x, tuple) else (x, None) for x in request.items], request.truncate,
+                                 self.task_max_length)
+        if op == "tag":
+            return self._lengths([(" ".join(t.split()), None) for t in request.texts], request.truncate,
+                                 self.task_max_length)
+        if op == "qa":
+            try:  # the question must fit a window with room for the context (the context is cut into windows)
+                features = self.pipeline.task.featurize(self._qa_examples(request), self.tokenizer,
+                                                        self.pipeline.max_length, None, self.pipeline.stride)
+            except ValueError as e:
+                raise invalid(str(e)) from None
+            return int(features.tensors["attention_mask"].sum())
+        if op == "tokenize":
+            return sum(len(e) for e in self.tokenizer.encode_batch(request.texts))
+        if op == "attention":
+            return self._lengths([(request.text, request.pair)], False, self.max_length)
+        raise ValueError(f"unknown operation {op!r}")
+
+    def _lengths(self, items: list[tuple[str, str | None]], truncate: bool, limit: int) -> int:
+        encodings = [self.tokenizer.encode(text, pair) for text, pair in items]
+        for i, enc in enumerate(encodings):
+            if len(enc) > limit and not truncate:
+                raise invalid(f"input {i} is {len(enc)} tokens long, longer than the model's limit of {limit} "
+                              "(send \"truncate\": true to cut it)")
+        return sum(min(len(e), limit) for e in encodings)
+
+    # ---- run: a batch of requests of one operation ---------------------------------------------
+    def run(self, op: str, requests: list) -> list[Any]:
+        return getattr(self, "_run_" + op.replace("-", "_"))(requests)
+
+    def _run_embed(self, requests: list[EmbedRequest]) -> list[Any]:
+        texts = [t for r in requests for t in r.texts]
+        vectors = embed(self.model, self.tokenizer, texts, self.pooling, normalize=False, max_length=self.max_length)
+        normalized = torch.nn.functional.normalize(vectors, dim=-1)
+        out, i = [], 0
+        for r in requests:
+            chosen = normalized if r.normalize else vectors
+            out.append(chosen[i:i + len(r.texts)].tolist())
+            i += len(r.texts)
+        return out
+
+    def _run_fill_mask(self, requests: list[FillMaskRequest]) -> list[Any]:
+        texts = [t for r in requests for t in r.texts]
+        top_k = max(r.top_k for r in requests)
+        filled = fill_mask(self.model, self.tokenizer, texts, top_k, max_length=self.max_length)
+        out, i = [], 0
+        for r in requests:
+            mine = [[[c._asdict() for c in cands[:r.top_k]] for cands in per_text] for per_text in filled[i:i + len(r.texts)]]
+            out.append(mine[0] if r.single else mine)
+            i += len(r.texts)
+        return out
+
+    def _run_predict(self, requests: list[PredictRequest]) -> list[Any]:
+        """Texts and text pairs go through the Pipeline separately (a batch has one input layout);
+        raw_scores requests get the head's logits instead of the Pipeline's probabilities."""
+        pipe, names = self.pipeline, self._label_names()
+        flat = [(k, x) for k, r in enumerate(requests) for x in r.items]
+        ranked: list[Any] = [None] * len(flat)
+        for raw in (False, True):
+            for pairs in (False, True):
+                chosen = [j for j, (k, x) in enumerate(flat) if requests[k].raw_scores == raw and isinstance(x, tuple) == pairs]
+                if not chosen:
+                    continue
+                examples = [Example(*(flat[j][1] if pairs else (flat[j][1], None)), id=str(i), where=f"input {i}")
+                            for i, j in enumerate(chosen)]
+                if raw:
+                    scores = [dict(zip(names, row.tolist())) for row in pipe.logits(examples)]
+                elif pipe.task.name == "regress":
+                    scores = [{names[0]: v} for v in pipe.predict_examples(examples)]
+                else:
+                    scores = [p.probabilities for p in pipe.predict_examples(examples)]
+                for j, s in zip(chosen, scores):
+                    ranked[j] = sorted(({"label": k, "score": v} for k, v in s.items()), key=lambda d: -d["score"])
+        out, i = [], 0
+        for r in requests:
+            out.append(ranked[i] if r.single else ranked[i:i + len(r.items)])
+            i += len(r.items)
+        return out
+
+    def _label_names(self) -> list[str]:
+        id2label = self.model.config.id2label or {}
+        return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(self.model.config.num_labels)]
+
+    def _run_tag(self, requests: list[TagRequest]) -> list[Any]:
+        texts = [t for r in requests for t in r.texts]
+        examples = [Example([w for w, _, _ in word_spans(t)], None, None, id=str(i), where=f"input {i}")
+                    for i, t in enumerate(texts)]
+        predictions = self.pipeline.predict_examples(examples)
+        entities = [tagged_entities(t, p["tags"], p["scores"]) for t, p in zip(texts, predictions)]
+        out, i = [], 0
+        for r in requests:
+            out.append(entities[i] if r.single else entities[i:i + len(r.texts)])
+            i += len(r.texts)
+        return out
+
+    def _qa_examples(self, request: QARequest) -> list[Example]:
+        return [Example(q, c, None, id=str(i), where=f"input {i}") for i, (q, c) in enumerate(request.items)]
+
+    def _run_qa(self, requests: list[QARequest]) -> list[Any]:
+        examples = [e for r in requests for e in self._qa_examples(r)]
+        answers = [{"answer": p["text"], "score": p["score"], "start": p["start"], "end": p["end"]}
+                   for p in self.pipeline.predict_examples(examples)]
+        out, i = [], 0
+        for r in requests:
+            out.append(answers[i] if r.single else answers[i:i + len(r.items)])
+            i += len(r.items)
+        return out
+
+    def _run_tokenize(self, requests: list[TokenizeRequest]) -> list[Any]:
+        out = []
+        for r in requests:
+            encodings = self.tokenizer.encode_batch(r.texts, add_special_tokens=r.add_special_tokens)
+            out.append([[{"id": i, "text": t, "special": bool(s), "start": None if s else a, "stop": None if s else b}
+                         for i, t, s, (a, b) in zip(e.ids, e.tokens, e.special_tokens_mask, e.offsets)]
+                        for e in encodings])
+        return out
+
+    def _run_attention(self, requests: list[AttentionRequest]) -> list[Any]:
+        return [attention_weights(self.model, self.tokenizer, r.text, r.pair) for r in requests]
+
+
+def error_of(exc: BaseException) -> ApiError:
+    """What the client is told when a batch's forward pass raised (ApiError as it is; a ValueError
+    from bertology's checks is the input's fault; anything else is the server's)."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, ValueError):
+        return invalid(str(exc))
+    return ApiError(500, "Backend", f"{type(exc).__name__}: {exc}")

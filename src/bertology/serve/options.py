@@ -1,0 +1,33 @@
+"""`bertology serve`'s options, declared once (flag, default, help, range): the CLI's parser and
+`create_app` read the same dataclass. Defaults follow text-embeddings-inference where it has the option."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import NON_NEGATIVE, POSITIVE, Check, check_options, option
+
+PORT = Check("in [0, 65535] (0: any free port)", lambda v: 0 <= v <= 65535)
+HOST = Check("a host name or address", lambda v: bool(v.strip()))
+
+
+@dataclass
+class ServeOptions:
+    model: str = option(help="a model directory bertology.load reads (backbone, MLM, classification, tagging, QA), "
+                             "with its tokenizer.json", metavar="DIR")
+    tokenizer: str | None = option(None, "default: the model directory's tokenizer.json", metavar="FILE_OR_DIR")
+    host: str = option("127.0.0.1", "address to listen on (another machine can reach it only if you say so)",
+                       check=HOST)
+    port: int = option(8080, "TCP port", check=PORT)
+    pooling: str = option("mean", "how /embed makes one vector of a text's token vectors", choices=("mean", "cls"))
+    max_batch_tokens: int = option(16384, "tokens in one forward pass; concurrent requests are grouped up to it, a "
+                                          "larger request is refused (413)", check=POSITIVE)
+    max_batch_requests: int = option(64, "requests in one forward pass (1: no dynamic batching)", check=POSITIVE)
+    max_wait_ms: float = option(0.0, "how long an idle worker waits for more requests to join a batch (requests "
+                                     "that arrive while a batch runs join the next one anyway)", check=NON_NEGATIVE)
+    max_client_batch_size: int = option(32, "inputs in one request; more are refused (413)", check=POSITIVE)
+    max_concurrent_requests: int = option(512, "requests queued or running; more are refused (429)", check=POSITIVE)
+    max_body_bytes: int = option(2_000_000, "request body size; larger ones are refused (413)", check=POSITIVE)
+    quiet: bool = option(False, "no access log")
+
+    def __post_init__(self):
+        check_options(self)

@@ -1,0 +1,236 @@
+"""Request bodies → checked request objects, and the API's errors, in text-embeddings-inference's shapes.
+
+Every check names the field and the value at fault; nothing here needs the model or the tokenizer
+(lengths in tokens are checked by the engine, which owns the tokenizer). Errors are
+`{"error": "...", "error_type": "..."}` with TEI's status codes:
+
+    422 Validation   a body that is not JSON, a wrong type, an empty text, an input too long with truncate false
+    413 Validation   a body over --max-body-bytes, more inputs than --max-client-batch-size, more tokens
+                     than --max-batch-tokens
+    429 Overloaded   --max-concurrent-requests already queued or running
+    404 NotFound     an endpoint the loaded head does not serve, or no such path
+    503 Unhealthy    the server is shutting down
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, error_type: str, message: str):
+        super().__init__(message)
+        self.status, self.error_type, self.message = status, error_type, message
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.message, "error_type": self.error_type}
+
+
+def invalid(message: str) -> ApiError:
+    return ApiError(422, "Validation", message)
+
+
+def too_large(message: str) -> ApiError:
+    return ApiError(413, "Validation", message)
+
+
+@dataclass
+class EmbedRequest:
+    texts: list[str]
+    single: bool  # the body sent one string (TEI answers a list of one vector either way)
+    normalize: bool = True
+    truncate: bool = False
+    encoding_format: str = "float"  # /v1/embeddings: "float" or "base64" (little-endian float32)
+    tokens: int = 0  # counted by the engine when it prepares the request (OpenAI's usage)
+
+
+@dataclass
+class PredictRequest:
+    items: list[str | tuple[str, str]]  # a text, or (text, pair)
+    single: bool
+    raw_scores: bool = False
+    truncate: bool = False
+
+
+@dataclass
+class FillMaskRequest:
+    texts: list[str]
+    single: bool
+    top_k: int = 5
+    truncate: bool = False
+
+
+@dataclass
+class TokenizeRequest:
+    texts: list[str]
+    add_special_tokens: bool = True
+
+
+@dataclass
+class TagRequest:
+    texts: list[str]
+    single: bool
+    truncate: bool = False
+
+
+@dataclass
+class QARequest:
+    items: list[tuple[str, str]]  # (question, context)
+    single: bool
+
+
+@dataclass
+class AttentionRequest:
+    text: str
+    pair: str | None = None
+    format: str = "json"  # or "html": the page `bertology attention --out x.html` writes
+
+
+def _object(body: Any) -> dict:
+    if not isinstance(body, dict):
+        raise invalid(f"the body should be a JSON object, got {_kind(body)}")
+    return body
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise invalid(f"{where} should be a string, got {_kind(value)}")
+    if not value.strip():
+        raise invalid(f"{where} is empty")
+    return value
+
+
+def _flag(body: dict, name: str, default: bool) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise invalid(f"{name} should be true or false, got {value!r}")
+    return value
+
+
+def _count(items: list, max_client_batch_size: int) -> None:
+    if not items:
+        raise invalid("inputs is an empty list")
+    if len(items) > max_client_batch_size:
+        raise too_large(f"batch size {len(items)} > maximum allowed batch size {max_client_batch_size} "
+                        "(--max-client-batch-size)")
+
+
+def _texts(body: dict, max_client_batch_size: int, key: str = "inputs") -> tuple[list[str], bool]:
+    if key not in body:
+        raise invalid(f"missing field {key!r}")
+    value = body[key]
+    if isinstance(value, str):
+        return [_text(value, key)], True
+    if not isinstance(value, list):
+        raise invalid(f"{key} should be a string or a list of strings, got {_kind(value)}")
+    _count(value, max_client_batch_size)
+    return [_text(v, f"{key}[{i}]") for i, v in enumerate(value)], False
+
+
+def parse_embed(body: Any, max_client_batch_size: int) -> EmbedRequest:
+    body = _object(body)
+    texts, single = _texts(body, max_client_batch_size)
+    return EmbedRequest(texts, single, _flag(body, "normalize", True), _flag(body, "truncate", False))
+
+
+def parse_openai_embeddings(body: Any, max_client_batch_size: int) -> EmbedRequest:
+    """OpenAI's `{"input": str | [str], "model", "encoding_format": "float" | "base64"}` (vectors normalized)."""
+    body = _object(body)
+    texts, _ = _texts(body, max_client_batch_size, key="input")
+    encoding = body.get("encoding_format", "float")
+    if encoding not in ("float", "base64"):
+        raise invalid(f"encoding_format should be 'float' or 'base64', got {encoding!r}")
+    return EmbedRequest(texts, False, True, False, encoding)
+
+
+def parse_predict(body: Any, max_client_batch_size: int, pairs: bool) -> PredictRequest:
+    """`inputs`: a text; [text, pair] (for a model trained on pairs, as TEI reads two strings); or a list
+    whose items are texts, [text] or [text, pair]. For a model trained on single texts a list of
+    strings is a batch of texts."""
+    body = _object(body)
+    if "inputs" not in body:
+        raise invalid("missing field 'inputs'")
+    value = body["inputs"]
+    flags = _flag(body, "raw_scores", False), _flag(body, "truncate", False)
+    if isinstance(value, str):
+        if pairs:
+            raise invalid("this model classifies text pairs: send \"inputs\": [text, pair]")
+        return PredictRequest([_text(value, "inputs")], True, *flags)
+    if not isinstance(value, list):
+        raise invalid(f"inputs should be a string, a [text, pair] list or a list of them, got {_kind(value)}")
+    if pairs and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return PredictRequest([(_text(value[0], "inputs[0]"), _text(value[1], "inputs[1]"))], True, *flags)
+    _count(value, max_client_batch_size)
+    items: list[str | tuple[str, str]] = []
+    for i, v in enumerate(value):
+        if isinstance(v, list) and len(v) == 2:
+            items.append((_text(v[0], f"inputs[{i}][0]"), _text(v[1], f"inputs[{i}][1]")))
+        elif isinstance(v, list) and len(v) == 1:
+            items.append(_text(v[0], f"inputs[{i}][0]"))
+        elif isinstance(v, list):
+            raise invalid(f"inputs[{i}] should be [text] or [text, pair], got a list of {len(v)}")
+        else:
+            items.append(_text(v, f"inputs[{i}]"))
+        if pairs and not isinstance(items[-1], tuple):
+            raise invalid(f"inputs[{i}]: this model classifies text pairs: send [text, pair]")
+    return PredictRequest(items, False, *flags)
+
+
+def parse_fill_mask(body: Any, max_client_batch_size: int) -> FillMaskRequest:
+    body = _object(body)
+    texts, single = _texts(body, max_client_batch_size)
+    top_k = body.get("top_k", 5)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
+        raise invalid(f"top_k should be an integer in [1, 100], got {top_k!r}")
+    return FillMaskRequest(texts, single, top_k, _flag(body, "truncate", False))
+
+
+def parse_tokenize(body: Any, max_client_batch_size: int) -> TokenizeRequest:
+    body = _object(body)
+    texts, _ = _texts(body, max_client_batch_size)
+    return TokenizeRequest(texts, _flag(body, "add_special_tokens", True))
+
+
+def parse_tag(body: Any, max_client_batch_size: int) -> TagRequest:
+    body = _object(body)
+    texts, single = _texts(body, max_client_batch_size)
+    return TagRequest(texts, single, _flag(body, "truncate", False))
+
+
+def _question(value: Any, where: str) -> tuple[str, str]:
+    if not isinstance(value, dict):
+        raise invalid(f"{where} should be an object with question and context, got {_kind(value)}")
+    for key in ("question", "context"):
+        if key not in value:
+            raise invalid(f"{where}: missing field {key!r}")
+    return _text(value["question"], f"{where}.question"), _text(value["context"], f"{where}.context")
+
+
+def parse_qa(body: Any, max_client_batch_size: int) -> QARequest:
+    """`{"question", "context"}`, or `{"inputs": [{"question", "context"}, …]}` for several."""
+    body = _object(body)
+    if "inputs" not in body:
+        return QARequest([_question(body, "the body")], True)
+    value = body["inputs"]
+    if isinstance(value, dict):
+        return QARequest([_question(value, "inputs")], True)
+    if not isinstance(value, list):
+        raise invalid(f"inputs should be a list of {{question, context}} objects, got {_kind(value)}")
+    _count(value, max_client_batch_size)
+    return QARequest([_question(v, f"inputs[{i}]") for i, v in enumerate(value)], False)
+
+
+def parse_attention(body: Any) -> AttentionRequest:
+    body = _object(body)
+    if "inputs" not in body:
+        raise invalid("missing field 'inputs'")
+    pair = body.get("pair")
+    fmt = body.get("format", "json")
+    if fmt not in ("json", "html"):
+        raise invalid(f"format should be 'json' or 'html', got {fmt!r}")
+    return AttentionRequest(_text(body["inputs"], "inputs"), None if pair is None else _text(pair, "pair"), fmt)
