@@ -61,6 +61,7 @@ class Batcher:
         self.depth = 0  # requests queued or running; changed on the event loop's thread only
 
     def start(self) -> None:
+        self._stopping = False
         self._thread = threading.Thread(target=self._work, name="bertology-serve-worker", daemon=True)
         self._thread.start()
 
