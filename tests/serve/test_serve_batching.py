@@ -109,7 +109,7 @@ def test_stop_finishes_what_was_queued():
         rest = [asyncio.ensure_future(batcher.submit("op", f"t1:{i}")) for i in range(5)]
         await until(lambda: batcher.depth == 6)
         stopping = asyncio.ensure_future(asyncio.to_thread(batcher.stop))  # SIGTERM's path: drain, then end
-        await asyncio.sleep(0)
+        await until(lambda: not batcher.running)
         late = await asyncio.gather(batcher.submit("op", "t1:late"), return_exceptions=True)
         fake.gate.set()
         await stopping

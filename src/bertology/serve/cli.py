@@ -5,6 +5,7 @@ uvicorn and torch load inside `_serve`.
 """
 from __future__ import annotations
 
+import signal
 import socket
 
 from ..options import add_arguments, from_args
@@ -38,7 +39,17 @@ def _serve(args) -> int:
           f"{', '.join('/' + e for e in sorted(engine.endpoints))}) on http://{host}:{port}/", flush=True)
     config = uvicorn.Config(create_app(engine, options), log_level="warning" if options.quiet else "info",
                             access_log=not options.quiet, timeout_graceful_shutdown=None)
-    uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn catches SIGTERM / SIGINT, stops accepting, lets the requests in flight finish (the batcher drains
+    # its queue), then raises the signal again for the handler it found: make that handler a note, not a death
+    stopped: list[int] = []
+    previous = {s: signal.signal(s, lambda number, frame: stopped.append(number)) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print(f"bertology serve: stopped{' by ' + signal.Signals(stopped[0]).name if stopped else ''}; "
+          "every request received was answered", flush=True)
     return 0
 
 

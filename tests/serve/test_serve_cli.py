@@ -1,0 +1,67 @@
+"""`bertology serve`: the CLI stays light, mistakes exit 2 naming the culprit, SIGTERM lets every
+queued request finish and then exits 0."""
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+from live import Server
+
+from bertology.cli import main
+
+
+def test_the_cli_imports_no_server_stack_and_no_torch():
+    code = "import sys, bertology.cli; print([m for m in ('torch', 'starlette', 'uvicorn') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_mistakes_exit_2_naming_the_culprit(checkpoints, tmp_path, capsys):
+    assert main(["serve", "--model", str(checkpoints["backbone"]), "--port", "70000"]) == 2
+    assert "--port 70000: must be in [0, 65535]" in capsys.readouterr().err
+    assert main(["serve", "--model", str(tmp_path / "nothing")]) == 2
+    assert "nothing: not a model directory" in capsys.readouterr().err
+    assert main(["serve", "--model", str(checkpoints["backbone"]), "--max-batch-tokens", "0"]) == 2
+    assert "--max-batch-tokens 0: must be ≥ 1" in capsys.readouterr().err
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert main(["serve", "--model", str(checkpoints["backbone"]), "--port", str(port)]) == 2
+        assert f"--host 127.0.0.1 --port {port}: cannot listen there" in capsys.readouterr().err
+
+
+def post(url: str, body: dict) -> tuple[int, object]:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as r:
+        return r.status, json.loads(r.read())
+
+
+def queue_depth(url: str) -> int:
+    with urllib.request.urlopen(url + "metrics", timeout=60) as r:
+        return int(re.search(r"^bertology_queue_depth (\d+)$", r.read().decode(), re.M).group(1))
+
+
+def test_sigterm_answers_every_queued_request_then_exits_0(checkpoints):
+    # the worker holds its first batch open for 3 s, so the requests are still queued when SIGTERM comes
+    with Server(checkpoints["classify"], "--max-wait-ms", "3000") as server:
+        texts = [f"the cat sat on mat number {i}" for i in range(4)]
+        answers = {}
+        threads = [threading.Thread(target=lambda t=t: answers.setdefault(t, post(server.url + "predict", {"inputs": t})))
+                   for t in texts]
+        for t in threads:
+            t.start()
+        for _ in range(1000):
+            if queue_depth(server.url) == len(texts):
+                break
+            time.sleep(0.01)
+        assert queue_depth(server.url) == len(texts)
+        status = server.terminate()
+        for t in threads:
+            t.join(60)
+        tail = server.process.stdout.read()
+    assert status == 0 and "stopped by SIGTERM" in tail
+    assert sorted(answers) == sorted(texts)
+    assert all(code == 200 and len(ranked) == 3 for code, ranked in answers.values())
