@@ -102,7 +102,7 @@ def _check_one(f: dataclasses.Field, kind: type, v: Any) -> None:
 def add_arguments(parser: argparse.ArgumentParser, cls: type, skip: tuple[str, ...] = ()) -> None:
     """One argument per field of `cls` (except `skip` and cli=False fields), typed, with its default in the help."""
     hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
+    for f in sorted(dataclasses.fields(cls), key=lambda f: f.kw_only):  # a job's own options first, shared ones after
         if f.name in skip or not f.metadata.get("cli", True):
             continue
         kind, is_list, _ = _kind(hints[f.name])

@@ -29,11 +29,11 @@ from ..tokenizers import Tokenizer
 from . import distributed as dist
 from .objectives import Alphas, DistillationObjective, evaluate_student
 from .student import STUDENTS, init_student, parts
-from .trainer import Trainer, TrainingArguments, checkpoints, seeded
+from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, seeded
 
 
 @dataclass
-class DistillOptions:
+class DistillOptions(RunOptions):
     teacher: str = option(help="the teacher: a model directory holding tokenizer.json (any BERT, RoBERTa or DistilBERT)",
                           metavar="DIR")
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
@@ -70,13 +70,6 @@ class DistillOptions:
     seed: int = option(0, "seeds dropout, the instances and the masks")
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(0.02, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
-    eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
-    eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
-    save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
-    keep_last: int = option(2, "checkpoints kept", check=POSITIVE)
-    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
-    quiet: bool = option(False, "no progress bar")
-    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
 
     def __post_init__(self):
         check_options(self)

@@ -29,10 +29,10 @@ from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
 from ..tokenizers import Tokenizer, train
-from .trainer import Trainer, TrainingArguments, checkpoints, seeded
+from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, seeded
 
 @dataclass
-class PretrainOptions:
+class PretrainOptions(RunOptions):
     family: str = option(help="the model family", choices=PRETRAINABLE)
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
                                     ".gz, .xz, .bz2 read as they are", metavar="FILE")
@@ -67,13 +67,6 @@ class PretrainOptions:
                                          check=POSITIVE)
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
-    eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
-    eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
-    save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
-    keep_last: int = option(2, "checkpoints kept", check=POSITIVE)
-    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
-    quiet: bool = option(False, "no progress bar")
-    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
     config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
 
     def __post_init__(self):

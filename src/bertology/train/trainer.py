@@ -33,10 +33,24 @@ from torch import nn
 
 from ..io import atomic_dir, atomic_write_text
 from ..models.checkpoint import load_state, read_weights
+from ..options import POSITIVE, option
 from . import distributed as dist
 from .schedules import schedule
 
 Batch = dict[str, torch.Tensor]
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """The options every long training job shares (logging, evaluation, checkpoints, stopping);
+    a job's options dataclass inherits them, so they are declared once."""
+    eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
+    eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
+    save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
+    keep_last: int = option(2, "checkpoints kept", check=POSITIVE)
+    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
+    quiet: bool = option(False, "no progress bar")
+    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
 
 
 @dataclass
