@@ -1,6 +1,7 @@
 """Shared fixtures for the tokenizer tests: real text and real tokenizer files.
 
-Other test files (T2, T3) may use these; the reference libraries are test-only oracles.
+The tokenizer files are the real all-MiniLM-L6-v2 one and small ones trained here by
+`tokenizers`; the reference libraries are test-only oracles, never runtime dependencies.
 """
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ in the vocabulary), exactly as Hugging Face's `BpeTrainer`, so at equal settings
 the same merges.
 
 The pure helpers `get_stats` and `merge` state the algorithm; `_merge_loop` is the same thing,
-made incremental and inlined for speed (tests check it against the helpers).
+made incremental (tests check it against the helpers): `merge_word` merges one word and says
+which neighbouring pairs changed, which is all the counts need. The WordPiece trainer shares it.
 """
 from __future__ import annotations
 
@@ -67,6 +68,61 @@ def merge(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
             out.append(symbols[i])
             i += 1
     return out
+
+
+def merge_word(word: list[int], a: int, b: int, new: int) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
+    """Merge every (a, b) in word into `new`, left to right, no overlaps. Also returns the
+    adjacent pairs that merging took away and those it formed (the neighbours of each merged
+    pair, in order): the trainers update their pair counts from them instead of recounting
+    (the merged pair itself is left to them).
+
+    >>> merge_word([1, 2, 3, 1, 2], 1, 2, 9)
+    ([9, 3, 9], [(2, 3), (3, 1)], [(9, 3), (3, 9)])
+    """
+    out: list[int] = []
+    gone: list[tuple[int, int]] = []
+    formed: list[tuple[int, int]] = []
+    i, last = 0, len(word) - 1
+    for _ in range(word.count(a)):  # list.count and list.index scan in C
+        try:
+            j = word.index(a, i)
+        except ValueError:  # merging (a, a) consumed some of the counted a's
+            break
+        if j < last and word[j + 1] == b:
+            out += word[i:j]
+            if out:
+                gone.append((out[-1], a))
+                formed.append((out[-1], new))
+            if j + 1 < last:
+                gone.append((b, word[j + 2]))
+                formed.append((new, word[j + 2]))
+            out.append(new)
+            i = j + 2
+        else:
+            out += word[i:j + 1]
+            i = j + 1
+    out += word[i:]
+    return out, gone, formed
+
+
+def merged_token(left: str, right: str, prefix: str | None) -> str:
+    """The token a merge makes: right's continuation prefix goes.
+
+    >>> merged_token("hu", "##g", "##")
+    'hug'
+    """
+    if prefix and right.startswith(prefix):
+        right = right[len(prefix):]
+    return left + right
+
+
+def add_token(token: str, vocab: dict[str, int], id_to_token: list[str]) -> int:
+    """token's id, added at the end of the vocabulary when new."""
+    i = vocab.get(token)
+    if i is None:
+        i = vocab[token] = len(id_to_token)
+        id_to_token.append(token)
+    return i
 
 
 def compute_alphabet(word_counts: dict[str, int], limit_alphabet: int | None = None,
@@ -160,7 +216,8 @@ def initial_vocab(word_counts: dict[str, int], special_tokens: Iterable[str], li
     return vocab, id_to_token, words, counts
 
 
-def _progress(show: bool, total: int, desc: str):
+def progress_bar(show: bool, total: int, desc: str):
+    """A tqdm bar over merges, or None when not shown."""
     if not show:
         return None
     return tqdm(total=total, desc=desc, unit="merge")
@@ -191,9 +248,8 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
     heap = [(-pair_counts[k], k, next(seq), pos) for k, pos in where.items() if pair_counts[k] > 0]
     heapq.heapify(heap)
     del where
-    plen = len(prefix) if prefix else 0
     merges: list[tuple[int, int]] = []
-    bar = _progress(show_progress, vocab_size - len(id_to_token), "Compute merges")
+    bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
     heappush, heappop = heapq.heappush, heapq.heappop
     while len(id_to_token) < vocab_size and heap:
         negc, k, _, pos = heappop(heap)
@@ -204,44 +260,19 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
         if c < 1 or c < min_frequency:
             break
         a, b = k >> SHIFT, k & MASK
-        tb = id_to_token[b]
-        if plen and tb.startswith(prefix):
-            tb = tb[plen:]
-        token = id_to_token[a] + tb
-        new = vocab.get(token)
-        if new is None:
-            new = vocab[token] = len(id_to_token)
-            id_to_token.append(token)
+        new = add_token(merged_token(id_to_token[a], id_to_token[b], prefix), vocab, id_to_token)
         merges.append((a, b))
         fresh: dict[int, set[int]] = defaultdict(set)
-        new_sh, b_sh = new << SHIFT, b << SHIFT
         for wi in pos:
-            w = words[wi]
-            # list.count / list.index scan in C: find each `a`, then check the `b` after it.
-            # (A stale entry can list a word that no longer holds the pair: count finds nothing.)
-            i, last = -1, len(w) - 1
-            for _ in range(w.count(a)):
-                try:
-                    i = w.index(a, i + 1)
-                except ValueError:  # merging (a, a) consumed some of the counted a's
-                    break
-                if i < last and w[i + 1] == b:
-                    n = counts[wi]
-                    if i:
-                        p = w[i - 1] << SHIFT
-                        pair_counts[p | a] -= n
-                        kk = p | new
-                        pair_counts[kk] += n
-                        fresh[kk].add(wi)
-                    w[i] = new
-                    del w[i + 1]
-                    last -= 1
-                    if i < last:
-                        q = w[i + 1]
-                        pair_counts[b_sh | q] -= n
-                        kk = new_sh | q
-                        pair_counts[kk] += n
-                        fresh[kk].add(wi)
+            # (a stale entry can list a word that no longer holds the pair: nothing changes)
+            words[wi], gone, formed = merge_word(words[wi], a, b, new)
+            n = counts[wi]
+            for x, y in gone:
+                pair_counts[x << SHIFT | y] -= n
+            for x, y in formed:
+                kk = x << SHIFT | y
+                pair_counts[kk] += n
+                fresh[kk].add(wi)
         for kk, ws in fresh.items():
             c2 = pair_counts[kk]
             if c2 > 0:

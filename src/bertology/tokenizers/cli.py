@@ -59,7 +59,7 @@ def register(subparsers) -> None:
                    help="pipeline and special tokens of a model family")
     t.add_argument("--vocab-size", type=int, default=30000)
     t.add_argument("--min-frequency", type=int, default=2)
-    t.add_argument("--special-tokens", default=None, metavar="T1,T2,...",
+    t.add_argument("--special-tokens", default=None, metavar="TOK1,TOK2,...",
                    help="comma-separated; default: the family's")
     t.add_argument("--criterion", choices=["likelihood", "frequency"], default=None,
                    help="WordPiece merge rule: likelihood (the definition, default) or frequency (Hugging Face's)")

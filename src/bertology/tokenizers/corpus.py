@@ -26,10 +26,13 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import multiprocessing as mp
 import os
 import zlib
 from collections import Counter
 from typing import BinaryIO, Iterable, Iterator
+
+from tqdm.auto import tqdm
 
 from .byte_level import GPT2_PATTERN, to_byte_chars
 from .pre_tokenizers import WhitespaceSplit
@@ -243,7 +246,6 @@ def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_
     """
     bar = None
     if show_progress:
-        from tqdm.auto import tqdm
         bar = tqdm(total=total_chars, desc="Count words", unit="char", unit_scale=True)
     norm_names, pre_names = _names(normalizer), _names(pre_tokenizer)
     local_norm = set(norm_names) <= _LOCAL_NORMALIZERS
@@ -303,7 +305,6 @@ def _count_range(rng: tuple[str, int, int | None]) -> dict[str, int]:
 def _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, workers, bar) -> dict[str, int]:
     """Count byte ranges in forked workers and add the results up in file order, so the words
     come out in the same first-seen order as a sequential count."""
-    import multiprocessing as mp
     global _FORKED_JOB
     _FORKED_JOB = (normalizer, pre_tokenizer, errors, keep_newlines)
     try:
@@ -328,7 +329,6 @@ def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str
     (default: one per CPU, at most 8); the result, order included, is the same as counting in one.
     Plain files are cut into byte ranges; a compressed file (.gz / .xz / .bz2) is one range.
     """
-    import multiprocessing as mp
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     for _ in iter_files(files, errors, keep_newlines):  # checks the list and that every file exists
         break
@@ -340,7 +340,6 @@ def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str
     if workers > 1 and total >= parallel_min_bytes and can_fork:
         bar = None
         if show_progress:
-            from tqdm.auto import tqdm
             bar = tqdm(total=total, desc="Count words", unit="B", unit_scale=True)
         try:
             words = _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, workers, bar)

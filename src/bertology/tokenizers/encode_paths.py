@@ -147,7 +147,7 @@ def encode_matches(ns: NormalizedString, pattern, entry: Callable[[str], Entry],
         tokens += w_tokens
         words += repeat(word, len(w_ids))
         if spans is None:
-            offsets += zip([base + a + s for s in starts], [base + a + e for e in ends])
+            offsets += offset_pairs([base + a + s for s in starts], [base + a + e for e in ends])
         else:
             for s, e in zip(starts, ends):
                 if e > s:
@@ -170,7 +170,7 @@ def encode_pieces(pieces: list[NormalizedString], entry: Callable[[str], Entry],
         words += repeat(word, len(w_ids))
         if p.spans is None:  # plain slice of the original: offsets are a shift
             base = p.offset
-            offsets += zip([base + s for s in starts], [base + e for e in ends])
+            offsets += offset_pairs([base + s for s in starts], [base + e for e in ends])
         else:
             offsets += map(p.original_span, starts, ends)
         word += 1

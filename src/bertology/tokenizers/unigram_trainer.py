@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from .unigram import UNK_PENALTY, Unigram
 
-WS = "▁"
+METASPACE = "▁"  # the space marker of SentencePiece-style pieces
 _SCRIPTS = ["Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana",
             "Devanagari", "Bengali", "Gurmukhi", "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada",
             "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan", "Myanmar", "Georgian", "Hangul",
@@ -43,7 +43,7 @@ def script_of(c: str) -> str | None:
     >>> script_of("a"), script_of("ж"), script_of("ア"), script_of("ー"), script_of(","), script_of("▁")
     ('Latin', 'Cyrillic', 'Han', 'Han', 'Common', None)
     """
-    if c == WS or _INHERITED.match(c):
+    if c == METASPACE or _INHERITED.match(c):
         return None  # '▁' may start any piece; a combining mark takes the previous char's script
     if c == "\u30fc":
         return "Han"  # the Katakana long vowel mark is Common in Unicode, Katakana for SentencePiece
@@ -212,7 +212,7 @@ class UnigramTrainer:
                                script_of(c) is not None else -1 for c in chars])[inv]
         else:
             script = np.full(n, -1)
-        is_ws = codes == ord(WS)
+        is_ws = codes == ord(METASPACE)
         h = (codes + 1).astype(np.uint64)
         lo, hi = script.copy(), script.copy()
         lo[lo < 0] = np.iinfo(np.int64).max

@@ -27,7 +27,8 @@ import heapq
 from collections import defaultdict
 from typing import Iterable
 
-from .bpe_trainer import MASK, SHIFT, _progress, count_pairs, initial_vocab, train_bpe
+from .bpe_trainer import (MASK, SHIFT, add_token, count_pairs, initial_vocab, merge_word, merged_token,
+                          progress_bar, train_bpe)
 from .wordpiece import WordPiece
 
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
@@ -83,9 +84,8 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
             heap.append((-c / (sc[a] * sc[b]), -c, k, c, sc[a], sc[b]))
     heapq.heapify(heap)
     heappush = heapq.heappush
-    plen = len(prefix)
     merges: list[tuple[int, int]] = []
-    bar = _progress(show_progress, vocab_size - len(id_to_token), "Compute merges")
+    bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
     compact_at = 2 * len(heap) + COMPACT_SLACK
     while len(id_to_token) < vocab_size and heap:
         if len(heap) > compact_at:  # mostly stale entries by now: rebuild from the live pairs
@@ -97,42 +97,25 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
         a, b = k >> SHIFT, k & MASK
         if c != pair_counts[k] or ca != sc[a] or cb != sc[b]:
             continue  # stale: a fresher entry for this pair was pushed when its counts changed
-        tb = id_to_token[b]
-        if tb.startswith(prefix):
-            tb = tb[plen:]
-        token = id_to_token[a] + tb
-        new = vocab.get(token)
-        if new is None:
-            new = vocab[token] = len(id_to_token)
-            id_to_token.append(token)
+        new = add_token(merged_token(id_to_token[a], id_to_token[b], prefix), vocab, id_to_token)
         merges.append((a, b))
         touched: set[int] = set()
         for wi in list(where.pop(k, ())):
-            w, n = words[wi], counts[wi]
-            i = 0
-            while i < len(w) - 1:
-                if w[i] == a and w[i + 1] == b:
-                    sc[a] -= n
-                    sc[b] -= n
-                    sc[new] += n
-                    pair_counts[k] -= n
-                    if i:
-                        p = w[i - 1]
-                        pair_counts[p << SHIFT | a] -= n
-                        kk = p << SHIFT | new
-                        pair_counts[kk] += n
-                        where[kk].add(wi)
-                        touched.add(kk)
-                    w[i] = new
-                    del w[i + 1]
-                    if i + 1 < len(w):
-                        q = w[i + 1]
-                        pair_counts[b << SHIFT | q] -= n
-                        kk = new << SHIFT | q
-                        pair_counts[kk] += n
-                        where[kk].add(wi)
-                        touched.add(kk)
-                i += 1
+            n = counts[wi]
+            merged, gone, formed = merge_word(words[wi], a, b, new)
+            m = len(words[wi]) - len(merged)  # merges made in this word
+            words[wi] = merged
+            sc[a] -= m * n
+            sc[b] -= m * n
+            sc[new] += m * n
+            pair_counts[k] -= m * n
+            for x, y in gone:
+                pair_counts[x << SHIFT | y] -= n
+            for x, y in formed:
+                kk = x << SHIFT | y
+                pair_counts[kk] += n
+                where[kk].add(wi)
+                touched.add(kk)
         # re-queue: the pairs just formed (they hold `new`), and every pair of a and of b, whose
         # scores rose with the lower count(a), count(b); pairs that fell below min_count leave
         for kk in touched:
