@@ -63,7 +63,7 @@ def make_client(path, **options):
     from bertology.serve.options import ServeOptions
 
     o = ServeOptions(model=str(path), **options)
-    return TestClient(create_app(Engine.load(o.model, o.tokenizer, o.pooling), o), raise_server_exceptions=True)
+    return TestClient(create_app(Engine.load(o.model, o.tokenizer, o.pooling, o.bf16), o), raise_server_exceptions=True)
 
 
 @pytest.fixture(scope="module")

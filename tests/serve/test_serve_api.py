@@ -189,3 +189,18 @@ def test_info_health_metrics_and_page(clients, checkpoints):
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert 'id="form"' in page.text and "/attention" in page.text
+
+
+def test_bf16_autocast_stays_close_to_fp32(clients, checkpoints):
+    from conftest import make_client
+
+    fp32 = torch.tensor(clients["classify"].post("/embed", json={"inputs": TEXTS}).json())
+    exact = clients["classify"].post("/predict", json={"inputs": TEXTS}).json()
+    with make_client(checkpoints["classify"], bf16=True) as client:
+        bf16 = torch.tensor(client.post("/embed", json={"inputs": TEXTS}).json())
+        predicted = client.post("/predict", json={"inputs": TEXTS}).json()
+        assert client.get("/info").json()["model_dtype"] == "bfloat16 (autocast)"
+    assert not torch.equal(bf16, fp32)  # autocast did run the forward pass in bf16 …
+    assert torch.nn.functional.cosine_similarity(bf16, fp32).min() > 0.999  # … and the vectors barely moved
+    for a, b in zip(predicted, exact):
+        assert {r["label"]: r["score"] for r in a} == pytest.approx({r["label"]: r["score"] for r in b}, abs=0.02)

@@ -36,9 +36,11 @@ KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("
 
 
 class Engine:
-    def __init__(self, model, tokenizer, name: str = "model", pooling: str = "mean"):
-        self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
+    def __init__(self, model, tokenizer, name: str = "model", pooling: str = "mean", bf16: bool = False):
+        self.model, self.tokenizer, self.name, self.pooling, self.bf16 = model.eval(), tokenizer, name, pooling, bf16
         self.pipeline = Pipeline.for_model(model, tokenizer)
+        if self.pipeline is not None:
+            self.pipeline.bf16 = bf16
         self.family = family_of(model.config)
         self.head = model.architecture[len(self.family.class_prefix):]  # "Model", "ForMaskedLM", …
         if self.pipeline is not None:
@@ -51,10 +53,11 @@ class Engine:
         self.task_max_length = self.pipeline.max_length if self.pipeline else self.max_length
 
     @classmethod
-    def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean") -> "Engine":
+    def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean", bf16: bool = False) -> "Engine":
         """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer."""
         model = load(path)
-        return cls(model, load_tokenizer(str(path), tokenizer), Path(path).name, pooling)
+        name = Path(path).resolve().name
+        return cls(model, load_tokenizer(str(path), tokenizer), name, pooling, bf16)
 
     def info(self) -> dict[str, Any]:
         config = self.model.config
@@ -65,7 +68,7 @@ class Engine:
                                       "label2id": {n: i for i, n in enumerate(labels)}}}
                       if self.kind == "classifier" and labels else {"embedding": {"pooling": self.pooling}})
         return {
-            "model_id": self.name, "model_type": model_type, "model_dtype": str(next(self.model.parameters()).dtype)[6:],
+            "model_id": self.name, "model_type": model_type, "model_dtype": "bfloat16 (autocast)" if self.bf16 else str(next(self.model.parameters()).dtype)[6:],
             "architecture": self.model.architecture, "family": self.family.name, "head": self.head, "kind": self.kind,
             "task": self.pipeline.task.name if self.pipeline else None, "labels": labels,
             "parameters": sum(p.numel() for p in self.model.parameters()),
@@ -119,7 +122,8 @@ class Engine:
 
     # ---- run: a batch of requests of one operation ---------------------------------------------
     def run(self, op: str, requests: list) -> list[Any]:
-        return getattr(self, "_run_" + op.replace("-", "_"))(requests)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):  # the Pipeline passes bf16 on itself
+            return getattr(self, "_run_" + op.replace("-", "_"))(requests)
 
     def _run_embed(self, requests: list[EmbedRequest]) -> list[Any]:
         texts = [t for r in requests for t in r.texts]

@@ -27,6 +27,8 @@ class ServeOptions:
     max_client_batch_size: int = option(32, "inputs in one request; more are refused (413)", check=POSITIVE)
     max_concurrent_requests: int = option(512, "requests queued or running; more are refused (429)", check=POSITIVE)
     max_body_bytes: int = option(2_000_000, "request body size; larger ones are refused (413)", check=POSITIVE)
+    bf16: bool = option(False, "bf16 autocast for every forward pass: pays where the CPU multiplies bf16 natively "
+                               "(AMX; see bench/serve.py), answers differ from fp32 by about 1e-3")
     quiet: bool = option(False, "no access log")
 
     def __post_init__(self):

@@ -47,9 +47,10 @@ def to_example(task_name: str, item: Any, i: int = 0) -> Example:
 
 class Pipeline:
     def __init__(self, model, task, tokenizer, max_length: int = 128, stride: int = 64,
-                 columns: dict[str, str] | None = None):
+                 columns: dict[str, str] | None = None, bf16: bool = False):
         self.model, self.task, self.tokenizer = model, task, tokenizer
         self.max_length, self.stride = max_length, stride
+        self.bf16 = bf16  # bf16 autocast for the forward passes (pays where the CPU multiplies bf16 natively)
         self.columns = dict(columns or {})  # the training files' column names, for reading new files
 
     @classmethod
@@ -81,7 +82,7 @@ class Pipeline:
         """Sequence classification: the head's logits per example, before the task's post-processing
         (a classifier's scores before the softmax that `__call__` applies)."""
         features = self.task.featurize(examples, self.tokenizer, self.max_length, None, self.stride)
-        outputs = run_model(self.model, features)
+        outputs = run_model(self.model, features, bf16=self.bf16)
         logits = torch.cat([o.logits.detach().float() for o in outputs])
         return [logits[rows[0]] for rows in features.rows_of_example]
 
@@ -90,7 +91,7 @@ class Pipeline:
         return self.task.read(path, **{**self.columns, **columns})
 
     def predict_examples(self, examples: list[Example]) -> list[Any]:
-        return predict_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)
+        return predict_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride, self.bf16)
 
     def evaluate(self, examples: list[Example]) -> dict[str, float]:
         return evaluate_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)
