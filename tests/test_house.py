@@ -36,7 +36,7 @@ def test_each_family_record_names_real_classes_tokens_and_layouts(name):
     recipe = RECIPES[f.tokenizer]
     for token in (f.specials.cls, f.specials.sep, f.specials.mask, f.specials.pad):
         assert token in recipe.special_tokens, f"{name}: {token} is not among its tokenizer's special tokens"
-    assert f.segments == (name in ("bert", "albert"))  # RoBERTa has one token type, DistilBERT none
+    assert f.segments == (name in ("bert", "albert", "xlnet"))  # RoBERTa has one token type, DistilBERT none
     with pytest.raises(ValueError, match=f"{name} has no ForCausalLM head"):
         f.class_name("ForCausalLM")
 

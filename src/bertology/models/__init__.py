@@ -15,7 +15,7 @@ from .bert import (
     BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, BertModel,
 )
 from .checkpoint import CheckpointError, read_config, read_weights, save
-from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig
+from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig, XLNetConfig
 from .distilbert import (
     DistilBertForMaskedLM, DistilBertForMultipleChoice, DistilBertForQuestionAnswering,
     DistilBertForSequenceClassification, DistilBertForTokenClassification, DistilBertModel,
@@ -24,4 +24,8 @@ from .family import FAMILIES, PRETRAINABLE, Family, config_from_dict, family_of,
 from .roberta import (
     RobertaForMaskedLM, RobertaForMultipleChoice, RobertaForQuestionAnswering, RobertaForSequenceClassification,
     RobertaForTokenClassification, RobertaModel,
+)
+from .xlnet import (
+    XLNetForMultipleChoice, XLNetForQuestionAnswering, XLNetForQuestionAnsweringSimple, XLNetForSequenceClassification,
+    XLNetForTokenClassification, XLNetLMHeadModel, XLNetModel,
 )

@@ -35,6 +35,11 @@ def hf_names(name: str, config: EncoderConfig, bare: bool) -> list[str]:
     return family_of(config).names.names(name, config, bare)
 
 
+def copied(name: str, config: EncoderConfig) -> bool:
+    """Whether transformers keeps a copy of this one parameter in every layer (XLNet's tied biases)."""
+    return not _native_layout(config) and family_of(config).names.is_copied(name)
+
+
 def _tied(model) -> set[str]:
     """Names of parameters that alias another one (the MLM decoder tied to the word embeddings)."""
     seen: dict[int, str] = {}
@@ -60,7 +65,7 @@ def save(model, path: str | os.PathLike) -> None:
         if name in tied:
             continue
         names = hf_names(name, config, bare)
-        parts = tensor.chunk(len(names), dim=0) if len(names) > 1 else (tensor,)
+        parts = [tensor.clone() for _ in names] if copied(name, config) else tensor.chunk(len(names), dim=0) if len(names) > 1 else (tensor,)
         for n, t in zip(names, parts):
             tensors[n] = t.detach().contiguous().cpu()
     d = config.to_dict()
@@ -82,7 +87,7 @@ def save(model, path: str | os.PathLike) -> None:
 # Keys transformers checkpoints may hold that carry nothing we need: position-id buffers, and the
 # decoder copies of the tied word embeddings / bias.
 _IGNORABLE = re.compile(r"(.*\.position_ids$|.*decoder\.bias$|"
-                        r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$)")
+                        r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$|^lm_loss\.weight$)")
 
 
 def read_config(path: str | os.PathLike) -> EncoderConfig:
@@ -177,7 +182,13 @@ def load_state(model, tensors: dict[str, torch.Tensor], source: str, strict: boo
             if absent:
                 missing.extend(absent)
                 continue
-            value = torch.cat([tensors[n] for n in names], dim=0) if len(names) > 1 else tensors[names[0]]
+            if copied(name, config):  # one parameter, a copy per layer in transformers: the copies must agree
+                value = tensors[names[0]]
+                if any(not torch.equal(tensors[n], value) for n in names[1:]):
+                    raise CheckpointError(f"{source}: {names[0]} differs between layers, but the config ties it "
+                                          "across layers (untie_r false); set untie_r true to load these weights")
+            else:
+                value = torch.cat([tensors[n] for n in names], dim=0) if len(names) > 1 else tensors[names[0]]
             if value.shape != target.shape:
                 raise CheckpointError(f"{source}: {'+'.join(names)} has shape {tuple(value.shape)}, the config "
                                       f"implies {tuple(target.shape)}")

@@ -297,3 +297,86 @@ class DistilBertConfig(EncoderConfig):
         for key in ("type_vocab_size", "layer_norm_eps", "classifier_dropout"):  # fixed in DistilBERT
             d.pop(key)
         return d
+
+
+@dataclass
+class XLNetConfig(EncoderConfig):
+    """XLNet (Yang et al., 2019): relative positions, two-stream attention, segment recurrence.
+
+    There is no position table and no token-type embedding: positions enter as sinusoidal relative
+    encodings, segments as "same / different segment" biases, so token type ids may be any integers
+    (XLNet gives <cls> its own segment, 2). `max_position_embeddings` is only the length the
+    fine-tuning tasks cut to; it is not written to config.json. `untie_r=True` (one set of
+    attention biases per layer, as the released models and transformers) is the default;
+    `untie_r=False` shares r_w / r_r / r_s biases across layers, the original code's default.
+    """
+
+    model_type: ClassVar[str] = "xlnet"
+    hf_names: ClassVar[dict[str, str]] = dict(
+        hidden_size="d_model", num_hidden_layers="n_layer", num_attention_heads="n_head",
+        intermediate_size="d_inner", hidden_act="ff_activation", hidden_dropout_prob="dropout",
+    )
+    presets: ClassVar[dict[str, dict[str, Any]]] = _BERT_SIZES
+
+    vocab_size: int = 32000
+    type_vocab_size: int = 3  # segments A, B and <cls>; compared for equality only, never embedded
+    pad_token_id: int = 5
+    bos_token_id: int = 1
+    eos_token_id: int = 2
+    untie_r: bool = True
+    attn_type: str = "bi"
+    mem_len: int | None = 512
+    reuse_len: int | None = None
+    use_mems_eval: bool = True
+    use_mems_train: bool = False
+    bi_data: bool = False
+    clamp_len: int = -1
+    same_length: bool = False
+    summary_type: str = "last"
+    summary_use_proj: bool = True
+    summary_activation: str | None = "tanh"
+    summary_last_dropout: float = 0.1
+    start_n_top: int = 5
+    end_n_top: int = 5
+
+    # config.json keys of BertConfig that XLNet does not have
+    _NOT_WRITTEN: ClassVar[tuple[str, ...]] = ("attention_probs_dropout_prob", "max_position_embeddings",
+                                               "type_vocab_size", "classifier_dropout")
+
+    def __post_init__(self):
+        self.attention_probs_dropout_prob = self.hidden_dropout_prob  # XLNet has one dropout rate
+        super().__post_init__()
+        if self.attn_type not in ("bi", "uni"):
+            raise ValueError(f"XLNetConfig: attn_type {self.attn_type!r} is not one of bi, uni")
+        if self.summary_type not in ("last", "first", "mean"):
+            raise ValueError(f"XLNetConfig: summary_type {self.summary_type!r} is not one of last, first, mean")
+        for name in ("mem_len", "reuse_len"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"XLNetConfig: {name} must be an integer ≥ 0 or None, got {value!r}")
+
+    @property
+    def d_head(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def head_dropout(self) -> float:
+        return self.summary_last_dropout
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        for key in self._NOT_WRITTEN:
+            d.pop(key)
+        d["d_head"] = self.d_head
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "config") -> "XLNetConfig":
+        d = dict(d)
+        if "n_token" in d and "vocab_size" not in d:  # configs converted from the original checkpoints
+            d["vocab_size"] = d.pop("n_token")
+        d_head = d.pop("d_head", None)
+        config = super().from_dict(d, source)
+        if d_head is not None and d_head != config.d_head:
+            raise ValueError(f"{source}: d_head {d_head} is not d_model / n_head = {config.d_head}")
+        return config

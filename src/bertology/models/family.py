@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import hf_names
-from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig
+from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig, XLNetConfig
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            pretraining=Pretraining("mlm+sop", "pairs", "static", ngram=3)),
     Family("distilbert", DistilBertConfig, "DistilBert", _TASK_HEADS, hf_names.DISTILBERT,
            tokenizer="bert", tokenizer_algorithm="WordPiece", specials=_BERT_SPECIALS),
+    Family("xlnet", XLNetConfig, "XLNet", ("LMHeadModel", "ForSequenceClassification", "ForTokenClassification",
+                                           "ForQuestionAnsweringSimple", "ForQuestionAnswering", "ForMultipleChoice"),
+           hf_names.XLNET, tokenizer="xlnet", tokenizer_algorithm="Unigram",
+           specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>")),
 )}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 

@@ -84,9 +84,14 @@ class NameMap:
     backbone: "list[Rule] | Callable[[EncoderConfig], list[Rule]]"  # a function where the config decides
     heads: list[Rule]
     qkv: tuple[str, str, str] = ("query", "key", "value")
+    copied: str = r"$^"  # our names of parameters transformers stores once per layer ("{layer}"): copies, not parts
+
+    def is_copied(self, name: str) -> bool:
+        return re.match(self.copied, name.removeprefix("backbone.")) is not None
 
     def names(self, name: str, config: EncoderConfig, bare: bool) -> list[str]:
-        """The transformers name(s) of one bertology parameter (three for a fused QKV projection).
+        """The transformers name(s) of one bertology parameter (three for a fused QKV projection,
+        one per layer for a parameter shared across layers that transformers keeps per layer).
         `bare`: the model is a backbone on its own (no `backbone.` prefix, no heads)."""
         backbone = self.backbone(config) if callable(self.backbone) else self.backbone
         if name.startswith("backbone."):
@@ -98,6 +103,8 @@ class NameMap:
             if m:
                 mapped = replacement(m) if callable(replacement) else m.expand(replacement)
                 mapped = prefix + mapped + name[m.end():]
+                if "{layer}" in mapped:
+                    return [mapped.replace("{layer}", str(i)) for i in range(config.num_hidden_layers)]
                 return [mapped.replace("{qkv}", part) for part in self.qkv] if "{qkv}" in mapped else [mapped]
         raise KeyError(f"no Hugging Face name for parameter {name!r} of a {config.model_type} model")
 
@@ -111,3 +118,19 @@ ALBERT = NameMap("albert", _albert_backbone, _heads("predictions.", "dense.", "L
 DISTILBERT = NameMap("distilbert", _DISTILBERT_BACKBONE,
                      _heads("", "vocab_transform.", "vocab_layer_norm.", "vocab_projector.bias", "vocab_projector.weight"),
                      qkv=("q_lin", "k_lin", "v_lin"))
+
+
+# XLNet shares nothing with BERT's layout. Its heads carry transformers' own names, so they map to
+# themselves; with untie_r=False the backbone's one set of attention biases is written into every
+# layer, as transformers (which always unties them) expects.
+_XLNET_BACKBONE: list[Rule] = [
+    (r"word\.", "word_embedding."),
+    (r"mask_emb$", "mask_emb"),
+    (r"(r_[wrs]_bias)$", r"layer.{layer}.rel_attn.\1"),
+    (r"layers\.(\d+)\.attention\.norm\.", r"layer.\1.rel_attn.layer_norm."),
+    (r"layers\.(\d+)\.attention\.", r"layer.\1.rel_attn."),
+    (r"layers\.(\d+)\.ffn\.up\.", r"layer.\1.ff.layer_1."),
+    (r"layers\.(\d+)\.ffn\.down\.", r"layer.\1.ff.layer_2."),
+    (r"layers\.(\d+)\.ffn\.norm\.", r"layer.\1.ff.layer_norm."),
+]
+XLNET = NameMap("transformer", _XLNET_BACKBONE, [(r"", "")], copied=r"r_[wrs]_bias$")

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from .auto import from_config
-from .config import AlbertConfig, EncoderConfig
+from .config import AlbertConfig, EncoderConfig, XLNetConfig
 from .checkpoint import read_config
 from .family import family_of, resolve_preset
 
@@ -55,6 +55,8 @@ def count(config: EncoderConfig, name: str = "", seq_length: int = 128) -> Param
     with torch.device("meta"):
         model = from_config(config, architecture=family_of(config).backbone)
     c = ParameterCount(name or f"{config.model_type}", seq_length=seq_length)
+    if isinstance(config, XLNetConfig):
+        return _count_xlnet(model, config, c)
     emb = model.embeddings
     c.embeddings["word"] = emb.word.weight.numel()
     c.embeddings["position"] = emb.position.weight.numel()  # counted even when fixed (sinusoidal), as transformers does
@@ -74,6 +76,24 @@ def count(config: EncoderConfig, name: str = "", seq_length: int = 128) -> Param
     E = emb.word.embedding_dim
     c.mlm_head = config.hidden_size * E + E + 2 * E + config.vocab_size  # dense, LayerNorm, bias
     c.flops_per_token = flops_per_token(config, E, c.applied_layers, seq_length)
+    return c
+
+
+def _count_xlnet(model, config: XLNetConfig, c: ParameterCount) -> ParameterCount:
+    """XLNet: word embeddings and mask_emb; layers with relative-attention weights; no pooler."""
+    c.embeddings["word"] = model.word.weight.numel()
+    c.embeddings["mask_emb (query stream)"] = model.mask_emb.numel()
+    if not config.untie_r:
+        c.embeddings["attention biases (tied)"] = 3 * config.hidden_size
+    c.layer_sizes = [sum(p.numel() for p in layer.parameters()) for layer in model.layers]
+    c.applied_layers = len(c.layer_sizes)
+    H, I, V, T = config.hidden_size, config.intermediate_size, config.vocab_size, c.seq_length
+    # per token: q, k, v, o, feed-forward, and r over the 2T relative distances of a T-token segment;
+    # scores against keys and (before the shift) against 2T distances, and the weighted sum of V
+    encoder = c.applied_layers * (2 * (4 * H * H + 2 * H * I) + 2 * 2 * H * H + 2 * (T + 2 * T + T) * H)
+    c.mlm_head = V  # the LM head's bias; its weight is the tied word embedding
+    c.flops_per_token = {"embedding projection": 0, "encoder": encoder, "MLM head": 2 * H * V}
+    c.flops_per_token["total"] = sum(c.flops_per_token.values())
     return c
 
 
