@@ -22,11 +22,16 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     cells = [c.strip() for c in bert_row.strip("|").split("|")]
     assert cells[5].endswith("(NSP)") and 0.0 <= float(cells[6].split(" ± ")[0]) <= 1.0  # pair accuracy, test accuracy
     results = json.loads((out / "results.json").read_text())
-    assert [r["model"] for r in results] == ["bert", "roberta", "albert"]
+    assert [r["model"] for r in results] == ["bert", "roberta", "albert", "distilbert"]
+    student = results.pop()
+    assert student["teacher"] == "bert" and student["parameters"] < results[0]["parameters"]
+    assert 0.0 <= student["test_accuracy"] <= 1.0 and student["inference_speedup"] > 0
+    student_row = next(line for line in report.splitlines() if line.startswith("| distilbert, half depth"))
+    assert f"{student['parameters']:,}" in student_row and f"{student['test_accuracy']:.3f}" in student_row
     for r in results:
         assert 0.0 <= r["test_accuracy"] <= 1.0 and 0.0 <= r["random_init_test_accuracy"] <= 1.0
         assert r["pretraining_tokens"] == 24 * 16 * 32 and r["pretraining_seconds"] > 0
     assert f"{results[0]['test_accuracy']:.3f}" in bert_row and f"{results[0]['random_init_test_accuracy']:.3f}" in bert_row
     # A second run with --resume reuses every stage and writes the same table.
     assert main(["demo", "--quick", "--out", str(out), "--quiet", "--resume"]) == 0
-    assert bert_row in (out / "report.md").read_text()
+    assert bert_row in (out / "report.md").read_text() and student_row in (out / "report.md").read_text()

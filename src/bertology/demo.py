@@ -11,7 +11,10 @@ twins, on the data that ships here.
 3. fine-tunes each pretrained model and its random-init twin (same architecture and tokenizer)
    with the same learning-rate grid × seeds (tasks.grid: the rate chosen on mean dev accuracy),
    and scores the test split as mean ± standard deviation, next to a bag-of-words baseline;
-4. prints one table and writes runs/demo/report.md (table, curves, bars, parameter breakdown,
+4. distils the pretrained BERT into a DistilBERT of half its depth (train/distill.py: the triple
+   loss from its layers), fine-tunes it the same way, and measures its inference speed against
+   the teacher's;
+5. prints the tables and writes runs/demo/report.md (tables, curves, bars, parameter breakdown,
    attention maps) and runs/demo/results.json (one object per model, for scripts).
 
 `--quick` is a smoke test (< 2 minutes); `--budget-minutes N` scales the pretraining; Ctrl-C
@@ -25,6 +28,8 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ("bert", "roberta", "albert")  # every family pretrained from scratch here (models.PRETRAINABLE)
@@ -139,30 +144,93 @@ def say(message: str, quiet: bool) -> None:
         print(message, flush=True)
 
 
-def fine_tune_both(family: str, out: Path, plan: Plan, resume: bool, quiet: bool) -> dict:
-    """The pretrained model and its random-init twin through the same grid; test mean ± std of each."""
+def fine_tune_grid(model: Path, run_dir: Path, plan: Plan, resume: bool, from_scratch: bool = False) -> dict:
+    """One starting point through the learning-rate grid × seeds (reused on --resume when finished)."""
     from .tasks.finetune import FinetuneOptions
     from .tasks.grid import finetune_grid
 
+    done = run_dir / "grid.json"
+    t0 = time.perf_counter()
+    reused = resume and done.is_file()
+    if not reused:
+        shutil.rmtree(run_dir, ignore_errors=True)  # a grid restarts from its beginning
+        options = FinetuneOptions(
+            model=str(model), from_scratch=from_scratch, task="classify",
+            train=str(data_path("debian-sections", "train.tsv")), dev=str(data_path("debian-sections", "dev.tsv")),
+            out_dir=str(run_dir), epochs=plan.finetune_epochs, batch_size=32, max_length=plan.finetune_length,
+            bf16=plan.bf16, quiet=True)
+        finetune_grid(options, str(data_path("debian-sections", "test.tsv")), LEARNING_RATES, plan.seeds)
+    return {**json.loads(done.read_text()), "seconds": stage_seconds(run_dir, time.perf_counter() - t0, reused)}
+
+
+def fine_tune_both(family: str, out: Path, plan: Plan, resume: bool, quiet: bool) -> dict:
+    """The pretrained model and its random-init twin through the same grid; test mean ± std of each."""
     scores = {}
     for start, from_scratch in (("pretrained", False), ("random_init", True)):
-        run_dir = out / "finetune" / family / start
-        done = run_dir / "grid.json"
-        t0 = time.perf_counter()
-        reused = resume and done.is_file()
-        if not reused:
-            shutil.rmtree(run_dir, ignore_errors=True)  # a grid restarts from its beginning
-            options = FinetuneOptions(
-                model=str(out / "pretrain" / family), from_scratch=from_scratch, task="classify",
-                train=str(data_path("debian-sections", "train.tsv")), dev=str(data_path("debian-sections", "dev.tsv")),
-                out_dir=str(run_dir), epochs=plan.finetune_epochs, batch_size=32, max_length=plan.finetune_length,
-                bf16=plan.bf16, quiet=True)
-            finetune_grid(options, str(data_path("debian-sections", "test.tsv")), LEARNING_RATES, plan.seeds)
-        grid = json.loads(done.read_text())
-        scores[start] = {**grid, "seconds": stage_seconds(run_dir, time.perf_counter() - t0, reused)}
+        grid = fine_tune_grid(out / "pretrain" / family, out / "finetune" / family / start, plan, resume, from_scratch)
+        scores[start] = grid
         say(f"   {family:<8} {start.replace('_', ' '):<12} lr {grid['lr']:g}: test accuracy {grid['test_mean']:.3f} "
             f"± {grid['test_std']:.3f} over {len(plan.seeds)} seed(s)", quiet)
     return scores
+
+
+@torch.no_grad()
+def inference_seconds(model, tokenizer, texts: list[str], length: int, repeats: int = 5) -> float:
+    """Seconds per forward pass of the backbone over `texts` (padded to one batch)."""
+    backbone = getattr(model, "backbone", model).eval()
+    enc = tokenizer.encode_batch(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
+    inputs = {k: enc[k] for k in ("input_ids", "attention_mask")}
+    backbone(**inputs)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        backbone(**inputs)
+    return (time.perf_counter() - started) / repeats
+
+
+def distill_bert(out: Path, plan: Plan, corpus: list[Path], resume: bool, quiet: bool) -> dict | None:
+    """Stage 4: the pretrained BERT distilled to half its depth (DistilBERT's recipe at the demo's
+    scale), fine-tuned through the same grid; None when interrupted (checkpointed)."""
+    from . import load
+    from .tokenizers import Tokenizer
+    from .train.distill import DistillOptions, distill
+
+    teacher_dir, run_dir = out / "pretrain" / "bert", out / "distill" / "bert"
+    t0 = time.perf_counter()
+    reused = resume and (run_dir / "summary.json").is_file() and (run_dir / "model.safetensors").is_file()
+    if reused:
+        summary = json.loads((run_dir / "summary.json").read_text())
+    else:
+        continue_run = resume and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+        if not continue_run:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        options = DistillOptions(
+            teacher=str(teacher_dir), corpus=[str(c) for c in corpus], out_dir=str(run_dir), steps=max(2, plan.steps // 2),
+            batch_size=plan.batch_size, seq_len=plan.seq_len, lr=2e-3, warmup=max(1, plan.steps // 20), dropout=0.0,
+            mlm_probability=0.3, heldout=3 if plan.corpus_bytes else 0.02, bf16=plan.bf16,
+            eval_every=max(1, plan.steps // 2), log_every=max(1, plan.steps // 40), quiet=quiet)
+        summary = distill(options, resume=continue_run)
+        if summary["interrupted"]:
+            return None
+    seconds = stage_seconds(run_dir, time.perf_counter() - t0, reused)
+    grid = fine_tune_grid(run_dir, out / "finetune" / "distilbert" / "distilled", plan, resume)
+    measured = run_dir / "demo_speedup.json"  # measured once, so that a resumed demo reports the same
+    if reused and measured.is_file():
+        speedup = json.loads(measured.read_text())["speedup"]
+    else:
+        tokenizer = Tokenizer.load(teacher_dir / "tokenizer.json")
+        texts = task_texts("dev")[:64]
+        speedup = (inference_seconds(load(teacher_dir), tokenizer, texts, plan.finetune_length)
+                   / inference_seconds(load(run_dir), tokenizer, texts, plan.finetune_length))
+        measured.write_text(json.dumps({"speedup": speedup}) + "\n")
+    row = {"parameters": summary["parameters"], "teacher_parameters": summary["teacher_parameters"],
+           "distill_s": seconds, "speedup": speedup, "finetune": grid,
+           "mlm_accuracy": summary["eval"].get("eval/mlm_accuracy", float("nan")),
+           "teacher_agreement": summary["eval"].get("eval/teacher_agreement", float("nan"))}
+    say(f"   distilbert {summary['parameters']:,} parameters (teacher {summary['teacher_parameters']:,}), "
+        f"{speedup:.2f}× the teacher's inference speed, held-out agreement with the teacher "
+        f"{row['teacher_agreement']:.3f}; fine-tuned: lr {grid['lr']:g}, test accuracy {grid['test_mean']:.3f} "
+        f"± {grid['test_std']:.3f}", quiet)
+    return row
 
 
 def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, quiet: bool) -> dict[str, dict]:
@@ -170,7 +238,7 @@ def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, qu
     from .models import get_family
     from .tokenizers import Tokenizer, train
 
-    say("\n1/4 tokenizers, trained on data/debian-descriptions", quiet)
+    say("\n1/5 tokenizers, trained on data/debian-descriptions", quiet)
     dev_texts = task_texts("dev")
     rows = {}
     for family in FAMILIES:
@@ -267,7 +335,7 @@ def run(args) -> int:
     corpus = corpus_files(out, plan.corpus_bytes)
     rows = train_tokenizers(out, plan, corpus, args.resume, quiet)
 
-    say(f"\n2/4 pretraining, {plan.tokens:,} tokens each", quiet)
+    say(f"\n2/5 pretraining, {plan.tokens:,} tokens each", quiet)
     for family in FAMILIES:
         row = pretrain_one(family, out, plan, corpus, args.resume, quiet)
         if row is None:
@@ -276,14 +344,21 @@ def run(args) -> int:
             return 130
         rows[family].update(row)
 
-    say(f"\n3/4 fine-tuning on data/debian-sections (description → section), pretrained vs random init: "
+    say(f"\n3/5 fine-tuning on data/debian-sections (description → section), pretrained vs random init: "
         f"lr ∈ {{{', '.join(f'{x:g}' for x in LEARNING_RATES)}}} chosen on dev, {len(plan.seeds)} seed(s)", quiet)
     for family in FAMILIES:
         rows[family]["finetune"] = fine_tune_both(family, out, plan, args.resume, quiet)
     baseline = baseline_accuracy(quiet)
 
-    say("\n4/4 report", quiet)
-    report = write_report(out, plan, rows, baseline, time.perf_counter() - started, count)
+    say("\n4/5 distillation: the BERT above to half its depth (DistilBERT's triple loss), fine-tuned the same way", quiet)
+    distilled = distill_bert(out, plan, corpus, args.resume, quiet)
+    if distilled is None:
+        print("interrupted during distillation; continue with: bertology demo --resume" + (" --quick" if args.quick else "")
+              + (f" --out {out}" if str(out) != "runs/demo" else ""))
+        return 130
+
+    say("\n5/5 report", quiet)
+    report = write_report(out, plan, rows, baseline, time.perf_counter() - started, count, distilled)
     print("\n" + report["table"])
     print(f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}")
     return 0
@@ -323,14 +398,32 @@ def table(rows: dict[str, dict], baseline_accuracy: float) -> str:
     return "\n".join(lines)
 
 
-def write_report(out: Path, plan: Plan, rows: dict, baseline_accuracy: float, wall_s: float, count) -> dict:
+def distillation_table(rows: dict[str, dict], distilled: dict) -> str:
+    teacher, grid = rows["bert"], distilled["finetune"]
+    pre = teacher["finetune"]["pretrained"]
+    return "\n".join([
+        "| model | parameters | inference speed | held-out agreement with the teacher | Debian test acc. |",
+        "|---|---|---|---|---|",
+        f"| bert (teacher) | {teacher['parameters']:,} | 1.00× | – | {pre['test_mean']:.3f} ± {pre['test_std']:.3f} |",
+        f"| distilbert, half depth, distilled from it | {distilled['parameters']:,} | {distilled['speedup']:.2f}× "
+        f"| {distilled['teacher_agreement']:.3f} | {grid['test_mean']:.3f} ± {grid['test_std']:.3f} |",
+    ])
+
+
+def write_report(out: Path, plan: Plan, rows: dict, baseline_accuracy: float, wall_s: float, count,
+                 distilled: dict) -> dict:
     from . import load
     from .io import atomic_write_text
     from .tokenizers import Tokenizer
     from .viz import write_attention
     from .viz.plots import plot_bars, plot_curves, plot_parameter_breakdown, read_metrics
 
-    atomic_write_text(out / "results.json", json.dumps(results(rows), indent=2) + "\n")
+    grid = distilled["finetune"]
+    student = {"model": "distilbert", "teacher": "bert", "test_accuracy": grid["test_mean"],
+               "test_accuracy_std": grid["test_std"], "lr": grid["lr"], "parameters": distilled["parameters"],
+               "teacher_parameters": distilled["teacher_parameters"], "inference_speedup": distilled["speedup"],
+               "teacher_agreement": distilled["teacher_agreement"], "distillation_seconds": distilled["distill_s"]}
+    atomic_write_text(out / "results.json", json.dumps(results(rows) + [student], indent=2) + "\n")
     images = []
     runs = {f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}
     tokens_per_step = {f: plan.batch_size * plan.seq_len for f in rows}
@@ -350,7 +443,7 @@ def write_report(out: Path, plan: Plan, rows: dict, baseline_accuracy: float, wa
         images.append(out / f"attention-{family}.png")
         write_attention(images[-1], model, tok, ATTENTION_SENTENCE)
     images.append(plot_parameter_breakdown(breakdown, out / "parameters.png"))
-    text = table(rows, baseline_accuracy)
+    text = table(rows, baseline_accuracy) + "\n\nDistillation:\n\n" + distillation_table(rows, distilled)
     body = [
         "# bertology demo report", "",
         f"{plan.preset} models pretrained on data/debian-descriptions, {plan.steps} steps of {plan.batch_size} × "
