@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -75,15 +74,3 @@ def register(subparsers) -> None:
     e.add_argument("text")
     e.add_argument("--pair", default=None, metavar="TEXT", help="second segment")
     e.set_defaults(func=_encode)
-
-
-def main(argv=None) -> int:
-    """Stand-alone entry (the project's `bertology` command calls register() instead)."""
-    parser = argparse.ArgumentParser(prog="bertology")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"bertology tokenizer: error: {e}", file=sys.stderr)
-        return 2
