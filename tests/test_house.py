@@ -42,9 +42,9 @@ def test_each_family_record_names_real_classes_tokens_and_layouts(name):
 
 
 def test_pretrainable_families_carry_their_papers_recipe():
-    assert PRETRAINABLE == ("bert", "roberta", "albert")
+    assert PRETRAINABLE == ("bert", "roberta", "albert", "xlnet")
     assert [(get_family(n).pretraining.objective, get_family(n).pretraining.ngram) for n in PRETRAINABLE] == [
-        ("mlm+nsp", 1), ("mlm", 1), ("mlm+sop", 3)]
+        ("mlm+nsp", 1), ("mlm", 1), ("mlm+sop", 3), ("plm", 1)]
     assert get_family("distilbert").pretraining is None
 
 

@@ -39,7 +39,9 @@ def _pretrain(args) -> int:
           f"{final.get('tokens_per_s', 0):,.0f} tokens/s ({final.get('outside_forward_backward', 0):.0%} of the time "
           f"outside forward/backward)"
           + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
-             if evaluation else "")
+             if "eval/mlm_accuracy" in evaluation else "")
+          + (f"; held-out PLM accuracy {evaluation['eval/plm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
+             if "eval/plm_accuracy" in evaluation else "")
           + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else ""))
     if summary["interrupted"]:
         print(f"interrupted: checkpoint written; continue with --resume --out {options.out_dir}")

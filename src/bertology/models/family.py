@@ -33,9 +33,9 @@ class Specials:
 @dataclass(frozen=True)
 class Pretraining:
     """How the family's paper pretrained it; every field is overridable per run."""
-    objective: str   # mlm+nsp | mlm+sop | mlm
-    packing: str     # pairs | full-sentences | doc-sentences
-    masking: str     # static (masks drawn once, dupe_factor copies) | dynamic (drawn per batch)
+    objective: str   # mlm+nsp | mlm+sop | mlm | plm (XLNet's permutation LM)
+    packing: str     # pairs | full-sentences | doc-sentences | streams (XLNet: a text stream per batch row)
+    masking: str     # static (masks drawn once, dupe_factor copies) | dynamic (drawn per batch) | permutation
     ngram: int = 1   # mask spans of up to n words (ALBERT: 3)
 
 
@@ -91,7 +91,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("xlnet", XLNetConfig, "XLNet", ("LMHeadModel", "ForSequenceClassification", "ForTokenClassification",
                                            "ForQuestionAnsweringSimple", "ForQuestionAnswering", "ForMultipleChoice"),
            hf_names.XLNET, tokenizer="xlnet", tokenizer_algorithm="Unigram",
-           specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>")),
+           specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>"),
+           pretraining=Pretraining("plm", "streams", "permutation")),
 )}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 

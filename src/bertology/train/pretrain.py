@@ -28,6 +28,7 @@ from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, P
 from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
+from .plm import check_options as check_xlnet_options, pretrain_permutation_lm
 from ..tokenizers import Tokenizer, train
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, seeded
 
@@ -65,6 +66,13 @@ class PretrainOptions(RunOptions):
     mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
     max_predictions: int | None = option(None, "cap on masked tokens per sequence (default: seq-len × mlm-probability)",
                                          check=POSITIVE)
+    mem_len: int | None = option(None, "XLNet: states kept as memory for the next step (default 3/4 of --seq-len, "
+                                       "the original's 384 of 512)", check=NON_NEGATIVE)
+    reuse_len: int | None = option(None, "XLNet: tokens of each example continued from the step before (default "
+                                         "half of --seq-len)", check=POSITIVE)
+    num_predict: int | None = option(None, "XLNet: targets per sequence (default 85/512 of --seq-len)", check=POSITIVE)
+    perm_size: int | None = option(None, "XLNet: factorisation-order block (default --reuse-len)", check=POSITIVE)
+    bi_data: bool = option(False, "XLNet: half the batch rows run their text backwards")
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
     config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
@@ -134,6 +142,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     ours is continued with `resume` or started afresh with `overwrite`).
     """
     _check_model_options(o)
+    if o.family == "xlnet":
+        check_xlnet_options(o)
     nsp = (o.objective or get_family(o.family).pretraining.objective) == "mlm+nsp"
     check_corpus_documents(o.corpus, o.format, _heldout(o), nsp)
     if o.tokenizer is not None:
@@ -151,6 +161,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
 
 def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume)
+    if o.family == "xlnet":  # permutation LM over streams of text, memory carried: train/plm.py
+        return pretrain_permutation_lm(o, out, tok, resume, overwrite, _heldout(o))
 
     def build():
         return build_instances(

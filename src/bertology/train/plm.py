@@ -1,0 +1,171 @@
+"""XLNet's permutation-LM pretraining: the objective (with memory carried from step to step) and the job.
+
+The Trainer asks for a global batch per step (`data.permutation.PermutationData`: row r of step k
+continues row r of step k-1) and calls the objective on micro-batches. The objective keeps the
+memory each step leaves, per global batch row: a micro-batch (or a rank) reads its own rows'
+memory from the step before and writes theirs for the next. The memory goes into every
+checkpoint (`mems.safetensors`), so a resumed run continues exactly.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..data.permutation import PermutationData, PermutationSettings, Specials, build_stream
+from ..data.store import heldout_count, tokenize_corpus
+from ..io import atomic_path, atomic_write_json
+from ..models import get_family, task_class
+from ..models.heads import IGNORE
+from ..models.params import count
+from ..nn import set_dropout
+from .trainer import Trainer, TrainingArguments, checkpoints
+
+MEMS_FILE = "mems.safetensors"
+MODEL_INPUTS = ("input_ids", "token_type_ids", "perm_mask", "target_mapping", "labels")
+
+
+class PermutationLMObjective:
+    """Cross-entropy of the targets through the query stream, memory carried across steps."""
+
+    def __init__(self):
+        self.previous: list[torch.Tensor] | None = None  # per layer (M, B_global, H): the last step's memory
+        self.latest: list[torch.Tensor] | None = None  # being written by this step's micro-batches
+
+    def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
+        # called once per step, before its micro-batches: the memory written last step is now the past
+        if self.latest is not None:
+            self.previous, self.latest = self.latest, None
+        return {"targets": max(1, int((batch["labels"] != IGNORE).sum())), "sequences": batch["labels"].shape[0]}
+
+    def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
+        rows = batch["row"]
+        fresh = self.previous is None or bool(batch["first"][0])  # a new epoch starts every stream again
+        mems = None if fresh else [m[:, rows] for m in self.previous]
+        out = model(**{k: batch[k] for k in MODEL_INPUTS}, mems=mems, use_mems=True)
+        if self.latest is None:
+            self.latest = [m.new_zeros(m.shape[0], totals["sequences"], m.shape[2]) for m in out.mems]
+        for store, m in zip(self.latest, out.mems):
+            store[:, rows] = m
+        labels = batch["labels"]
+        targets = int((labels != IGNORE).sum())
+        loss = out.loss * (targets / totals["targets"])
+        correct = int((out.logits.argmax(-1) == labels).sum())
+        return loss, {"plm_loss": float(loss.detach()), "loss": float(loss.detach()),
+                      "plm_accuracy": correct / totals["targets"]}
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        if self.latest is not None:
+            with atomic_path(directory / MEMS_FILE) as tmp:
+                save_file({f"layer.{i}": m.contiguous() for i, m in enumerate(self.latest)}, str(tmp))
+
+    def load(self, directory: Path) -> None:
+        """The memory a checkpoint's last step left (none: the run stopped before its first step)."""
+        file = directory / MEMS_FILE
+        if file.is_file():
+            tensors = load_file(str(file))
+            self.latest = [tensors[f"layer.{i}"] for i in range(len(tensors))]
+
+
+@torch.no_grad()
+def evaluate_plm(model, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Held-out loss, accuracy and perplexity of the targets over consecutive batches, memory carried."""
+    objective = PermutationLMObjective()
+    loss = correct = 0.0
+    targets = 0
+    for batch in batches:
+        totals = objective.totals(batch)
+        l, m = objective(model, batch, totals)
+        loss += float(l) * totals["targets"]
+        correct += m["plm_accuracy"] * totals["targets"]
+        targets += totals["targets"]
+    return {"plm_loss": loss / targets, "plm_accuracy": correct / targets, "perplexity": math.exp(min(loss / targets, 50))}
+
+
+def settings_from_options(o) -> PermutationSettings:
+    """The data recipe from `bertology pretrain` options: the original's proportions at --seq-len."""
+    return PermutationSettings.scaled(o.seq_len, reuse_len=o.reuse_len, num_predict=o.num_predict,
+                                      perm_size=o.perm_size, bi_data=o.bi_data)
+
+
+def check_options(o) -> None:
+    """XLNet's options, before any write: the recipe's sizes, and no option of the MLM recipes."""
+    for name in ("objective", "packing", "masking", "ngram", "max_predictions"):
+        if getattr(o, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} is an MLM option; XLNet pretrains by permutation LM "
+                             "(--reuse-len, --num-predict, --perm-size, --mem-len, --bi-data)")
+    if o.whole_word:
+        raise ValueError("--whole-word is an MLM option; XLNet's targets are word-aligned spans already")
+    settings_from_options(o)
+    if o.bi_data and o.batch_size % 2:
+        raise ValueError(f"--bi-data: --batch-size {o.batch_size} must be even (forward and backward rows)")
+
+
+def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, heldout: float | int) -> dict[str, Any]:
+    """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/."""
+    settings = settings_from_options(o)
+    record = get_family("xlnet")
+    ids = {name: tok.token_to_id(name) for name in (record.specials.sep, record.specials.cls, record.specials.pad, "</s>")}
+    missing = [name for name, i in ids.items() if i is None]
+    if missing:
+        raise ValueError(f"tokenizer lacks {', '.join(missing)}, which XLNet's examples are built with")
+    specials = Specials(sep=ids["<sep>"], cls=ids["<cls>"], eod=ids["</s>"])
+    corpus = tokenize_corpus(o.corpus, tok, out / "cache" / "tokens", o.format, show_progress=not o.quiet)
+    n = corpus.num_documents
+    held = set(torch.randperm(n, generator=torch.Generator().manual_seed(o.seed))[:heldout_count(n, heldout)].tolist())
+    train_docs = (corpus.document(d) for d in range(n) if d not in held)
+    data = PermutationData(build_stream(train_docs, specials.eod), settings, specials, o.batch_size, o.seed)
+
+    overrides = dict(mem_len=o.mem_len if o.mem_len is not None else settings.seq_len * 3 // 4,
+                     reuse_len=settings.reuse_len, bi_data=settings.bi_data)
+    config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=ids["<pad>"],
+                           **{**overrides, **o.config_overrides})
+    config.max_position_embeddings = max(settings.seq_len, 64)
+    model = task_class("xlnet", "LMHeadModel")(config)
+    model = model if o.dropout is None else set_dropout(model, o.dropout)
+
+    evaluate = None
+    if held:
+        held_stream = build_stream((corpus.document(d) for d in sorted(held)), specials.eod)
+        try:
+            held_data = PermutationData(held_stream, settings, specials, o.batch_size, o.seed + 1)
+        except ValueError:
+            held_data = None  # too little held-out text for one batch: no evaluation
+        if held_data is not None:
+            eval_batches = [held_data.batch(i) for i in range(min(o.eval_batches, held_data.steps_per_epoch))]
+            evaluate = lambda m: evaluate_plm(m, eval_batches)  # noqa: E731
+
+    objective = PermutationLMObjective()
+    args = TrainingArguments(
+        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
+        weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
+        seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every,
+        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite,
+    )
+
+    def save_extra(d: Path) -> None:
+        tok.save(d / "tokenizer.json")
+        objective.save(d)
+
+    trainer = Trainer(model, args, data.batch, objective, evaluate, save_extra=save_extra)
+    if resume and checkpoints(out):
+        objective.load(checkpoints(out)[-1])
+    started = trainer.step
+    result = trainer.train(resume=resume)
+    summary = {
+        "family": "xlnet", "preset": o.preset, "architecture": model.architecture, "objective": "plm",
+        "parameters": model.num_parameters(), "steps": result["step"], "resumed_from": started if resume else None,
+        "interrupted": result["interrupted"], "steps_per_epoch": data.steps_per_epoch,
+        "recipe": {**settings.__dict__, "mem_len": config.mem_len},
+        "flops_per_token": count(model.config, seq_length=settings.seq_len).flops_per_token["total"],
+        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
+        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
+    }
+    if not result["interrupted"]:
+        model.save(out)
+        atomic_write_json(out / "summary.json", summary)
+    return summary
