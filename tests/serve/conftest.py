@@ -23,7 +23,10 @@ CHECKPOINTS = {
     "tag": ("bert", "ForTokenClassification", ["B-PER", "I-PER", "B-LOC", "I-LOC", "O"], {}),
     "qa": ("bert", "ForQuestionAnswering", None, {}),
     "roberta-mlm": ("roberta", "ForMaskedLM", None, {}),
+    "albert-mlm": ("albert", "ForMaskedLM", None, {}),
+    "distilbert-mlm": ("distilbert", "ForMaskedLM", None, {}),
 }
+TOKENIZER_OF = {"distilbert": "bert"}  # DistilBERT keeps BERT's WordPiece
 
 
 def train_tokenizer(family: str):
@@ -37,10 +40,10 @@ def train_tokenizer(family: str):
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("serve-checkpoints")
-    tokenizers = {f: train_tokenizer(f) for f in ("bert", "roberta")}
+    tokenizers = {f: train_tokenizer(f) for f in ("bert", "roberta", "albert")}
     out = {}
     for name, (family, head, labels, extra) in CHECKPOINTS.items():
-        tok = tokenizers[family]
+        tok = tokenizers[TOKENIZER_OF.get(family, family)]
         record = get_family(family)
         pad = tok.token_to_id(record.specials.pad)
         config = record.preset("tiny", vocab_size=tok.vocab_size, pad_token_id=pad, **TINY)

@@ -3,6 +3,7 @@ through the DevTools protocol over a pipe (--remote-debugging-pipe: no extra pac
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -60,17 +61,17 @@ class Chromium:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
 
-        def fds():  # the protocol's pipe is the child's fds 3 (commands in) and 4 (replies out)
-            os.dup2(to_browser_r, 3)
-            os.dup2(from_browser_w, 4)
-
+        # the protocol's pipe is the child's fds 3 (commands in) and 4 (replies out); bash moves them there
+        # (no preexec_fn: forking a threaded process must not run Python in the child)
+        args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--remote-debugging-pipe", f"--user-data-dir={profile_dir}", f"--window-size={width},{height}",
+                "--hide-scrollbars", "about:blank"]
+        a, b = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_browser_r, from_browser_w))  # not 3 or 4 already
         self.process = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-             "--remote-debugging-pipe", f"--user-data-dir={profile_dir}", f"--window-size={width},{height}",
-             "--hide-scrollbars", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=fds, close_fds=False)
-        os.close(to_browser_r)
-        os.close(from_browser_w)
+            [shutil.which("bash") or "/bin/bash", "-c", f'exec "$0" "$@" 3<&{a} 4>&{b} {a}<&- {b}>&-', binary, *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(a, b))
+        for fd in (to_browser_r, from_browser_w, a, b):
+            os.close(fd)
         self._buffer, self._next_id, self.session = b"", 0, None
 
     def send(self, method: str, params: dict | None = None, timeout: float = 60) -> dict:

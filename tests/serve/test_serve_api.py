@@ -33,10 +33,14 @@ def test_embed_equals_mean_pooled_encoder(clients, checkpoints):
                                                atol=1e-5)
 
 
-def test_every_head_serves_embed_from_its_encoder(clients, checkpoints):
-    model, tok = direct(checkpoints["classify"])
-    got = torch.tensor(clients["classify"].post("/embed", json={"inputs": TEXTS}).json())
-    assert torch.allclose(got, embed(model, tok, TEXTS, normalize=True), atol=1e-5)
+@pytest.mark.parametrize("name", ["classify", "roberta-mlm", "albert-mlm", "distilbert-mlm"])
+def test_every_head_and_family_serves_embed_from_its_encoder(clients, checkpoints, name):
+    model, tok = direct(checkpoints[name])
+    got = torch.tensor(clients[name].post("/embed", json={"inputs": TEXTS, "normalize": False}).json())
+    with torch.no_grad():  # the encoder under the head, on each text alone, mean over its tokens
+        for i, text in enumerate(TEXTS):
+            hidden = model.backbone(input_ids=torch.tensor([tok.encode(text).ids])).last_hidden_state[0]
+            assert torch.allclose(got[i], hidden.mean(0), atol=1e-5)
 
 
 def test_openai_embeddings(clients, checkpoints):
@@ -61,7 +65,9 @@ def test_cls_pooling(checkpoints):
     assert torch.allclose(got, embed(model, tok, TEXTS, pooling="cls"), atol=1e-5)
 
 
-@pytest.mark.parametrize("name,text", [("mlm", "The cat [MASK] on the [MASK]."), ("roberta-mlm", "The cat<mask> on the mat.")])
+@pytest.mark.parametrize("name,text", [("mlm", "The cat [MASK] on the [MASK]."), ("roberta-mlm", "The cat<mask> on the mat."),
+                                       ("albert-mlm", "The cat [MASK] on the mat."),
+                                       ("distilbert-mlm", "The [MASK] sat on the [MASK].")])
 def test_fill_mask_equals_the_mlm_head(clients, checkpoints, name, text):
     model, tok = direct(checkpoints[name])
     got = clients[name].post("/fill-mask", json={"inputs": text, "top_k": 3}).json()
@@ -70,7 +76,7 @@ def test_fill_mask_equals_the_mlm_head(clients, checkpoints, name, text):
     enc = tok.encode(text)
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([enc.ids])).logits[0]
-    mask_id = tok.token_to_id("[MASK]" if name == "mlm" else "<mask>")
+    mask_id = tok.token_to_id("<mask>" if name == "roberta-mlm" else "[MASK]")
     for cands, position in zip(got, [t for t, i in enumerate(enc.ids) if i == mask_id]):
         probs = logits[position].softmax(-1)
         top = probs.topk(3)
