@@ -50,6 +50,12 @@ class Family:
     tokenizer_algorithm: str              # how the README and the demo call that tokenizer
     specials: Specials
     pretraining: Pretraining | None = None  # None: not pretrained from scratch here (DistilBERT is distilled)
+    task_heads: tuple[tuple[str, str], ...] = ()  # (task's head, this family's) where they differ
+
+    def task_head(self, head: str) -> str:
+        """The head a fine-tuning task builds: get_family("xlnet").task_head("ForQuestionAnswering") is its
+        span head with start / end logits (ForQuestionAnsweringSimple), not the start-end beam."""
+        return dict(self.task_heads).get(head, head)
 
     @property
     def segments(self) -> bool:
@@ -92,7 +98,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                                            "ForQuestionAnsweringSimple", "ForQuestionAnswering", "ForMultipleChoice"),
            hf_names.XLNET, tokenizer="xlnet", tokenizer_algorithm="Unigram",
            specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>"),
-           pretraining=Pretraining("plm", "streams", "permutation")),
+           pretraining=Pretraining("plm", "streams", "permutation"),
+           task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),)),
 )}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 

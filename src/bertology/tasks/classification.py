@@ -31,12 +31,14 @@ class Prediction(NamedTuple):
 
 class SequenceFeatures(Features):
     """Rows padded to the longest example; a batch is cut to its own longest row, so short
-    texts do not pay for one long one (the mask made the cut columns inert anyway)."""
+    texts do not pay for one long one (the mask made the cut columns inert anyway). Padding may
+    sit on either side (XLNet's is on the left): the columns no row uses are cut."""
 
     def batch(self, indices) -> dict[str, torch.Tensor]:
         out = super().batch(indices)
-        width = int(out["attention_mask"].sum(1).max()) if len(out["attention_mask"]) else 0
-        return {k: (v[:, :width] if v.dim() == 2 and k != "labels" else v) for k, v in out.items()}
+        used = out["attention_mask"].bool().any(0).nonzero().flatten()  # columns holding some row's token
+        lo, hi = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
+        return {k: (v[:, lo:hi] if v.dim() == 2 and k != "labels" else v) for k, v in out.items()}
 
 
 def encode_sequences(examples: list[Example], tokenizer, max_length: int, use_pairs: bool):

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
-from ..models import load, load_for_task, read_config, resolve_preset, task_class
+from ..models import get_family, load, load_for_task, read_config, resolve_preset, task_class
 from ..models.heads import IGNORE
 from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
@@ -84,8 +84,11 @@ def load_tokenizer(model_dir: str | None, tokenizer: str | None):
     if source is None or not Path(source).exists():
         raise FileNotFoundError(f"{source or model_dir}: no tokenizer; pass --tokenizer (a tokenizer.json or directory)")
     tok = Tokenizer.load(source)
+    padding = tok.padding
     tok.no_padding()  # the task pads and truncates itself, and reports what it cuts
     tok.no_truncation()
+    if padding is not None and padding["direction"] == "left":  # XLNet: <cls> last, so padding goes first
+        tok.enable_padding(**{**padding, "length": None})
     return tok
 
 
@@ -132,7 +135,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     path = Path(o.model)
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)
     if path.is_dir() and not o.from_scratch:
-        return load_for_task(path, task.head, head_labels)
+        return load_for_task(path, get_family(read_config(path).model_type).task_head(task.head), head_labels)
     if path.is_dir():  # the random-init twin: the directory's architecture and tokenizer, no weights
         config = read_config(path)
     else:
@@ -144,7 +147,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
         config = record.preset(size, vocab_size=tokenizer.vocab_size, **({"pad_token_id": pad} if pad is not None else {}))
     if head_labels is not None:
         config = config.with_labels(head_labels)
-    return task_class(config.model_type, task.head)(config)
+    return task_class(config.model_type, get_family(config.model_type).task_head(task.head))(config)
 
 
 def _check_model_source(o: FinetuneOptions) -> None:

@@ -21,7 +21,7 @@ from .finetune import evaluate_examples, load_finetuned, predict_examples, run_m
 
 # the task a head serves when config.json records none (a checkpoint written by transformers)
 HEAD_TASKS = {"ForSequenceClassification": "classify", "ForTokenClassification": "tag",
-              "ForQuestionAnswering": "qa", "ForMultipleChoice": "choice"}
+              "ForQuestionAnswering": "qa", "ForQuestionAnsweringSimple": "qa", "ForMultipleChoice": "choice"}
 
 
 def to_example(task_name: str, item: Any, i: int = 0) -> Example:
