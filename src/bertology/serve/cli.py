@@ -32,7 +32,8 @@ def _serve(args) -> int:
                          "pip install 'bertology[serve]'") from None
     from .engine import Engine
 
-    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16)  # a bad model fails before the port is held
+    # a bad model fails before the port is held
+    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16)
     sock = _listen(options.host, options.port)
     host, port = sock.getsockname()[:2]
     print(f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "

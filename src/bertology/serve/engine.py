@@ -68,7 +68,8 @@ class Engine:
                                       "label2id": {n: i for i, n in enumerate(labels)}}}
                       if self.kind == "classifier" and labels else {"embedding": {"pooling": self.pooling}})
         return {
-            "model_id": self.name, "model_type": model_type, "model_dtype": "bfloat16 (autocast)" if self.bf16 else str(next(self.model.parameters()).dtype)[6:],
+            "model_id": self.name, "model_type": model_type,
+            "model_dtype": "bfloat16 (autocast)" if self.bf16 else str(next(self.model.parameters()).dtype)[6:],
             "architecture": self.model.architecture, "family": self.family.name, "head": self.head, "kind": self.kind,
             "task": self.pipeline.task.name if self.pipeline else None, "labels": labels,
             "parameters": sum(p.numel() for p in self.model.parameters()),
@@ -89,9 +90,11 @@ class Engine:
             mask = mask_token_of(self.model)
             mask_id = self.tokenizer.token_to_id(mask)
             cost = self._lengths([(t, None) for t in request.texts], request.truncate, self.max_length)
-            for i, enc in enumerate(self.tokenizer.encode_batch(request.texts, truncation=True, max_length=self.max_length)):
+            cut = self.tokenizer.encode_batch(request.texts, truncation=True, max_length=self.max_length)
+            for i, enc in enumerate(cut):
                 if mask_id not in enc.ids:
-                    raise invalid(f"input {i} has no {mask} token to fill" + (" (after truncation)" if mask in request.texts[i] else ""))
+                    raise invalid(f"input {i} has no {mask} token to fill"
+                                  + (" (after truncation)" if mask in request.texts[i] else ""))
             return cost
         if op == "predict":
             return self._lengths([x if isinstance(x, tuple) else (x, None) for x in request.items], request.truncate,
