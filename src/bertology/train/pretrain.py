@@ -71,7 +71,8 @@ class PretrainOptions(RunOptions):
     reuse_len: int | None = option(None, "XLNet: tokens of each example continued from the step before (default "
                                          "half of --seq-len)", check=POSITIVE)
     num_predict: int | None = option(None, "XLNet: targets per sequence (default 85/512 of --seq-len)", check=POSITIVE)
-    perm_size: int | None = option(None, "XLNet: factorisation-order block (default --reuse-len)", check=POSITIVE)
+    perm_size: int | None = option(None, "XLNet: factorisation-order block (default: the largest dividing both "
+                                         "--reuse-len and the rest, at most half of --seq-len)", check=POSITIVE)
     bi_data: bool = option(False, "XLNet: half the batch rows run their text backwards")
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
