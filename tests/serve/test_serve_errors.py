@@ -40,6 +40,7 @@ def test_too_long_without_truncate_says_the_length_and_the_limit(clients):
     assert int(message.split("input 1 is ")[1].split()[0]) > 64
     assert clients["mlm"].post("/embed", json={"inputs": long, "truncate": True}).status_code == 200
     error(clients["classify"].post("/predict", json={"inputs": long}), 422, "Validation", "limit of 48")
+    error(clients["mlm"].post("/attention", json={"inputs": long}), 422, "Validation", "limit of 64")
     assert len(clients["classify"].post("/predict", json={"inputs": long, "truncate": True}).json()) == 3
 
 

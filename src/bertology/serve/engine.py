@@ -31,6 +31,8 @@ from .schemas import (
 )
 
 ALWAYS = ("embed", "tokenize", "attention")
+# every layer's and head's T × T weights go back as JSON: L·N·T² numbers (6·12·128² = 1.2 M for MiniLM at 128)
+ATTENTION_MAX_TOKENS = 128
 KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("predict",), "tagger": ("tag",),
                   "qa": ("qa",), "choice": ()}
 
@@ -112,7 +114,8 @@ class Engine:
         if op == "tokenize":
             return sum(len(e) for e in self.tokenizer.encode_batch(request.texts))
         if op == "attention":
-            return self._lengths([(request.text, request.pair)], False, self.max_length)
+            limit = min(self.max_length, ATTENTION_MAX_TOKENS)
+            return self._lengths([(request.text, request.pair)], False, limit)
         raise ValueError(f"unknown operation {op!r}")
 
     def _lengths(self, items: list[tuple[str, str | None]], truncate: bool, limit: int) -> int:
