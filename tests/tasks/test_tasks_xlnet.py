@@ -1,7 +1,9 @@
 """The fine-tuning tasks take XLNet: padding on the left (<cls> stays last, where its summary reads),
 the span-QA head with start / end logits, token types 0 / 1 / 2; `bertology attention` draws its
 content stream."""
+import itertools
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,16 +11,21 @@ import torch
 from bertology.models import get_family, task_class
 from bertology.tasks import TASKS
 from bertology.tasks.finetune import load_tokenizer, model_inputs, predict_examples
+from bertology.tokenizers import train
 from bertology.viz.attention import attention_weights
 
-from conftest import FIXTURES, _trained
+FIXTURES = Path(__file__).parent / "fixtures"
+WIKI = Path(__file__).resolve().parents[2] / "data" / "wiki.txt"
 
 
 @pytest.fixture(scope="module")
 def xlnet_tokenizer(tmp_path_factory):
+    """XLNet's Unigram recipe on a Wikipedia slice, loaded as `bertology finetune` loads it."""
+    with open(WIKI, encoding="utf-8") as f:
+        lines = list(itertools.islice(f, 400))
     path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
-    _trained("xlnet", 1000).save(path)
-    return load_tokenizer(None, str(path))  # as `bertology finetune` loads it
+    train(lines=lines, family="xlnet", vocab_size=1000, show_progress=False).save(path)
+    return load_tokenizer(None, str(path))
 
 
 def tiny_xlnet(tok, head, labels=None):
