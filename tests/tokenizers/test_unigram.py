@@ -209,6 +209,8 @@ def test_pipeline_encoding_equals_tokenizers(hf_unigram, tmp_path):
     assert isinstance(ours.model, Unigram)
     for line in wiki_lines(7000, 300) + ["naïve  café ☃☃ snow☃man 漢字 Привет ...", ""]:
         a, b = ours.encode(line), tok.encode(line)
+        if tied(ours.model, a.ids, b.ids):
+            continue  # two best segmentations of equal score, broken differently: both right
         assert (a.ids, a.tokens, a.offsets) == (b.ids, b.tokens, b.offsets), line
 
 

@@ -77,11 +77,22 @@ class WordPiece(DictVocabModel):
 
     @classmethod
     def from_vocab_txt(cls, path, **kw) -> "WordPiece":
-        """BERT's vocab.txt: one token per line, the id is the line number."""
-        vocab = {}
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                vocab[line.rstrip()] = i  # a duplicate line takes the later id, as `tokenizers` does
+        """BERT's vocab.txt: one token per line, the id is the line number.
+
+        A token on two lines is an error (`tokenizers` silently keeps the later id, leaving the
+        earlier one an embedding row no text can reach); so is a file that is not UTF-8.
+        """
+        vocab: dict[str, int] = {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                for i, line in enumerate(f):
+                    token = line.rstrip()
+                    if token in vocab:
+                        raise ValueError(f"{path}:{i + 1}: {token!r} is already on line {vocab[token] + 1}; each "
+                                         "token of a vocab.txt takes one line (its id is the line number)")
+                    vocab[token] = i
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         if not vocab:
             raise ValueError(f"{path}: empty vocabulary file")
         return cls(vocab, **kw)
