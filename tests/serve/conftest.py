@@ -9,6 +9,7 @@ import torch
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")
 
 from bertology.models import ARCHITECTURES, get_family  # noqa: E402
+from serve_client import make_client
 
 WIKI = Path(__file__).resolve().parents[2] / "data" / "wiki.txt"
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
@@ -56,17 +57,6 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
         model.save(out[name])
         tok.save(out[name] / "tokenizer.json")
     return out
-
-
-def make_client(path, **options):
-    from starlette.testclient import TestClient
-
-    from bertology.serve.app import create_app
-    from bertology.serve.engine import Engine
-    from bertology.serve.options import ServeOptions
-
-    o = ServeOptions(model=str(path), **options)
-    return TestClient(create_app(Engine.load(o.model, o.tokenizer, o.pooling, o.bf16), o), raise_server_exceptions=True)
 
 
 @pytest.fixture(scope="module")

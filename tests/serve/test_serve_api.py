@@ -10,6 +10,7 @@ from bertology.tasks.finetune import load_tokenizer
 from bertology.tasks.inference import embed, fill_mask
 from bertology.tasks.pipeline import Pipeline
 from bertology.viz import attention_weights
+from serve_client import make_client
 
 TEXTS = ["The cat sat on the mat.", "A game with falling blocks", "It was tired of the long winter."]
 
@@ -56,7 +57,6 @@ def test_openai_embeddings(clients, checkpoints):
 
 
 def test_cls_pooling(checkpoints):
-    from conftest import make_client
 
     model, tok = direct(checkpoints["backbone"])
     with make_client(checkpoints["backbone"], pooling="cls") as client:
@@ -198,7 +198,6 @@ def test_info_health_metrics_and_page(clients, checkpoints):
 
 
 def test_bf16_autocast_stays_close_to_fp32(clients, checkpoints):
-    from conftest import make_client
 
     fp32 = torch.tensor(clients["classify"].post("/embed", json={"inputs": TEXTS}).json())
     exact = clients["classify"].post("/predict", json={"inputs": TEXTS}).json()

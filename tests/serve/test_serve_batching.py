@@ -7,6 +7,7 @@ import pytest
 
 from bertology.serve.batching import Batcher, BatchLimits
 from bertology.serve.engine import error_of
+from serve_client import make_client
 
 
 class Fake:
@@ -122,7 +123,6 @@ def test_stop_finishes_what_was_queued():
 
 def test_concurrent_requests_through_the_app_equal_one_by_one(checkpoints):
     httpx = pytest.importorskip("httpx")
-    from conftest import make_client
 
     texts = [("The cat sat on the mat. " * (i % 2 + 1)).strip() for i in range(12)]  # mixed lengths
     with make_client(checkpoints["classify"]) as client:  # one by one

@@ -2,7 +2,7 @@
 import threading
 
 import pytest
-from conftest import make_client
+from serve_client import make_client
 
 
 def error(response, status: int, error_type: str, *fragments: str) -> str:
