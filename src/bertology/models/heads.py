@@ -261,16 +261,24 @@ class ForMultipleChoice(TaskModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
                 output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
-        if input_ids is None or input_ids.dim() != 3:
-            raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
-                             f"{None if input_ids is None else tuple(input_ids.shape)}")
-        B, C, T = input_ids.shape
-
-        def flat(t):  # (B, C, T) → (B·C, T)
-            return t.reshape(B * C, T) if t is not None else None
-
-        out = self.run_backbone(flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids),
-                                output_hidden_states, output_attentions)
+        B, C = choice_shape(input_ids)
+        input_ids, attention_mask, token_type_ids, position_ids = flatten_choices(
+            input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                                output_attentions)
         logits = self.classifier(out).view(B, C)
         loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+def choice_shape(input_ids: torch.Tensor | None) -> tuple[int, int]:
+    """(batch, choices) of multiple-choice input_ids (B, C, T), or a ValueError naming the shape."""
+    if input_ids is None or input_ids.dim() != 3:
+        raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
+                         f"{None if input_ids is None else tuple(input_ids.shape)}")
+    return input_ids.shape[0], input_ids.shape[1]
+
+
+def flatten_choices(*tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """(B, C, T) → (B·C, T) for each tensor given (None stays None): every choice a sequence of its own."""
+    return [t.reshape(-1, t.shape[-1]) if t is not None else None for t in tensors]

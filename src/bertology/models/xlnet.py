@@ -31,7 +31,7 @@ from torch import nn
 from ..nn import activation
 from .base import EncoderModel, PreTrainedModel
 from .config import XLNetConfig
-from .heads import IGNORE, TaskModel, classification_loss
+from .heads import IGNORE, TaskModel, choice_shape, classification_loss, flatten_choices
 from .outputs import BaseModelOutput, ClassifierOutput, MaskedLMOutput, ModelOutput, QuestionAnsweringOutput
 
 Tensor = torch.Tensor
@@ -464,15 +464,9 @@ class XLNetForMultipleChoice(XLNetTaskModel):
     def forward(self, input_ids, attention_mask=None, mems=None, perm_mask=None, target_mapping=None,
                 token_type_ids=None, labels=None, use_mems=None, output_hidden_states=False,
                 output_attentions=False) -> XLNetClassifierOutput:
-        if input_ids is None or input_ids.dim() != 3:
-            raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
-                             f"{None if input_ids is None else tuple(input_ids.shape)}")
-        B, C, T = input_ids.shape
-
-        def flat(t):  # (B, C, T) → (B·C, T)
-            return t.reshape(B * C, T) if t is not None else None
-
-        out = self.run(flat(input_ids), flat(attention_mask), mems, perm_mask, target_mapping, flat(token_type_ids),
+        B, C = choice_shape(input_ids)
+        input_ids, attention_mask, token_type_ids = flatten_choices(input_ids, attention_mask, token_type_ids)
+        out = self.run(input_ids, attention_mask, mems, perm_mask, target_mapping, token_type_ids,
                        use_mems, output_hidden_states, output_attentions)
         logits = self.logits_proj(self.sequence_summary(out.last_hidden_state)).view(B, C)
         loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
