@@ -106,7 +106,7 @@ def test_each_loss_term_equals_its_formula():
     expected = {"ce_loss": ce, "mlm_loss": mlm, "cos_loss": cos, "mse_loss": mse}
     for name, value in expected.items():
         assert metrics[name] == pytest.approx(float(value), rel=1e-4), name
-    assert float(loss) == pytest.approx(float(sum(expected.values())), rel=1e-4)
+    assert float(loss.detach()) == pytest.approx(float(sum(expected.values())), rel=1e-4)
     everywhere = DistillationObjective(teacher, Alphas(ce=1, mlm=0, cos=0), T, ce_over="all")
     assert everywhere.totals(batch)["rows"] == int(real.sum()) == 10
 
