@@ -311,12 +311,16 @@ def claim_demo_dir(out: Path, resume: bool, overwrite: bool) -> None:
     """The demo writes only into a directory of its own: a fresh run clears the stages an earlier
     demo wrote there; a directory of the user's is refused (or, with --overwrite, written into
     without deleting anything)."""
-    from .io import RUN_MARKER, claim_output_dir
+    from .io import RUN_MARKER, atomic_write_json, claim_output_dir
 
+    report = out / "report.md"
+    earlier = report.is_file() and report.read_text(encoding="utf-8").startswith("# bertology demo report")
+    if earlier and not (out / RUN_MARKER).is_file():  # a demo from before output directories were marked
+        atomic_write_json(out / RUN_MARKER, {"command": "demo"})
     ours = (out / RUN_MARKER).is_file()
     claim_output_dir(out, "demo", resume=resume and ours, overwrite=overwrite or ours)
     if ours and not resume:
-        for stage in ("tokenizers", "pretrain", "finetune", "corpus"):
+        for stage in ("tokenizers", "pretrain", "finetune", "distill", "corpus"):
             shutil.rmtree(out / stage, ignore_errors=True)
 
 
