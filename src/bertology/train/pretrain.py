@@ -82,16 +82,16 @@ class PretrainOptions(RunOptions):
         check_options(self)
 
 
-def _tokenizer(o: PretrainOptions, out: Path, resume: bool):
+def _tokenizer(o: PretrainOptions, out: Path, resume: bool, given):
     """The run's tokenizer, written to out/tokenizer.json: the checkpoint's own on resume, the
-    user's (--tokenizer), or the family's trained on the corpus."""
+    user's (`given`, read from --tokenizer), or the family's trained on the corpus."""
     saved = out / "tokenizer.json"
     if resume:
         if not saved.is_file():
             raise FileNotFoundError(f"{saved}: missing, so the run in {out} cannot be resumed")
         return Tokenizer.load(saved)  # the vocabulary the checkpoint was trained with
-    if o.tokenizer is not None:
-        tok = Tokenizer.load(o.tokenizer)
+    if given is not None:
+        tok = given
     elif dist.is_main():
         # BERT's WordPiece by frequency (Hugging Face's rule): the likelihood criterion, bertology's
         # default for `tokenizer train`, needs ~1.8x the tokens per word at these vocabulary sizes.
@@ -147,8 +147,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
         check_xlnet_options(o)
     nsp = (o.objective or get_family(o.family).pretraining.objective) == "mlm+nsp"
     check_corpus_documents(o.corpus, o.format, _heldout(o), nsp)
-    if o.tokenizer is not None:
-        Tokenizer.load(o.tokenizer)  # a bad tokenizer file fails now, not after the output directory is set up
+    # a bad tokenizer file fails now, not after the output directory is set up
+    given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     dist.init_from_env()
     out = Path(o.out_dir)
     if dist.is_main():
@@ -157,11 +157,11 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
-        return _pretrain(o, out, resume, overwrite)
+        return _pretrain(o, out, resume, overwrite, given)
 
 
-def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool) -> dict[str, Any]:
-    tok = _tokenizer(o, out, resume)
+def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, given) -> dict[str, Any]:
+    tok = _tokenizer(o, out, resume, given)
     if o.family == "xlnet":  # permutation LM over streams of text, memory carried: train/plm.py
         return pretrain_permutation_lm(o, out, tok, resume, overwrite, _heldout(o))
 
