@@ -1,13 +1,15 @@
-"""`bertology demo`: does pretraining pay? BERT, RoBERTa and ALBERT each pretrained on unlabelled
-text in the task's own domain, then fine-tuned on data/debian-sections against their random-init
-twins, on the data that ships here.
+"""`bertology demo`: does pretraining pay? BERT, RoBERTa, ALBERT and XLNet each pretrained on
+unlabelled text in the task's own domain, then fine-tuned on data/debian-sections against their
+random-init twins, on the data that ships here.
 
-1. trains each family's tokenizer (WordPiece, byte-level BPE, Unigram) on Debian's long package
-   descriptions (data/debian-descriptions: leakage-free for the task's dev and test packages);
+1. trains each family's tokenizer (WordPiece, byte-level BPE, Unigram for ALBERT and XLNet) on
+   Debian's long package descriptions (data/debian-descriptions: leakage-free for the task's dev
+   and test packages);
 2. pretrains a tiny model of each family on the same token budget with the small-budget recipe
-   (`recipe`: short sequences, 30% masking, no dropout, a unigram prior on the MLM output bias),
-   each with its paper's objective (BERT MLM + NSP, RoBERTa MLM with dynamic masks over full
-   sentences, ALBERT MLM + SOP with n-gram masks, factorized embeddings and one shared layer);
+   (`recipe`: short sequences, 30% of the tokens predicted, no dropout, a unigram prior on the MLM
+   output bias), each with its paper's objective (BERT MLM + NSP, RoBERTa MLM with dynamic masks
+   over full sentences, ALBERT MLM + SOP with n-gram masks, factorized embeddings and one shared
+   layer, XLNet's permutation LM over two streams with memory carried from step to step);
 3. fine-tunes each pretrained model and its random-init twin (same architecture and tokenizer)
    with the same learning-rate grid × seeds (tasks.grid: the rate chosen on mean dev accuracy),
    and scores the test split as mean ± standard deviation, next to a bag-of-words baseline;
@@ -31,8 +33,10 @@ from pathlib import Path
 
 import torch
 
+from .models.family import PRETRAINABLE
+
 ROOT = Path(__file__).resolve().parents[2]
-FAMILIES = ("bert", "roberta", "albert")  # every family pretrained from scratch here (models.PRETRAINABLE)
+FAMILIES = PRETRAINABLE  # every family that pretrains from scratch: bert, roberta, albert, xlnet
 CORPORA = {  # unlabelled pretraining text that ships with the project
     "debian": [ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"],
     "wiki": [ROOT / "data" / "wiki.txt"],
@@ -83,15 +87,18 @@ def recipe(family: str, corpus: list[str], tokenizer: str, out_dir: str, steps: 
     (the saved config keeps 0.1 for fine-tuning), and the MLM output bias started at the corpus's
     log unigram distribution (without it the tied embeddings learn word frequencies along one
     shared direction and fine-tune worse than random ones). The family's objective, packing and
-    masking style are its paper's.
+    masking style are its paper's; XLNet predicts the same 30% (its `num_predict`) by permutation
+    LM, the rest of its recipe (reuse half, memory 3/4 of the sequence) scaled from the original's.
     """
     from .train.pretrain import PretrainOptions
 
+    predictions = max(1, round(0.3 * seq_len))
+    objective = (dict(num_predict=predictions) if family == "xlnet" else
+                 dict(mlm_probability=0.3, max_predictions=predictions, dupe_factor=2))
     return PretrainOptions(
         family=family, corpus=[str(c) for c in corpus], out_dir=out_dir, preset=preset, tokenizer=tokenizer, steps=steps,
         batch_size=batch_size, seq_len=seq_len, lr=2e-3, warmup=max(2, steps // 10), schedule="linear", dropout=0.0,
-        mlm_probability=0.3, max_predictions=max(1, round(0.3 * seq_len)), unigram_prior=True, bf16=bf16, dupe_factor=2,
-        heldout=0.02, eval_every=max(1, steps // 5), log_every=max(1, steps // 40), quiet=quiet,
+        unigram_prior=True, bf16=bf16, heldout=0.02, eval_every=max(1, steps // 5), log_every=max(1, steps // 40), quiet=quiet, **objective,
     )
 
 
@@ -282,14 +289,15 @@ def pretrain_one(family: str, out: Path, plan: Plan, corpus: list[Path], resume:
     evaluation = summary["eval"]
     row = dict(
         parameters=summary["parameters"], tokens_per_s=summary["final"].get("tokens_per_s", float("nan")),
-        mlm_accuracy=evaluation.get("eval/mlm_accuracy", float("nan")),
+        mlm_accuracy=evaluation.get("eval/mlm_accuracy", evaluation.get("eval/plm_accuracy", float("nan"))),
         unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
         pair_accuracy=evaluation.get("eval/pair_accuracy"), objective=summary["objective"],
         pretrain_s=stage_seconds(run_dir, time.perf_counter() - t0, reused),
         pretraining_tokens=summary["steps"] * plan.batch_size * plan.seq_len,
     )
     say(f"   {family:<8} {summary['objective']:<8} {summary['parameters']:>10,} parameters  "
-        f"{row['tokens_per_s']:>7,.0f} tokens/s  held-out MLM accuracy {row['mlm_accuracy']:.3f} "
+        f"{row['tokens_per_s']:>7,.0f} tokens/s  held-out {'PLM' if family == 'xlnet' else 'MLM'} accuracy "
+        f"{row['mlm_accuracy']:.3f} "
         f"(unigram {row['unigram_accuracy']:.3f})"
         + (f"  pair accuracy {row['pair_accuracy']:.3f}" if row["pair_accuracy"] is not None else ""), quiet)
     return row
@@ -386,7 +394,7 @@ def results(rows: dict[str, dict]) -> list[dict]:
 
 
 def table(rows: dict[str, dict], baseline_accuracy: float) -> str:
-    header = ("| model | tokenizer (vocab, tokens/word) | parameters | pretraining tokens/s | held-out MLM acc. (unigram) "
+    header = ("| model | tokenizer (vocab, tokens/word) | parameters | pretraining tokens/s | held-out MLM / PLM acc. (unigram) "
               "| NSP / SOP acc. | Debian test acc., pretrained | random init | gain | wall time |")
     lines = [header, "|" + "---|" * 10]
     for family, r in rows.items():
@@ -456,9 +464,10 @@ def write_report(out: Path, plan: Plan, rows: dict, baseline_accuracy: float, wa
         f"{{{', '.join(f'{x:g}' for x in LEARNING_RATES)}}} chosen on mean dev accuracy over seeds {list(plan.seeds)}; "
         f"total wall time {wall_s / 60:.1f} min.", "",
         text, "",
-        "Tokens/word: on the task's dev texts. MLM accuracy: masked tokens predicted exactly, on held-out documents; "
-        "in brackets, always predicting the corpus's most frequent token. NSP / SOP: the pair objective's held-out "
-        "accuracy (RoBERTa has none). Test accuracy: mean ± standard deviation over the seeds at the chosen rate; "
+        "Tokens/word: on the task's dev texts. MLM accuracy: masked tokens predicted exactly, on held-out documents "
+        "(XLNet: its permutation-LM targets, each predicted from the tokens before it in a random factorisation "
+        "order); in brackets, always predicting the corpus's most frequent token. NSP / SOP: the pair objective's "
+        "held-out accuracy (RoBERTa and XLNet have none). Test accuracy: mean ± standard deviation over the seeds at the chosen rate; "
         "random init: the same architecture and tokenizer without pretraining, through the same grid.", "",
         "![pretraining curves](pretraining.png)", "", "![downstream accuracy](downstream.png)", "",
         "![parameter breakdown](parameters.png)", "",

@@ -232,6 +232,17 @@ def test_pretrain_resumes_exactly_with_its_memory(corpus, tmp_path, capsys):
     summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
     assert summary["objective"] == "plm" and summary["recipe"]["reuse_len"] == 16 and summary["recipe"]["mem_len"] == 24
     assert type(a).__name__ == "XLNetLMHeadModel" and a.config.mem_len == 24
+    assert 0 < summary["eval"]["eval/unigram_accuracy"] < 1 and summary["eval"]["eval/unigram_loss"] > 0
+
+
+def test_pretrain_starts_the_lm_bias_at_the_unigram_prior(corpus, tmp_path):
+    """As for MLM: the output bias starts at the log unigram distribution, unless --no-unigram-prior."""
+    assert _run(corpus, tmp_path / "prior", "--steps", "1", "--lr", "1e-9", "--warmup", "0") == 0
+    assert _run(corpus, tmp_path / "zero", "--steps", "1", "--lr", "1e-9", "--warmup", "0", "--no-unigram-prior") == 0
+    prior, zero = (bertology.load(tmp_path / d).lm_loss.bias.detach() for d in ("prior", "zero"))
+    assert zero.abs().max() < 1e-6 and abs(float(prior.mean())) < 1e-4 and float(prior.std()) > 1.0
+    tok = bertology.Tokenizer.load(tmp_path / "prior" / "tokenizer.json")
+    assert prior[tok.token_to_id("▁the")] > prior.quantile(0.99)  # the most frequent word scores near the top
 
 
 def test_pretrain_refuses_mlm_options_for_xlnet(corpus, tmp_path, capsys):

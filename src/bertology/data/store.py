@@ -152,6 +152,14 @@ class TokenizedCorpus:
     def num_tokens(self) -> int:
         return len(self.ids)
 
+    def token_counts(self, vocab_size: int, documents) -> torch.Tensor:
+        """How often each id occurs in `documents` (indices) (V,)."""
+        counts = np.zeros(vocab_size, dtype=np.int64)
+        for d in documents:
+            a, b = int(self.sent_offsets[self.doc_offsets[d]]), int(self.sent_offsets[self.doc_offsets[d + 1]])
+            counts += np.bincount(np.asarray(self.ids[a:b], dtype=np.int64), minlength=vocab_size)[:vocab_size]
+        return torch.from_numpy(counts)
+
     def document(self, d: int) -> list[Segment]:
         s0, s1 = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
         bounds = self.sent_offsets[s0:s1 + 1].tolist()

@@ -19,9 +19,10 @@ from ..data.permutation import PermutationData, PermutationSettings, Specials, b
 from ..data.store import heldout_count, tokenize_corpus
 from ..io import atomic_path, atomic_write_json
 from ..models import get_family, task_class
-from ..models.heads import IGNORE
+from ..models.heads import IGNORE, init_bias_from_counts
 from ..models.params import count
 from ..nn import set_dropout
+from .diagnostics import unigram_accuracy, unigram_loss
 from .trainer import Trainer, TrainingArguments, checkpoints
 
 MEMS_FILE = "mems.safetensors"
@@ -127,6 +128,9 @@ def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, he
     config.max_position_embeddings = max(settings.seq_len, 64)
     model = task_class("xlnet", "LMHeadModel")(config)
     model = model if o.dropout is None else set_dropout(model, o.dropout)
+    counts = corpus.token_counts(config.vocab_size, (d for d in range(n) if d not in held))
+    if o.unigram_prior and not resume:
+        init_bias_from_counts(model.lm_loss.bias, counts)
 
     evaluate = None
     if held:
@@ -137,7 +141,9 @@ def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, he
             held_data = None  # too little held-out text for one batch: no evaluation
         if held_data is not None:
             eval_batches = [held_data.batch(i) for i in range(min(o.eval_batches, held_data.steps_per_epoch))]
-            evaluate = lambda m: evaluate_plm(m, eval_batches)  # noqa: E731
+            labels = torch.cat([b["labels"].flatten() for b in eval_batches])
+            unigram = {"unigram_accuracy": unigram_accuracy(counts, labels), "unigram_loss": unigram_loss(counts, labels)}
+            evaluate = lambda m: {**evaluate_plm(m, eval_batches), **unigram}  # noqa: E731
 
     objective = PermutationLMObjective()
     args = TrainingArguments(

@@ -50,7 +50,7 @@ class PretrainOptions(RunOptions):
                                      "of the steps, then to 0", choices=("linear", "triangle"))
     dropout: float | None = option(None, "dropout while pretraining (default: the config's 0.1; the saved config "
                                          "keeps it)", check=DROPOUT)
-    unigram_prior: bool = option(True, "start the MLM output bias at the corpus's log unigram distribution "
+    unigram_prior: bool = option(True, "start the MLM (XLNet: LM) output bias at the corpus's log unigram distribution "
                                        "(--no-unigram-prior: at zero)")
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
     accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
