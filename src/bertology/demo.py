@@ -333,7 +333,7 @@ def claim_demo_dir(out: Path, resume: bool, overwrite: bool) -> None:
 
 
 def run(args) -> int:
-    from .hardware import cpu_summary, precision_probe
+    from .hardware import cpu_summary, precision_probe, precision_reason
     from .models.params import count
 
     out = Path(args.out)
@@ -342,7 +342,8 @@ def run(args) -> int:
     plan = Plan.make(args.quick, args.budget_minutes, bf16=not args.fp32 and bool(precision_probe()["bf16_pays"]))
     say(f"bertology demo → {out}  ({'quick' if args.quick else f'budget {args.budget_minutes:g} min'}: "
         f"{plan.preset} models, {plan.steps} steps × {plan.batch_size} × {plan.seq_len} tokens each, "
-        f"{'bf16' if plan.bf16 else 'fp32'})\n   {cpu_summary()}", quiet)
+        f"{'bf16' if plan.bf16 else 'fp32'})\n   {cpu_summary()}\n   precision: "
+        f"{'fp32 (--fp32)' if args.fp32 else precision_reason()}", quiet)
     started = time.perf_counter()
     corpus = corpus_files(out, plan.corpus_bytes)
     rows = train_tokenizers(out, plan, corpus, args.resume, quiet)

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..hardware import check_bf16_requested
 from ..models import family_of, load
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
@@ -40,6 +41,8 @@ KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("
 class Engine:
     def __init__(self, model, tokenizer, name: str = "model", pooling: str = "mean", bf16: bool = False):
         self.model, self.tokenizer, self.name, self.pooling, self.bf16 = model.eval(), tokenizer, name, pooling, bf16
+        if bf16:
+            check_bf16_requested()
         self.pipeline = Pipeline.for_model(model, tokenizer)
         if self.pipeline is not None:
             self.pipeline.bf16 = bf16

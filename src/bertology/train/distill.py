@@ -19,7 +19,7 @@ import torch
 from ..data import FORMATS, build_instances
 from ..data.masking import IGNORE_INDEX, mask_by_weight, seeded_generator, token_weights
 from ..data.store import check_corpus_documents
-from ..hardware import bf16_pays
+from ..hardware import bf16_pays, check_bf16_requested, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
 from ..models import load
 from ..nn import set_dropout
@@ -116,8 +116,12 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     if not any((alphas.ce, alphas.mlm, alphas.cos, alphas.mse)):
         raise ValueError("every --alpha-* is 0: nothing to learn from")
     teacher_bf16 = {"auto": None, "fp32": False, "bf16": True}[o.teacher_precision]
-    objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over,
-                                      bf16_pays() if teacher_bf16 is None else teacher_bf16)
+    if teacher_bf16 is None:
+        teacher_bf16 = bf16_pays()
+        notes.append(f"the teacher runs in {precision_reason()}")
+    elif teacher_bf16:
+        check_bf16_requested()
+    objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over, teacher_bf16)
     with seeded(o.seed):
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
     if o.seq_len > student.config.max_length:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
+from ..hardware import check_bf16_requested
 from ..io import atomic_dir, atomic_write_text
 from ..models.checkpoint import load_state, read_weights
 from ..options import POSITIVE, option
@@ -123,6 +124,8 @@ class Trainer:
     def __init__(self, model: nn.Module, args: TrainingArguments, batches: Callable[[int], Batch], objective,
                  evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None):
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
+        if args.bf16:
+            check_bf16_requested()
         self.evaluate_fn, self.save_extra = evaluate, save_extra
         self.out = Path(args.out_dir)
         # fused: one kernel over all parameters (the default per-tensor loop costs more than the
