@@ -34,10 +34,12 @@ def from_config(config: EncoderConfig, architecture: str | None = None) -> PreTr
     return cls(config)
 
 
-def load(path: str | os.PathLike, architecture: str | None = None, strict: bool = True) -> PreTrainedModel:
+def load(path: str | os.PathLike, architecture: str | None = None, strict: bool = True,
+         compile: bool = False) -> PreTrainedModel:
     """Read a local Hugging Face directory into the bertology model its config's `architectures` names.
 
     `strict=False` turns missing keys (left randomly initialised) and unexpected keys into warnings.
+    `compile=True` compiles its blocks for inference (`PreTrainedModel.compile_blocks`).
     """
     path = Path(path)
     if not path.is_dir():
@@ -49,7 +51,8 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
         raise ValueError(f"{path / 'config.json'}: {e}") from None
     tensors, source = read_weights(path)
     load_state(model, tensors, source, strict)
-    return model.eval()
+    model.eval()
+    return model.compile_blocks(inference=True) if compile else model
 
 
 def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | None = None) -> PreTrainedModel:

@@ -201,6 +201,8 @@ class FeedForward(nn.Module):
 
 
 class XLNetLayer(nn.Module):
+    compile_unit = True  # `PreTrainedModel.compile_blocks` compiles each layer on its own
+
     def __init__(self, config: XLNetConfig):
         super().__init__()
         self.attention = RelativeAttention(config, biases=config.untie_r)

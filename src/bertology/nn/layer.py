@@ -13,6 +13,8 @@ from .attention import MultiHeadSelfAttention, Padding
 
 
 class AttentionBlock(nn.Module):
+    compile_unit = True  # `PreTrainedModel.compile_blocks` compiles each of these on its own
+
     def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float, dropout: float, eps: float):
         super().__init__()
         self.attention = MultiHeadSelfAttention(hidden_size, num_heads, attention_dropout)
@@ -25,6 +27,8 @@ class AttentionBlock(nn.Module):
 
 
 class FeedForwardBlock(nn.Module):
+    compile_unit = True
+
     def __init__(self, hidden_size: int, intermediate_size: int, act: str, dropout: float, eps: float):
         super().__init__()
         self.up = nn.Linear(hidden_size, intermediate_size)

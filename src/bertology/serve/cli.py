@@ -33,7 +33,7 @@ def _serve(args) -> int:
     from .engine import Engine
 
     # a bad model fails before the port is held
-    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16)
+    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16, options.compile)
     sock = _listen(options.host, options.port)
     host, port = sock.getsockname()[:2]
     print(f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "

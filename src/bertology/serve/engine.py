@@ -58,9 +58,10 @@ class Engine:
         self.task_max_length = self.pipeline.max_length if self.pipeline else self.max_length
 
     @classmethod
-    def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean", bf16: bool = False) -> "Engine":
+    def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean", bf16: bool = False,
+             compile: bool = False) -> "Engine":
         """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer."""
-        model = load(path)
+        model = load(path, compile=compile)
         name = Path(path).resolve().name
         return cls(model, load_tokenizer(str(path), tokenizer), name, pooling, bf16)
 

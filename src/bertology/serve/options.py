@@ -29,6 +29,8 @@ class ServeOptions:
     max_body_bytes: int = option(2_000_000, "request body size; larger ones are refused (413)", check=POSITIVE)
     bf16: bool = option(False, "bf16 autocast for every forward pass: pays where the CPU multiplies bf16 natively "
                                "(AMX; see bench/serve.py), answers differ from fp32 by about 1e-3")
+    compile: bool = option(False, "torch.compile the model's blocks with frozen weights (bench/encoder.py measures it); "
+                                  "each new batch shape compiles first, for seconds, then runs faster")
     quiet: bool = option(False, "no access log")
 
     def __post_init__(self):
