@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bz2
 import importlib.util
-import math
 from pathlib import Path
 
 import pytest
@@ -129,16 +128,3 @@ def same_encoding():
             check(o, r, text, 1)
     return check
 
-
-def tied(model, ids, ref_ids) -> bool:
-    """Two Unigram segmentations of one total score: an exact tie between best paths, which the
-    two implementations may break differently (the reference model, trained anew on every run,
-    sometimes holds one). Any other difference is a wrong answer on one side."""
-    from bertology.tokenizers.unigram import Unigram
-
-    if not isinstance(model, Unigram) or ids == ref_ids:
-        return False
-    def score(sequence):
-        return math.fsum(model.vocab[i][1] for i in sequence if i != model.unk_id)
-    unknown = [sum(i == model.unk_id for i in s) for s in (ids, ref_ids)]
-    return unknown[0] == unknown[1] and math.isclose(score(ids), score(ref_ids), rel_tol=1e-12, abs_tol=1e-9)

@@ -9,8 +9,8 @@ Only the fields that change encoding are decoded; the rest are skipped by wire t
 spm_spec(path) describes a tokenizer that encodes as SentencePieceProcessor.encode does
 (`Tokenizer.load(path)` builds it):
 SentencePieceNormalizer (the charsmap's longest-match rewrite plus SentencePiece's whitespace
-rules) -> Metaspace split before each "▁" -> Unigram (control/unknown/byte/unused pieces are
-never matched in text) -> Metaspace decoder.
+rules) -> Unigram over the whole normalized sentence, in float32 (control/unknown/byte/unused
+pieces are never matched in text) -> Metaspace decoder.
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from .decoders import Metaspace as MetaspaceDecoder
 from .normalized_string import NormalizedString, Normalizer
-from .pre_tokenizers import Metaspace
 from .precompiled import CharsMap
 from .spec import TokenizerSpec
 from .unigram import Unigram
@@ -279,7 +278,7 @@ def unigram_from_spm(model: SentencePieceModel) -> Unigram:
     unmatchable = [i for i, (_, _, t) in enumerate(model.pieces)
                    if t in ("unknown", "control", "byte", "unused")]
     return Unigram([(p, s) for p, s, _ in model.pieces], unk_id=unk_id,
-                   byte_fallback=spec.byte_fallback, unmatchable=unmatchable)
+                   byte_fallback=spec.byte_fallback, unmatchable=unmatchable, float32=True)
 
 
 def spm_spec(path: str | os.PathLike) -> TokenizerSpec:
@@ -293,9 +292,10 @@ def spm_spec(path: str | os.PathLike) -> TokenizerSpec:
     normalizer = SentencePieceNormalizer(ns.precompiled_charsmap, ns.add_dummy_prefix,
                                          ns.remove_extra_whitespaces, ns.escape_whitespaces,
                                          ts.treat_whitespace_as_suffix)
-    # No piece holds an inner "▁" when trained with split_by_whitespace, so the best path of the
-    # whole sentence is the best path of each "▁"-word: split there (and cache per word).
-    splits = ts.split_by_whitespace and ns.escape_whitespaces and not ts.treat_whitespace_as_suffix
-    pre_tokenizer = Metaspace("▁", prepend_scheme="never", split=True) if splits else None
+    # No pre-tokenizer: although no piece holds an inner "▁" (split_by_whitespace), SentencePiece
+    # runs one float32 lattice over the whole sentence, and the path sum carried into a word
+    # decides how its equal-scoring segmentations round (unigram.py on ties), so the best path of
+    # each "▁"-word alone is not always SentencePiece's.
+    pre_tokenizer = None
     decoder = MetaspaceDecoder("▁", prepend_scheme="always" if ns.add_dummy_prefix else "never")
     return TokenizerSpec(unigram, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=decoder)

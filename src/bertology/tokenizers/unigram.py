@@ -11,12 +11,26 @@ unknown token is spelled as its UTF-8 bytes `<0xXX>` when those pieces exist.
 
 The lattice is stored as `starts[i] = [(end, id, score), ...]`, nodes beginning at char i ordered
 by length, an unknown node last. The pure functions below work on that list.
+
+Ties. Equal-scoring segmentations are common on runs of one character ("========" as a+b or b+a),
+so which one wins is decided by arithmetic, and we do the peers' arithmetic exactly:
+  * the rule (tokenizers' `encode_optimized`, SentencePiece's `EncodeOptimized`): nodes are
+    relaxed by increasing start, then increasing length, unknown last; a node replaces the best
+    path into its end only if its sum is strictly greater, so the first-found one stays;
+  * tokenizers reads a tokenizer.json's scores with serde_json's fast float parser (digits as a
+    u64, then one multiply or divide by a power of ten), which is off by one ulp on many 17-digit
+    scores: `json_f64` reads them the same way, and a+b = b+a then rounds the same way too;
+  * SentencePiece keeps scores and path sums in single precision and runs one lattice over the
+    whole normalized sentence, so the sum carried in from earlier words changes the rounding:
+    `Unigram(..., float32=True)` rounds every path sum to float32, and its .model tokenizers
+    do not split the sentence into words (sentencepiece_model.py).
 """
 from __future__ import annotations
 
 import heapq
 import math
 import random
+from array import array
 from typing import Callable, Iterable
 
 from .base import Model, Token
@@ -57,20 +71,27 @@ def build_lattice(sequence: str, pieces: dict[str, int], scores: list[float], pr
     return starts
 
 
-def viterbi(starts: Lattice) -> list[tuple[int, int, int]]:
-    """Best path as (start, end, id) nodes; ties keep the first-found node, as tokenizers does.
+def viterbi(starts: Lattice, float32: bool = False) -> list[tuple[int, int, int]]:
+    """Best path as (start, end, id) nodes; a tie keeps the first-found node (see the module
+    docstring); `float32` rounds every path sum to single precision, as SentencePiece does.
 
     >>> viterbi([[(1, 0, -1.0), (2, 2, -1.5)], [(2, 1, -2.0)]])
+    [(0, 2, 2)]
+    >>> viterbi([[(1, 1, -1.0), (2, 2, -2.0)], [(2, 1, -1.0)]])  # a tie: the node found first wins
     [(0, 2, 2)]
     """
     n = len(starts)
     best = [-math.inf] * (n + 1)
     back: list[tuple[int, int]] = [(-1, -1)] * (n + 1)  # (start, id) of the best node ending here
     best[0] = 0.0
+    single = array("f", [0.0]) if float32 else None  # storing in it rounds to float32
     for i, nodes in enumerate(starts):
         here = best[i]
         for end, pid, score in nodes:
             cand = here + score
+            if single is not None:
+                single[0] = cand
+                cand = single[0]
             if back[end][0] < 0 or cand > best[end]:
                 best[end], back[end] = cand, (i, pid)
     path, end = [], n
@@ -191,6 +212,44 @@ def _draw(weights: list[float], uniform: Callable[[], float]) -> int:
     return max(k for k, w in enumerate(weights) if w > 0)  # u rounded up to the total
 
 
+_POW10 = [float(f"1e{k}") for k in range(309)]  # serde_json's table: each correctly rounded
+
+
+def json_f64(x: float) -> float:
+    """The float tokenizers gets when a tokenizer.json holds repr(x) (Python's and serde_json's
+    own shortest form), read as serde_json's default parser does: up to 19 digits as an integer
+    (digits that would overflow a u64 are dropped), converted to f64, then one multiply or divide
+    by 10^k. Exact when the digits fit in 2^53 and k <= 22, one ulp off on many 17-digit scores.
+
+    >>> json_f64(-7.2473703017017606), json_f64(-1.5), json_f64(1e-300)
+    (-7.24737030170176, -1.5, 1e-300)
+    """
+    if not math.isfinite(x):
+        return x
+    text = repr(float(x)).lstrip("-")
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    significand, exponent = 0, int(exp or 0)
+    for k, d in enumerate(whole):
+        if significand * 10 + int(d) >= 1 << 64:
+            exponent += len(whole) - k  # the integer digits left are dropped
+            break
+        significand = significand * 10 + int(d)
+    for d in frac:
+        if significand * 10 + int(d) >= 1 << 64:
+            break  # and so are the fraction digits from the first that would overflow
+        significand, exponent = significand * 10 + int(d), exponent - 1
+    f = float(significand)
+    while exponent < -308 and f != 0.0:
+        f /= 1e308
+        exponent += 308
+    if exponent >= 0:
+        f *= _POW10[exponent]
+    elif f != 0.0:
+        f /= _POW10[-exponent]
+    return -f if math.copysign(1.0, x) < 0 else f
+
+
 def _logaddexp(a: float, b: float) -> float:
     if a == -math.inf:
         return b
@@ -198,6 +257,11 @@ def _logaddexp(a: float, b: float) -> float:
         return a
     m = max(a, b)
     return m + math.log1p(math.exp(-abs(a - b)))
+
+
+def _single(x: float) -> float:
+    """x rounded to float32 (as a Python float)."""
+    return array("f", [x])[0]
 
 
 def uniform_source(generator) -> Callable[[], float]:
@@ -222,11 +286,13 @@ class Unigram(Model):
     """Vocabulary of (piece, log-probability) pairs; the id of a piece is its index in `vocab`.
 
     `unmatchable` lists ids that are never looked up in text (SentencePiece's control, unknown,
-    byte and unused pieces); tokenizers' own files match every piece.
+    byte and unused pieces); tokenizers' own files match every piece. The lattice scores are the
+    vocabulary's as tokenizers reads them from a tokenizer.json (`json_f64`), or with `float32`
+    SentencePiece's single-precision ones and sums (see the module docstring on ties).
     """
 
     def __init__(self, vocab: list[tuple[str, float]], unk_id: int | None = None,
-                 byte_fallback: bool = False, *, unmatchable: Iterable[int] = ()):
+                 byte_fallback: bool = False, *, unmatchable: Iterable[int] = (), float32: bool = False):
         if not vocab:
             raise ValueError("Unigram vocabulary is empty")
         if unk_id is not None and not 0 <= unk_id < len(vocab):
@@ -243,12 +309,15 @@ class Unigram(Model):
             if math.isnan(score):
                 raise ValueError(f"piece {piece!r} (id {i}) has a NaN score")
             self._ids[piece] = i
-        self._scores = [s for _, s in self.vocab]
+        self.float32 = float32
+        self._scores = [_single(s) if float32 else json_f64(s) for _, s in self.vocab]
         self._pieces = {p: i for p, i in self._ids.items() if i not in self.unmatchable and p}
         self._prefixes = {p[:k] for p in self._pieces for k in range(1, len(p) + 1)}
         self._max_len = max((len(p) for p in self._pieces), default=1)
         self.min_score = min(self._scores)
         self.unk_score = self.min_score - UNK_PENALTY
+        if float32:
+            self.unk_score = _single(self.unk_score)
         self._cache: dict[str, list[Token]] = {}
 
     # -- lattice -----------------------------------------------------------------------------
@@ -280,8 +349,8 @@ class Unigram(Model):
         """The Viterbi segmentation of one pre-token, offsets in characters of `sequence`."""
         cached = self._cache.get(sequence)
         if cached is None:
-            cached = self._to_tokens(sequence, viterbi(self.lattice(sequence)))
-            if len(self._cache) < 100_000:
+            cached = self._to_tokens(sequence, viterbi(self.lattice(sequence), self.float32))
+            if len(self._cache) < 100_000 and len(sequence) <= 64:  # words, not whole sentences
                 self._cache[sequence] = cached
         return list(cached)
 
@@ -301,7 +370,7 @@ class Unigram(Model):
         if nbest_size < 0:
             return self._to_tokens(sequence, sample(starts, alpha, uniform))
         if nbest_size <= 1:
-            return self._to_tokens(sequence, viterbi(starts))
+            return self._to_tokens(sequence, viterbi(starts, self.float32))
         best = nbest(starts, nbest_size)
         top = max(alpha * s for _, s in best)
         k = _draw([math.exp(alpha * s - top) for _, s in best], uniform)
