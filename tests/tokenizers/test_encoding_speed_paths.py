@@ -105,15 +105,21 @@ def texts(enwiki_lines, russian_lines, tricky_texts):
 
 @pytest.fixture
 def hot_path_words(monkeypatch):
-    """Counts the words the hot path (WordCache.encode) encodes."""
+    """Counts the words the hot paths encode (WordCache.encode: one text; encode_texts: a batch)."""
     seen = [0]
-    encode = WordCache.encode
+    encode, encode_texts = WordCache.encode, WordCache.encode_texts
 
     def counting(self, *args):
         n = encode(self, *args)
         seen[0] += n
         return n
+
+    def counting_batch(self, texts, split):
+        flat = encode_texts(self, texts, split)
+        seen[0] += sum(len(set(flat.words[a:b])) for a, b in zip(flat.bounds, flat.bounds[1:]))
+        return flat
     monkeypatch.setattr(WordCache, "encode", counting)
+    monkeypatch.setattr(WordCache, "encode_texts", counting_batch)
     return seen
 
 
@@ -153,6 +159,64 @@ def test_byte_level_hot_path(which, roberta_json, gpt2_bpe_json, texts, same_enc
     path = roberta_json if which == "roberta" else gpt2_bpe_json
     tok, ref = Tokenizer.load(path), tokenizers.Tokenizer.from_file(str(path))
     _check(tok, ref, texts, same_encoding, hot_path_words)
+
+
+def _roberta_variant(path: Path, post_processor: dict | None, tmp_path: Path) -> Path:
+    """The tokenizer.json at path with another post_processor."""
+    import json
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["post_processor"] = post_processor
+    out = tmp_path / "variant.json"
+    out.write_text(json.dumps(data), encoding="utf-8")
+    return out
+
+
+BATCH_SETTINGS = {  # (padding, truncation) as enable_padding / enable_truncation keywords
+    "file": (None, None),
+    "longest": ({}, None),
+    "fixed, multiple of 8": ({"length": 20, "pad_to_multiple_of": 8}, None),
+    "longest, multiple of 8, truncated": ({"pad_to_multiple_of": 8}, {"max_length": 24}),
+    "left": ({"direction": "left"}, {"max_length": 16, "stride": 3}),
+    "truncated only": (None, {"max_length": 10}),
+}
+
+
+@pytest.mark.parametrize("setting", list(BATCH_SETTINGS))
+@pytest.mark.parametrize("which", ["minilm", "roberta", "roberta prefix space", "roberta untrimmed",
+                                   "bytelevel processor", "no processor"])
+def test_batch_hot_path_equals_the_general_path_and_tokenizers(which, setting, minilm_json, roberta_json, texts,
+                                                               same_encoding, hot_path_words, tmp_path):
+    """encode_batch's one-step build of whole batches (WordCache.encode_texts, framed_encodings)
+    under every padding / truncation shape, on a batch that mixes hot and general texts (added
+    tokens, non-ASCII, empty, too long), against the general path and `tokenizers`."""
+    path = minilm_json if which == "minilm" else roberta_json
+    # (every field spelled out: `tokenizers` reads a RobertaProcessing without them as BertProcessing)
+    rob = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,
+           "add_prefix_space": False}
+    path = {"roberta prefix space": lambda: _roberta_variant(path, {**rob, "add_prefix_space": True}, tmp_path),
+            "roberta untrimmed": lambda: _roberta_variant(path, {**rob, "trim_offsets": False}, tmp_path),
+            "bytelevel processor": lambda: _roberta_variant(path, {"type": "ByteLevel", "add_prefix_space": True,
+                                                                   "trim_offsets": True, "use_regex": True}, tmp_path),
+            "no processor": lambda: _roberta_variant(path, None, tmp_path)}.get(which, lambda: path)()
+    tok, ref = Tokenizer.load(path), tokenizers.Tokenizer.from_file(str(path))
+    padding, truncation = BATCH_SETTINGS[setting]
+    for t in (tok, ref):
+        if setting != "file":
+            t.no_padding(), t.no_truncation()
+        if padding is not None:
+            t.enable_padding(pad_id=1, pad_token="<pad>", **padding)
+        if truncation is not None:
+            t.enable_truncation(**truncation)
+    batch = texts[:150] + texts[-40:] + [" <s> x", "a <mask> b", "", " lead", "x" * 300]
+    fast = tok.encode_batch(batch)
+    assert hot_path_words[0] > 500, "the batch hot path did not run"
+    assert fast == _general(tok).encode_batch(batch)
+    for text, ours, r in zip(batch, fast, ref.encode_batch(batch)):
+        same_encoding(ours, r, text)
+    assert tok.encode_batch(batch, add_special_tokens=False) == _general(tok).encode_batch(batch, add_special_tokens=False)
+    for ours, one in zip(fast[::7], batch[::7]):  # the lists are the Encoding's own
+        ours.ids.append(-1)
+        assert tok.encode(one).ids[-1] != -1
 
 
 def test_prefix_space_byte_level_takes_the_general_path(bytelevel_bpe_json, texts, same_encoding, hot_path_words):

@@ -140,6 +140,23 @@ class AddedVocabulary:
         self._raw_re = _alternation(self._raw_map)
         self._norm_re = _alternation(self._norm_map)
 
+    def plain_texts(self, texts: list[str], normalizer: Normalizer | None) -> list[str | None]:
+        """For each text, its normalized form when split would give it as ONE piece with no
+        added token, aligned char for char with the text (the batch hot path's texts); else None."""
+        raw_re, norm_re = self._raw_re, self._norm_re
+        if raw_re is not None:
+            texts = [None if raw_re.search(t) else t for t in texts]
+        if normalizer is None:
+            out = list(texts)
+        else:
+            todo = [i for i, t in enumerate(texts) if t is not None]
+            out = [None] * len(texts)
+            for i, s in zip(todo, normalizer.normalize_aligned([texts[i] for i in todo])):
+                out[i] = s
+        if norm_re is not None:
+            out = [None if s is None or norm_re.search(s) else s for s in out]
+        return out
+
     def split(self, text: str, normalizer: Normalizer | None) -> list[tuple[NormalizedString, AddedToken | None]]:
         """text as pieces: each added token (with its token), the rest normalized piece by piece
         (with None). Pieces the normalizer empties are dropped."""

@@ -17,20 +17,22 @@ tokens come as an entry (ids, tokens, starts, ends) with offsets relative to the
 from __future__ import annotations
 
 from itertools import accumulate, chain, count, repeat
-from operator import add, itemgetter
-from typing import Callable
+from operator import add, itemgetter, rshift, sub
+from typing import Callable, NamedTuple
 
 from .base import Model
 from .bpe import BPE
 from .byte_level import to_byte_chars
-from .encoding import offset_pairs
+from .encoding import Encoding, offset_pairs
 from .normalized_string import NormalizedString
+from .post_processors import Frame
 from .pre_tokenizers import WordSplit
 from .wordpiece import WordPiece
 
 _WORD_CACHE_LIMIT = 200_000  # distinct words per table; real text has a Zipfian vocabulary
 
 _IDS, _TOKENS, _STARTS, _ENDS = (itemgetter(i) for i in range(4))
+_ALL_BUT_LAST, _LAST = itemgetter(slice(None, -1)), itemgetter(-1)
 Entry = tuple  # (ids, tokens, starts, ends): tuples of ints / strs, offsets relative to the word
 
 
@@ -132,6 +134,101 @@ class WordCache:
                                     list(map(add, token_starts, chain.from_iterable(map(_ENDS, entries)))))
         out.words += chain.from_iterable(map(repeat, count(first_word), counts))
         return len(text_words)
+
+
+    def encode_texts(self, texts: list[str], split: WordSplit) -> "Flat":
+        """encode(text, 0, split, ...) for every text of a batch, as one Flat: the texts'
+        columns one after the other, text k's tokens at [bounds[k], bounds[k + 1]).
+
+        The whole batch goes through each step at once (map / chain / accumulate over all its
+        words and tokens), so the Python-level work per text is one pattern.split. Each text's
+        parts minus its last gap are (gap, word) pairs, so in the flattened parts every word
+        sits at an odd index and the running sum of the part lengths gives its position;
+        subtracting where its text begins makes that relative to the text.
+        """
+        if split.byte_level:
+            cache, new_entry = self.by_text, self.text_entry
+        else:
+            cache, new_entry = self.entries, self.entry
+        asc, uni = split.ascii.split, split.unicode.split
+        parts = [asc(s) if s.isascii() else uni(s) for s in texts]
+        pairs = list(map(_ALL_BUT_LAST, parts))  # [gap, word, gap, word, ...] per text
+        n_words = list(map(rshift, map(len, pairs), repeat(1)))
+        flat = list(chain.from_iterable(pairs))
+        words = flat[1::2]
+        positions = list(accumulate(map(len, flat), initial=0))
+        # where each text's first part lands in the running sum: the lengths of the texts
+        # before it, less their dropped last gaps
+        text_starts = accumulate(map(sub, map(len, texts), map(len, map(_LAST, parts))), initial=0)
+        word_starts = map(sub, positions[1::2], chain.from_iterable(map(repeat, text_starts, n_words)))
+        entries = list(map(cache.get, words))
+        if None in entries:  # words not seen before
+            for i, e in enumerate(entries):
+                if e is None:
+                    e = entries[i] = new_entry(words[i])
+                    if len(cache) < _WORD_CACHE_LIMIT:
+                        cache[words[i]] = e
+        counts = list(map(len, map(_IDS, entries)))
+        token_starts = list(chain.from_iterable(map(repeat, word_starts, counts)))  # its word's, per token
+        starts = map(add, token_starts, chain.from_iterable(map(_STARTS, entries)))
+        ends = map(add, token_starts, chain.from_iterable(map(_ENDS, entries)))
+        word_ids = chain.from_iterable(map(repeat, chain.from_iterable(map(range, n_words)), counts))
+        token_ends = list(accumulate(counts, initial=0))
+        return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
+                    offset_pairs(starts, ends), list(word_ids),
+                    list(map(token_ends.__getitem__, accumulate(n_words, initial=0))))
+
+
+class Flat(NamedTuple):
+    """The first four columns of an Encoding for a batch of texts, one text after the other:
+    text k's tokens are [bounds[k], bounds[k + 1]); offsets and word ids are its own."""
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    words: list[int]
+    bounds: list[int]
+
+
+def flat_encodings(flat: Flat, which, type_id: int) -> list[Encoding]:
+    """The Encoding of each text k in `which`, as _encode_one makes it (before post-processing)."""
+    ids, tokens, offsets, words, bounds = flat
+    out = []
+    for k in which:
+        s, e = bounds[k], bounds[k + 1]
+        n = e - s
+        out.append(Encoding(ids[s:e], tokens[s:e], offsets[s:e], words[s:e],
+                            [type_id] * n, [0] * n, [1] * n, [type_id] * n))
+    return out
+
+
+def framed_encodings(flat: Flat, which, frame: Frame, pad_to: int, pad: dict | None) -> list[Encoding]:
+    """The Encoding of each text k in `which`, post-processed by `frame` (flat's offsets are
+    already trimmed) and padded on the right to pad_to tokens, as the pad dict says (see
+    truncation.padding_settings): what process() then pad() would make of it, in one step.
+    The columns that depend on the length only are built once per length and copied."""
+    ids, tokens, offsets, words, bounds = flat
+    b, type_id, a, _ = frame
+    nb, na = len(b), len(a)
+    pad_id, pad_token, pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
+    by_length = {}  # n -> (type ids, special tokens mask, attention mask, sequence ids)
+    out = []
+    for k in which:
+        s, e = bounds[k], bounds[k + 1]
+        n = e - s
+        k_pad = max(pad_to - nb - n - na, 0)
+        fixed = by_length.get(n)
+        if fixed is None:
+            fixed = by_length[n] = (
+                [*b.type_ids, *repeat(type_id, n), *a.type_ids, *repeat(pad_type, k_pad)],
+                [*b.special_tokens_mask, *repeat(0, n), *a.special_tokens_mask, *repeat(1, k_pad)],
+                [*repeat(1, nb + n + na), *repeat(0, k_pad)],
+                [*b.sequence_ids, *repeat(0, n), *a.sequence_ids, *repeat(None, k_pad)])
+        out.append(Encoding([*b.ids, *ids[s:e], *a.ids, *repeat(pad_id, k_pad)],
+                            [*b.tokens, *tokens[s:e], *a.tokens, *repeat(pad_token, k_pad)],
+                            [*b.offsets, *offsets[s:e], *a.offsets, *repeat((0, 0), k_pad)],
+                            [*b.word_ids, *words[s:e], *a.word_ids, *repeat(None, k_pad)],
+                            *map(list.copy, fixed)))
+    return out
 
 
 def encode_matches(ns: NormalizedString, pattern, entry: Callable[[str], Entry], out: Columns,

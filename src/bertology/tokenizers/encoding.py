@@ -10,13 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
-# (start, end) -> the same tuple: a table of shared offset pairs, see offset_pairs.
-_PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
-_PAIRS_LIMIT = 200_000  # distinct pairs; short texts reuse a few thousand
+class _SharedPairs(dict):
+    """(start, end) -> the same tuple; a pair looked up for the first time is stored (up to a
+    limit: short texts reuse a few thousand pairs)."""
+    limit = 200_000
+
+    def __missing__(self, pair):
+        if len(self) < self.limit:
+            self[pair] = pair
+        return pair
 
 
-def offset_pairs(starts: list[int], ends: list[int]) -> list[tuple[int, int]]:
-    """list(zip(starts, ends)), with the tuples shared from one table.
+_PAIRS = _SharedPairs()
+
+
+def offset_pairs(starts, ends) -> list[tuple[int, int]]:
+    """list(zip(starts, ends)) (any iterables of ints), with the tuples shared from one table.
 
     A batch keeps an offset pair per token. Python's garbage collector runs whenever enough
     new container objects have piled up, and every tenth time walks the containers of the
@@ -26,17 +35,10 @@ def offset_pairs(starts: list[int], ends: list[int]) -> list[tuple[int, int]]:
 
     >>> offset_pairs([0, 4], [3, 9])
     [(0, 3), (4, 9)]
-    >>> offset_pairs([0], [3])[0] is offset_pairs([0], [3])[0]
+    >>> offset_pairs([0], [3])[0] is offset_pairs(iter([0]), iter([3]))[0]
     True
     """
-    pairs = list(map(_PAIRS.get, zip(starts, ends)))
-    if None in pairs:  # pairs not seen before
-        for i, p in enumerate(pairs):
-            if p is None:
-                p = pairs[i] = (starts[i], ends[i])
-                if len(_PAIRS) < _PAIRS_LIMIT:
-                    _PAIRS[p] = p
-    return pairs
+    return list(map(_PAIRS.__getitem__, zip(starts, ends)))
 
 
 @dataclass

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import operator
+from functools import partial
 from itertools import chain, compress, count
+from typing import Callable, NamedTuple
 
 from .base import component_from_json
 from .encoding import Encoding, offset_pairs
@@ -62,14 +64,20 @@ def parse_template(template: str | list) -> list[tuple[str, str, int]]:
 
 
 def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
-    """Exclude the 'Ġ' (space) a byte-level token starts or ends with from its offsets.
+    """Exclude the 'Ġ' (space) a byte-level token starts or ends with from its offsets."""
+    enc.offsets = trimmed_offsets(enc.tokens, enc.offsets, add_prefix_space, [0] if enc.tokens else [])
+
+
+def trimmed_offsets(tokens: list[str], offsets: list[tuple[int, int]], add_prefix_space: bool,
+                    firsts) -> list[tuple[int, int]]:
+    """trim_byte_level_offsets on the columns of one or more sequences laid end to end
+    (firsts: the index of each sequence's first token).
 
     Written list-wise, so that map / zip do the per-token work in C; only the rare tokens that
-    end in a space (and the first token, see below) take a Python loop.
+    end in a space (and the first tokens, see below) take a Python loop.
     """
-    tokens = enc.tokens
     if not tokens:
-        return
+        return offsets
     spaces = list(map(_SPACES.get, tokens))  # (leading, trailing) spaces per token
     if None in spaces:
         for i, sp in enumerate(spaces):
@@ -77,12 +85,12 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
                 sp = spaces[i] = _spaces_of(tokens[i])
                 if len(_SPACES) < 500_000:
                     _SPACES[tokens[i]] = sp
-    starts, ends = (list(x) for x in zip(*enc.offsets))
+    starts, ends = (list(x) for x in zip(*offsets))
     leads = list(map(_LEAD, spaces))
     if add_prefix_space:
         # The space the pre-tokenizer itself put in front of the first word belongs to that
         # token for `tokenizers`; only spaces of the user's are trimmed.
-        for i in chain([0], compress(count(), map(operator.not_, starts))):  # i == 0 or start == 0
+        for i in chain(firsts, compress(count(), map(operator.not_, starts))):  # first or start == 0
             if leads[i] == 1:
                 leads[i] = 0
     starts = list(map(min, map(operator.add, starts, leads), ends))
@@ -90,7 +98,18 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
         trail = spaces[i][1]
         if ends[i] >= trail:
             ends[i] = max(ends[i] - trail, starts[i])
-    enc.offsets = offset_pairs(starts, ends)
+    return offset_pairs(starts, ends)
+
+
+class Frame(NamedTuple):
+    """What post-processing one sequence amounts to, when it only puts special tokens around
+    it: `before` + the sequence (type id `type_id`, sequence id 0) + `after`, the sequence's
+    offsets first trimmed by `trim(tokens, offsets, firsts)` unless it is None (see
+    trimmed_offsets). The Tokenizer's batch hot path builds whole Encodings from it."""
+    before: Encoding
+    type_id: int
+    after: Encoding
+    trim: Callable | None
 
 
 _SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces
@@ -114,6 +133,10 @@ def _count_space(tok) -> int:
 class PostProcessor:
     def added_tokens(self, is_pair: bool) -> int:
         return 0
+
+    def frame(self) -> Frame | None:
+        """process(encoding) with special tokens as a Frame, if it is one (else None)."""
+        return None
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         return encodings
@@ -183,6 +206,14 @@ class TemplateProcessing(PostProcessor):
         n = len(encoding)
         encoding.type_ids, encoding.sequence_ids = [type_id] * n, [0] * n
         return Encoding(*(getattr(before, f) + getattr(encoding, f) + getattr(after, f) for f in Encoding.FIELDS))
+
+    def frame(self):
+        parts = self._single_parts()
+        return None if parts is None else Frame(*parts, self._trim_flat())
+
+    def _trim_flat(self) -> Callable | None:
+        """What _trim does, on flat columns (see Frame); None: nothing."""
+        return None
 
     def _single_parts(self) -> tuple[Encoding, int, Encoding] | None:
         """The single template as (specials before $A, $A's type id, specials after); None if it
@@ -272,6 +303,9 @@ class RobertaProcessing(TemplateProcessing):
                 for o in e.overflowing:
                     trim_byte_level_offsets(o, self.add_prefix_space)
 
+    def _trim_flat(self):
+        return partial(trimmed_offsets, add_prefix_space=self.add_prefix_space) if self.trim_offsets else None
+
     def process_encodings(self, encodings, add_special_tokens):
         self._trim(encodings)
         if not add_special_tokens:
@@ -301,6 +335,9 @@ class ByteLevel(ByteLevelSettings, PostProcessor):
                     trim_byte_level_offsets(o, self.add_prefix_space)
         return encodings
 
+    def frame(self):
+        trim = partial(trimmed_offsets, add_prefix_space=self.add_prefix_space) if self.trim_offsets else None
+        return Frame(Encoding(), 0, Encoding(), trim)
 
 
 class Sequence(PostProcessor):

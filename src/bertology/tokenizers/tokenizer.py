@@ -17,15 +17,18 @@ from __future__ import annotations
 import json
 import os
 from functools import partial
+from itertools import repeat
 from pathlib import Path
 
 from ..io import atomic_write_text
 from .added_tokens import AddedToken, AddedVocabulary
 from .base import Model
 from .batching import encode_parallel, workers_for
-from .encode_paths import Columns, WordCache, encode_matches, encode_pieces, model_entry
+from .encode_paths import (Columns, Flat, WordCache, encode_matches, encode_pieces, flat_encodings, framed_encodings,
+                           model_entry)
 from .encoding import Encoding
 from .loading import read_spec
+from .post_processors import Frame
 from .spec import TokenizerSpec
 from .tensors import batch_tensors
 from .tokenizer_json import spec_from_json, spec_to_json
@@ -129,6 +132,89 @@ class Tokenizer:
         n = len(out.ids)
         return Encoding(out.ids, out.tokens, out.offsets, out.words, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 
+    def _hot_texts(self, texts: list) -> tuple[Flat, list[int]] | None:
+        """The texts the hot path can take (no added token, normalized char for char) encoded
+        as one Flat batch (WordCache.encode_texts), and their indices in texts; None when
+        there are none or this tokenizer has no hot path."""
+        cache, pre = self._word_cache(), self.pre_tokenizer
+        split = pre.word_split() if pre is not None else None
+        if cache is None or split is None or not all(type(t) is str for t in texts):
+            return None
+        plain = self._added.plain_texts(texts, self.normalizer)
+        hot = [i for i, s in enumerate(plain) if s is not None]
+        if not hot:
+            return None
+        return cache.encode_texts([plain[i] for i in hot], split), hot
+
+    def _encode_many(self, texts: list, type_id: int) -> list[Encoding]:
+        """[_encode_one(text, type_id) for text in texts], the hot path's texts as one batch."""
+        out = [None] * len(texts)
+        found = self._hot_texts(texts)
+        if found is not None:
+            flat, hot = found
+            for i, enc in zip(hot, flat_encodings(flat, range(len(hot)), type_id)):
+                out[i] = enc
+        return [enc if enc is not None else self._encode_one(texts[i], type_id) for i, enc in enumerate(out)]
+
+    def _frame(self, add_special_tokens: bool) -> Frame | None:
+        """Post-processing a single sequence as a Frame, where it is one."""
+        if self.post_processor is None:
+            return Frame(Encoding(), 0, Encoding(), None)
+        return self.post_processor.frame() if add_special_tokens else None
+
+    def _encode_framed(self, texts: list, frame: Frame, truncation: dict | None, pad: dict | None) -> list[Encoding]:
+        """encode_batch's work for single texts whose post-processing is a Frame, padded as
+        pad says: the hot path's texts that truncation leaves whole are built in one step
+        (framed_encodings), the others one by one by _encode_one and _post_process."""
+        out: list = [None] * len(texts)
+        framed, in_flat = [], []  # indices in texts and in flat of the texts framed_encodings builds
+        found = self._hot_texts(texts)
+        if found is not None:
+            flat, hot = found
+            bounds = flat.bounds
+            max_tokens = len(flat.ids) if truncation is None else (
+                truncation["max_length"] - len(frame.before) - len(frame.after))
+            for k, i in enumerate(hot):
+                if bounds[k + 1] - bounds[k] <= max_tokens:
+                    framed.append(i)
+                    in_flat.append(k)
+                    out[i] = frame  # (a place holder, replaced below)
+                else:
+                    out[i] = self._post_process(flat_encodings(flat, [k], 0)[0], None, True, truncation)
+        for i, enc in enumerate(out):
+            if enc is None:
+                out[i] = self._post_process(self._encode_one(texts[i], 0), None, True, truncation)
+        if framed:
+            pad_to = 0
+            if pad is not None and pad["direction"] == "right":
+                n_frame = len(frame.before) + len(frame.after)
+                pad_to = pad["length"] if pad["length"] is not None else max(
+                    max(bounds[k + 1] - bounds[k] for k in in_flat) + n_frame,
+                    max((len(e) for e in out if e is not frame), default=0))
+                multiple = pad["pad_to_multiple_of"]
+                if multiple and pad_to % multiple:
+                    pad_to += multiple - pad_to % multiple
+            if frame.trim is not None:
+                firsts = [bounds[k] for k in in_flat if bounds[k + 1] > bounds[k]]
+                flat = flat._replace(offsets=frame.trim(flat.tokens, flat.offsets, firsts=firsts))
+            for i, enc in zip(framed, framed_encodings(flat, in_flat, frame, pad_to, pad)):
+                out[i] = enc
+        return out
+
+    def _encode_chunk(self, texts, pairs, add_special_tokens: bool, truncation: dict | None,
+                      pad: dict | None = None) -> list[Encoding]:
+        """Encode and post-process each text (with its pair), then pad if pad is given."""
+        frame = self._frame(add_special_tokens) if pairs is None else None
+        if frame is not None:
+            out = self._encode_framed(texts, frame, truncation, pad)
+        else:
+            firsts = self._encode_many(texts, 0)
+            seconds = self._encode_many(pairs, 1) if pairs is not None else repeat(None)
+            out = [self._post_process(a, b, add_special_tokens, truncation) for a, b in zip(firsts, seconds)]
+        if pad is not None:
+            pad_encodings(out, **pad)
+        return out
+
     def _n_added(self, is_pair: bool) -> int:
         return self.post_processor.added_tokens(is_pair) if self.post_processor is not None else 0
 
@@ -148,15 +234,6 @@ class Tokenizer:
         if pair is None:
             return enc
         return Encoding.merge([enc, pair])
-
-    def _encode_unpadded(self, texts, pairs, add_special_tokens: bool, truncation: dict | None) -> list[Encoding]:
-        """Encode and post-process each text (with its pair); no padding."""
-        out = []
-        for i, text in enumerate(texts):
-            enc = self._encode_one(text, 0)
-            pair_enc = self._encode_one(pairs[i], 1) if pairs is not None else None
-            out.append(self._post_process(enc, pair_enc, add_special_tokens, truncation))
-        return out
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one sequence (or a pair) with the tokenizer's truncation and padding settings."""
@@ -189,11 +266,14 @@ class Tokenizer:
             raise ValueError(f"encode_batch: {len(texts)} texts but {len(pairs)} pairs")
         trunc = resolve_truncation(self.truncation, truncation, max_length, stride)
         pad = resolve_padding(self.padding, padding, max_length, self.truncation, self.token_to_id)
-        encode_chunk = partial(self._encode_unpadded, add_special_tokens=add_special_tokens, truncation=trunc)
         n = workers_for(texts, workers)
-        encodings = encode_parallel(encode_chunk, texts, pairs, n) if n > 1 else encode_chunk(texts, pairs)
-        if pad is not None:
-            pad_encodings(encodings, **pad)
+        if n > 1:  # the chunks come back unpadded: padding to the longest needs them all
+            encode_chunk = partial(self._encode_chunk, add_special_tokens=add_special_tokens, truncation=trunc)
+            encodings = encode_parallel(encode_chunk, texts, pairs, n)
+            if pad is not None:
+                pad_encodings(encodings, **pad)
+        else:
+            encodings = self._encode_chunk(texts, pairs, add_special_tokens, trunc, pad)
         if return_tensors is None:
             return encodings
         if return_tensors != "pt":
