@@ -78,3 +78,12 @@ def test_bad_input(corpus, tmp_path, capsys):
     assert _run(tiny, tmp_path / "y", "bert", "--tokenizer", str(ROOT / "tests" / "missing")) == 2
     assert _run(corpus, tmp_path / "z", "bert", "--objective", "mlm+sop") == 2
     assert "no mlm+sop head" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_compiled_blocks_train_like_eager_ones(corpus, tmp_path):
+    """--compile: the same losses as eager within float noise (no dropout, so no random streams differ)."""
+    assert _run(corpus, tmp_path / "eager", "roberta", "--dropout", "0", "--steps", "3") == 0
+    assert _run(corpus, tmp_path / "compiled", "roberta", "--dropout", "0", "--steps", "3", "--compile") == 0
+    assert _losses(tmp_path / "compiled") == pytest.approx(_losses(tmp_path / "eager"), rel=1e-3)
+    assert bertology.load(tmp_path / "compiled").state_dict().keys() == bertology.load(tmp_path / "eager").state_dict().keys()

@@ -52,6 +52,7 @@ class FinetuneOptions:
     log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
     keep_checkpoints: int = option(1, "checkpoints kept", check=POSITIVE)
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
+    compile: bool = option(False, "torch.compile the model's blocks (inductor); the first steps compile first")
 
     def __post_init__(self):
         check_options(self)
@@ -241,7 +242,7 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
         out_dir=str(out), steps=steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=round(o.warmup_ratio * steps),
         weight_decay=o.weight_decay, bf16=o.bf16, seed=o.seed, log_every=o.log_every,
         eval_every=steps_per_epoch if dev else None, keep_last=o.keep_checkpoints, quiet=o.quiet,
-        save_every=steps_per_epoch, stop_at=o.stop_at, overwrite=overwrite,
+        save_every=steps_per_epoch, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile,
     )
     if not resume:
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file

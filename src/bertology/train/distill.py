@@ -179,7 +179,7 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
         out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
         seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every, keep_last=o.keep_last,
-        quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite)
+        quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile)
     trainer = Trainer(student, args, batches, objective, evaluate,
                       save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train(resume=resume)

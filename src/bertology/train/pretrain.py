@@ -191,7 +191,7 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, give
         out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
         seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every,
-        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite,
+        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile,
     )
     heldout = store.heldout
     evaluate = None

@@ -52,6 +52,8 @@ class RunOptions:
     log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
     quiet: bool = option(False, "no progress bar")
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
+    compile: bool = option(False, "torch.compile the model's blocks (inductor: fused elementwise work, fewer copies; "
+                                  "the first steps compile, for a minute or more; bench/pretrain.py measures it)")
 
 
 @dataclass
@@ -76,6 +78,7 @@ class TrainingArguments:
     quiet: bool = False
     stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
     overwrite: bool = False  # start afresh over an earlier run in out_dir (its checkpoints and metrics go)
+    compile: bool = False  # torch.compile the model's blocks (PreTrainedModel.compile_blocks) before training
 
     def __post_init__(self):
         if self.steps < 1:
@@ -126,6 +129,8 @@ class Trainer:
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
         if args.bf16:
             check_bf16_requested()
+        if args.compile:
+            model.compile_blocks(inference=False)
         self.evaluate_fn, self.save_extra = evaluate, save_extra
         self.out = Path(args.out_dir)
         # fused: one kernel over all parameters (the default per-tensor loop costs more than the
