@@ -77,45 +77,65 @@ class Lattices:
     """Many segmentation lattices as one edge list, with the orderings the wavefront DPs need.
 
     States are character boundaries; `first[w]`/`last[w]` are lattice w's start and end states.
-    Edges are (src, dst) state pairs; `depth` is dst - first of its lattice.
+    Edges are (src, dst) state pairs; `lattice[e]` is edge e's lattice. The forward pass takes
+    the edges by (depth of dst in its lattice, dst), the backward pass by (height of src, src);
+    `orders` are those two sorts, which `subset` keeps instead of sorting again.
     """
 
     def __init__(self, src: np.ndarray, dst: np.ndarray, n_states: int, first: np.ndarray,
-                 last: np.ndarray, lattice_of_state: np.ndarray):
+                 last: np.ndarray, lattice_of_state: np.ndarray, orders=None):
         self.src, self.dst, self.n_states = src, dst, n_states
-        self.first, self.last = first, last
-        depth = dst - first[lattice_of_state[src]]
-        height = last[lattice_of_state[src]] - src  # distance of src from its lattice's end
-        self.fwd = self._plan(depth, dst)
-        self.bwd = self._plan(height, src)
+        self.first, self.last, self.lattice_of_state = first, last, lattice_of_state
+        self.lattice = lattice_of_state[src]
+        depth = dst - first[self.lattice]
+        height = last[self.lattice] - src  # distance of src from its lattice's end
+        if orders is None:
+            # One integer key per pass (depth is a function of dst, height of src); last, the
+            # length, so that the edges into a state come earliest start first, as the Unigram
+            # model finds them (a tie in `viterbi` keeps the first).
+            length = dst - src
+            span = int(length.max(initial=0)) + 1
+            orders = (np.argsort((depth * n_states + dst) * span + (span - 1 - length)),
+                      np.argsort((height * n_states + src) * span + length))
+        self.orders = orders
+        self.fwd = self._plan(orders[0], depth, dst, src)
+        self.bwd = self._plan(orders[1], height, src, dst)
+
+    def subset(self, keep: np.ndarray) -> "Lattices":
+        """The same lattices with only the edges where `keep` is True (sorted as before)."""
+        new_index = np.cumsum(keep) - 1
+        orders = tuple(new_index[o[keep[o]]] for o in self.orders)
+        return Lattices(self.src[keep], self.dst[keep], self.n_states, self.first, self.last,
+                        self.lattice_of_state, orders)
 
     @staticmethod
-    def _plan(level: np.ndarray, key: np.ndarray):
-        """Edge order by (level, key), split into levels, each with its groups of equal key."""
-        order = np.lexsort((key, level))
-        lv, ky = level[order], key[order]
-        cuts = np.flatnonzero(np.diff(lv)) + 1
-        bounds = np.concatenate(([0], cuts, [len(order)]))
+    def _plan(order: np.ndarray, level: np.ndarray, key: np.ndarray, other: np.ndarray):
+        """The sorted edges split into levels, each with its edges' other ends and its groups of
+        equal key (the key determines the level, so no group spans two levels)."""
+        lv, ky, other = level[order], key[order], other[order]
+        level_starts = np.flatnonzero(np.diff(lv)) + 1
+        bounds = np.concatenate(([0], level_starts, [len(order)]))
+        group_starts = np.concatenate(([0], np.flatnonzero(np.diff(ky)) + 1))
+        cut = np.searchsorted(group_starts, bounds)
         steps = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            k = ky[a:b]
-            starts = np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1))
-            steps.append((order[a:b], starts, k[starts]))
+        for a, b, g0, g1 in zip(bounds[:-1], bounds[1:], cut[:-1], cut[1:]):
+            starts = group_starts[g0:g1]
+            steps.append((order[a:b], other[a:b], starts - a, ky[starts]))
         return steps
 
     def forward(self, score: np.ndarray) -> np.ndarray:
         """alpha[state]: log-sum of exp(path score) over paths from the lattice start."""
         alpha = np.full(self.n_states, -np.inf)
         alpha[self.first] = 0.0
-        for edges, starts, targets in self.fwd:
-            alpha[targets] = _logsumexp_groups(alpha[self.src[edges]] + score[edges], starts)
+        for edges, sources, starts, targets in self.fwd:
+            alpha[targets] = _logsumexp_groups(alpha[sources] + score[edges], starts)
         return alpha
 
     def backward(self, score: np.ndarray) -> np.ndarray:
         beta = np.full(self.n_states, -np.inf)
         beta[self.last] = 0.0
-        for edges, starts, targets in self.bwd:
-            beta[targets] = _logsumexp_groups(beta[self.dst[edges]] + score[edges], starts)
+        for edges, sources, starts, targets in self.bwd:
+            beta[targets] = _logsumexp_groups(beta[sources] + score[edges], starts)
         return beta
 
     def viterbi(self, score: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -123,11 +143,11 @@ class Lattices:
         best = np.full(self.n_states, -np.inf)
         best[self.first] = 0.0
         back = np.full(self.n_states, -1, dtype=np.int64)
-        for edges, starts, targets in self.fwd:
-            vals = best[self.src[edges]] + score[edges]
+        for edges, sources, starts, targets in self.fwd:
+            vals = best[sources] + score[edges]
             gmax = np.maximum.reduceat(vals, starts)
             sizes = np.diff(np.append(starts, len(vals)))
-            # first edge (in edge order) reaching the maximum of its group
+            # the first edge (earliest start) reaching the maximum of its group
             idx = np.where(vals == np.repeat(gmax, sizes), np.arange(len(vals)), len(vals))
             back[targets] = edges[np.minimum.reduceat(idx, starts)]
             best[targets] = gmax
@@ -213,45 +233,48 @@ class UnigramTrainer:
         else:
             script = np.full(n, -1)
         is_ws = codes == ord(METASPACE)
-        h = (codes + 1).astype(np.uint64)
-        lo, hi = script.copy(), script.copy()
-        lo[lo < 0] = np.iinfo(np.int64).max
-        bad = np.zeros(n, dtype=bool)
+        none = np.iinfo(np.int64).max  # "no script yet" (only '▁' and combining marks so far)
+        # Candidates: start positions whose substring of the current length may still become a
+        # seed, with its hash and its lowest / highest script. A substring is never more frequent
+        # than its prefix, and a '▁' inside or two scripts never leave it, so the set only shrinks.
+        pos = np.flatnonzero(remaining >= 1)
+        h = (codes[pos] + 1).astype(np.uint64)
+        lo = np.where(script[pos] < 0, none, script[pos])
+        hi = script[pos]
         base = np.uint64(1_000_003)
         occ_pos, occ_gid, cand = [], [], []  # per length: occurrences and their group ids
         n_groups = 0
         for length in range(1, self.max_piece_length + 1):
             if length > 1:
-                m = n - length + 1
-                nxt = codes[length - 1:]
-                h = h[:m] * base + (nxt + 1).astype(np.uint64)
-                s = script[length - 1:]
-                hi = np.maximum(hi[:m], s)
-                lo = np.minimum(lo[:m], np.where(s < 0, np.iinfo(np.int64).max, s))
-                bad = bad[:m] | is_ws[length - 1:]
-            ok = remaining[:len(h)] >= length
-            if length > 1:
-                ok &= ~bad & ((lo == np.iinfo(np.int64).max) | (lo == hi) | (hi < 0))
-            pos = np.flatnonzero(ok)
+                ok = remaining[pos] >= length
+                pos, h, lo, hi = pos[ok], h[ok], lo[ok], hi[ok]
+                nxt = pos + length - 1
+                h = h * base + (codes[nxt] + 1).astype(np.uint64)
+                s = script[nxt]
+                hi = np.maximum(hi, s)
+                lo = np.minimum(lo, np.where(s < 0, none, s))
+                ok = ~is_ws[nxt] & ((lo == none) | (lo == hi))
+                pos, h, lo, hi = pos[ok], h[ok], lo[ok], hi[ok]
             if not len(pos):
                 break
-            order = np.argsort(h[pos], kind="stable")
-            pos = pos[order]
-            hs = h[pos]
-            starts = np.concatenate(([0], np.flatnonzero(hs[1:] != hs[:-1]) + 1))
-            flags = np.zeros(len(pos), dtype=np.int64)
-            flags[starts] = 1
-            gid = np.cumsum(flags) - 1 + n_groups
+            order = np.argsort(h)
+            pos, h, lo, hi = pos[order], h[order], lo[order], hi[order]
+            starts = np.concatenate(([0], np.flatnonzero(h[1:] != h[:-1]) + 1))
+            sizes = np.diff(np.append(starts, len(pos)))
+            gid = np.repeat(np.arange(n_groups, n_groups + len(starts)), sizes)
             freq = np.add.reduceat(count_at[pos], starts)
             follow = np.where(remaining[pos] > length, codes[np.minimum(pos + length, n - 1)], -1)
             fmin, fmax = np.minimum.reduceat(follow, starts), np.maximum.reduceat(follow, starts)
             node = (fmin != fmax) | (fmin < 0)  # two different next chars, or at a word end
             keep = np.ones(len(starts), bool) if length == 1 else node & (freq >= 2)
-            cand.append((np.flatnonzero(keep) + n_groups, freq[keep], pos[starts[keep]],
+            first_at = np.minimum.reduceat(pos, starts)  # the first occurrence stands for the group
+            cand.append((np.flatnonzero(keep) + n_groups, freq[keep], first_at[keep],
                          np.full(int(keep.sum()), length)))
             occ_pos.append(pos)
             occ_gid.append(gid)
             n_groups += len(starts)
+            viable = np.repeat(freq >= 2, sizes)  # only these can start a longer seed
+            pos, h, lo, hi = pos[viable], h[viable], lo[viable], hi[viable]
         gids = np.concatenate([c[0] for c in cand])
         freq = np.concatenate([c[1] for c in cand])
         rep = np.concatenate([c[2] for c in cand])
@@ -289,11 +312,11 @@ class UnigramTrainer:
 
     def _e_step(self, lat: Lattices, pid, score, n_pieces, alive):
         alpha, beta = lat.forward(score), lat.backward(score)
-        w = self.word_of[lat.src]
+        w = lat.lattice
         logz = alpha[self.last]
         post = np.exp(alpha[lat.src] + score + beta[lat.dst] - logz[w]) * self.word_count[w]
-        live = alive[pid]
-        expected = np.bincount(pid[live], weights=post[live], minlength=n_pieces)
+        expected = np.bincount(pid, weights=post, minlength=n_pieces)
+        expected[~alive] = 0.0  # a removed char's edges stood in for <unk>
         objective = -(logz * self.word_count).sum() / self.word_count.sum()
         return expected, objective
 
@@ -385,8 +408,9 @@ class UnigramTrainer:
         self.history = []  # (live pieces, objective = -mean log-likelihood per word) per EM step
         bar = tqdm(desc="Unigram EM", unit="step", disable=not self.show_progress)
         with bar, np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            lat = Lattices(src, dst, len(codes), self.first, self.last, word_of)
+            del src, dst
             while True:
-                lat = Lattices(src, dst, len(codes), self.first, self.last, word_of)
                 for _ in range(self.n_sub_iterations):
                     score = self._edge_scores(logp, alive, is_char, pid)
                     expected, objective = self._e_step(lat, pid, score, n_pieces, alive)
@@ -400,7 +424,7 @@ class UnigramTrainer:
                 alive = self._prune(lat, pid, score, logp, alive, is_char, desired)
                 # compact: keep edges of live pieces, and of chars (which stand in for <unk>)
                 keep = alive[pid] | is_char[pid]
-                src, dst, pid = src[keep], dst[keep], pid[keep]
+                lat, pid = lat.subset(keep), pid[keep]
         return self._finalize(pieces, logp, alive, is_char, n_meta)
 
     def _finalize(self, pieces, logp, alive, is_char, n_meta) -> Unigram:
