@@ -15,7 +15,9 @@ A family fixes everything around the model, as the released checkpoints have it:
 
 Without a family, the algorithm picks one: wordpiece -> bert, bytelevel-bpe -> roberta; plain
 "bpe" is character BPE with an end-of-word suffix (no template) and plain "unigram" a
-SentencePiece-style NFKC + Metaspace tokenizer (no template).
+SentencePiece-style tokenizer (no template): NFKC, whitespace runs as one space and none at the
+ends (SentencePiece's remove_extra_whitespaces: without it every extra space of indented text is
+a "▁" token, 12-17% more tokens per word on the bench's Python docs), then Metaspace.
 """
 from __future__ import annotations
 
@@ -99,7 +101,8 @@ RECIPES: dict[str, Recipe] = {
         trainer_defaults={"end_of_word_suffix": "</w>"}),
     "unigram": Recipe(
         "unigram", ["<unk>"], "<unk>",
-        normalizers.NFKC,
+        lambda: normalizers.Sequence([normalizers.NFKC(), normalizers.Replace({"Regex": " {2,}"}, " "),
+                                      normalizers.Strip()]),
         lambda: pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
         lambda: decoders.Metaspace(replacement="▁", prepend_scheme="always")),
 }
