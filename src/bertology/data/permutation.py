@@ -140,38 +140,72 @@ def batchify(stream: Stream, rows: int, bi_data: bool = False) -> Stream:
 
 # ---- one example ---------------------------------------------------------------------------------
 
+def sentence_bounds(sentence: np.ndarray, begin: int, stop: int) -> np.ndarray:
+    """Positions i in (begin, stop) where a sentence starts (sentence[i] != sentence[i - 1]).
+
+    >>> sentence_bounds(np.array([0, 0, 1, 1, 1, 0], bool), 0, 6).tolist()
+    [2, 5]
+    """
+    return np.flatnonzero(sentence[begin + 1:stop] != sentence[begin:stop - 1]) + begin + 1
+
+
+def _boundary_at_or_after(sentence: np.ndarray, position: int, window: int = 64) -> int:
+    """The first sentence start ≥ `position` ≥ 1 (len(sentence) when there is none)."""
+    n = len(sentence)
+    while position < n:
+        stop = min(n, position + window)
+        found = sentence_bounds(sentence, position - 1, stop)
+        if len(found):
+            return int(found[0])
+        position, window = stop, window * 4
+    return n
+
+
+def _boundary_at_or_before(sentence: np.ndarray, position: int, window: int = 64) -> int:
+    """The last sentence start ≤ `position` (0 when there is none)."""
+    while position > 0:
+        start = max(0, position - window)
+        found = sentence_bounds(sentence, start, position + 1)
+        if len(found):
+            return int(found[-1])
+        position, window = start, window * 4
+    return 0
+
+
 def split_a_b(sentence: np.ndarray, begin: int, total: int, rng: np.random.Generator) -> tuple[int, int, int, int, int]:
     """A from `begin` and B, `total` tokens together: (a_begin, a_end, b_begin, b_end, label),
     label 1 = B continues A, 0 = B is a random span of the stream. The original's _split_a_and_b."""
     n = len(sentence)
-    end = begin + 1
-    cuts = []
-    while end < n:
-        if sentence[end] != sentence[end - 1]:
-            if end - begin >= total:
-                break
-            cuts.append(end)
-        end += 1
+    window = total + 64
+    while True:  # the sentence starts within `total` of begin (cuts), and the first one beyond (end)
+        stop = min(n, begin + window)
+        bounds = sentence_bounds(sentence, begin, stop)
+        beyond = bounds[bounds - begin >= total]
+        if len(beyond) or stop == n:
+            break
+        window *= 4
+    cuts = bounds[bounds - begin < total].tolist()
+    end = int(beyond[0]) if len(beyond) else n
     if not cuts or rng.random() < 0.5:
         label = 0
         a_end = end if not cuts else cuts[rng.integers(len(cuts))]
         b_len = max(1, total - (a_end - begin))
         b_begin = int(rng.integers(0, n - b_len))  # anywhere in the stream, then out to sentence boundaries
+        b_begin = _boundary_at_or_before(sentence, b_begin)
         b_end = b_begin + b_len
-        while b_begin > 0 and sentence[b_begin - 1] == sentence[b_begin]:
-            b_begin -= 1
-        while b_end < n - 1 and sentence[b_end - 1] == sentence[b_end]:
-            b_end += 1
+        if b_end < n - 1:  # out to the end of its sentence (the stream's last token at most)
+            b_end = min(_boundary_at_or_after(sentence, b_end), n - 1)
     else:
         label = 1
         a_end = cuts[rng.integers(len(cuts))]
         b_begin, b_end = a_end, end
-    while (a_end - begin) + (b_end - b_begin) > total:  # trim the longer one at its end
-        if a_end - begin > b_end - b_begin:
-            a_end -= 1
+    a_len, b_len = a_end - begin, b_end - b_begin
+    while a_len + b_len > total:  # trim the longer one at its end
+        if a_len > b_len:
+            a_len -= 1
         else:
-            b_end -= 1
-    return begin, a_end, b_begin, b_end, label
+            b_len -= 1
+    return begin, begin + a_len, b_begin, b_begin + b_len, label
 
 
 def sample_spans(starts: np.ndarray, goal: int, rng: np.random.Generator, allowed: np.ndarray | None = None,
@@ -191,12 +225,12 @@ def sample_spans(starts: np.ndarray, goal: int, rng: np.random.Generator, allowe
     if goal > int(allowed.sum()):
         raise ValueError(f"cannot choose {goal} targets among {int(allowed.sum())} positions")
     mask = np.zeros(n, bool)
-    grams = np.arange(1, max_gram + 1)
-    p = 1.0 / grams
-    p /= p.sum()
+    cumulative = np.cumsum(1.0 / np.arange(1, max_gram + 1))
+    cumulative /= cumulative[-1]  # p(n) ∝ 1/n
+    starts = starts.tolist()  # scalar reads below: a list is several times faster than an array
     chosen, cur = 0, 0
     while cur < n and chosen < goal:
-        g = min(int(rng.choice(grams, p=p)), goal - chosen)
+        g = min(int(np.searchsorted(cumulative, rng.random(), side="right")) + 1, goal - chosen)
         context = g * mask_alpha // mask_beta
         left = int(rng.integers(context)) if context > 0 else 0
         begin = cur + left
