@@ -107,3 +107,24 @@ def test_heap_compaction_does_not_change_the_result(monkeypatch):
     expected = train_wordpiece(wc, vocab_size=size, min_frequency=2)
     monkeypatch.setattr(wpt, "COMPACT_SLACK", 0)  # rebuild the heap as often as possible
     assert train_wordpiece(wc, vocab_size=size, min_frequency=2) == expected
+
+
+@pytest.mark.parametrize("few_pairs, rise, top_kept", [(0, 100.0, 1), (0, 1.5, 2), (3, 1.01, 8)])
+def test_deferred_requeueing_gives_the_same_merges(monkeypatch, few_pairs, rise, top_kept):
+    """The lazy path (tracked symbols whose pairs wait to be re-queued) forced on every symbol,
+    with loose and tight bounds: the vocabulary is the recount reference's, and the default's."""
+    wc = whitespace_counts(LEE.read_text(encoding="utf-8").splitlines()[:60])
+    size = 2 * len({c for w in wc for c in w}) + 400
+    default = train_wordpiece(wc, vocab_size=size, min_frequency=2)
+    monkeypatch.setattr(wpt, "FEW_PAIRS", few_pairs)
+    monkeypatch.setattr(wpt, "RISE", rise)
+    monkeypatch.setattr(wpt, "TOP_KEPT", top_kept)
+    lazy = train_wordpiece(wc, vocab_size=size, min_frequency=2)
+    assert lazy == default == reference_wordpiece(wc, size, min_frequency=2)
+    big = whitespace_counts(LEE.read_text(encoding="utf-8").splitlines())
+    assert train_wordpiece(big, vocab_size=3000, min_frequency=2) == _default_train(monkeypatch, big, 3000)
+
+
+def _default_train(monkeypatch, wc, size):
+    monkeypatch.undo()
+    return train_wordpiece(wc, vocab_size=size, min_frequency=2)

@@ -34,6 +34,12 @@ from .wordpiece import WordPiece
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
 # many entries (re-queued pairs leave stale entries behind; this bounds the memory they take).
 COMPACT_SLACK = 1_000_000
+# A symbol with more than FEW_PAIRS pairs may wait to have its pairs re-queued after a merge
+# lowered its count, until the count fell by a factor RISE or one of them might be the best
+# (see _likelihood_loop); the TOP_KEPT best scores pushed for its pairs are kept for that.
+FEW_PAIRS = 64
+RISE = 1.05
+TOP_KEPT = 8
 
 
 def likelihood_score(pair_count: int, count_a: int, count_b: int) -> float:
@@ -63,40 +69,133 @@ def symbol_counts(words: list[list[int]], counts: list[int]) -> dict[int, int]:
 def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, prefix, show_progress):
     """Merge by score until vocab_size. Returns merges as (a_id, b_id).
 
-    A merge of (a, b) lowers count(a) and count(b), which RAISES the score of every other pair
-    holding a or b; a max-heap with lazy deletion would miss those rises, so every live pair of
-    a and b is pushed again with its new score (`pairs_of` indexes them). An entry is valid when
-    the counts it was scored with are still the current ones.
+    The best pair is the max of (score, count, smaller packed ids) over the pairs that can still
+    be merged (count >= min_count). A max-heap holds entries (score, count, count(a), count(b))
+    for each pair, pushed when the pair forms or changes. A merge of (a, b) lowers some pair
+    counts, whose stale entries then score too HIGH (popped, they are re-queued with the current
+    counts), and it lowers count(a) and count(b), which RAISES the score of every pair holding
+    a or b: those must be re-queued before a lower pair is taken for the best.
+
+    Most symbols have their pairs re-queued right away. A symbol s with many pairs (a frequent
+    one, such as "##e": re-queueing its pairs after each of its merges was most of the time) is
+    `tracked`: the best scores pushed for its pairs are kept (`top`, `rest`), and after a merge
+    it may wait, `dirty`, while its count fell by at most a factor RISE since its pairs were all
+    queued (`queued_at[s]`). Then no pair of s scores more than its newest entry times rise(s) =
+    queued_at[s] / count(s) times the largest rise (that of its other symbol), so a fresh entry
+    on top of the heap is the best pair when that bound is below its score for every dirty s.
+    Otherwise (requeue_rivals) the pairs that might beat it are re-queued first: one of the few
+    best pairs of s alone (their entries are kept with their counts, so their bound is exact),
+    or all pairs of s. The merges are those of re-queueing every pair after every merge.
     """
     pair_counts, where = count_pairs(words, counts)
     sc = defaultdict(int, symbol_counts(words, counts))
     min_count = max(min_frequency, 1)
     # Only pairs that can still be merged (count >= min_count) are indexed and queued: a pair's
-    # count only grows when a merge forms it next to the new symbol, and then it is re-queued.
+    # count only grows when a merge forms it next to the new symbol, and then it is queued.
     pairs_of: dict[int, set[int]] = defaultdict(set)
+    queued_at: dict[int, int] = dict(sc)
+    tracked: set[int] = set()
+    # tracked s: {pair: (score, count(x), count(y)) of its newest entry} for the few best pairs,
+    # the best score pushed for any other pair, and the best score pushed for any of them
+    top: dict[int, dict[int, tuple[float, int, int]]] = {}
+    rest: dict[int, float] = {}
+    best: dict[int, float] = {}
+    dirty: set[int] = set()
     heap = []
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    def note(s: int, score: float, k: int, cx: int, cy: int) -> None:
+        t = top[s]
+        if k in t:
+            t[k] = (score, cx, cy)  # k's newest entry: its older ones score higher than it is worth
+        elif score > rest[s]:
+            t[k] = (score, cx, cy)
+            if len(t) > TOP_KEPT:
+                low = min(t, key=t.get)
+                rest[s] = max(rest[s], t.pop(low)[0])
+        if score > best[s]:
+            best[s] = score
+
+    def entry(k: int, c: int) -> tuple:
+        # ties: higher count first, then smaller ids (earlier in the vocabulary)
+        x, y = k >> SHIFT, k & MASK
+        cx, cy = sc[x], sc[y]
+        score = c / (cx * cy)
+        if x in tracked:
+            note(x, score, k, cx, cy)
+        if y in tracked:
+            note(y, score, k, cx, cy)
+        return (-score, -c, k, c, cx, cy)
+
+    def requeue_rivals(k: int, score: float) -> bool:
+        """Re-queue what of the dirty symbols' pairs might beat pair k's (fresh) score; True
+        if anything was."""
+        rises = {s: queued_at[s] / sc[s] for s in dirty}
+        largest = max(rises.values()) * (1 + 1e-9)  # (the margin covers rounding)
+        found = False
+        for s, rise in rises.items():
+            if best[s] * rise * largest < score:
+                continue
+            if rest[s] * rise * largest >= score:
+                queue_pairs_of(s)
+                found = True
+                continue
+            for kk, (kk_score, cx, cy) in list(top[s].items()):
+                c = pair_counts[kk]
+                if kk == k or c < min_count:
+                    continue
+                x, y = kk >> SHIFT, kk & MASK
+                if (cx != sc[x] or cy != sc[y]) and kk_score * (cx / sc[x]) * (cy / sc[y]) * (1 + 1e-9) >= score:
+                    heappush(heap, entry(kk, c))
+                    found = True
+        return found
+
+    def queue_pairs_of(s: int) -> None:
+        """Re-queue every pair of s with its current score; drop those below min_count."""
+        ps = pairs_of[s]
+        tracked.discard(s)
+        if len(ps) > FEW_PAIRS:
+            tracked.add(s)
+            top[s], rest[s], best[s] = {}, 0.0, 0.0
+        dead = []
+        for kk in ps:
+            c = pair_counts[kk]
+            if c < min_count:
+                dead.append(kk)
+            else:
+                heappush(heap, entry(kk, c))
+        ps.difference_update(dead)
+        queued_at[s] = sc[s]
+        dirty.discard(s)
+
     for k, c in pair_counts.items():
         if c >= min_count:
-            a, b = k >> SHIFT, k & MASK
-            pairs_of[a].add(k)
-            pairs_of[b].add(k)
-            # ties: higher count first, then smaller ids (earlier in the vocabulary)
-            heap.append((-c / (sc[a] * sc[b]), -c, k, c, sc[a], sc[b]))
+            pairs_of[k >> SHIFT].add(k)
+            pairs_of[k & MASK].add(k)
+            heap.append(entry(k, c))
     heapq.heapify(heap)
-    heappush = heapq.heappush
     merges: list[tuple[int, int]] = []
     bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
     compact_at = 2 * len(heap) + COMPACT_SLACK
     while len(id_to_token) < vocab_size and heap:
         if len(heap) > compact_at:  # mostly stale entries by now: rebuild from the live pairs
-            heap = [(-c / (sc[k >> SHIFT] * sc[k & MASK]), -c, k, c, sc[k >> SHIFT], sc[k & MASK])
-                    for k in {kk for ps in pairs_of.values() for kk in ps} if (c := pair_counts[k]) >= min_count]
+            live = {kk for ps in pairs_of.values() for kk in ps}
+            tracked.clear()
+            dirty.clear()
+            heap = [entry(k, c) for k in live if (c := pair_counts[k]) >= min_count]
             heapq.heapify(heap)
+            queued_at = dict(sc)
             compact_at = 2 * len(heap) + COMPACT_SLACK
-        _, _, k, c, ca, cb = heapq.heappop(heap)
+        e = heappop(heap)
+        _, _, k, c, ca, cb = e
         a, b = k >> SHIFT, k & MASK
         if c != pair_counts[k] or ca != sc[a] or cb != sc[b]:
-            continue  # stale: a fresher entry for this pair was pushed when its counts changed
+            if pair_counts[k] >= min_count:  # stale: queue it with its current score
+                heappush(heap, entry(k, pair_counts[k]))
+            continue
+        if dirty and requeue_rivals(k, -e[0]):  # look again
+            heappush(heap, e)
+            continue
         new = add_token(merged_token(id_to_token[a], id_to_token[b], prefix), vocab, id_to_token)
         merges.append((a, b))
         touched: set[int] = set()
@@ -116,28 +215,24 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
                 pair_counts[kk] += n
                 where[kk].add(wi)
                 touched.add(kk)
-        # re-queue: the pairs just formed (they hold `new`), and every pair of a and of b, whose
-        # scores rose with the lower count(a), count(b); pairs that fell below min_count leave
+        queued_at[new] = sc[new]
+        # queue the pairs just formed (they hold `new`); the pairs of a and b, whose scores rose
+        # with the lower count(a), count(b), now or (tracked ones, see above) later
         for kk in touched:
             c = pair_counts[kk]
             if c >= min_count:
-                x, y = kk >> SHIFT, kk & MASK
-                pairs_of[x].add(kk)
-                pairs_of[y].add(kk)
-                cx, cy = sc[x], sc[y]
-                heappush(heap, (-c / (cx * cy), -c, kk, c, cx, cy))
+                pairs_of[kk >> SHIFT].add(kk)
+                pairs_of[kk & MASK].add(kk)
+                heappush(heap, entry(kk, c))
         for s in (a,) if a == b else (a, b):
-            ps = pairs_of[s]
-            dead = []
-            for kk in ps:
-                c = pair_counts[kk]
-                if c < min_count:
-                    dead.append(kk)
-                    continue
-                x, y = kk >> SHIFT, kk & MASK
-                cx, cy = sc[x], sc[y]
-                heappush(heap, (-c / (cx * cy), -c, kk, c, cx, cy))
-            ps.difference_update(dead)
+            if sc[s] == 0:  # gone from every word: no pair of it is left to score
+                pairs_of.pop(s, None)
+                tracked.discard(s)
+                dirty.discard(s)
+            elif s in tracked and queued_at[s] <= RISE * sc[s]:
+                dirty.add(s)
+            else:
+                queue_pairs_of(s)
         if bar is not None:
             bar.update(1)
     if bar is not None:
