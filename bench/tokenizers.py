@@ -2,6 +2,7 @@
 
     python bench/tokenizers.py            # >= 13 MB of real text, vocab 30,000 (a few minutes)
     python bench/tokenizers.py --small    # 1 MB, vocab 8,000: a quick check
+    python bench/tokenizers.py --unigram-100mb   # Unigram training memory on a 100 MB corpus
 
 Corpus: the English Wikipedia extract that ships with gensim (wikitext stripped to prose) plus
 the reStructuredText sources of the Python 3.11 documentation (Debian's python3.11-doc, fetched
@@ -10,12 +11,19 @@ for the compression numbers.
 
 One run measures, each training in a fresh process (so peak RSS is its own):
   * training time, ours vs tokenizers, for byte-level BPE and WordPiece (goal <= 3x) and for
-    Unigram vs tokenizers and sentencepiece (goal <= 1x tokenizers);
+    Unigram vs tokenizers and sentencepiece (goal <= 1x sentencepiece);
   * batch encoding throughput (MB/s) of the trained WordPiece and byte-level BPE tokenizers;
   * compression, tokens per whitespace word on held-out text (goal: within 1% of the peers);
   * WordPiece by likelihood (the definition) vs WordPiece as BPE (what tokenizers trains);
-  * peak resident memory while training.
-The peers use both cores (rayon / sentencepiece threads); ours runs on one.
+  * peak resident memory while training, next to the peers'.
+The peers use both cores (rayon / sentencepiece threads); ours runs on one (two while counting
+words). Unigram pipelines are alike on both sides: NFKC, whitespace runs as one space and none at
+the ends (sentencepiece's default normalization does the same), Metaspace.
+
+--unigram-100mb: a 100 MB file assembled from the corpora that ship with the project and gensim
+(data/wiki.txt, data/debian-descriptions, gensim's Wikipedia extract, Crime and Punishment and the
+Lee corpus), their lines repeated in a new shuffled order each pass until 100 MB; Unigram training
+(vocab 30,000) by bertology and by sentencepiece, time and peak RSS each (goal: ours < 2 GB).
 """
 from __future__ import annotations
 
@@ -115,7 +123,7 @@ def job_ours(kind: str, train_file: str, vocab: int, out: str):
 
 
 def job_hf(kind: str, train_file: str, vocab: int, out: str):
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     if kind == "wordpiece-freq":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tok.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -130,7 +138,8 @@ def job_hf(kind: str, train_file: str, vocab: int, out: str):
                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     elif kind == "unigram":
         tok = Tokenizer(models.Unigram())
-        tok.normalizer = normalizers.NFKC()
+        tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " "),
+                                               normalizers.Strip()])  # as ours (and sentencepiece's)
         tok.pre_tokenizer = pre_tokenizers.Metaspace()
         tok.decoder = decoders.Metaspace()
         tr = trainers.UnigramTrainer(vocab_size=vocab, special_tokens=SPECIALS["unigram"], unk_token="<unk>",
@@ -203,13 +212,63 @@ def tokens_per_word(count_tokens, lines: list[str]) -> float:
     return sum(count_tokens(line) for line in lines) / words
 
 
+def corpus_100mb(target: int = 100 * 10 ** 6, seed: int = 0) -> Path:
+    """The shipped corpora's lines, each pass in a new shuffled order, until `target` bytes."""
+    import lzma
+    import random
+    import gensim
+    path = CACHE / "unigram-100mb.txt"
+    if path.is_file() and path.stat().st_size >= target:
+        return path
+    root = Path(__file__).resolve().parent.parent / "data"
+    gensim_data = Path(gensim.__file__).parent / "test" / "test_data"
+    lines = (root / "wiki.txt").read_text(encoding="utf-8").splitlines()
+    lines += lzma.open(root / "debian-descriptions" / "descriptions.txt.xz", "rt", encoding="utf-8").read().splitlines()
+    lines += wikipedia_text().splitlines()
+    for name in ("crime-and-punishment.txt", "lee_background.cor"):
+        lines += (gensim_data / name).read_text(encoding="utf-8").splitlines()
+    lines = [line for line in lines if line.strip()]
+    rng, size = random.Random(seed), 0
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        while size < target:
+            rng.shuffle(lines)
+            for line in lines:
+                f.write(line + "\n")
+                size += len(line.encode("utf-8")) + 1
+                if size >= target:
+                    break
+    return path
+
+
+def unigram_memory(vocab: int) -> None:
+    """Unigram training on 100 MB: time and peak RSS, ours and sentencepiece's, each in a fresh process."""
+    path = corpus_100mb()
+    print(f"corpus: {path} ({path.stat().st_size / 1e6:.1f} MB: the shipped corpora, repeated in shuffled "
+          f"order), vocab {vocab}, {os.cpu_count()} CPUs")
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="bench-tok-") as d:
+        for who, fn in [("ours", job_ours), ("sentencepiece", job_spm)]:
+            out = str(Path(d) / f"unigram-{who}.{'model' if who == 'sentencepiece' else 'json'}")
+            rows[who] = measure(fn, "unigram", str(path), vocab, out)
+            print(f"  trained unigram {who:13s} {rows[who][0]:7.1f} s  peak RSS {rows[who][1]:7.0f} MiB", flush=True)
+    (t, m, _), (pt, pm, _) = rows["ours"], rows["sentencepiece"]
+    print(f"\n== Unigram on 100 MB: time ours / sentencepiece {t / pt:.2f}x; peak RSS ours {m:.0f} MiB vs "
+          f"sentencepiece {pm:.0f} MiB ({m / pm:.2f}x); goal ours < 2048 MiB: {'met' if m < 2048 else 'NOT met'}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="1 MB and vocab 8,000: a quick check")
     ap.add_argument("--vocab-size", type=int, default=None)
     ap.add_argument("--skip-unigram", action="store_true")
+    ap.add_argument("--unigram-100mb", action="store_true", help="only Unigram training memory on a 100 MB corpus")
     args = ap.parse_args(argv)
+    from bertology.hardware import cpu_summary
+    print(cpu_summary(), flush=True)
     vocab = args.vocab_size or (8000 if args.small else 30000)
+    if args.unigram_100mb:
+        return unigram_memory(vocab)
     train_p, held_p, n_train = build_corpus(args.small)
     held = held_p.read_text(encoding="utf-8").splitlines()
     held = [h for h in held if h.strip()]
@@ -241,7 +300,7 @@ def run_all(args, vocab: int, tmp: Path, train_p: Path, held: list[str], n_held:
             print(f"  trained {kind:15s} {who:13s} {seconds:7.1f} s  peak RSS {rss:7.0f} MiB "
                   f"({base:.0f} MiB of it after imports alone)", flush=True)
 
-    print("\n== training time (ratio = ours / peer; goal <= 3x for BPE and WordPiece, <= 1x for Unigram)")
+    print("\n== training time (ratio = ours / peer; goal <= 3x for BPE and WordPiece, <= 1x sentencepiece for Unigram)")
     t = {(k, w): s for k, w, s, _ in rows}
     m = {(k, w): r for k, w, _, r in rows}
     for kind in kinds:
@@ -251,9 +310,12 @@ def run_all(args, vocab: int, tmp: Path, train_p: Path, held: list[str], n_held:
         ratios = "  ".join(f"{t[kind, 'ours'] / t[peer_kind, p]:5.2f}x vs {p} ({t[peer_kind, p]:.1f} s)"
                            for p in peers)
         print(f"  {kind:15s} ours {t[kind, 'ours']:7.1f} s   {ratios}")
-    print("\n== peak RSS while training (MiB)")
+    print("\n== peak RSS while training (MiB; ratio = ours / peer)")
     for kind in kinds:
-        print(f"  {kind:15s} " + "  ".join(f"{w} {m[k, w]:.0f}" for k, w, _, _ in rows if k == kind))
+        peer_kind = "wordpiece-freq" if kind == "wordpiece-lik" else kind
+        peers = [w for k, w, _, _ in rows if k == peer_kind and w != "ours"]
+        print(f"  {kind:15s} ours {m[kind, 'ours']:.0f}   " + "  ".join(
+            f"{p} {m[peer_kind, p]:.0f} ({m[kind, 'ours'] / m[peer_kind, p]:.2f}x)" for p in peers))
 
     print("\n== same merges? (byte-level BPE, ours vs tokenizers)")
     ours_bpe = json.loads(Path(trained["bytelevel-bpe", "ours"]).read_text(encoding="utf-8"))["model"]

@@ -84,6 +84,8 @@ class Lattices:
 
     def __init__(self, src: np.ndarray, dst: np.ndarray, n_states: int, first: np.ndarray,
                  last: np.ndarray, lattice_of_state: np.ndarray, orders=None):
+        ix = index_type(n_states)  # int32 where it fits: half the memory of the edge arrays
+        src, dst = src.astype(ix, copy=False), dst.astype(ix, copy=False)
         self.src, self.dst, self.n_states = src, dst, n_states
         self.first, self.last, self.lattice_of_state = first, last, lattice_of_state
         self.lattice = lattice_of_state[src]
@@ -95,15 +97,15 @@ class Lattices:
             # model finds them (a tie in `viterbi` keeps the first).
             length = dst - src
             span = int(length.max(initial=0)) + 1
-            orders = (np.argsort((depth * n_states + dst) * span + (span - 1 - length)),
-                      np.argsort((height * n_states + src) * span + length))
+            orders = (np.argsort((depth * n_states + dst) * span + (span - 1 - length)).astype(ix),
+                      np.argsort((height * n_states + src) * span + length).astype(ix))
         self.orders = orders
         self.fwd = self._plan(orders[0], depth, dst, src)
         self.bwd = self._plan(orders[1], height, src, dst)
 
     def subset(self, keep: np.ndarray) -> "Lattices":
         """The same lattices with only the edges where `keep` is True (sorted as before)."""
-        new_index = np.cumsum(keep) - 1
+        new_index = (np.cumsum(keep) - 1).astype(self.src.dtype)
         orders = tuple(new_index[o[keep[o]]] for o in self.orders)
         return Lattices(self.src[keep], self.dst[keep], self.n_states, self.first, self.last,
                         self.lattice_of_state, orders)
@@ -163,6 +165,11 @@ class Lattices:
         return best[self.last], paths
 
 
+def index_type(n: int) -> type:
+    """The integer type for indices below n."""
+    return np.int32 if n < 2 ** 31 else np.int64
+
+
 def _logsumexp_groups(vals: np.ndarray, starts: np.ndarray) -> np.ndarray:
     m = np.maximum.reduceat(vals, starts)
     sizes = np.diff(np.append(starts, len(vals)))
@@ -214,7 +221,7 @@ class UnigramTrainer:
         self.first = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
         self.last = self.first + lengths
         self.word_count = np.array([word_counts[w] for w in words], dtype=np.float64)
-        word_of = np.repeat(np.arange(len(words)), lengths + 1)
+        word_of = np.repeat(np.arange(len(words), dtype=index_type(len(codes))), lengths + 1)
         self.word_of = word_of
         return codes, word_of
 
@@ -295,12 +302,13 @@ class UnigramTrainer:
         pieces = [self.text[p:p + l] for p, l in zip(rep[chosen].tolist(), lens[chosen].tolist())]
         logp = np.log(score[chosen]) - np.log(score[chosen].sum())
         src, dst, pid = [], [], []
+        ix = index_type(n)
         for length, (pos, gid) in enumerate(zip(occ_pos, occ_gid), start=1):
             sid = seed_of_group[gid]
             sel = sid >= 0
-            src.append(pos[sel])
-            dst.append(pos[sel] + length)
-            pid.append(sid[sel])
+            src.append(pos[sel].astype(ix))
+            dst.append((pos[sel] + length).astype(ix))
+            pid.append(sid[sel].astype(ix))
         return (pieces, logp, lens[chosen] == 1, np.concatenate(src), np.concatenate(dst),
                 np.concatenate(pid))
 
