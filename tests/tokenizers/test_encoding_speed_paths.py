@@ -114,8 +114,8 @@ def hot_path_words(monkeypatch):
         seen[0] += n
         return n
 
-    def counting_batch(self, texts, split):
-        flat = encode_texts(self, texts, split)
+    def counting_batch(self, texts, split, trim=None):
+        flat = encode_texts(self, texts, split, trim)
         seen[0] += sum(len(set(flat.words[a:b])) for a, b in zip(flat.bounds, flat.bounds[1:]))
         return flat
     monkeypatch.setattr(WordCache, "encode", counting)

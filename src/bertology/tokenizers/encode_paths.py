@@ -11,40 +11,76 @@ piece reaches the model by one of three paths, which give the same result:
   encode_pieces      any pre-tokenizer: its NormalizedString pieces, one word each
 
 Each appends one entry per token to the `Columns` and returns how many words it read. A word's
-tokens come as an entry (ids, tokens, starts, ends) with offsets relative to the word: from
-`model_entry`, or memoized by a WordCache where the model's output depends on the word alone.
+tokens come as an entry (ids, tokens, starts, ends, shape) with offsets relative to the word
+(shape: the same as pairs, the key of `placed`): from `model_entry`, or memoized by a WordCache
+where the model's output depends on the word alone. WordCache.encode_texts does a whole batch
+of texts at once, for encode_batch.
 """
 from __future__ import annotations
 
-from itertools import accumulate, chain, count, repeat
-from operator import add, itemgetter, rshift, sub
+from itertools import accumulate, chain, compress, count, repeat
+from operator import itemgetter, rshift, sub
 from typing import Callable, NamedTuple
 
 from .base import Model
 from .bpe import BPE
 from .byte_level import to_byte_chars
-from .encoding import Encoding, offset_pairs
+from .encoding import Encoding
 from .normalized_string import NormalizedString
-from .post_processors import Frame
+from .post_processors import Frame, trimmed_offsets
 from .pre_tokenizers import WordSplit
 from .wordpiece import WordPiece
 
 _WORD_CACHE_LIMIT = 200_000  # distinct words per table; real text has a Zipfian vocabulary
 
-_IDS, _TOKENS, _STARTS, _ENDS = (itemgetter(i) for i in range(4))
+_IDS, _TOKENS, _SHAPE = itemgetter(0), itemgetter(1), itemgetter(4)
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _ALL_BUT_LAST, _LAST = itemgetter(slice(None, -1)), itemgetter(-1)
-Entry = tuple  # (ids, tokens, starts, ends): tuples of ints / strs, offsets relative to the word
+Entry = tuple  # (ids, tokens, starts, ends, shape): tuples of ints / strs, offsets relative to the word
+
+
+class _Shapes(dict):
+    """Offset pairs relative to a word -> the same tuple, so that entries share them (bounded)."""
+    limit = 100_000
+
+    def __missing__(self, shape):
+        if len(self) < self.limit:
+            self[shape] = shape
+        return shape
+
+
+class _Placed(dict):
+    """(start, shape) -> the offsets of a word at `start` of its text whose tokens have the
+    relative offsets `shape`. Real text has few distinct shapes at few distinct starts (66,000
+    keys for the 3.3M words of the 13 MB bench corpus), so a batch's offsets are one lookup per
+    word, with no tuple made per token."""
+    limit = 500_000
+
+    def __missing__(self, key):
+        start, shape = key
+        placed = tuple([(start + a, start + b) for a, b in shape])
+        if len(self) < self.limit:
+            self[key] = placed
+        return placed
+
+
+_SHAPES, placed = _Shapes(), _Placed()
+
+
+def make_entry(ids, tokens, starts, ends) -> Entry:
+    starts, ends = tuple(starts), tuple(ends)
+    return tuple(ids), tuple(tokens), starts, ends, _SHAPES[tuple(zip(starts, ends))]
 
 
 def model_entry(model: Model, word: str) -> Entry:
     """The model's tokens for word as an entry.
 
     >>> model_entry(WordPiece({"un": 0, "##able": 1}), "unable")
-    ((0, 1), ('un', '##able'), (0, 2), (2, 6))
+    ((0, 1), ('un', '##able'), (0, 2), (2, 6), ((0, 2), (2, 6)))
     """
     toks = model.tokenize(word)
-    return (tuple(t.id for t in toks), tuple(t.value for t in toks),
-            tuple(t.offsets[0] for t in toks), tuple(t.offsets[1] for t in toks))
+    return make_entry([t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks],
+                      [t.offsets[1] for t in toks])
 
 
 class Columns:
@@ -77,6 +113,10 @@ class WordCache:
         self.model = model
         self.entries: dict[str, Entry] = {}  # model word -> entry
         self.by_text: dict[str, Entry] = {}  # byte-level hot path: original word -> entry in its chars
+        # byte-level, offsets trimmed as trimmed_offsets does (encode_texts): the entries of words
+        # that are not first in their text, and those of first words with a prefix space
+        self.trimmed: dict[str, Entry] = {}
+        self.trimmed_first: dict[str, Entry] = {}
 
     def __len__(self):
         return len(self.entries)
@@ -97,11 +137,20 @@ class WordCache:
     def text_entry(self, word: str) -> Entry:
         """The entry of a word of the original text under a byte-level split: the model sees the
         word's byte stand-ins, and a token spans the chars its first and last byte come from."""
-        ids, tokens, starts, ends = self.entry(to_byte_chars(word))
+        e = self.entry(to_byte_chars(word))
         if word.isascii():  # one byte per char
-            return ids, tokens, starts, ends
+            return e
+        ids, tokens, starts, ends, _ = e
         char_of = [i for i, c in enumerate(word) for _ in range(len(c.encode("utf-8")))]  # byte -> its char
-        return ids, tokens, tuple(char_of[a] for a in starts), tuple(char_of[b - 1] + 1 for b in ends)
+        return make_entry(ids, tokens, [char_of[a] for a in starts], [char_of[b - 1] + 1 for b in ends])
+
+    def trimmed_entry(self, word: str, first_with_prefix_space: bool = False) -> Entry:
+        """text_entry(word) with its offsets trimmed (post_processors.trimmed_offsets), as they
+        are when the word is not first in its text, or first with add_prefix_space set."""
+        ids, tokens, starts, ends, _ = self.text_entry(word)
+        offsets = trimmed_offsets(tokens, list(zip(starts, ends)), first_with_prefix_space,
+                                  [0] if first_with_prefix_space else [])
+        return make_entry(ids, tokens, map(_FIRST, offsets), map(_SECOND, offsets))
 
     def encode(self, s: str, base: int, split: WordSplit, out: Columns, first_word: int) -> int:
         """Encode s (whose char i is original[base + i]), cut into words by split, into out;
@@ -109,8 +158,8 @@ class WordCache:
 
         Exactly the general path's result, without a Python loop per word or per token: the
         pattern cuts s into [gap, word, gap, ..., word, gap], running sums of the part lengths
-        give each word's start, the cache gives each word's tokens, and map / zip / chain
-        join them up in C.
+        give each word's start, the cache gives each word's tokens, `placed` their offsets, and
+        map / zip / chain join them up in C.
         """
         if split.byte_level:
             cache, new_entry = self.by_text, self.text_entry
@@ -126,27 +175,31 @@ class WordCache:
                     e = entries[i] = new_entry(text_words[i])
                     if len(cache) < _WORD_CACHE_LIMIT:
                         cache[text_words[i]] = e
-        counts = list(map(len, map(_IDS, entries)))
         out.ids += chain.from_iterable(map(_IDS, entries))
         out.tokens += chain.from_iterable(map(_TOKENS, entries))
-        token_starts = list(chain.from_iterable(map(repeat, word_starts, counts)))  # its word's start, per token
-        out.offsets += offset_pairs(list(map(add, token_starts, chain.from_iterable(map(_STARTS, entries)))),
-                                    list(map(add, token_starts, chain.from_iterable(map(_ENDS, entries)))))
-        out.words += chain.from_iterable(map(repeat, count(first_word), counts))
+        out.offsets += chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
+        out.words += chain.from_iterable(map(repeat, count(first_word), map(len, map(_IDS, entries))))
         return len(text_words)
 
 
-    def encode_texts(self, texts: list[str], split: WordSplit) -> "Flat":
+    def encode_texts(self, texts: list[str], split: WordSplit, trim: bool | None = None) -> "Flat":
         """encode(text, 0, split, ...) for every text of a batch, as one Flat: the texts'
-        columns one after the other, text k's tokens at [bounds[k], bounds[k + 1]).
+        columns one after the other, text k's tokens at [bounds[k], bounds[k + 1]). With trim
+        (byte-level only) the offsets come trimmed as post_processors.trimmed_offsets trims
+        them, add_prefix_space=trim.
 
         The whole batch goes through each step at once (map / chain / accumulate over all its
         words and tokens), so the Python-level work per text is one pattern.split. Each text's
         parts minus its last gap are (gap, word) pairs, so in the flattened parts every word
         sits at an odd index and the running sum of the part lengths gives its position;
-        subtracting where its text begins makes that relative to the text.
+        subtracting where its text begins makes that relative to the text. A word's offsets
+        come from `placed`, by its start and its entry's shape.
         """
-        if split.byte_level:
+        if trim is not None:
+            if not split.byte_level:
+                raise ValueError("encode_texts: trimming offsets needs a byte-level split")
+            cache, new_entry = self.trimmed, self.trimmed_entry
+        elif split.byte_level:
             cache, new_entry = self.by_text, self.text_entry
         else:
             cache, new_entry = self.entries, self.entry
@@ -168,15 +221,21 @@ class WordCache:
                     e = entries[i] = new_entry(words[i])
                     if len(cache) < _WORD_CACHE_LIMIT:
                         cache[words[i]] = e
+        word_bounds = list(accumulate(n_words, initial=0))
+        if trim:  # a text's first word keeps a prefix space (trimmed_offsets)
+            for i in compress(word_bounds, n_words):
+                e = self.trimmed_first.get(words[i])
+                if e is None:
+                    e = self.trimmed_entry(words[i], True)
+                    if len(self.trimmed_first) < _WORD_CACHE_LIMIT:
+                        self.trimmed_first[words[i]] = e
+                entries[i] = e
         counts = list(map(len, map(_IDS, entries)))
-        token_starts = list(chain.from_iterable(map(repeat, word_starts, counts)))  # its word's, per token
-        starts = map(add, token_starts, chain.from_iterable(map(_STARTS, entries)))
-        ends = map(add, token_starts, chain.from_iterable(map(_ENDS, entries)))
+        offsets = chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
         word_ids = chain.from_iterable(map(repeat, chain.from_iterable(map(range, n_words)), counts))
         token_ends = list(accumulate(counts, initial=0))
         return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
-                    offset_pairs(starts, ends), list(word_ids),
-                    list(map(token_ends.__getitem__, accumulate(n_words, initial=0))))
+                    list(offsets), list(word_ids), list(map(token_ends.__getitem__, word_bounds)))
 
 
 class Flat(NamedTuple):
@@ -239,12 +298,12 @@ def encode_matches(ns: NormalizedString, pattern, entry: Callable[[str], Entry],
     word = first_word
     for m in pattern.finditer(ns.normalized):
         a = m.start()
-        w_ids, w_tokens, starts, ends = entry(m.group())
+        w_ids, w_tokens, starts, ends, shape = entry(m.group())
         ids += w_ids
         tokens += w_tokens
         words += repeat(word, len(w_ids))
         if spans is None:
-            offsets += offset_pairs([base + a + s for s in starts], [base + a + e for e in ends])
+            offsets += placed[base + a, shape]
         else:
             for s, e in zip(starts, ends):
                 if e > s:
@@ -261,14 +320,45 @@ def encode_pieces(pieces: list[NormalizedString], entry: Callable[[str], Entry],
     ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
     word = first_word
     for p in pieces:
-        w_ids, w_tokens, starts, ends = entry(p.normalized)
+        w_ids, w_tokens, starts, ends, shape = entry(p.normalized)
         ids += w_ids
         tokens += w_tokens
         words += repeat(word, len(w_ids))
         if p.spans is None:  # plain slice of the original: offsets are a shift
-            base = p.offset
-            offsets += offset_pairs([base + s for s in starts], [base + e for e in ends])
+            offsets += placed[p.offset, shape]
         else:
             offsets += map(p.original_span, starts, ends)
         word += 1
     return word - first_word
+
+
+def framed_v2(flat, which, frame, pad_to, pad):
+    ids, tokens, offsets, words, bounds = flat
+    b, type_id, a, _ = frame
+    nb, na = len(b), len(a)
+    pad_id, pad_token, pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
+    by_length = {}
+    out = []
+    for k in which:
+        s, e = bounds[k], bounds[k + 1]
+        n = e - s
+        fixed = by_length.get(n)
+        if fixed is None:
+            k_pad = max(pad_to - nb - n - na, 0)
+            fixed = by_length[n] = (
+                b.type_ids + [type_id] * n + a.type_ids + [pad_type] * k_pad,
+                b.special_tokens_mask + [0] * n + a.special_tokens_mask + [1] * k_pad,
+                [1] * (nb + n + na) + [0] * k_pad,
+                b.sequence_ids + [0] * n + a.sequence_ids + [None] * k_pad,
+                a.ids + [pad_id] * k_pad, a.tokens + [pad_token] * k_pad, a.offsets + [(0, 0)] * k_pad,
+                a.word_ids + [None] * k_pad)
+        i = b.ids + ids[s:e]
+        i += fixed[4]
+        t = b.tokens + tokens[s:e]
+        t += fixed[5]
+        o = b.offsets + offsets[s:e]
+        o += fixed[6]
+        w = b.word_ids + words[s:e]
+        w += fixed[7]
+        out.append(Encoding(i, t, o, w, fixed[0].copy(), fixed[1].copy(), fixed[2].copy(), fixed[3].copy()))
+    return out

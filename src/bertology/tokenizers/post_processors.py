@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import copy
 import operator
-from functools import partial
 from itertools import chain, compress, count
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from .base import component_from_json
 from .encoding import Encoding, offset_pairs
@@ -68,7 +67,7 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
     enc.offsets = trimmed_offsets(enc.tokens, enc.offsets, add_prefix_space, [0] if enc.tokens else [])
 
 
-def trimmed_offsets(tokens: list[str], offsets: list[tuple[int, int]], add_prefix_space: bool,
+def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bool,
                     firsts) -> list[tuple[int, int]]:
     """trim_byte_level_offsets on the columns of one or more sequences laid end to end
     (firsts: the index of each sequence's first token).
@@ -104,12 +103,12 @@ def trimmed_offsets(tokens: list[str], offsets: list[tuple[int, int]], add_prefi
 class Frame(NamedTuple):
     """What post-processing one sequence amounts to, when it only puts special tokens around
     it: `before` + the sequence (type id `type_id`, sequence id 0) + `after`, the sequence's
-    offsets first trimmed by `trim(tokens, offsets, firsts)` unless it is None (see
-    trimmed_offsets). The Tokenizer's batch hot path builds whole Encodings from it."""
+    offsets first trimmed by trimmed_offsets with add_prefix_space=trim unless trim is None.
+    The Tokenizer's batch hot path builds whole Encodings from it."""
     before: Encoding
     type_id: int
     after: Encoding
-    trim: Callable | None
+    trim: bool | None
 
 
 _SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces
@@ -211,8 +210,8 @@ class TemplateProcessing(PostProcessor):
         parts = self._single_parts()
         return None if parts is None else Frame(*parts, self._trim_flat())
 
-    def _trim_flat(self) -> Callable | None:
-        """What _trim does, on flat columns (see Frame); None: nothing."""
+    def _trim_flat(self) -> bool | None:
+        """What _trim does, as Frame.trim."""
         return None
 
     def _single_parts(self) -> tuple[Encoding, int, Encoding] | None:
@@ -304,7 +303,7 @@ class RobertaProcessing(TemplateProcessing):
                     trim_byte_level_offsets(o, self.add_prefix_space)
 
     def _trim_flat(self):
-        return partial(trimmed_offsets, add_prefix_space=self.add_prefix_space) if self.trim_offsets else None
+        return self.add_prefix_space if self.trim_offsets else None
 
     def process_encodings(self, encodings, add_special_tokens):
         self._trim(encodings)
@@ -336,8 +335,7 @@ class ByteLevel(ByteLevelSettings, PostProcessor):
         return encodings
 
     def frame(self):
-        trim = partial(trimmed_offsets, add_prefix_space=self.add_prefix_space) if self.trim_offsets else None
-        return Frame(Encoding(), 0, Encoding(), trim)
+        return Frame(Encoding(), 0, Encoding(), self.add_prefix_space if self.trim_offsets else None)
 
 
 class Sequence(PostProcessor):

@@ -132,19 +132,20 @@ class Tokenizer:
         n = len(out.ids)
         return Encoding(out.ids, out.tokens, out.offsets, out.words, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 
-    def _hot_texts(self, texts: list) -> tuple[Flat, list[int]] | None:
+    def _hot_texts(self, texts: list, trim: bool | None = None) -> tuple[Flat, list[int]] | None:
         """The texts the hot path can take (no added token, normalized char for char) encoded
-        as one Flat batch (WordCache.encode_texts), and their indices in texts; None when
-        there are none or this tokenizer has no hot path."""
+        as one Flat batch (WordCache.encode_texts, offsets trimmed as Frame.trim says), and
+        their indices in texts; None when there are none or this tokenizer has no hot path."""
         cache, pre = self._word_cache(), self.pre_tokenizer
         split = pre.word_split() if pre is not None else None
-        if cache is None or split is None or not all(type(t) is str for t in texts):
+        if (cache is None or split is None or (trim is not None and not split.byte_level)
+                or not all(type(t) is str for t in texts)):
             return None
         plain = self._added.plain_texts(texts, self.normalizer)
         hot = [i for i, s in enumerate(plain) if s is not None]
         if not hot:
             return None
-        return cache.encode_texts([plain[i] for i in hot], split), hot
+        return cache.encode_texts([plain[i] for i in hot], split, trim), hot
 
     def _encode_many(self, texts: list, type_id: int) -> list[Encoding]:
         """[_encode_one(text, type_id) for text in texts], the hot path's texts as one batch."""
@@ -168,7 +169,7 @@ class Tokenizer:
         (framed_encodings), the others one by one by _encode_one and _post_process."""
         out: list = [None] * len(texts)
         framed, in_flat = [], []  # indices in texts and in flat of the texts framed_encodings builds
-        found = self._hot_texts(texts)
+        found = self._hot_texts(texts, frame.trim)
         if found is not None:
             flat, hot = found
             bounds = flat.bounds
@@ -179,7 +180,7 @@ class Tokenizer:
                     framed.append(i)
                     in_flat.append(k)
                     out[i] = frame  # (a place holder, replaced below)
-                else:
+                elif frame.trim is None:  # (trimmed offsets would be trimmed again)
                     out[i] = self._post_process(flat_encodings(flat, [k], 0)[0], None, True, truncation)
         for i, enc in enumerate(out):
             if enc is None:
@@ -194,9 +195,6 @@ class Tokenizer:
                 multiple = pad["pad_to_multiple_of"]
                 if multiple and pad_to % multiple:
                     pad_to += multiple - pad_to % multiple
-            if frame.trim is not None:
-                firsts = [bounds[k] for k in in_flat if bounds[k + 1] > bounds[k]]
-                flat = flat._replace(offsets=frame.trim(flat.tokens, flat.offsets, firsts=firsts))
             for i, enc in zip(framed, framed_encodings(flat, in_flat, frame, pad_to, pad)):
                 out[i] = enc
         return out
