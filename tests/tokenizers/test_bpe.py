@@ -5,6 +5,7 @@ import json
 
 import pytest
 import tokenizers.models as M
+from hypothesis import given, settings, strategies as st
 
 from bertology.tokenizers.bpe import BPE, apply_merges
 
@@ -51,3 +52,34 @@ def test_matches_tokenizers_model(bytelevel_bpe_json, real_texts):
     words = sorted({to_byte_chars(" " + w) for t in real_texts for w in t.split()})[:3000]
     for w in words:  # (the Rust model reports byte offsets, ours are chars: compare ids and values)
         assert [(t.id, t.value) for t in ours.tokenize(w)] == [(t.id, t.value) for t in ref.tokenize(w)], w
+
+
+def _apply_merges_by_scanning(ids, spans, ranks):
+    """The plain rule (the reference): find the lowest-ranked pair, merge it left to right, again."""
+    while len(ids) > 1:
+        ranked = [(ranks[p][0], p) for p in zip(ids, ids[1:]) if p in ranks]
+        if not ranked:
+            return
+        _, (a, b) = min(ranked)
+        merged, i = ranks[(a, b)][1], 0
+        while i < len(ids) - 1:
+            if ids[i] == a and ids[i + 1] == b:
+                ids[i] = merged
+                spans[i][1] = spans[i + 1][1]
+                del ids[i + 1], spans[i + 1]
+            i += 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=30), st.randoms(use_true_random=False))
+def test_apply_merges_equals_the_plain_rule(ids, rng):
+    """Random merge tables over a 4-symbol alphabet (repeats like 'aaaa' included): merge r
+    joins two symbols that exist by then into the new symbol 4 + r."""
+    ranks = {}
+    for r in range(10):
+        ranks.setdefault((rng.randrange(4 + r), rng.randrange(4 + r)), (r, 4 + r))
+    spans = [[i, i + 1] for i in range(len(ids))]
+    a_ids, a_spans = list(ids), [list(s) for s in spans]
+    apply_merges(a_ids, a_spans, ranks)
+    _apply_merges_by_scanning(ids, spans, ranks)
+    assert (a_ids, a_spans) == (ids, spans)

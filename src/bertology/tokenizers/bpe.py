@@ -11,36 +11,47 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import repeat
 
 from .base import DictVocabModel, Token
+
+
+_NO_MERGE = (float("inf"), -1)
 
 
 def apply_merges(ids: list[int], spans: list[list[int]], ranks: dict) -> None:
     """Merge adjacent symbols in place, always the pair of lowest rank (leftmost first).
 
-    ranks maps (id_a, id_b) -> (rank, merged_id); spans are [start, end] per symbol.
+    ranks maps (id_a, id_b) -> (rank, merged_id); spans are [start, end] per symbol. `found`
+    holds the rank of each adjacent pair, so each step is a min and an index over it (in C),
+    and a merge re-ranks only the two pairs next to it.
 
     >>> ids, spans = [0, 1, 0, 1], [[0, 1], [1, 2], [2, 3], [3, 4]]
     >>> apply_merges(ids, spans, {(0, 1): (0, 2), (2, 2): (1, 3)})
     >>> ids, spans
     ([3], [[0, 4]])
     """
-    while len(ids) > 1:
-        best = None
-        for pair in zip(ids, ids[1:]):
-            r = ranks.get(pair)
-            if r is not None and (best is None or r[0] < best[0]):
-                best, best_pair = r, pair
-        if best is None:
+    get = ranks.get
+    found = list(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
+    while found:
+        best = min(found)
+        if best is _NO_MERGE:
             return
-        a, b = best_pair
-        merged, i = best[1], 0
-        while i < len(ids) - 1:  # every non-overlapping occurrence, left to right
-            if ids[i] == a and ids[i + 1] == b:
-                ids[i] = merged
-                spans[i][1] = spans[i + 1][1]
-                del ids[i + 1], spans[i + 1]
-            i += 1
+        at = [found.index(best)]  # every non-overlapping occurrence, left to right
+        try:
+            while True:
+                at.append(found.index(best, at[-1] + 2))
+        except ValueError:
+            pass
+        merged = best[1]
+        for i in reversed(at):  # from the right, so that the positions to the left stay put
+            ids[i] = merged
+            spans[i][1] = spans[i + 1][1]
+            del ids[i + 1], spans[i + 1], found[i]
+            if i < len(found):
+                found[i] = get((merged, ids[i + 1]), _NO_MERGE)
+            if i > 0:
+                found[i - 1] = get((ids[i - 1], merged), _NO_MERGE)
 
 
 def _apply_merges_dropout(ids, spans, ranks, dropout: float, rng: random.Random) -> None:

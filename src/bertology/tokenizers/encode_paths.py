@@ -100,6 +100,20 @@ class Columns:
         self.words.append(word)
 
 
+def _fill(entries: list, words: list[str], cache: dict[str, Entry], new_entry: Callable[[str], Entry]) -> None:
+    """Fill the None entries (words not in cache) with new_entry(word), memoized in the cache
+    (up to its limit): a new word that occurs again in the same batch is made once."""
+    for i, e in enumerate(entries):
+        if e is None:
+            word = words[i]
+            e = cache.get(word)
+            if e is None:
+                e = new_entry(word)
+                if len(cache) < _WORD_CACHE_LIMIT:
+                    cache[word] = e
+            entries[i] = e
+
+
 class WordCache:
     """Memoized entries, for models whose output depends on the word alone (WordPiece, BPE
     without dropout), so that the model splits each distinct word once.
@@ -169,12 +183,8 @@ class WordCache:
         text_words = parts[1::2]
         word_starts = list(accumulate(map(len, parts), initial=base))[1:-1:2]
         entries = list(map(cache.get, text_words))
-        if None in entries:  # words not seen before
-            for i, e in enumerate(entries):
-                if e is None:
-                    e = entries[i] = new_entry(text_words[i])
-                    if len(cache) < _WORD_CACHE_LIMIT:
-                        cache[text_words[i]] = e
+        if None in entries:
+            _fill(entries, text_words, cache, new_entry)
         out.ids += chain.from_iterable(map(_IDS, entries))
         out.tokens += chain.from_iterable(map(_TOKENS, entries))
         out.offsets += chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
@@ -215,12 +225,8 @@ class WordCache:
         text_starts = accumulate(map(sub, map(len, texts), map(len, map(_LAST, parts))), initial=0)
         word_starts = map(sub, positions[1::2], chain.from_iterable(map(repeat, text_starts, n_words)))
         entries = list(map(cache.get, words))
-        if None in entries:  # words not seen before
-            for i, e in enumerate(entries):
-                if e is None:
-                    e = entries[i] = new_entry(words[i])
-                    if len(cache) < _WORD_CACHE_LIMIT:
-                        cache[words[i]] = e
+        if None in entries:
+            _fill(entries, words, cache, new_entry)
         word_bounds = list(accumulate(n_words, initial=0))
         if trim:  # a text's first word keeps a prefix space (trimmed_offsets)
             for i in compress(word_bounds, n_words):
