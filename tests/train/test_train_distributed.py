@@ -34,3 +34,29 @@ def test_two_processes_equal_one(tmp_path):
     for (name, p), q in zip(a.named_parameters(), b.parameters()):
         assert (p - q).abs().max() < 1e-5, name
     assert len((tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()) == steps
+
+
+def test_xlnet_memory_of_every_rank_reaches_the_checkpoint(tmp_path):
+    """Each rank carries its own batch rows' memory; a checkpoint holds all rows, as one process's does."""
+    from safetensors.torch import load_file
+
+    corpus = tmp_path / "corpus.txt"
+    text = (HERE.parents[1] / "data" / "wiki.txt").read_text(encoding="utf-8")
+    corpus.write_text(text[:text.index("\n\n", 120_000) + 1], encoding="utf-8")
+    args = ["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(corpus), "--vocab-size", "600",
+            "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--heldout", "2",
+            "--dropout", "0", "--quiet"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    single = subprocess.run([sys.executable, "-m", "bertology", *args, "--out", str(tmp_path / "single")],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
+                          "bertology", *args, "--out", str(tmp_path / "ddp"),
+                          "--tokenizer", str(tmp_path / "single" / "tokenizer.json")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    a, b = (load_file(str(tmp_path / d / "checkpoints" / "step-00000003" / "mems.safetensors")) for d in ("single", "ddp"))
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].shape[1] == 4 and (b[name].abs().sum(-1) > 0).all(), name  # every row, from both ranks
+        assert (a[name] - b[name]).abs().max() < 1e-4, name

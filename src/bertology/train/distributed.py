@@ -63,6 +63,13 @@ def all_reduce_gradients(model: nn.Module) -> None:
         offset += g.numel()
 
 
+@torch.no_grad()
+def all_reduce_tensor(tensor: torch.Tensor) -> None:
+    """Sum `tensor` over ranks, in place (nothing when not distributed)."""
+    if active():
+        td.all_reduce(tensor, op=td.ReduceOp.SUM)
+
+
 def all_reduce_sums(values: dict[str, float]) -> dict[str, float]:
     if not active() or not values:
         return values

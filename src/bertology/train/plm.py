@@ -22,6 +22,7 @@ from ..models import get_family, task_class
 from ..models.heads import IGNORE, init_bias_from_counts
 from ..models.params import count
 from ..nn import set_dropout
+from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
 from .trainer import Trainer, TrainingArguments, checkpoints
 
@@ -59,6 +60,13 @@ class PermutationLMObjective:
                       "plm_accuracy": correct / totals["targets"]}
 
     # ---- checkpoints ----------------------------------------------------------------------------
+    def gather_for_checkpoint(self) -> None:
+        """Every rank (the Trainer calls this on all of them) ends up with all rows' memory: each
+        wrote only its own rows and zeros elsewhere, so a sum over ranks is the whole."""
+        if self.latest is not None:
+            for m in self.latest:
+                dist.all_reduce_tensor(m)
+
     def save(self, directory: Path) -> None:
         if self.latest is not None:
             with atomic_path(directory / MEMS_FILE) as tmp:

@@ -154,6 +154,9 @@ class Trainer:
 
     def save_checkpoint(self) -> Path | None:
         """Write checkpoints/step-N atomically: everything into a temporary directory, then one rename."""
+        gather = getattr(self.objective, "gather_for_checkpoint", None)  # state spread over ranks (XLNet's memory)
+        if gather is not None:
+            gather()
         if not dist.is_main():
             dist.barrier()
             return None
