@@ -98,6 +98,10 @@ class BPE(DictVocabModel):
     def _symbols(self, word: str) -> tuple[list[int], list[list[int]]]:
         """Initial symbols: one per char (with prefix / suffix), unknowns handled."""
         vocab, prefix, suffix = self.vocab, self.continuing_subword_prefix, self.end_of_word_suffix
+        if not prefix and not suffix:  # the common case (byte-level BPE): one vocabulary lookup per char
+            ids = list(map(vocab.get, word))
+            if None not in ids:
+                return ids, [[i, i + 1] for i in range(len(word))]
         ids, spans = [], []
         unk_id = None
         last_unk = False

@@ -161,9 +161,8 @@ class WordCache:
     def trimmed_entry(self, word: str, first_with_prefix_space: bool = False) -> Entry:
         """text_entry(word) with its offsets trimmed (post_processors.trimmed_offsets), as they
         are when the word is not first in its text, or first with add_prefix_space set."""
-        ids, tokens, starts, ends, _ = self.text_entry(word)
-        offsets = trimmed_offsets(tokens, list(zip(starts, ends)), first_with_prefix_space,
-                                  [0] if first_with_prefix_space else [])
+        ids, tokens, starts, ends, shape = self.text_entry(word)
+        offsets = trimmed_offsets(tokens, list(shape), first_with_prefix_space, [0] if first_with_prefix_space else [])
         return make_entry(ids, tokens, map(_FIRST, offsets), map(_SECOND, offsets))
 
     def encode(self, s: str, base: int, split: WordSplit, out: Columns, first_word: int) -> int:
@@ -336,35 +335,3 @@ def encode_pieces(pieces: list[NormalizedString], entry: Callable[[str], Entry],
             offsets += map(p.original_span, starts, ends)
         word += 1
     return word - first_word
-
-
-def framed_v2(flat, which, frame, pad_to, pad):
-    ids, tokens, offsets, words, bounds = flat
-    b, type_id, a, _ = frame
-    nb, na = len(b), len(a)
-    pad_id, pad_token, pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
-    by_length = {}
-    out = []
-    for k in which:
-        s, e = bounds[k], bounds[k + 1]
-        n = e - s
-        fixed = by_length.get(n)
-        if fixed is None:
-            k_pad = max(pad_to - nb - n - na, 0)
-            fixed = by_length[n] = (
-                b.type_ids + [type_id] * n + a.type_ids + [pad_type] * k_pad,
-                b.special_tokens_mask + [0] * n + a.special_tokens_mask + [1] * k_pad,
-                [1] * (nb + n + na) + [0] * k_pad,
-                b.sequence_ids + [0] * n + a.sequence_ids + [None] * k_pad,
-                a.ids + [pad_id] * k_pad, a.tokens + [pad_token] * k_pad, a.offsets + [(0, 0)] * k_pad,
-                a.word_ids + [None] * k_pad)
-        i = b.ids + ids[s:e]
-        i += fixed[4]
-        t = b.tokens + tokens[s:e]
-        t += fixed[5]
-        o = b.offsets + offsets[s:e]
-        o += fixed[6]
-        w = b.word_ids + words[s:e]
-        w += fixed[7]
-        out.append(Encoding(i, t, o, w, fixed[0].copy(), fixed[1].copy(), fixed[2].copy(), fixed[3].copy()))
-    return out
