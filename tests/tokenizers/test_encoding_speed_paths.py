@@ -337,3 +337,26 @@ def test_byte_level_trim_equals_the_token_by_token_rule(items, add_prefix_space)
     post_processors.trim_byte_level_offsets(fast, add_prefix_space)
     _trim_one_by_one(ref, add_prefix_space)
     assert fast.offsets == ref.offsets
+
+
+def test_deferred_encodings_behave_as_plain_ones(minilm_json, texts):
+    """The batch hot path's encodings make their columns when first read: the same lists as
+    the general path's, each read of a column the same list, changes kept, pickled whole."""
+    tok = Tokenizer.load(minilm_json)
+    batch = texts[:40]
+    fast, slow = tok.encode_batch(batch), _general(tok).encode_batch(batch)
+    assert any(e._ids is None for e in fast), "no deferred encoding to test"
+    for e, ref in zip(fast, slow):
+        assert len(e) == len(ref)  # (before any column is read)
+        assert e.attention_mask is e.attention_mask
+        e.ids.append(-1)
+        assert e.ids[-1] == -1 and e != ref
+        e.ids.pop()
+        assert e == ref and repr(e) == repr(ref)
+        assert pickle.loads(pickle.dumps(e, pickle.HIGHEST_PROTOCOL)) == ref
+    a, b = tok.encode_batch(["same text", "same text"])
+    assert a == b and a.ids is not b.ids and a.type_ids is not b.type_ids
+    e = tok.encode_batch(["a short one"])[0]
+    n = len(e)
+    e.pad(n + 3, pad_id=7, direction="left")
+    assert len(e) == n + 3 and e.ids[:3] == [7, 7, 7] and e.attention_mask[:3] == [0, 0, 0]

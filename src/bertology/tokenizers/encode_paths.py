@@ -265,34 +265,47 @@ def flat_encodings(flat: Flat, which, type_id: int) -> list[Encoding]:
     return out
 
 
+class FramedBatch:
+    """The source of the deferred Encodings framed_encodings makes: text k's column, built from
+    the batch's Flat as process() then pad() would make it."""
+
+    def __init__(self, flat: Flat, frame: Frame, pad_to: int, pad: dict | None):
+        self.flat, self.frame, self.pad_to = flat, frame, pad_to
+        self.pad_id, self.pad_token, self.pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
+
+    def column(self, name: str, k: int) -> list:
+        bounds = self.flat.bounds
+        s, e = bounds[k], bounds[k + 1]
+        b, type_id, a, _ = self.frame
+        nb, n, na = len(b), e - s, len(a)
+        k_pad = max(self.pad_to - nb - n - na, 0)
+        if name == "ids":
+            return [*b.ids, *self.flat.ids[s:e], *a.ids, *repeat(self.pad_id, k_pad)]
+        if name == "tokens":
+            return [*b.tokens, *self.flat.tokens[s:e], *a.tokens, *repeat(self.pad_token, k_pad)]
+        if name == "offsets":
+            return [*b.offsets, *self.flat.offsets[s:e], *a.offsets, *repeat((0, 0), k_pad)]
+        if name == "word_ids":
+            return [*b.word_ids, *self.flat.words[s:e], *a.word_ids, *repeat(None, k_pad)]
+        if name == "type_ids":
+            return [*b.type_ids, *repeat(type_id, n), *a.type_ids, *repeat(self.pad_type, k_pad)]
+        if name == "special_tokens_mask":
+            return [*b.special_tokens_mask, *repeat(0, n), *a.special_tokens_mask, *repeat(1, k_pad)]
+        if name == "attention_mask":
+            return [*repeat(1, nb + n + na), *repeat(0, k_pad)]
+        if name == "sequence_ids":
+            return [*b.sequence_ids, *repeat(0, n), *a.sequence_ids, *repeat(None, k_pad)]
+        raise KeyError(name)
+
+
 def framed_encodings(flat: Flat, which, frame: Frame, pad_to: int, pad: dict | None) -> list[Encoding]:
     """The Encoding of each text k in `which`, post-processed by `frame` (flat's offsets are
     already trimmed) and padded on the right to pad_to tokens, as the pad dict says (see
     truncation.padding_settings): what process() then pad() would make of it, in one step.
-    The columns that depend on the length only are built once per length and copied."""
-    ids, tokens, offsets, words, bounds = flat
-    b, type_id, a, _ = frame
-    nb, na = len(b), len(a)
-    pad_id, pad_token, pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
-    by_length = {}  # n -> (type ids, special tokens mask, attention mask, sequence ids)
-    out = []
-    for k in which:
-        s, e = bounds[k], bounds[k + 1]
-        n = e - s
-        k_pad = max(pad_to - nb - n - na, 0)
-        fixed = by_length.get(n)
-        if fixed is None:
-            fixed = by_length[n] = (
-                [*b.type_ids, *repeat(type_id, n), *a.type_ids, *repeat(pad_type, k_pad)],
-                [*b.special_tokens_mask, *repeat(0, n), *a.special_tokens_mask, *repeat(1, k_pad)],
-                [*repeat(1, nb + n + na), *repeat(0, k_pad)],
-                [*b.sequence_ids, *repeat(0, n), *a.sequence_ids, *repeat(None, k_pad)])
-        out.append(Encoding([*b.ids, *ids[s:e], *a.ids, *repeat(pad_id, k_pad)],
-                            [*b.tokens, *tokens[s:e], *a.tokens, *repeat(pad_token, k_pad)],
-                            [*b.offsets, *offsets[s:e], *a.offsets, *repeat((0, 0), k_pad)],
-                            [*b.word_ids, *words[s:e], *a.word_ids, *repeat(None, k_pad)],
-                            *map(list.copy, fixed)))
-    return out
+    Each is deferred: its columns are made from the batch when first read (FramedBatch)."""
+    batch = FramedBatch(flat, frame, pad_to, pad)
+    bounds, n_frame = flat.bounds, len(frame.before) + len(frame.after)
+    return [Encoding.deferred(batch, k, max(bounds[k + 1] - bounds[k] + n_frame, pad_to)) for k in which]
 
 
 def encode_matches(ns: NormalizedString, pattern, entry: Callable[[str], Entry], out: Columns,

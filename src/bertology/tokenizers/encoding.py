@@ -7,7 +7,6 @@ cuts an encoding, what was cut is kept in `overflowing`, so nothing is lost sile
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import chain, repeat
 
 class _SharedPairs(dict):
@@ -41,23 +40,56 @@ def offset_pairs(starts, ends) -> list[tuple[int, int]]:
     return list(map(_PAIRS.__getitem__, zip(starts, ends)))
 
 
-@dataclass(slots=True)  # (no __dict__: one object less per encoding for the garbage collector)
 class Encoding:
-    ids: list[int] = field(default_factory=list)
-    tokens: list[str] = field(default_factory=list)
-    offsets: list[tuple[int, int]] = field(default_factory=list)
-    word_ids: list[int | None] = field(default_factory=list)
-    type_ids: list[int] = field(default_factory=list)
-    special_tokens_mask: list[int] = field(default_factory=list)
-    attention_mask: list[int] = field(default_factory=list)
-    sequence_ids: list[int | None] = field(default_factory=list)
-    overflowing: list["Encoding"] = field(default_factory=list)
+    """One input's tokens: eight equal-length columns (FIELDS) and the overflowing windows.
 
+    The columns are plain lists, read and changed in place like attributes. An Encoding made by
+    `deferred` (encode_batch's hot path) builds each column from its batch on first use, as
+    `tokenizers` makes its lists when they are read: a batch of padded encodings is mostly
+    columns nobody reads, and the garbage collector walks every list that exists.
+    """
     FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask",
-               "attention_mask", "sequence_ids")
+              "attention_mask", "sequence_ids")
+    __slots__ = tuple("_" + f for f in FIELDS) + ("overflowing", "_source", "_index", "_n")
+    __hash__ = None  # mutable
+
+    def __init__(self, ids=None, tokens=None, offsets=None, word_ids=None, type_ids=None,
+                 special_tokens_mask=None, attention_mask=None, sequence_ids=None,
+                 overflowing: list["Encoding"] | None = None):
+        self._ids = [] if ids is None else ids
+        self._tokens = [] if tokens is None else tokens
+        self._offsets = [] if offsets is None else offsets
+        self._word_ids = [] if word_ids is None else word_ids
+        self._type_ids = [] if type_ids is None else type_ids
+        self._special_tokens_mask = [] if special_tokens_mask is None else special_tokens_mask
+        self._attention_mask = [] if attention_mask is None else attention_mask
+        self._sequence_ids = [] if sequence_ids is None else sequence_ids
+        self.overflowing = [] if overflowing is None else overflowing
+        self._source = None
+
+    @classmethod
+    def deferred(cls, source, index: int, n: int) -> "Encoding":
+        """An Encoding of n tokens whose column f is source.column(f, index), made when first read."""
+        e = cls.__new__(cls)
+        e._ids = e._tokens = e._offsets = e._word_ids = e._type_ids = None
+        e._special_tokens_mask = e._attention_mask = e._sequence_ids = None
+        e.overflowing = []
+        e._source, e._index, e._n = source, index, n
+        return e
 
     def __len__(self):
-        return len(self.ids)
+        ids = self._ids
+        return self._n if ids is None else len(ids)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
+                and self.overflowing == other.overflowing)
+
+    def __repr__(self):
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.FIELDS)
+        return f"Encoding({fields}, overflowing={self.overflowing!r})"
 
     def __reduce__(self):
         # Offsets travel as one flat list of ints, which pickles in about half the time of a
@@ -114,7 +146,7 @@ class Encoding:
 
     def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
         """Keep max_length tokens; the rest goes to `overflowing` as windows overlapping by stride."""
-        n = len(self.ids)
+        n = len(self)
         if max_length >= n:
             return
         if max_length == 0:
@@ -152,7 +184,7 @@ class Encoding:
             direction: str = "right") -> None:
         for o in self.overflowing:
             o.pad(length, pad_id, pad_type_id, pad_token, direction)
-        k = length - len(self.ids)
+        k = length - len(self)
         if k <= 0:
             return
         # one pad value per field, in FIELDS order
@@ -171,6 +203,25 @@ class Encoding:
             if s == sequence and a <= char < b:
                 return i
         return None
+
+
+def _column(name: str) -> property:
+    slot = "_" + name
+
+    def get(self):
+        value = getattr(self, slot)
+        if value is None:  # deferred: made now
+            value = self._source.column(name, self._index)
+            setattr(self, slot, value)
+        return value
+
+    def set(self, value):
+        setattr(self, slot, value)
+    return property(get, set)
+
+
+for _name in Encoding.FIELDS:
+    setattr(Encoding, _name, _column(_name))
 
 
 def _from_flat(ids, tokens, flat_offsets, *rest) -> Encoding:
