@@ -89,16 +89,17 @@ class Lattices:
         self.src, self.dst, self.n_states = src, dst, n_states
         self.first, self.last, self.lattice_of_state = first, last, lattice_of_state
         self.lattice = lattice_of_state[src]
-        depth = dst - first[self.lattice]
-        height = last[self.lattice] - src  # distance of src from its lattice's end
+        depth = dst - first.astype(ix)[self.lattice]
+        height = last.astype(ix)[self.lattice] - src  # distance of src from its lattice's end
         if orders is None:
             # One integer key per pass (depth is a function of dst, height of src); last, the
             # length, so that the edges into a state come earliest start first, as the Unigram
             # model finds them (a tie in `viterbi` keeps the first).
             length = dst - src
             span = int(length.max(initial=0)) + 1
-            orders = (np.argsort((depth * n_states + dst) * span + (span - 1 - length)).astype(ix),
-                      np.argsort((height * n_states + src) * span + length).astype(ix) if backward else None)
+            orders = (np.argsort((depth.astype(np.int64) * n_states + dst) * span + (span - 1 - length)).astype(ix),
+                      np.argsort((height.astype(np.int64) * n_states + src) * span + length).astype(ix)
+                      if backward else None)
         self.orders = orders
         self.fwd = self._plan(orders[0], depth, dst, src)
         self.bwd = self._plan(orders[1], height, src, dst) if orders[1] is not None else None  # viterbi needs none
@@ -277,8 +278,9 @@ class UnigramTrainer:
             first_at = np.minimum.reduceat(pos, starts)  # the first occurrence stands for the group
             cand.append((np.flatnonzero(keep) + n_groups, freq[keep], first_at[keep],
                          np.full(int(keep.sum()), length)))
-            occ_pos.append(pos)
-            occ_gid.append(gid)
+            sel = np.repeat(keep, sizes)  # the occurrences of candidate seeds only
+            occ_pos.append(pos[sel].astype(index_type(n)))
+            occ_gid.append(gid[sel])
             n_groups += len(starts)
             viable = np.repeat(freq >= 2, sizes)  # only these can start a longer seed
             pos, h, lo, hi = pos[viable], h[viable], lo[viable], hi[viable]
@@ -313,20 +315,23 @@ class UnigramTrainer:
                 np.concatenate(pid))
 
     # -- 2. EM ---------------------------------------------------------------------------------
-    def _edge_scores(self, logp, alive, is_char, pid):
+    def _edge_scores(self, logp, alive, is_char, pid, dtype=np.float64):
         """Edge scores: the piece's log-prob, -inf once removed; a removed char becomes <unk>."""
         unk_score = logp[alive].min() - UNK_PENALTY
-        return np.where(alive[pid], logp[pid], np.where(is_char[pid], unk_score, -np.inf))
+        return np.where(alive, logp, np.where(is_char, unk_score, -np.inf)).astype(dtype)[pid]
 
     def _e_step(self, lat: Lattices, pid, score, n_pieces, alive):
         # forward-backward in single precision, as SentencePiece's: half the memory traffic
         # (expected counts move by ~1e-4 relative; they are summed in double precision)
-        score = score.astype(np.float32)
+        score = score.astype(np.float32, copy=False)
         alpha, beta = lat.forward(score), lat.backward(score)
-        w = lat.lattice
         logz = alpha[self.last]
-        post = np.exp(alpha[lat.src] + score + beta[lat.dst] - logz[w]) * self.word_count[w]
-        expected = np.bincount(pid, weights=post, minlength=n_pieces)
+        expected = np.zeros(n_pieces)
+        for a in range(0, len(pid), 1 << 20):  # in chunks: the temporaries stay small
+            e = slice(a, a + (1 << 20))
+            w = lat.lattice[e]
+            post = np.exp(alpha[lat.src[e]] + score[e] + beta[lat.dst[e]] - logz[w]) * self.word_count[w]
+            expected += np.bincount(pid[e], weights=post, minlength=n_pieces)
         expected[~alive] = 0.0  # a removed char's edges stood in for <unk>
         objective = -(logz.astype(np.float64) * self.word_count).sum() / self.word_count.sum()
         return expected, objective
@@ -423,7 +428,7 @@ class UnigramTrainer:
             del src, dst
             while True:
                 for _ in range(self.n_sub_iterations):
-                    score = self._edge_scores(logp, alive, is_char, pid)
+                    score = self._edge_scores(logp, alive, is_char, pid, np.float32)
                     expected, objective = self._e_step(lat, pid, score, n_pieces, alive)
                     logp, alive = self._m_step(expected, alive)
                     self.history.append((int(alive.sum()), float(objective)))
