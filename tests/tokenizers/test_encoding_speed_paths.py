@@ -52,6 +52,7 @@ def test_ascii_word_splits_equal_the_unicode_patterns_on_any_ascii_text(s):
         assert _words_by_split(pre.word_split(), s) == _words_by_finditer(pre.pattern, s)
     assert _words_by_split(pre_tokenizers.ByteLevel(add_prefix_space=False).word_split(), s) == \
         _words_by_finditer(GPT2_PATTERN, s)
+    assert "".join(pre_tokenizers._GPT2_SPLIT.ascii.findall(s)) == s  # its words tile the text (split.tiles)
 
 
 def test_word_splits_on_real_text(enwiki_lines, russian_lines):
@@ -61,6 +62,8 @@ def test_word_splits_on_real_text(enwiki_lines, russian_lines):
         for pre in SPLITS.values():
             assert _words_by_split(pre.word_split(), s) == _words_by_finditer(pre.pattern, s)
         assert _words_by_split(pre_tokenizers._GPT2_SPLIT, s) == _words_by_finditer(GPT2_PATTERN, s)
+        assert "".join(pre_tokenizers._GPT2_SPLIT.unicode.findall(s)) == s
+    assert [p.word_split().tiles for p in SPLITS.values()] == [False] * len(SPLITS)
 
 
 def test_only_pure_match_pre_tokenizers_offer_a_word_split():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from itertools import accumulate, chain, compress, count, repeat
 from operator import itemgetter, rshift, sub
-from typing import Callable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from .base import Model
 from .bpe import BPE
@@ -114,6 +114,38 @@ def _fill(entries: list, words: list[str], cache: dict[str, Entry], new_entry: C
             entries[i] = e
 
 
+def _words(texts: list[str], split: WordSplit) -> tuple[list[str], list[int], "Iterable[int]"]:
+    """The words of all texts (flat), how many each text has, and where each starts in its text.
+
+    A split whose words tile the text (split.tiles) takes findall, and a word starts where the
+    words before it in its text end. Otherwise each text's parts minus its last gap are (gap,
+    word) pairs, so in the flattened parts every word sits at an odd index and the running sum
+    of the part lengths gives its position; subtracting where its text begins makes that
+    relative to the text.
+    """
+    if split.tiles:
+        asc, uni = split.ascii.findall, split.unicode.findall
+        per_text = [asc(s) if s.isascii() else uni(s) for s in texts]
+        words = list(chain.from_iterable(per_text))
+        lengths = list(map(len, words))
+        n_chars = list(map(len, texts))
+        if sum(lengths) != sum(n_chars):
+            raise RuntimeError(f"the words of {split.unicode.pattern!r} do not tile the text (split.tiles is wrong)")
+        n_words = list(map(len, per_text))
+        text_starts = chain.from_iterable(map(repeat, accumulate(n_chars, initial=0), n_words))
+        return words, n_words, map(sub, accumulate(lengths, initial=0), text_starts)
+    asc, uni = split.ascii.split, split.unicode.split
+    parts = [asc(s) if s.isascii() else uni(s) for s in texts]
+    pairs = list(map(_ALL_BUT_LAST, parts))  # [gap, word, gap, word, ...] per text
+    n_words = list(map(rshift, map(len, pairs), repeat(1)))
+    flat = list(chain.from_iterable(pairs))
+    positions = list(accumulate(map(len, flat), initial=0))
+    # where each text's first part lands in the running sum: the lengths of the texts before
+    # it, less their dropped last gaps
+    text_starts = accumulate(map(sub, map(len, texts), map(len, map(_LAST, parts))), initial=0)
+    return flat[1::2], n_words, map(sub, positions[1::2], chain.from_iterable(map(repeat, text_starts, n_words)))
+
+
 class WordCache:
     """Memoized entries, for models whose output depends on the word alone (WordPiece, BPE
     without dropout), so that the model splits each distinct word once.
@@ -198,11 +230,8 @@ class WordCache:
         them, add_prefix_space=trim.
 
         The whole batch goes through each step at once (map / chain / accumulate over all its
-        words and tokens), so the Python-level work per text is one pattern.split. Each text's
-        parts minus its last gap are (gap, word) pairs, so in the flattened parts every word
-        sits at an odd index and the running sum of the part lengths gives its position;
-        subtracting where its text begins makes that relative to the text. A word's offsets
-        come from `placed`, by its start and its entry's shape.
+        words and tokens), so the Python-level work per text is one pattern match (_words). A
+        word's offsets come from `placed`, by its start and its entry's shape.
         """
         if trim is not None:
             if not split.byte_level:
@@ -212,17 +241,7 @@ class WordCache:
             cache, new_entry = self.by_text, self.text_entry
         else:
             cache, new_entry = self.entries, self.entry
-        asc, uni = split.ascii.split, split.unicode.split
-        parts = [asc(s) if s.isascii() else uni(s) for s in texts]
-        pairs = list(map(_ALL_BUT_LAST, parts))  # [gap, word, gap, word, ...] per text
-        n_words = list(map(rshift, map(len, pairs), repeat(1)))
-        flat = list(chain.from_iterable(pairs))
-        words = flat[1::2]
-        positions = list(accumulate(map(len, flat), initial=0))
-        # where each text's first part lands in the running sum: the lengths of the texts
-        # before it, less their dropped last gaps
-        text_starts = accumulate(map(sub, map(len, texts), map(len, map(_LAST, parts))), initial=0)
-        word_starts = map(sub, positions[1::2], chain.from_iterable(map(repeat, text_starts, n_words)))
+        words, n_words, word_starts = _words(texts, split)
         entries = list(map(cache.get, words))
         if None in entries:
             _fill(entries, words, cache, new_entry)

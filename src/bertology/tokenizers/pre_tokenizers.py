@@ -39,6 +39,7 @@ class WordSplit(NamedTuple):
     unicode: "regex.Pattern"
     ascii: "re.Pattern"   # the same matches on ASCII-only text; stdlib re is ~1.6x faster there
     byte_level: bool      # the model sees each word as byte stand-ins (to_byte_chars)
+    tiles: bool = False   # every char is in a match: the words laid end to end are the text
 
 
 def _ascii_members(cls: str) -> str:
@@ -52,8 +53,8 @@ def _ascii_members(cls: str) -> str:
     return "".join(re.escape(chr(c)) for c in range(128) if pattern.fullmatch(chr(c)))
 
 
-def _word_split(unicode_body: str, ascii_body: str, byte_level: bool = False) -> WordSplit:
-    return WordSplit(regex.compile(f"({unicode_body})"), re.compile(f"({ascii_body})"), byte_level)
+def _word_split(unicode_body: str, ascii_body: str, byte_level: bool = False, tiles: bool = False) -> WordSplit:
+    return WordSplit(regex.compile(f"({unicode_body})"), re.compile(f"({ascii_body})"), byte_level, tiles)
 
 
 # The ASCII members of each character class the patterns use (class bodies for stdlib re).
@@ -72,7 +73,7 @@ _GPT2_SPLIT = _word_split(
     GPT2_PATTERN.pattern,
     f"'s|'t|'re|'ve|'m|'ll|'d| ?[{_ASCII_LETTER}]+| ?[{_ASCII_NUMBER}]+"
     f"| ?[^{_ASCII_SPACE}{_ASCII_LETTER}{_ASCII_NUMBER}]+|[{_ASCII_SPACE}]+(?![^{_ASCII_SPACE}])|[{_ASCII_SPACE}]+",
-    byte_level=True)
+    byte_level=True, tiles=True)  # (a char is a space, a letter, a number or none of these)
 
 BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
 
