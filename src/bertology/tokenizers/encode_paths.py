@@ -286,7 +286,9 @@ def flat_encodings(flat: Flat, which, type_id: int) -> list[Encoding]:
 
 class FramedBatch:
     """The source of the deferred Encodings framed_encodings makes: text k's column, built from
-    the batch's Flat as process() then pad() would make it."""
+    the batch's Flat as process() then pad() would make it. (The Flat stays in memory while
+    any encoding of the batch is kept: about one more copy of its unpadded ids, tokens,
+    offsets and word ids.)"""
 
     def __init__(self, flat: Flat, frame: Frame, pad_to: int, pad: dict | None):
         self.flat, self.frame, self.pad_to = flat, frame, pad_to
