@@ -14,7 +14,9 @@
 Words are distinct pre-tokens with counts; all of their lattices are processed at once with numpy:
 the text is one array of characters, lattice nodes are edges (src, dst, piece) between character
 boundaries, and the dynamic programmes run wavefront by wavefront (all edges ending at the same
-depth inside their word at once).
+depth inside their word at once). The edges are sorted once; indices are int32 and the E step runs
+in float32 (as SentencePiece's), so memory follows the distinct words' text (tens of bytes per
+edge), not the corpus's size.
 """
 from __future__ import annotations
 
