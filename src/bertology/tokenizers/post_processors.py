@@ -10,12 +10,10 @@ special token; `special_tokens` maps each name to its ids and tokens.
 from __future__ import annotations
 
 import copy
-import operator
-from itertools import chain, compress, count
 from typing import NamedTuple
 
 from .base import component_from_json
-from .encoding import Encoding, offset_pairs
+from .encoding import Encoding
 from .normalized_string import WHITESPACE_CHARS
 from .byte_level import ByteLevelSettings
 
@@ -70,34 +68,31 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
 def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bool,
                     firsts) -> list[tuple[int, int]]:
     """trim_byte_level_offsets on the columns of one or more sequences laid end to end
-    (firsts: the index of each sequence's first token).
+    (firsts: the index of each sequence's first token). Called per encoding and, on the
+    batch hot path, once per distinct word (encode_paths.WordCache.trimmed_entry).
 
-    Written list-wise, so that map / zip do the per-token work in C; only the rare tokens that
-    end in a space (and the first tokens, see below) take a Python loop.
+    >>> trimmed_offsets(["Ġhi", "ĠĠ"], [(3, 6), (6, 8)], False, [0])
+    [(4, 6), (8, 8)]
     """
-    if not tokens:
-        return offsets
-    spaces = list(map(_SPACES.get, tokens))  # (leading, trailing) spaces per token
-    if None in spaces:
-        for i, sp in enumerate(spaces):
-            if sp is None:
-                sp = spaces[i] = _spaces_of(tokens[i])
-                if len(_SPACES) < 500_000:
-                    _SPACES[tokens[i]] = sp
-    starts, ends = (list(x) for x in zip(*offsets))
-    leads = list(map(_LEAD, spaces))
-    if add_prefix_space:
-        # The space the pre-tokenizer itself put in front of the first word belongs to that
-        # token for `tokenizers`; only spaces of the user's are trimmed.
-        for i in chain(firsts, compress(count(), map(operator.not_, starts))):  # first or start == 0
-            if leads[i] == 1:
-                leads[i] = 0
-    starts = list(map(min, map(operator.add, starts, leads), ends))
-    for i in compress(count(), map(_TRAIL, spaces)):
-        trail = spaces[i][1]
-        if ends[i] >= trail:
-            ends[i] = max(ends[i] - trail, starts[i])
-    return offset_pairs(starts, ends)
+    firsts = set(firsts)
+    out = []
+    for i, (token, (a, b)) in enumerate(zip(tokens, offsets)):
+        spaces = _SPACES.get(token)
+        if spaces is None:
+            spaces = _spaces_of(token)
+            if len(_SPACES) < 500_000:
+                _SPACES[token] = spaces
+        lead, trail = spaces
+        if lead or trail:
+            # The space the pre-tokenizer itself put in front of the first word belongs to that
+            # token for `tokenizers`; only spaces of the user's are trimmed.
+            if lead == 1 and add_prefix_space and (i in firsts or a == 0):
+                lead = 0
+            a = min(a + lead, b)
+            if trail and b >= trail:
+                b = max(b - trail, a)
+        out.append((a, b))
+    return out
 
 
 class Frame(NamedTuple):
@@ -112,7 +107,6 @@ class Frame(NamedTuple):
 
 
 _SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces
-_LEAD, _TRAIL = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _spaces_of(tok: str) -> tuple[int, int]:
