@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import random
-from itertools import repeat
+from itertools import accumulate, repeat
+from operator import sub
 
 from .base import DictVocabModel, Token
 
@@ -19,10 +20,11 @@ from .base import DictVocabModel, Token
 _NO_MERGE = (float("inf"), -1)
 
 
-def apply_merges(ids: list[int], spans: list[list[int]], ranks: dict) -> None:
+def apply_merges(ids: list[int], spans: list[list[int]] | None, ranks: dict) -> None:
     """Merge adjacent symbols in place, always the pair of lowest rank (leftmost first).
 
-    ranks maps (id_a, id_b) -> (rank, merged_id); spans are [start, end] per symbol. `found`
+    ranks maps (id_a, id_b) -> (rank, merged_id); spans are [start, end] per symbol (or None,
+    for the caller that knows them from the merged tokens' lengths). `found`
     holds the rank of each adjacent pair, so each step is a min and an index over it (in C),
     and a merge re-ranks only the two pairs next to it.
 
@@ -38,16 +40,17 @@ def apply_merges(ids: list[int], spans: list[list[int]], ranks: dict) -> None:
         if best is _NO_MERGE:
             return
         at = [found.index(best)]  # every non-overlapping occurrence, left to right
-        try:
-            while True:
-                at.append(found.index(best, at[-1] + 2))
-        except ValueError:
-            pass
+        if found.count(best) > 1:
+            for i in range(at[0] + 2, len(found)):
+                if found[i] == best and i >= at[-1] + 2:
+                    at.append(i)
         merged = best[1]
         for i in reversed(at):  # from the right, so that the positions to the left stay put
             ids[i] = merged
-            spans[i][1] = spans[i + 1][1]
-            del ids[i + 1], spans[i + 1], found[i]
+            if spans is not None:
+                spans[i][1] = spans[i + 1][1]
+                del spans[i + 1]
+            del ids[i + 1], found[i]
             if i < len(found):
                 found[i] = get((merged, ids[i + 1]), _NO_MERGE)
             if i > 0:
@@ -148,12 +151,22 @@ class BPE(DictVocabModel):
             return []
         if self.ignore_merges and sequence in self.vocab:
             return [Token(self.vocab[sequence], sequence, (0, len(sequence)))]
+        vocab_r = self.vocab_r
+        if not (self.continuing_subword_prefix or self.end_of_word_suffix or self.dropout):
+            # one symbol per char, all known (byte-level BPE): a merged token's string is its
+            # chars, so the token lengths give the spans and apply_merges needs none
+            ids = list(map(self.vocab.get, sequence))
+            if None not in ids:
+                apply_merges(ids, None, self._ranks)
+                tokens = list(map(vocab_r.__getitem__, ids))
+                ends = list(accumulate(map(len, tokens)))
+                if ends[-1] == len(sequence):  # (else a vocabulary that maps two tokens to one id)
+                    return list(map(Token, ids, tokens, zip(map(sub, ends, map(len, tokens)), ends)))
         ids, spans = self._symbols(sequence)
         if self.dropout:
             _apply_merges_dropout(ids, spans, self._ranks, self.dropout, self._rng)
         else:
             apply_merges(ids, spans, self._ranks)
-        vocab_r = self.vocab_r
         return [Token(i, vocab_r[i], (a, b)) for i, (a, b) in zip(ids, spans)]
 
     def to_json(self):
