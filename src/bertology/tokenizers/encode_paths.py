@@ -13,8 +13,12 @@ piece reaches the model by one of three paths, which give the same result:
 Each appends one entry per token to the `Columns` and returns how many words it read. A word's
 tokens come as an entry (ids, tokens, starts, ends, shape) with offsets relative to the word
 (shape: the same as pairs, the key of `placed`): from `model_entry`, or memoized by a WordCache
-where the model's output depends on the word alone. WordCache.encode_texts does a whole batch
-of texts at once, for encode_batch.
+where the model's output depends on the word alone.
+
+encode_batch's hot path does the first one for a whole batch of such texts at once
+(WordCache.encode_texts -> Flat), and framed_encodings turns the Flat into post-processed,
+padded Encodings whose columns are made when first read (FramedBatch). Tests hold every fast
+path to the general one (tests/tokenizers/test_encoding_speed_paths.py) and to `tokenizers`.
 """
 from __future__ import annotations
 
