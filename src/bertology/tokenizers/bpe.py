@@ -147,11 +147,16 @@ class BPE(DictVocabModel):
 
     def tokenize(self, sequence: str) -> list[Token]:
         # (no cache here: the Tokenizer memoizes words, see encode_paths.WordCache)
+        ids, tokens, starts, ends = self.columns(sequence)
+        return list(map(Token, ids, tokens, zip(starts, ends)))
+
+    def columns(self, sequence: str) -> tuple[list[int], list[str], list[int], list[int]]:
+        """tokenize(sequence) as lists: ids, tokens, starts, ends."""
         if not sequence:
-            return []
-        if self.ignore_merges and sequence in self.vocab:
-            return [Token(self.vocab[sequence], sequence, (0, len(sequence)))]
+            return [], [], [], []
         vocab_r = self.vocab_r
+        if self.ignore_merges and sequence in self.vocab:
+            return [self.vocab[sequence]], [sequence], [0], [len(sequence)]
         if not (self.continuing_subword_prefix or self.end_of_word_suffix or self.dropout):
             # one symbol per char, all known (byte-level BPE): a merged token's string is its
             # chars, so the token lengths give the spans and apply_merges needs none
@@ -161,13 +166,13 @@ class BPE(DictVocabModel):
                 tokens = list(map(vocab_r.__getitem__, ids))
                 ends = list(accumulate(map(len, tokens)))
                 if ends[-1] == len(sequence):  # (else a vocabulary that maps two tokens to one id)
-                    return list(map(Token, ids, tokens, zip(map(sub, ends, map(len, tokens)), ends)))
+                    return ids, tokens, list(map(sub, ends, map(len, tokens))), ends
         ids, spans = self._symbols(sequence)
         if self.dropout:
             _apply_merges_dropout(ids, spans, self._ranks, self.dropout, self._rng)
         else:
             apply_merges(ids, spans, self._ranks)
-        return [Token(i, vocab_r[i], (a, b)) for i, (a, b) in zip(ids, spans)]
+        return ids, list(map(vocab_r.__getitem__, ids)), [a for a, _ in spans], [b for _, b in spans]
 
     def to_json(self):
         return {"type": "BPE", "dropout": self.dropout, "unk_token": self.unk_token,

@@ -82,6 +82,8 @@ def model_entry(model: Model, word: str) -> Entry:
     >>> model_entry(WordPiece({"un": 0, "##able": 1}), "unable")
     ((0, 1), ('un', '##able'), (0, 2), (2, 6), ((0, 2), (2, 6)))
     """
+    if type(model) is BPE:  # (without Token objects)
+        return make_entry(*model.columns(word))
     toks = model.tokenize(word)
     return make_entry([t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks],
                       [t.offsets[1] for t in toks])
