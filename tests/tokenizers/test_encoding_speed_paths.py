@@ -6,6 +6,7 @@ template concatenation, pickling Encodings flat, and encode_batch over worker pr
 """
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -363,3 +364,46 @@ def test_deferred_encodings_behave_as_plain_ones(minilm_json, texts):
     n = len(e)
     e.pad(n + 3, pad_id=7, direction="left")
     assert len(e) == n + 3 and e.ids[:3] == [7, 7, 7] and e.attention_mask[:3] == [0, 0, 0]
+
+
+# -- Unigram behind Metaspace: the batch hot path (WordCache.encode_metaspace) -------------------
+
+@pytest.fixture(scope="module")
+def unigram_json(tmp_path_factory):
+    """NFKC + Metaspace + Unigram (as bench/encode_speed.py trains it), trained by `tokenizers`
+    on English and Russian text."""
+    from tokenizers import decoders, models, normalizers, trainers
+    tok = tokenizers.Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=3000, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False)
+    tok.train_from_iterator(LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines()[:3000],
+                            trainer)
+    path = tmp_path_factory.mktemp("unigram") / "tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+@pytest.mark.parametrize("prepend_scheme,split", [("always", True), ("first", True), ("never", True), ("always", False)])
+def test_unigram_metaspace_hot_path(unigram_json, prepend_scheme, split, texts, same_encoding, monkeypatch, tmp_path):
+    data = json.loads(unigram_json.read_text(encoding="utf-8"))
+    data["pre_tokenizer"].update(prepend_scheme=prepend_scheme, split=split)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    tok, ref = Tokenizer.load(path), tokenizers.Tokenizer.from_file(str(path))
+    seen = [0]
+    encode_metaspace = WordCache.encode_metaspace
+
+    def counting(self, batch, pre):
+        seen[0] += len(batch)
+        return encode_metaspace(self, batch, pre)
+    monkeypatch.setattr(WordCache, "encode_metaspace", counting)
+    all_texts = texts + ["▁a ▁", "▁▁x", " ▁", "ﬁ ① ＡＢ", "<unk> a<unk>b", "== ==== -- ===="]
+    fast_batch = tok.encode_batch(all_texts, workers=1)
+    assert (seen[0] > 500) == split, "the hot path should run exactly when Metaspace splits"
+    slow = _general(tok)
+    for text, fast, r in zip(all_texts, fast_batch, ref.encode_batch(all_texts)):
+        assert fast == slow.encode(text), f"hot path differs from the general path on {text!r:.80}"
+        same_encoding(fast, r, text)
+        assert tok.encode(text) == fast

@@ -315,3 +315,54 @@ def test_property_ids_equal_sentencepiece_and_tokenizers(rst_sentencepiece, rst_
     """For every input: our ids equal sentencepiece's on a .model, tokenizers' on our tokenizer.json."""
     _same_ids_as_sentencepiece(rst_sentencepiece, texts)
     _same_ids_as_tokenizers(rst_ours_json, texts)
+
+
+# -- the fast Viterbi (Unigram.columns) against the reference lattice + viterbi ------------------
+
+TIES = [("<unk>", 0.0), ("=", -1.0), ("==", -2.0), ("===", -3.0), ("====", -4.0), ("-", -1.5), ("--", -3.0),
+        ("=-", -2.5), ("-=", -2.5), ("▁", -1.0), ("▁=", -2.0), ("a", -2.0), ("ab", -2.0), ("b", -2.0)]
+FAST_MODELS = {
+    "tiny": Unigram(TINY, 0),
+    "byte_fallback": Unigram(TINY + [(f"<0x{b:02X}>", -30.0) for b in range(256)], 0, True),
+    "ties": Unigram(TIES, 0),
+    "unk_piece_matchable": Unigram(TINY + [(c, -3.0) for c in "<unk>"], 0),  # ("<unk>" is a piece)
+    "unk_last_id": Unigram(TINY[1:] + [("<unk>", 0.0)], len(TINY) - 1),
+}
+
+
+def _token_columns(m, word):
+    toks = m.tokenize(word)
+    return [t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks], [t.offsets[1] for t in toks]
+
+
+@settings(max_examples=400, deadline=None)
+@given(word=st.text(st.sampled_from("abc=-▁☃é<unk>"), max_size=40))
+def test_fast_viterbi_equals_the_reference_on_any_word(word):
+    """Same ids, tokens and offsets, ties and fused / byte-spelled unknowns included."""
+    for name, m in FAST_MODELS.items():
+        assert m._fast
+        assert m.columns(word) == m._reference_columns(word) == _token_columns(m, word), (name, word)
+
+
+def test_fast_viterbi_without_unk_raises_as_the_reference_does():
+    m = Unigram(TINY[1:])
+    assert m.columns("abc") == m._reference_columns("abc")
+    with pytest.raises(ValueError, match="no unk_id"):
+        m.columns("abz")
+
+
+def test_float32_models_take_the_reference():
+    m = Unigram(TIES, 0, float32=True)
+    assert not m._fast
+    for w in ["=" * k for k in range(1, 30)] + ["▁==-=-==", "ab☃b"]:
+        assert m.columns(w) == m._reference_columns(w)
+
+
+def test_fast_viterbi_equals_the_reference_on_wikipedia_words(hf_unigram):
+    _, data = hf_unigram
+    m = Unigram.from_json(data["model"])
+    assert m._fast
+    words = {"▁" + w for line in wiki_lines(3000, 2000) for w in line.split()}
+    words |= {"▁" + c * k for c in RUN_CHARS for k in range(1, 60)}
+    for w in sorted(words):
+        assert m.columns(w) == m._reference_columns(w), w

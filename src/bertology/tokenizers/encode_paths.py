@@ -16,7 +16,8 @@ tokens come as an entry (ids, tokens, starts, ends, shape) with offsets relative
 where the model's output depends on the word alone.
 
 encode_batch's hot path does the first one for a whole batch of such texts at once
-(WordCache.encode_texts -> Flat), and framed_encodings turns the Flat into post-processed,
+(WordCache.encode_texts -> Flat; for Unigram behind a splitting Metaspace,
+WordCache.encode_metaspace), and framed_encodings turns the Flat into post-processed,
 padded Encodings whose columns are made when first read (FramedBatch). Tests hold every fast
 path to the general one (tests/tokenizers/test_encoding_speed_paths.py) and to `tokenizers`.
 """
@@ -32,7 +33,8 @@ from .byte_level import to_byte_chars
 from .encoding import Encoding
 from .normalized_string import NormalizedString
 from .post_processors import Frame, trimmed_offsets
-from .pre_tokenizers import WordSplit
+from .pre_tokenizers import Metaspace, WordSplit
+from .unigram import Unigram
 from .wordpiece import WordPiece
 
 _WORD_CACHE_LIMIT = 200_000  # distinct words per table; real text has a Zipfian vocabulary
@@ -82,7 +84,7 @@ def model_entry(model: Model, word: str) -> Entry:
     >>> model_entry(WordPiece({"un": 0, "##able": 1}), "unable")
     ((0, 1), ('un', '##able'), (0, 2), (2, 6), ((0, 2), (2, 6)))
     """
-    if type(model) is BPE:  # (without Token objects)
+    if type(model) is BPE or type(model) is Unigram:  # (without Token objects)
         return make_entry(*model.columns(word))
     toks = model.tokenize(word)
     return make_entry([t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks],
@@ -169,13 +171,71 @@ class WordCache:
         # that are not first in their text, and those of first words with a prefix space
         self.trimmed: dict[str, Entry] = {}
         self.trimmed_first: dict[str, Entry] = {}
+        self.prepended: dict[str, Entry] = {}  # Metaspace: a text's first word, r prepended
 
     def __len__(self):
         return len(self.entries)
 
     @staticmethod
     def applies(model: Model) -> bool:
-        return type(model) is WordPiece or (type(model) is BPE and not model.dropout)
+        return (type(model) is WordPiece or (type(model) is BPE and not model.dropout)
+                or (type(model) is Unigram and not model.float32))  # (float32: whole sentences)
+
+    def prepended_entry(self, word: str) -> Entry:
+        """entry(word) for a word that Metaspace made by prepending its first char (the
+        replacement) to a text: that char spans the text's first char, as does the next one."""
+        e = self.prepended.get(word)
+        if e is None:
+            ids, tokens, starts, ends, _ = self.entry(word)
+            e = make_entry(ids, tokens, [max(a - 1, 0) for a in starts], [max(b - 2, 0) + 1 for b in ends])
+            if len(self.prepended) < _WORD_CACHE_LIMIT:
+                self.prepended[word] = e
+        return e
+
+    def encode_metaspace(self, texts: list[str], pre: Metaspace) -> "Flat":
+        """What the general path makes of each text (normalized char for char) under
+        pre (a splitting Metaspace), as one Flat: spaces become the replacement r, r goes in
+        front of a text that does not start with one (unless prepend_scheme is 'never'; 'first'
+        is 'always' for a whole text), and a word starts at each r. A word's offsets are its
+        position in the text less the prepended r, so they come from `placed` as encode_texts'
+        do; a prepended first word has its own entry (prepended_entry).
+        """
+        r = pre.replacement
+        prepend = pre.prepend_scheme != "never"
+        words: list[str] = []
+        n_words, shift = [], []  # per text: its word count, 1 where r was prepended
+        firsts = []  # index in words of each prepended word
+        for s in texts:
+            if not s:
+                n_words.append(0)
+                shift.append(0)
+                continue
+            parts = s.replace(" ", r).split(r)
+            k = len(words)
+            if parts[0]:
+                if prepend:
+                    firsts.append(k)
+                    words += [r + p for p in parts]
+                    shift.append(1)
+                else:
+                    words.append(parts[0])
+                    words += [r + p for p in parts[1:]]
+                    shift.append(0)
+            else:
+                words += [r + p for p in parts[1:]]
+                shift.append(0)
+            n_words.append(len(words) - k)
+        cache = self.entries
+        entries = list(map(cache.get, words))
+        if None in entries:
+            _fill(entries, words, cache, self.entry)
+        for i in firsts:
+            entries[i] = self.prepended_entry(words[i])
+        # a word's start in its text: the running sum of word lengths, less where its text's
+        # words begin in that sum and its shift; a prepended word comes out at -1, placed at 0
+        text_starts = chain.from_iterable(map(repeat, map(sum, zip(accumulate(map(len, texts), initial=0), accumulate(shift, initial=0), shift)), n_words))
+        word_starts = map(max, map(sub, accumulate(map(len, words), initial=0), text_starts), repeat(0))
+        return _flat(entries, n_words, word_starts)
 
     def entry(self, word: str) -> Entry:
         """model_entry(model, word), memoized."""
@@ -260,12 +320,20 @@ class WordCache:
                     if len(self.trimmed_first) < _WORD_CACHE_LIMIT:
                         self.trimmed_first[words[i]] = e
                 entries[i] = e
-        counts = list(map(len, map(_IDS, entries)))
-        offsets = chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
-        word_ids = chain.from_iterable(map(repeat, chain.from_iterable(map(range, n_words)), counts))
-        token_ends = list(accumulate(counts, initial=0))
-        return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
-                    list(offsets), list(word_ids), list(map(token_ends.__getitem__, word_bounds)))
+        return _flat(entries, n_words, word_starts, word_bounds)
+
+
+def _flat(entries: list, n_words: list[int], word_starts: "Iterable[int]", word_bounds: list[int] | None = None) -> "Flat":
+    """The Flat of a batch whose words have these entries, texts these word counts, and words
+    these starts in their texts."""
+    if word_bounds is None:
+        word_bounds = list(accumulate(n_words, initial=0))
+    counts = list(map(len, map(_IDS, entries)))
+    offsets = chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
+    word_ids = chain.from_iterable(map(repeat, chain.from_iterable(map(range, n_words)), counts))
+    token_ends = list(accumulate(counts, initial=0))
+    return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
+                list(offsets), list(word_ids), list(map(token_ends.__getitem__, word_bounds)))
 
 
 class Flat(NamedTuple):

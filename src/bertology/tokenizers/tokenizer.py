@@ -29,6 +29,8 @@ from .encode_paths import (Columns, Flat, WordCache, encode_matches, encode_piec
 from .encoding import Encoding
 from .loading import read_spec
 from .post_processors import Frame
+from .pre_tokenizers import Metaspace
+from .unigram import Unigram
 from .spec import TokenizerSpec
 from .tensors import batch_tensors
 from .tokenizer_json import spec_from_json, spec_to_json
@@ -138,13 +140,17 @@ class Tokenizer:
         their indices in texts; None when there are none or this tokenizer has no hot path."""
         cache, pre = self._word_cache(), self.pre_tokenizer
         split = pre.word_split() if pre is not None else None
-        if (cache is None or split is None or (trim is not None and not split.byte_level)
+        metaspace = (type(pre) is Metaspace and pre.split_on_replacement and trim is None
+                     and cache is not None and type(cache.model) is Unigram)
+        if (cache is None or (split is None and not metaspace) or (trim is not None and not split.byte_level)
                 or not all(type(t) is str for t in texts)):
             return None
         plain = self._added.plain_texts(texts, self.normalizer)
         hot = [i for i, s in enumerate(plain) if s is not None]
         if not hot:
             return None
+        if metaspace:
+            return cache.encode_metaspace([plain[i] for i in hot], pre), hot
         return cache.encode_texts([plain[i] for i in hot], split, trim), hot
 
     def _encode_many(self, texts: list, type_id: int) -> list[Encoding]:
