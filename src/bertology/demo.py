@@ -98,7 +98,8 @@ def recipe(family: str, corpus: list[str], tokenizer: str, out_dir: str, steps: 
     return PretrainOptions(
         family=family, corpus=[str(c) for c in corpus], out_dir=out_dir, preset=preset, tokenizer=tokenizer, steps=steps,
         batch_size=batch_size, seq_len=seq_len, lr=2e-3, warmup=max(2, steps // 10), schedule="linear", dropout=0.0,
-        unigram_prior=True, bf16=bf16, heldout=0.02, eval_every=max(1, steps // 5), log_every=max(1, steps // 40), quiet=quiet, **objective,
+        unigram_prior=True, bf16=bf16, heldout=0.02, eval_every=max(1, steps // 5), log_every=max(1, steps // 40),
+        quiet=quiet, **objective,
     )
 
 
@@ -468,8 +469,8 @@ def write_report(out: Path, plan: Plan, rows: dict, baseline_accuracy: float, wa
         "Tokens/word: on the task's dev texts. MLM accuracy: masked tokens predicted exactly, on held-out documents "
         "(XLNet: its permutation-LM targets, each predicted from the tokens before it in a random factorisation "
         "order); in brackets, always predicting the corpus's most frequent token. NSP / SOP: the pair objective's "
-        "held-out accuracy (RoBERTa and XLNet have none). Test accuracy: mean ± standard deviation over the seeds at the chosen rate; "
-        "random init: the same architecture and tokenizer without pretraining, through the same grid.", "",
+        "held-out accuracy (RoBERTa and XLNet have none). Test accuracy: mean ± standard deviation over the seeds "
+        "at the chosen rate; random init: the same architecture and tokenizer without pretraining, through the same grid.", "",
         "![pretraining curves](pretraining.png)", "", "![downstream accuracy](downstream.png)", "",
         "![parameter breakdown](parameters.png)", "",
         *[f"![attention {f}](attention-{f}.png)" for f in rows], "",

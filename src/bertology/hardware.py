@@ -49,7 +49,7 @@ def bf16_pays() -> bool:
 
 
 def precision_reason() -> str:
-    """Why the probe picks what it picks, in words: 'bf16 multiplies 4.0× as fast as fp32 here (measured now)'."""
+    """Why the probe picks what it picks, in words: 'bf16: bf16 matrix products run at 4.35× fp32's speed …'."""
     p = precision_probe()
     factor = p["bf16_gflops"] / max(p["fp32_gflops"], 1e-9)
     picked = "bf16" if p["bf16_pays"] else "fp32"
