@@ -153,12 +153,12 @@ class TokenizedCorpus:
         return len(self.ids)
 
     def token_counts(self, vocab_size: int, documents) -> torch.Tensor:
-        """How often each id occurs in `documents` (indices) (V,)."""
-        counts = np.zeros(vocab_size, dtype=np.int64)
-        for d in documents:
-            a, b = int(self.sent_offsets[self.doc_offsets[d]]), int(self.sent_offsets[self.doc_offsets[d + 1]])
-            counts += np.bincount(np.asarray(self.ids[a:b], dtype=np.int64), minlength=vocab_size)[:vocab_size]
-        return torch.from_numpy(counts)
+        """How often each id occurs in `documents` (indices) (V,): one pass over the corpus."""
+        chosen = np.zeros(self.num_documents, dtype=bool)
+        chosen[np.fromiter(documents, dtype=np.int64)] = True
+        doc_tokens = np.diff(np.asarray(self.sent_offsets)[np.asarray(self.doc_offsets)])  # tokens per document
+        ids = np.asarray(self.ids, dtype=np.int64)[np.repeat(chosen, doc_tokens)]
+        return torch.from_numpy(np.bincount(ids, minlength=vocab_size)[:vocab_size])
 
     def document(self, d: int) -> list[Segment]:
         s0, s1 = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
