@@ -37,6 +37,7 @@ import time
 
 import torch
 
+from bertology.hardware import matmul_gflops
 from bertology.models import BertConfig, BertForMaskedLM
 from bertology.models.params import count
 
@@ -50,16 +51,6 @@ def batches(steps: int, B: int, T: int, vocab: int, seed: int = 0):
         labels = torch.where(chosen, ids, torch.full_like(ids, -100))
         out.append({"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids), "labels": labels})
     return out
-
-
-def matmul_peak(bf16: bool, n: int = 2048, repeats: int = 10) -> float:
-    dtype = torch.bfloat16 if bf16 else torch.float32
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    a @ b
-    start = time.perf_counter()
-    for _ in range(repeats):
-        a @ b
-    return 2 * n ** 3 * repeats / (time.perf_counter() - start)
 
 
 def run_side(side: str, model_dir: str, args) -> dict:
@@ -207,7 +198,7 @@ def main() -> None:
                 r = json.loads(out.strip().splitlines()[-1])
                 if side not in results or r["tokens_per_s"] > results[side]["tokens_per_s"]:
                     results[side] = r
-    peak = matmul_peak(not args.fp32)
+    peak = matmul_gflops(torch.float32 if args.fp32 else torch.bfloat16, n=2048, repeats=10) * 1e9  # FLOP/s
     c = count(config, f"bert-{args.preset}", args.length)
     train_flops = 3 * c.flops_per_token["total"]  # forward + backward (2×), dense MLM head: the model's FLOPs
     precision = "fp32" if args.fp32 else "bf16 autocast"
