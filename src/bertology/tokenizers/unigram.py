@@ -319,21 +319,24 @@ class Unigram(Model):
         if float32:
             self.unk_score = _single(self.unk_score)
         self._cache: dict[str, list[Token]] = {}
-        # columns(): every prefix of a piece -> (id, score), id -1 for a prefix that is no piece
-        # (one lookup per substring); without float32 and with finite scores only, where a
-        # strict > against -inf is the reference's first-found rule
+        self._tokens = [p for p, _ in self.vocab]  # id -> piece
+        # columns(): without float32 and with finite scores only, where a strict > against -inf
+        # is the reference's first-found rule
         self._fast = not float32 and all(map(math.isfinite, self._scores)) and math.isfinite(self.unk_score)
-        self._trie: dict = {}  # char -> (children, id or -1, score): the pieces' prefix tree
+        # the pieces' prefix tree: char -> (children, score, id), score -inf and id -1 for a
+        # prefix that is no piece (a sum with it is never > the best, so it needs no test)
+        self._trie: dict = {}
+        self._singles = frozenset(p for p in self._pieces if len(p) == 1)  # chars with a piece
         if self._fast:
             for p, i in self._pieces.items():
                 node = self._trie
                 for c in p[:-1]:
                     x = node.get(c)
                     if x is None:
-                        x = node[c] = ({}, -1, 0.0)
+                        x = node[c] = ({}, -math.inf, -1)
                     node = x[0]
                 x = node.get(p[-1])
-                node[p[-1]] = (x[0] if x is not None else {}, i, self._scores[i])
+                node[p[-1]] = (x[0] if x is not None else {}, self._scores[i], i)
 
     # -- lattice -----------------------------------------------------------------------------
     def lattice(self, sequence: str) -> Lattice:
@@ -362,62 +365,46 @@ class Unigram(Model):
     def columns(self, word: str) -> tuple[list[int], list[str], list[int], list[int]]:
         """The ids, tokens, starts and ends of tokenize(word), without Token objects or a lattice:
         the same Viterbi (same node order, a tie keeps the first-found node) with the nodes
-        relaxed as they are found, one dict lookup per substring. A path with an unknown node
-        (fused, maybe spelled as bytes), float32 scores, or a char no piece or unk covers take
-        the reference (build_lattice, viterbi, _to_tokens).
+        relaxed as the prefix tree finds them. The tokens are the vocabulary's own strings. A
+        word with a char no piece covers (an unknown node), a path through the unk piece (fused,
+        maybe spelled as bytes) and float32 scores take the reference (build_lattice, viterbi,
+        _to_tokens).
 
         >>> Unigram([("<unk>", 0.0), ("a", -1.0), ("b", -2.0), ("ab", -1.5)], 0).columns("abab")
         ([3, 3], ['ab', 'ab'], [0, 2], [2, 4])
         """
         n = len(word)
-        if not self._fast or n == 0:
+        if not self._fast or n == 0 or not self._singles.issuperset(word):
             return self._reference_columns(word)
-        trie, max_len, unk_score = self._trie, self._max_len, self.unk_score
-        best = [0.0] + [-math.inf] * n
-        back = [0] * (n + 1)  # start of the best node ending here
-        ids = [0] * (n + 1)  # its id (-1: unknown)
+        trie, max_len = self._trie, self._max_len
+        best = [0.0] + [-math.inf] * n  # best[j]: the best path score into j
+        back = [0] * (n + 1)  # the start of its last node
+        ids = [0] * (n + 1)  # and that node's id
         for i in range(n):
             here = best[i]
-            x = trie.get(word[i])
-            if x is None or x[1] < 0:  # no single-char piece: the unknown node
-                if self.unk_id is None:
-                    return self._reference_columns(word)  # (raises as the reference does)
-                c = here + unk_score
-                if c > best[i + 1]:
-                    best[i + 1], back[i + 1], ids[i + 1] = c, i, -1
-                if x is None:
-                    continue
-            else:
-                c = here + x[2]
-                if c > best[i + 1]:
-                    best[i + 1], back[i + 1], ids[i + 1] = c, i, x[1]
-            node = x[0]
-            j = i + 1
-            for ch in word[j:i + max_len]:
-                j += 1
+            node, j = trie, i
+            for ch in word[i:i + max_len]:
                 x = node.get(ch)
                 if x is None:
                     break
-                node, pid, score = x
-                if pid >= 0:
-                    c = here + score
-                    if c > best[j]:
-                        best[j], back[j], ids[j] = c, i, pid
+                node, score, pid = x
+                j += 1
+                c = here + score
+                if c > best[j]:
+                    best[j] = c
+                    back[j] = i
+                    ids[j] = pid
         out_ids, starts, ends = [], [], []
         end = n
-        while end > 0:
-            start = back[end]
+        while end:
             out_ids.append(ids[end])
-            starts.append(start)
             ends.append(end)
-            end = start
-        if -1 in out_ids or self.unk_id in out_ids:  # (a matched unk piece fuses too)
-            path = [(a, b, self.unk_id if pid < 0 else pid) for a, b, pid in zip(starts, ends, out_ids)][::-1]
-            toks = self._to_tokens(word, path)
-            return ([t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks],
-                    [t.offsets[1] for t in toks])
+            end = back[end]
+            starts.append(end)
+        if self.unk_id in out_ids:  # (a matched unk piece fuses with its neighbours)
+            return self._reference_columns(word)
         out_ids.reverse(), starts.reverse(), ends.reverse()
-        return out_ids, list(map(word.__getitem__, map(slice, starts, ends))), starts, ends
+        return out_ids, list(map(self._tokens.__getitem__, out_ids)), starts, ends
 
     def _reference_columns(self, word: str) -> tuple[list[int], list[str], list[int], list[int]]:
         toks = self._to_tokens(word, viterbi(self.lattice(word), self.float32))
