@@ -24,8 +24,8 @@ path to the general one (tests/tokenizers/test_encoding_speed_paths.py) and to `
 from __future__ import annotations
 
 from itertools import accumulate, chain, compress, count, repeat
-from operator import itemgetter, rshift, sub
-from typing import Callable, Iterable, NamedTuple
+from operator import itemgetter, not_, rshift, sub
+from typing import Callable, Iterable
 
 from .base import Model
 from .bpe import BPE
@@ -46,13 +46,15 @@ Entry = tuple  # (ids, tokens, starts, ends, shape): tuples of ints / strs, offs
 
 
 class _Shapes(dict):
-    """Offset pairs relative to a word -> the same tuple, so that entries share them (bounded)."""
+    """Offset pairs relative to a word -> (starts, ends, pairs) tuples, so that entries share
+    them (bounded)."""
     limit = 100_000
 
     def __missing__(self, shape):
+        value = tuple(map(_FIRST, shape)), tuple(map(_SECOND, shape)), shape
         if len(self) < self.limit:
-            self[shape] = shape
-        return shape
+            self[shape] = value
+        return value
 
 
 class _Placed(dict):
@@ -74,8 +76,8 @@ _SHAPES, placed = _Shapes(), _Placed()
 
 
 def make_entry(ids, tokens, starts, ends) -> Entry:
-    starts, ends = tuple(starts), tuple(ends)
-    return tuple(ids), tuple(tokens), starts, ends, _SHAPES[tuple(zip(starts, ends))]
+    starts, ends, shape = _SHAPES[tuple(zip(starts, ends))]
+    return tuple(ids), tuple(tokens), starts, ends, shape
 
 
 def model_entry(model: Model, word: str) -> Entry:
@@ -111,15 +113,14 @@ class Columns:
 def _fill(entries: list, words: list[str], cache: dict[str, Entry], new_entry: Callable[[str], Entry]) -> None:
     """Fill the None entries (words not in cache) with new_entry(word), memoized in the cache
     (up to its limit): a new word that occurs again in the same batch is made once."""
-    for i, e in enumerate(entries):
+    for i in compress(count(), map(not_, entries)):  # (an entry is a non-empty tuple)
+        word = words[i]
+        e = cache.get(word)
         if e is None:
-            word = words[i]
-            e = cache.get(word)
-            if e is None:
-                e = new_entry(word)
-                if len(cache) < _WORD_CACHE_LIMIT:
-                    cache[word] = e
-            entries[i] = e
+            e = new_entry(word)
+            if len(cache) < _WORD_CACHE_LIMIT:
+                cache[word] = e
+        entries[i] = e
 
 
 def _words(texts: list[str], split: WordSplit) -> tuple[list[str], list[int], "Iterable[int]"]:
@@ -329,26 +330,51 @@ def _flat(entries: list, n_words: list[int], word_starts: "Iterable[int]", word_
     if word_bounds is None:
         word_bounds = list(accumulate(n_words, initial=0))
     counts = list(map(len, map(_IDS, entries)))
-    offsets = chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
-    word_ids = chain.from_iterable(map(repeat, chain.from_iterable(map(range, n_words)), counts))
     token_ends = list(accumulate(counts, initial=0))
     return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
-                list(offsets), list(word_ids), list(map(token_ends.__getitem__, word_bounds)))
+                list(map(token_ends.__getitem__, word_bounds)), entries, n_words, list(word_starts), counts)
 
 
-class Flat(NamedTuple):
+class Flat:
     """The first four columns of an Encoding for a batch of texts, one text after the other:
-    text k's tokens are [bounds[k], bounds[k + 1]); offsets and word ids are its own."""
-    ids: list[int]
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    words: list[int]
-    bounds: list[int]
+    text k's tokens are [bounds[k], bounds[k + 1]); offsets and word ids are its own.
+
+    ids and tokens are made at once; offsets and word ids for the whole batch when first read
+    (most callers read ids only), from the words' entries and starts kept until then.
+    """
+    __slots__ = ("ids", "tokens", "bounds", "_entries", "_n_words", "_word_starts", "_counts", "_offsets", "_words")
+
+    def __init__(self, ids: list[int], tokens: list[str], bounds: list[int], entries: list[Entry],
+                 n_words: list[int], word_starts: list[int], counts: list[int]):
+        self.ids, self.tokens, self.bounds = ids, tokens, bounds
+        self._entries, self._n_words, self._word_starts, self._counts = entries, n_words, word_starts, counts
+        self._offsets: list[tuple[int, int]] | None = None
+        self._words: list[int] | None = None
+
+    @property
+    def offsets(self) -> list[tuple[int, int]]:
+        if self._offsets is None:
+            self._offsets = list(chain.from_iterable(map(placed.__getitem__, zip(self._word_starts,
+                                                                                 map(_SHAPE, self._entries)))))
+            self._drop_sources()
+        return self._offsets
+
+    @property
+    def words(self) -> list[int]:
+        if self._words is None:
+            self._words = list(chain.from_iterable(map(repeat, chain.from_iterable(map(range, self._n_words)),
+                                                       self._counts)))
+            self._drop_sources()
+        return self._words
+
+    def _drop_sources(self) -> None:
+        if self._offsets is not None and self._words is not None:
+            self._entries = self._n_words = self._word_starts = self._counts = None
 
 
 def flat_encodings(flat: Flat, which, type_id: int) -> list[Encoding]:
     """The Encoding of each text k in `which`, as _encode_one makes it (before post-processing)."""
-    ids, tokens, offsets, words, bounds = flat
+    ids, tokens, offsets, words, bounds = flat.ids, flat.tokens, flat.offsets, flat.words, flat.bounds
     out = []
     for k in which:
         s, e = bounds[k], bounds[k + 1]
