@@ -13,7 +13,7 @@ from typing import Iterator
 import torch
 from torch import nn
 
-from ..nn import AttentionBlock, FeedForwardBlock, Padding, TransformerLayer
+from ..nn import AttentionBlock, Dropout, FeedForwardBlock, Padding, TransformerLayer
 from .base import EncoderModel
 from .config import BertConfig, EncoderConfig
 from .heads import (
@@ -33,7 +33,7 @@ class Embeddings(nn.Module):
         self.position = nn.Embedding(config.max_position_embeddings, size)
         self.token_type = nn.Embedding(config.type_vocab_size, size) if config.type_vocab_size else None
         self.norm = nn.LayerNorm(size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def default_position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         return torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..nn import Dropout
 from .bert import BertModel, Embeddings
 from .config import DistilBertConfig
 from .heads import (
@@ -66,7 +67,7 @@ class DistilBertClassificationHead(nn.Module):
     def __init__(self, config: DistilBertConfig, num_outputs: int):
         super().__init__()
         self.pre_classifier = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.seq_classif_dropout)
+        self.dropout = Dropout(config.seq_classif_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_outputs)
 
     def forward(self, out: BaseModelOutput) -> torch.Tensor:

@@ -12,14 +12,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..nn import activation, round_up_rows
+from ..nn import Dropout, activation, round_up_rows
+from ..nn.cross_entropy import IGNORE, cross_entropy
 from .base import PreTrainedModel
 from .config import EncoderConfig
 from .outputs import (
     BaseModelOutput, ClassifierOutput, MaskedLMOutput, PreTrainingOutput, QuestionAnsweringOutput,
 )
-
-IGNORE = -100
 
 
 @torch.no_grad()
@@ -70,10 +69,11 @@ class MaskedLMHead(nn.Module):
             extra = round_up_rows(m) - m  # a few zero rows, ignored by the loss: few distinct matrix shapes
             h = torch.cat([h, h.new_zeros(extra, h.shape[1])]) if extra else h
             labels = torch.cat([labels, labels.new_full((extra,), IGNORE)]) if extra else labels
-        logits = self.decoder(self.norm(self.act(self.dense(h)))) + self.bias  # (B, T, V) or (M', V)
+        # The bias inside the product, as transformers has it: under bf16 autocast the logits stay bf16.
+        logits = F.linear(self.norm(self.act(self.dense(h))), self.decoder.weight, self.bias)  # (B, T, V) or (M', V)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+            loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         return (logits if m is None else logits[:m]), loss  # (B, T, V) or (M, V)
 
 
@@ -84,7 +84,7 @@ class PooledHead(nn.Module):
 
     def __init__(self, config: EncoderConfig, num_outputs: int, dropout: float | None = None):
         super().__init__()
-        self.dropout = nn.Dropout(config.head_dropout if dropout is None else dropout)
+        self.dropout = Dropout(config.head_dropout if dropout is None else dropout)
         self.classifier = nn.Linear(config.hidden_size, num_outputs)
 
     def forward(self, out: BaseModelOutput) -> torch.Tensor:
@@ -96,7 +96,7 @@ class TokenHead(nn.Module):
 
     def __init__(self, hidden_size: int, num_outputs: int, dropout: float):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.classifier = nn.Linear(hidden_size, num_outputs)
 
     def forward(self, out: BaseModelOutput) -> torch.Tensor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..nn import Dropout
 from .bert import BertModel, Embeddings
 from .config import RobertaConfig
 from .heads import (
@@ -51,7 +52,7 @@ class RobertaClassificationHead(nn.Module):
     def __init__(self, config: RobertaConfig, num_outputs: int):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.head_dropout)
+        self.dropout = Dropout(config.head_dropout)
         self.out_proj = nn.Linear(config.hidden_size, num_outputs)
 
     def forward(self, out: BaseModelOutput) -> torch.Tensor:

@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..nn import activation
+from ..nn import Dropout, activation
+from ..nn.cross_entropy import cross_entropy
 from .base import EncoderModel, PreTrainedModel
 from .config import XLNetConfig
 from .heads import IGNORE, TaskModel, choice_shape, classification_loss, flatten_choices
@@ -141,7 +142,7 @@ class RelativeAttention(nn.Module):
             self.r_w_bias, self.r_r_bias, self.r_s_bias = (nn.Parameter(torch.empty(N, D)) for _ in range(3))
         self.seg_embed = nn.Parameter(torch.empty(2, N, D))  # [same segment, different segment]
         self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def own_biases(self) -> tuple[Tensor, Tensor, Tensor]:
         return self.r_w_bias, self.r_r_bias, self.r_s_bias
@@ -194,7 +195,7 @@ class FeedForward(nn.Module):
         self.down = nn.Linear(config.intermediate_size, config.hidden_size)
         self.act = activation(config.hidden_act)
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.norm(x + self.dropout(self.down(self.dropout(self.act(self.up(x))))))
@@ -242,7 +243,7 @@ class XLNetModel(EncoderModel):
             N, D = config.num_attention_heads, config.d_head
             self.r_w_bias, self.r_r_bias, self.r_s_bias = (nn.Parameter(torch.empty(N, D)) for _ in range(3))
         self.layers = nn.ModuleList(XLNetLayer(config) for _ in range(config.num_hidden_layers))
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
         self.init_weights()
 
     @torch.no_grad()
@@ -418,7 +419,7 @@ class XLNetLMHeadModel(XLNetTaskModel):
             if labels.shape != logits.shape[:2]:
                 raise ValueError(f"labels have shape {tuple(labels.shape)}; the model predicts {tuple(logits.shape[:2])} "
                                  "(batch, num_predict with a target_mapping, else length)")
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+            loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         return XLNetLMHeadModelOutput(loss, logits, out.hidden_states, out.attentions, mems=out.mems)
 
 
@@ -432,8 +433,8 @@ class SequenceSummary(nn.Module):
         width = config.num_labels if extra.get("summary_proj_to_labels") and config.num_labels > 0 else config.hidden_size
         self.summary = nn.Linear(config.hidden_size, width) if config.summary_use_proj else nn.Identity()
         self.activation = activation(config.summary_activation) if config.summary_activation else nn.Identity()
-        self.first_dropout = nn.Dropout(extra.get("summary_first_dropout", 0.0))
-        self.last_dropout = nn.Dropout(config.summary_last_dropout)
+        self.first_dropout = Dropout(extra.get("summary_first_dropout", 0.0))
+        self.last_dropout = Dropout(config.summary_last_dropout)
 
     def forward(self, h: Tensor) -> Tensor:
         x = h[:, -1] if self.kind == "last" else h[:, 0] if self.kind == "first" else h.mean(dim=1)  # (B, H)

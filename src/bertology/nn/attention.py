@@ -3,8 +3,10 @@
 Shapes: B batch, T length, H hidden, N heads, D head size (H = N·D), M real (non-padding) tokens.
 
 Two paths compute the same thing: the fast path calls `F.scaled_dot_product_attention`; the
-explicit path writes softmax(QKᵀ/√D + mask)·V out so the probabilities can be returned (for
-`output_attentions` and for drawing attention maps).
+explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can be returned (for
+`output_attentions` and for drawing attention maps) and, in training on CPU, dropped out with
+`dropout.dropout` (SDPA would fall back to the same product written out, but draw its mask with
+`bernoulli_`, at twice the cost).
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .dropout import dropout as drop
 
 
 ROW_MULTIPLE = 64
@@ -101,12 +105,12 @@ class MultiHeadSelfAttention(nn.Module):
         qkv = padding.unpack(self.qkv(x))  # (B, T, 3H)
         q, k, v = qkv.view(B, T, 3, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
         p = self.dropout if self.training else 0.0
-        if need_weights:
+        if need_weights or (p > 0 and x.device.type == "cpu" and not torch.compiler.is_compiling()):
             y, probs = explicit_attention(q, k, v, padding.key_mask, p)
         else:
             y, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=padding.key_mask, dropout_p=p), None
         y = y.transpose(1, 2).reshape(B, T, N * D)  # (B, T, H)
-        return self.out(padding.pack(y)), probs
+        return self.out(padding.pack(y)), (probs if need_weights else None)
 
 
 def explicit_attention(
@@ -119,8 +123,8 @@ def explicit_attention(
     tensor([[[[0.5000, 0.5000],
               [0.5000, 0.5000]]]])
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, N, T, T)
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # (B, N, T, T); scaling q is the smaller pass
     if key_mask is not None:
-        scores = scores.masked_fill(~key_mask, torch.finfo(scores.dtype).min)
+        scores = scores.masked_fill_(~key_mask, torch.finfo(scores.dtype).min)
     probs = scores.softmax(dim=-1)
-    return F.dropout(probs, dropout) @ v, probs
+    return drop(probs, dropout) @ v, probs

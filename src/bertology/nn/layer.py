@@ -10,6 +10,7 @@ from torch import nn
 
 from .activations import activation
 from .attention import MultiHeadSelfAttention, Padding
+from .dropout import Dropout
 
 
 class AttentionBlock(nn.Module):
@@ -18,7 +19,7 @@ class AttentionBlock(nn.Module):
     def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float, dropout: float, eps: float):
         super().__init__()
         self.attention = MultiHeadSelfAttention(hidden_size, num_heads, attention_dropout)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(hidden_size, eps=eps)
 
     def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
@@ -34,7 +35,7 @@ class FeedForwardBlock(nn.Module):
         self.up = nn.Linear(hidden_size, intermediate_size)
         self.act = activation(act)
         self.down = nn.Linear(intermediate_size, hidden_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(hidden_size, eps=eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
