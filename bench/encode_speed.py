@@ -17,8 +17,8 @@ reading only ids leaves them out: encode_paths.Flat), timed ~1 MB at a time, alt
 goes first, so that a shared machine's load falls on both alike; each side starts with what it
 caches empty (our word cache and `tokenizers`' own BPE and Unigram caches). `tokenizers` uses its
 thread pool (all cores); ours one process unless --workers N (worker processes then encode
-batches of >= 2,000 texts: try --batch 10000 --workers 2). Before timing, the ids, tokens and offsets of a sample are compared, so a
-speed-up that changes a result shows up here too.
+batches of >= 2,000 texts: try --batch 10000 --workers 2). Before timing, the ids, tokens and
+offsets of a sample are compared, so a speed-up that changes a result shows up here too.
 
 Peak RSS: each side encodes all the text once more in a fresh process of its own (spawned,
 nothing else loaded), which reports its peak resident size (VmHWM) and how much of it came
