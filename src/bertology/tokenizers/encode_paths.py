@@ -75,6 +75,10 @@ class _Placed(dict):
 _SHAPES, placed = _Shapes(), _Placed()
 
 
+def _plus_one(total: int, n: int) -> int:
+    return total + n + 1
+
+
 def make_entry(ids, tokens, starts, ends) -> Entry:
     starts, ends, shape = _SHAPES[tuple(zip(starts, ends))]
     return tuple(ids), tuple(tokens), starts, ends, shape
@@ -173,6 +177,7 @@ class WordCache:
         self.trimmed: dict[str, Entry] = {}
         self.trimmed_first: dict[str, Entry] = {}
         self.prepended: dict[str, Entry] = {}  # Metaspace: a text's first word, r prepended
+        self.after_r: dict[str, Entry] = {}  # Metaspace: the part of a word after its r -> the word's entry
 
     def __len__(self):
         return len(self.entries)
@@ -199,43 +204,45 @@ class WordCache:
         front of a text that does not start with one (unless prepend_scheme is 'never'; 'first'
         is 'always' for a whole text), and a word starts at each r. A word's offsets are its
         position in the text less the prepended r, so they come from `placed` as encode_texts'
-        do; a prepended first word has its own entry (prepended_entry).
+        do; a prepended first word has its own entry (prepended_entry), and so does a first
+        word left without an r.
+
+        The words are looked up as the parts of the text between its r's (`after_r`, the entry
+        of r + part), so that no word string is made per word.
         """
         r = pre.replacement
         prepend = pre.prepend_scheme != "never"
-        words: list[str] = []
-        n_words, shift = [], []  # per text: its word count, 1 where r was prepended
-        firsts = []  # index in words of each prepended word
+        parts: list[str] = []  # each word without its r
+        n_words, shift = [], []  # per text: its word count, 1 where its first word has no r in the text
+        firsts = []  # index in parts of each text's first word when it has no r in the text
         for s in texts:
             if not s:
                 n_words.append(0)
                 shift.append(0)
                 continue
-            parts = s.replace(" ", r).split(r)
-            k = len(words)
-            if parts[0]:
-                if prepend:
-                    firsts.append(k)
-                    words += [r + p for p in parts]
-                    shift.append(1)
-                else:
-                    words.append(parts[0])
-                    words += [r + p for p in parts[1:]]
-                    shift.append(0)
+            text_parts = s.replace(" ", r).split(r)
+            k = len(parts)
+            if text_parts[0]:
+                firsts.append(k)
+                shift.append(1)
             else:
-                words += [r + p for p in parts[1:]]
+                del text_parts[0]
                 shift.append(0)
-            n_words.append(len(words) - k)
-        cache = self.entries
-        entries = list(map(cache.get, words))
+            parts += text_parts
+            n_words.append(len(parts) - k)
+        cache = self.after_r
+        entries = list(map(cache.get, parts))
         if None in entries:
-            _fill(entries, words, cache, self.entry)
-        for i in firsts:
-            entries[i] = self.prepended_entry(words[i])
-        # a word's start in its text: the running sum of word lengths, less where its text's
-        # words begin in that sum and its shift; a prepended word comes out at -1, placed at 0
-        text_starts = chain.from_iterable(map(repeat, map(sum, zip(accumulate(map(len, texts), initial=0), accumulate(shift, initial=0), shift)), n_words))
-        word_starts = map(max, map(sub, accumulate(map(len, words), initial=0), text_starts), repeat(0))
+            model = self.model
+            _fill(entries, parts, cache, lambda part: model_entry(model, r + part))
+        for i in firsts:  # (r prepended, or no r at all)
+            entries[i] = self.prepended_entry(r + parts[i]) if prepend else self.entry(parts[i])
+        # a word's start in its text: the running sum of word lengths (each with its r, as if
+        # prepended to a first word without one), less where its text's words begin in that sum
+        # and its shift; such a first word comes out at -1, placed at 0
+        text_starts = chain.from_iterable(map(repeat, map(sum, zip(accumulate(map(len, texts), initial=0),
+                                                                  accumulate(shift, initial=0), shift)), n_words))
+        word_starts = map(max, map(sub, accumulate(map(len, parts), _plus_one, initial=0), text_starts), repeat(0))
         return _flat(entries, n_words, word_starts)
 
     def entry(self, word: str) -> Entry:
