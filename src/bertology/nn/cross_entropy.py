@@ -35,7 +35,9 @@ class _BlockwiseCrossEntropy(torch.autograd.Function):
         rows = max(1, _BLOCK // V)
         lse = torch.empty(R, dtype=torch.float32)  # log Σ_v exp(logit_v) per row
         for r in range(0, R, rows):
-            lse[r:r + rows] = logits[r:r + rows].float().logsumexp(-1)
+            block = logits[r:r + rows]
+            top = block.amax(-1, keepdim=True)  # (rows, 1): exp never overflows
+            lse[r:r + rows] = shifted(block, top).exp_().sum(-1).log_().add_(top.squeeze(1))
         kept = labels != IGNORE  # (R,)
         targets = labels.clamp(min=0)  # an ignored row points at token 0; its weight is 0
         target_logits = logits.gather(1, targets[:, None]).squeeze(1).float()  # (R,)
@@ -52,7 +54,14 @@ class _BlockwiseCrossEntropy(torch.autograd.Function):
         weight = kept * (grad_loss / count)  # (R,): d loss / d row
         grad = torch.empty_like(logits)
         for r in range(0, R, rows):
-            block = logits[r:r + rows] - lse[r:r + rows, None]  # a new fp32 block: log-probabilities
+            block = shifted(logits[r:r + rows], lse[r:r + rows, None])  # log-probabilities
             block.exp_()[torch.arange(len(block)), targets[r:r + rows]] -= 1  # softmax − one-hot
             grad[r:r + rows] = block.mul_(weight[r:r + rows, None])
         return grad, None
+
+
+def shifted(block: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """block − shift as a new fp32 tensor (a bf16 block is widened first; an fp32 one is never written)."""
+    if block.dtype == torch.float32:
+        return block - shift
+    return block.float().sub_(shift)
