@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 from .base import Model
 from .bpe import BPE
 from .byte_level import to_byte_chars
-from .encoding import Encoding
+from .encoding import Encoding, offset_pairs
 from .normalized_string import NormalizedString
 from .post_processors import Frame, trimmed_offsets
 from .pre_tokenizers import Metaspace, WordSplit
@@ -47,14 +47,15 @@ Entry = tuple  # (ids, tokens, starts, ends, shape): tuples of ints / strs, offs
 
 class _Shapes(dict):
     """Offset pairs relative to a word -> (starts, ends, pairs) tuples, so that entries share
-    them (bounded)."""
+    them (bounded); the pairs themselves are shared too (encoding.offset_pairs)."""
     limit = 100_000
 
     def __missing__(self, shape):
-        value = tuple(map(_FIRST, shape)), tuple(map(_SECOND, shape)), shape
+        starts, ends = tuple(map(_FIRST, shape)), tuple(map(_SECOND, shape))
+        shape = tuple(offset_pairs(starts, ends))
         if len(self) < self.limit:
-            self[shape] = value
-        return value
+            self[shape] = starts, ends, shape
+        return starts, ends, shape
 
 
 class _Placed(dict):
@@ -187,12 +188,13 @@ class WordCache:
         return (type(model) is WordPiece or (type(model) is BPE and not model.dropout)
                 or (type(model) is Unigram and not model.float32))  # (float32: whole sentences)
 
-    def prepended_entry(self, word: str) -> Entry:
-        """entry(word) for a word that Metaspace made by prepending its first char (the
-        replacement) to a text: that char spans the text's first char, as does the next one."""
+    def prepended_entry(self, word: str, entry: Entry) -> Entry:
+        """For a word that Metaspace made by prepending its first char (the replacement) to a
+        text, its entry (`entry`) as the text sees it: that char spans the text's first char, as
+        does the next one."""
         e = self.prepended.get(word)
         if e is None:
-            ids, tokens, starts, ends, _ = self.entry(word)
+            ids, tokens, starts, ends, _ = entry
             e = make_entry(ids, tokens, [max(a - 1, 0) for a in starts], [max(b - 2, 0) + 1 for b in ends])
             if len(self.prepended) < _WORD_CACHE_LIMIT:
                 self.prepended[word] = e
@@ -236,7 +238,7 @@ class WordCache:
             model = self.model
             _fill(entries, parts, cache, lambda part: model_entry(model, r + part))
         for i in firsts:  # (r prepended, or no r at all)
-            entries[i] = self.prepended_entry(r + parts[i]) if prepend else self.entry(parts[i])
+            entries[i] = self.prepended_entry(r + parts[i], entries[i]) if prepend else self.entry(parts[i])
         # a word's start in its text: the running sum of word lengths (each with its r, as if
         # prepended to a first word without one), less where its text's words begin in that sum
         # and its shift; such a first word comes out at -1, placed at 0
