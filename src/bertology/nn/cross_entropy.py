@@ -54,9 +54,15 @@ class _BlockwiseCrossEntropy(torch.autograd.Function):
         weight = kept * (grad_loss / count)  # (R,): d loss / d row
         grad = torch.empty_like(logits)
         for r in range(0, R, rows):
-            block = shifted(logits[r:r + rows], lse[r:r + rows, None])  # log-probabilities
+            out = grad[r:r + rows]
+            if out.dtype == torch.float32:  # log-probabilities, written where the gradient goes
+                block = torch.sub(logits[r:r + rows], lse[r:r + rows, None], out=out)
+            else:
+                block = shifted(logits[r:r + rows], lse[r:r + rows, None])
             block.exp_()[torch.arange(len(block)), targets[r:r + rows]] -= 1  # softmax − one-hot
-            grad[r:r + rows] = block.mul_(weight[r:r + rows, None])
+            block.mul_(weight[r:r + rows, None])
+            if block is not out:
+                out.copy_(block)
         return grad, None
 
 
