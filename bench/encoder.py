@@ -6,9 +6,10 @@ Prints the CPU (model, flags, a matmul peak in fp32 and bf16 measured in the sam
 tokens/s of ours (eager, and with `compile_blocks()`: torch.compile's inductor, weights frozen)
 and of transformers, with the ratios ours / theirs, at a fixed length and on a mixed-length batch
 (lengths uniform in 16..length, padded to the longest), in fp32 and, where the CPU multiplies bf16
-natively (the same-run probe), under bf16 autocast. Runs alternate between the models and the
-median is reported, so all see the same machine. Peak RSS: each side loads and runs the fixed
-fp32 batch in a fresh process of its own (VmHWM).
+natively (the same-run probe), under bf16 autocast (ours with its linear weights stored in bf16,
+`store_linear_weights()`, as `serve --bf16` has them: the same outputs bit for bit). Runs alternate
+between the models and the median is reported, so all see the same machine. Peak RSS: each side
+loads and runs the fixed fp32 batch in a fresh process of its own (VmHWM).
 """
 from __future__ import annotations
 
@@ -92,11 +93,21 @@ def main() -> None:
         ours.save(d)
         theirs = transformers.BertModel.from_pretrained(d).eval()
         memory = {side: rss_of(side, d, args) for side in ("ours", "theirs")}
-    models = {"ours": ours, "transformers": theirs}
-    if not args.no_compile:
-        compiled = BertModel(BertConfig.preset(args.preset)).eval()
-        compiled.load_state_dict(ours.state_dict())
-        models = {"ours": ours, "ours compiled": compiled.compile_blocks(inference=True), "transformers": theirs}
+
+    def copy_of_ours(bf16: bool, compiled: bool) -> BertModel:
+        model = BertModel(ours.config).eval()
+        model.load_state_dict(ours.state_dict())
+        model = model.store_linear_weights() if bf16 else model
+        return model.compile_blocks(inference=True) if compiled else model
+
+    def side_by_side(bf16: bool) -> dict:
+        variants = {"ours": copy_of_ours(bf16, False)}
+        if not args.no_compile:
+            variants["ours compiled"] = copy_of_ours(bf16, True)
+        return {**variants, "transformers": theirs}
+
+    # bf16 rows: ours with its linear weights stored in bf16, as `serve --bf16` keeps them (autocast's casts, once)
+    models = {False: side_by_side(False), True: side_by_side(True) if bf16_pays() else None}
     print(f"BERT-{args.preset}, B={args.batch}, T={args.length}, torch {torch.__version__}, "
           f"transformers {transformers.__version__} (attention: {theirs.config._attn_implementation}), "
           f"{torch.get_num_threads()} threads")
@@ -105,7 +116,7 @@ def main() -> None:
     precisions = (False, True) if bf16_pays() else (False,)
     if not bf16_pays():
         print("bf16: not native on this CPU (the probe above), so not measured")
-    names = list(models)
+    names = list(models[False])
     print(f"{'case':<22}" + "".join(f"{n + ' tok/s':>22}" for n in names)
           + "".join(f"{n + ' ratio':>22}" for n in names if n != "transformers"))
     for mixed in (False, True):
@@ -113,14 +124,14 @@ def main() -> None:
         real_tokens = int(mask.sum())
         for bf16 in precisions:
             with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                outputs = {n: m(input_ids=ids, attention_mask=mask).last_hidden_state for n, m in models.items()}  # warm-up
+                outputs = {n: m(input_ids=ids, attention_mask=mask).last_hidden_state for n, m in models[bf16].items()}  # warm-up
             for n, out in outputs.items():  # the same numbers from all, before timing anything
                 diff = (out.float() - outputs["transformers"].float())[mask.bool()].abs().max()
                 assert diff < (5e-2 if bf16 else 1e-4), f"{n}: outputs differ by {diff}"
             times = {n: [] for n in names}
             for _ in range(args.repeats):
                 for n in names:
-                    times[n].append(timed(models[n], ids, mask, bf16))
+                    times[n].append(timed(models[bf16][n], ids, mask, bf16))
             speed = {n: real_tokens / statistics.median(t) for n, t in times.items()}
             case = f"{'mixed 16..' + str(args.length) if mixed else 'fixed'} {'bf16' if bf16 else 'fp32'}"
             print(f"{case:<22}" + "".join(f"{speed[n]:>22,.0f}" for n in names)

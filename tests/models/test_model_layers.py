@@ -218,3 +218,23 @@ def test_pytorch_model_bin_is_read_with_weights_only(bert, tmp_path):
     ids = torch.randint(0, 99, (1, 6))
     with torch.no_grad():
         torch.testing.assert_close(again(input_ids=ids).logits, bert(input_ids=ids).logits)
+
+
+@pytest.mark.parametrize("cls", [BertForMaskedLM, AlbertForMaskedLM, RobertaModel, DistilBertModel])
+def test_linear_weights_stored_in_bf16_give_autocast_outputs_bit_for_bit(cls):
+    torch.manual_seed(0)
+    model = cls(cls.config_class(**TINY)).eval()
+    ids = torch.randint(5, 99, (2, 7))
+    mask = torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
+    def run():
+        out = model(input_ids=ids, attention_mask=mask)
+        return out.logits if hasattr(out, "logits") else out.last_hidden_state
+
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        before = run()
+        model.store_linear_weights()
+        after = run()
+    assert torch.equal(before, after)
+    dtypes = {n: p.dtype for n, p in model.named_parameters()}
+    assert any(d == torch.bfloat16 for n, d in dtypes.items() if "embed" not in n and "word" not in n)
+    assert all(d == torch.float32 for n, d in dtypes.items() if "norm" in n or "LayerNorm" in n or "word" in n)

@@ -43,6 +43,7 @@ class Engine:
         self.model, self.tokenizer, self.name, self.pooling, self.bf16 = model.eval(), tokenizer, name, pooling, bf16
         if bf16:
             check_bf16_requested()
+            model.store_linear_weights()  # what autocast would cast them to on every request, cast once
         self.pipeline = Pipeline.for_model(model, tokenizer)
         if self.pipeline is not None:
             self.pipeline.bf16 = bf16
