@@ -6,7 +6,7 @@ Two paths compute the same thing: the fast path calls `F.scaled_dot_product_atte
 explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can be returned (for
 `output_attentions` and for drawing attention maps) and, in training on CPU, dropped out with
 `dropout.dropout` (SDPA would fall back to the same product written out, but draw its mask with
-`bernoulli_`, at twice the cost).
+`bernoulli_`, at three times the cost).
 """
 from __future__ import annotations
 
