@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-COLORS = {"bert": "#1f77b4", "roberta": "#d62728", "albert": "#2ca02c", "distilbert": "#9467bd", "baseline": "#7f7f7f"}
+COLORS = {"bert": "#1f77b4", "roberta": "#d62728", "albert": "#2ca02c", "distilbert": "#9467bd", "xlnet": "#ff7f0e",
+          "baseline": "#7f7f7f"}
 
 
 def _pyplot():
@@ -32,19 +33,22 @@ def _save(fig, path: str | Path) -> Path:
 
 
 def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: dict[str, int] | None = None) -> Path:
-    """Training loss and held-out MLM accuracy against tokens seen, one line per run."""
+    """Training loss and held-out accuracy of the language-model objective (MLM, or XLNet's PLM)
+    against tokens seen, one line per run."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for name, records in runs.items():
         scale = (tokens_per_step or {}).get(name, 1)
-        train = [r for r in records if "mlm_loss" in r]
-        evals = [r for r in records if "eval/mlm_accuracy" in r]
-        color = COLORS.get(name)
-        left.plot([r["step"] * scale for r in train], [r["mlm_loss"] for r in train], label=name, color=color)
-        right.plot([r["step"] * scale for r in evals], [r["eval/mlm_accuracy"] for r in evals], "o-", label=name, color=color)
+        lm = "plm" if any("plm_loss" in r for r in records) else "mlm"
+        train = [r for r in records if f"{lm}_loss" in r]
+        evals = [r for r in records if f"eval/{lm}_accuracy" in r]
+        color, label = COLORS.get(name), f"{name} ({lm.upper()})"
+        left.plot([r["step"] * scale for r in train], [r[f"{lm}_loss"] for r in train], label=label, color=color)
+        right.plot([r["step"] * scale for r in evals], [r[f"eval/{lm}_accuracy"] for r in evals], "o-", label=label,
+                   color=color)
     xlabel = "tokens seen" if tokens_per_step else "step"
-    left.set(xlabel=xlabel, ylabel="MLM loss (train)", title="pretraining loss")
-    right.set(xlabel=xlabel, ylabel="MLM accuracy (held out)", title="held-out masked-token accuracy")
+    left.set(xlabel=xlabel, ylabel="MLM / PLM loss (train)", title="pretraining loss")
+    right.set(xlabel=xlabel, ylabel="accuracy (held out)", title="held-out predicted-token accuracy")
     for ax in (left, right):
         ax.grid(alpha=0.3)
         ax.legend()
