@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertology.nn import Dropout, MultiHeadSelfAttention, Padding, dropout, set_dropout
+from bertology.nn import Dropout, MultiHeadSelfAttention, Padding, set_dropout
 from bertology.nn import cross_entropy as blockwise
-from bertology.nn.dropout import keep_scale
+from bertology.nn.dropout import dropout, keep_scale
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
