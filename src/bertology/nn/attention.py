@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .dropout import dropout as drop
+from .dropout import draws_own_masks, dropout as drop
 
 
 ROW_MULTIPLE = 64
@@ -117,7 +117,7 @@ class MultiHeadSelfAttention(nn.Module):
         qkv = padding.spread(self.qkv(x))  # (B, T, 3H)
         q, k, v = qkv.view(B, T, 3, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
         p = self.dropout if self.training else 0.0
-        if need_weights or (p > 0 and x.device.type == "cpu" and not torch.compiler.is_compiling()):
+        if need_weights or (p > 0 and draws_own_masks(x)):
             y, probs = explicit_attention(q, k, v, padding.key_mask, p)
         else:
             y, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=padding.key_mask, dropout_p=p), None

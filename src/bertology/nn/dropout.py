@@ -26,19 +26,24 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """Zero each element of x with probability p and scale the rest by 1 / (1 - p)."""
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or torch.compiler.is_compiling():
+    if not draws_own_masks(x):
         return F.dropout(x, p, True)
     return _CPUDropout.apply(x, p)
 
 
+def draws_own_masks(x: torch.Tensor) -> bool:
+    """Whether `dropout` of x draws its masks here (eager, on CPU) rather than through `F.dropout`."""
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
 def keep_scale(shape: torch.Size, p: float, dtype: torch.dtype) -> torch.Tensor:
     """A tensor of `shape`: 0 where an element is dropped (probability ≈ p), 1 / keep probability elsewhere."""
-    n = shape.numel()
-    bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(1 << 63), None)  # 64 uniform bits each
-    bits = bits.view(torch.int16)[:n].view(shape)  # uniform in [-2¹⁵, 2¹⁵)
     dropped = round(p * _LEVELS)
     if not 0 <= dropped < _LEVELS:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    n = shape.numel()
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(1 << 63), None)  # 64 uniform bits each
+    bits = bits.view(torch.int16)[:n].view(shape)  # uniform in [-2¹⁵, 2¹⁵)
     scale = torch.tensor(_LEVELS / (_LEVELS - dropped), dtype=dtype)
     return torch.where(bits < dropped - _LEVELS // 2, torch.zeros((), dtype=dtype), scale)
 
