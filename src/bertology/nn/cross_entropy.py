@@ -31,13 +31,11 @@ def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 class _BlockwiseCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        R, V = logits.shape
-        rows = max(1, _BLOCK // V)
-        lse = torch.empty(R, dtype=torch.float32)  # log Σ_v exp(logit_v) per row
-        for r in range(0, R, rows):
-            block = logits[r:r + rows]
+        lse = torch.empty(len(logits), dtype=torch.float32)  # log Σ_v exp(logit_v) per row
+        for rows in blocks(logits):
+            block = logits[rows]
             top = block.amax(-1, keepdim=True)  # (rows, 1): exp never overflows
-            lse[r:r + rows] = shifted(block, top).exp_().sum(-1).log_().add_(top.squeeze(1))
+            lse[rows] = shifted(block, top).exp_().sum(-1).log_().add_(top.squeeze(1))
         kept = labels != IGNORE  # (R,)
         targets = labels.clamp(min=0)  # an ignored row points at token 0; its weight is 0
         target_logits = logits.gather(1, targets[:, None]).squeeze(1).float()  # (R,)
@@ -49,21 +47,26 @@ class _BlockwiseCrossEntropy(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_loss: torch.Tensor):
         logits, targets, kept, lse, count = ctx.saved_tensors
-        R, V = logits.shape
-        rows = max(1, _BLOCK // V)
         weight = kept * (grad_loss / count)  # (R,): d loss / d row
         grad = torch.empty_like(logits)
-        for r in range(0, R, rows):
-            out = grad[r:r + rows]
+        for rows in blocks(logits):
+            out = grad[rows]
             if out.dtype == torch.float32:  # log-probabilities, written where the gradient goes
-                block = torch.sub(logits[r:r + rows], lse[r:r + rows, None], out=out)
+                block = torch.sub(logits[rows], lse[rows, None], out=out)
             else:
-                block = shifted(logits[r:r + rows], lse[r:r + rows, None])
-            block.exp_()[torch.arange(len(block)), targets[r:r + rows]] -= 1  # softmax − one-hot
-            block.mul_(weight[r:r + rows, None])
+                block = shifted(logits[rows], lse[rows, None])
+            block.exp_()[torch.arange(len(block)), targets[rows]] -= 1  # softmax − one-hot
+            block.mul_(weight[rows, None])
             if block is not out:
                 out.copy_(block)
         return grad, None
+
+
+def blocks(logits: torch.Tensor) -> list[slice]:
+    """The (R, V) logits' rows in blocks of at most _BLOCK elements (at least one row each)."""
+    R, V = logits.shape
+    rows = max(1, _BLOCK // V)
+    return [slice(r, r + rows) for r in range(0, R, rows)]
 
 
 def shifted(block: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
