@@ -19,14 +19,13 @@ from typing import Any
 
 import torch
 
+from ..models.heads import IGNORE
 from ..tokenizers.encoding import model_tensors
 from .base import Example, Features, Task
 from .conll import chunks, conlleval, read_conll, split_tag
 from .readers import read_table
 
 MAX_SENTENCE_WORDS = 1000  # a longer 'sentence' is a file without sentence breaks, not a sentence
-
-IGNORE = -100
 
 
 def word_of_tokens(word_starts: list[int], text: str, offsets, sequence_ids) -> list[int | None]:
