@@ -87,3 +87,22 @@ def test_compiled_blocks_train_like_eager_ones(corpus, tmp_path):
     assert _run(corpus, tmp_path / "compiled", "roberta", "--dropout", "0", "--steps", "3", "--compile") == 0
     assert _losses(tmp_path / "compiled") == pytest.approx(_losses(tmp_path / "eager"), rel=1e-3)
     assert bertology.load(tmp_path / "compiled").state_dict().keys() == bertology.load(tmp_path / "eager").state_dict().keys()
+
+
+@pytest.mark.parametrize("family", ["bert", pytest.param("xlnet", marks=pytest.mark.slow)])
+def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
+    """--time-budget: no step count given, the run stops once its minutes are spent (a step and an
+    evaluation past them at most) and says how far it got."""
+    args = ["pretrain", "--family", family, "--preset", "tiny", "--corpus", str(corpus), "--out", str(tmp_path),
+            "--vocab-size", "1500", "--batch-size", "8", "--seq-len", "32", "--log-every", "1", "--eval-every", "5",
+            "--heldout", "3", "--dupe-factor", "1", "--quiet", "--time-budget", "0.05"]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    records = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "loss" in r]
+    assert summary["steps"] == steps[-1]["step"] >= 2
+    assert summary["tokens"] == summary["steps"] * 8 * 32
+    assert summary["train_seconds"] >= 3.0  # 0.05 minutes
+    # the run ended at the first step (or its evaluation) that found the budget spent: the step before had time left
+    assert steps[-2]["elapsed_s"] < 3.0 <= summary["train_seconds"]
+    assert steps[-1]["lr"] < steps[len(steps) // 2]["lr"]  # decayed towards 0 as the time ran out

@@ -155,10 +155,9 @@ def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, he
 
     objective = PermutationLMObjective()
     args = TrainingArguments(
-        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
+        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
-        seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every,
-        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile,
+        seed=o.seed, overwrite=overwrite, **o.run_arguments(o.steps),
     )
 
     def save_extra(d: Path) -> None:
@@ -173,6 +172,7 @@ def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, he
     summary = {
         "family": "xlnet", "preset": o.preset, "architecture": model.architecture, "objective": "plm",
         "parameters": model.num_parameters(), "steps": result["step"], "resumed_from": started if resume else None,
+        "tokens": result["step"] * o.batch_size * o.seq_len, "train_seconds": trainer.elapsed_s,
         "interrupted": result["interrupted"], "steps_per_epoch": data.steps_per_epoch,
         "recipe": {**settings.__dict__, "mem_len": config.mem_len},
         "flops_per_token": count(model.config, seq_length=settings.seq_len).flops_per_token["total"],

@@ -41,11 +41,13 @@ class PretrainOptions(RunOptions):
     preset: str = option("mini", "tiny, mini, small, medium, base, large")
     tokenizer: str | None = option(None, "tokenizer.json or directory; default: train the family's tokenizer on the corpus")
     vocab_size: int = option(8000, "for a trained tokenizer", check=POSITIVE)
-    steps: int = option(1000, "optimizer steps", check=POSITIVE)
+    steps: int | None = option(None, "optimizer steps (default 1000; with --time-budget a cap, default none)",
+                               check=POSITIVE)
     batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
     seq_len: int = option(128, "tokens per sequence, special tokens included", check=Check("≥ 8", lambda v: v >= 8))
     lr: float = option(5e-4, "peak learning rate", check=POSITIVE_NUMBER)
-    warmup: int = option(100, "warmup steps, then linear decay to 0 (--schedule linear)", check=NON_NEGATIVE)
+    warmup: int = option(100, "warmup steps, then linear decay to 0 (--schedule linear; with --time-budget, "
+                              "--budget-warmup instead)", check=NON_NEGATIVE)
     schedule: str = option("linear", "linear: warmup then decay (BERT); triangle: from 25% of --lr to the peak at 75% "
                                      "of the steps, then to 0", choices=("linear", "triangle"))
     dropout: float | None = option(None, "dropout while pretraining (default: the config's 0.1; the saved config "
@@ -188,10 +190,9 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, give
     if o.unigram_prior and not resume:
         model.mlm.init_bias_from_counts(counts)
     args = TrainingArguments(
-        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
+        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
         weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
-        seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every,
-        keep_last=o.keep_last, quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile,
+        seed=o.seed, overwrite=overwrite, **o.run_arguments(o.steps),
     )
     heldout = store.heldout
     evaluate = None
@@ -213,6 +214,7 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, give
     summary = {
         "family": o.family, "preset": o.preset, "architecture": model.architecture, "objective": objective_name,
         "parameters": model.num_parameters(), "steps": result["step"], "resumed_from": started if resume else None,
+        "tokens": result["step"] * o.batch_size * o.seq_len, "train_seconds": trainer.elapsed_s,
         "interrupted": result["interrupted"], "instances": store.num_instances,
         "flops_per_token": count(model.config, seq_length=o.seq_len).flops_per_token["total"],
         "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),

@@ -34,11 +34,13 @@ from torch import nn
 from ..hardware import check_bf16_requested
 from ..io import atomic_dir, atomic_write_text
 from ..models.checkpoint import load_state, read_weights
-from ..options import POSITIVE, option
+from ..options import POSITIVE, POSITIVE_NUMBER, Check, option
 from . import distributed as dist
-from .schedules import schedule
+from .schedules import budget_schedule, schedule
 
 Batch = dict[str, torch.Tensor]
+DEFAULT_STEPS = 1000
+NO_STEP_CAP = 2 ** 62  # a time-budgeted run without --steps: the clock stops it
 
 
 @dataclass(kw_only=True)
@@ -54,6 +56,22 @@ class RunOptions:
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
     compile: bool = option(False, "torch.compile the model's blocks (inductor: fused elementwise work, fewer copies; "
                                   "the first steps compile, for a minute or more; bench/pretrain.py measures it)")
+    time_budget: float | None = option(None, "minutes of training (evaluation included): the run stops when they are "
+                                             "spent and its learning-rate schedule follows the elapsed share of them "
+                                             "(warmup and decay in seconds, not steps); --steps is then a cap",
+                                       check=POSITIVE_NUMBER, metavar="MINUTES")
+    budget_warmup: float = option(0.1, "share of --time-budget spent warming up (linear schedule)",
+                                  check=Check("in [0, 1)", lambda v: 0 <= v < 1))
+
+    def run_arguments(self, steps: int | None) -> dict[str, Any]:
+        """The TrainingArguments these options decide, for a job to add its own to. `steps` None:
+        1000, or no cap under a time budget (the budget ends the run)."""
+        if steps is None:
+            steps = DEFAULT_STEPS if self.time_budget is None else NO_STEP_CAP
+        return dict(steps=steps, log_every=self.log_every, eval_every=self.eval_every, save_every=self.save_every,
+                    keep_last=self.keep_last, quiet=self.quiet, stop_at=self.stop_at, compile=self.compile,
+                    time_budget_s=None if self.time_budget is None else 60 * self.time_budget,
+                    budget_warmup=self.budget_warmup)
 
 
 @dataclass
@@ -79,6 +97,10 @@ class TrainingArguments:
     stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
     overwrite: bool = False  # start afresh over an earlier run in out_dir (its checkpoints and metrics go)
     compile: bool = False  # torch.compile the model's blocks (PreTrainedModel.compile_blocks) before training
+    # wall-clock seconds of training: the run stops when they are spent (steps is then a cap) and the
+    # schedule follows the elapsed share of them; elapsed time is kept in checkpoints across resumes
+    time_budget_s: float | None = None
+    budget_warmup: float = 0.1  # share of the time budget spent warming up (linear schedule)
 
     def __post_init__(self):
         if self.steps < 1:
@@ -87,6 +109,10 @@ class TrainingArguments:
             raise ValueError(f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
                              f"world size {dist.world_size()}")
         schedule(self.schedule, self.steps, self.warmup_steps)  # an unknown name fails here, before any write
+        if self.time_budget_s is not None:
+            if not self.time_budget_s > 0:
+                raise ValueError(f"time budget must be > 0 seconds, got {self.time_budget_s}")
+            budget_schedule(self.schedule, self.budget_warmup)
         self.betas = tuple(self.betas)
 
 
@@ -125,8 +151,11 @@ def seeded(seed: int) -> Iterator[None]:
 
 class Trainer:
     def __init__(self, model: nn.Module, args: TrainingArguments, batches: Callable[[int], Batch], objective,
-                 evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None):
+                 evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
+        self.clock = clock  # the time budget's clock (a test passes one it controls)
+        self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
         if args.bf16:
             check_bf16_requested()
         if args.compile:
@@ -137,7 +166,12 @@ class Trainer:
         # model's own step for small models with large embedding tables)
         self.optimizer = torch.optim.AdamW(parameter_groups(model, args.weight_decay), lr=args.lr, betas=args.betas,
                                            eps=args.eps, fused=True)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(args.schedule, args.steps, args.warmup_steps))
+        if args.time_budget_s is None:
+            factor = schedule(args.schedule, args.steps, args.warmup_steps)
+        else:  # LambdaLR asks for the rate after each step: it is read off the clock, not the step count
+            by_share = budget_schedule(args.schedule, args.budget_warmup)
+            factor = lambda step: by_share(self.elapsed_s / args.time_budget_s)  # noqa: E731
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
         self.step = 0
         self.forward_backward_s = 0.0
         self.history: list[dict[str, Any]] = []  # every metrics line written, for callers and tests
@@ -177,6 +211,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "torch_rng": torch.get_rng_state(),  # dropout's stream (inside train()'s forked state)
+            "elapsed_s": self.elapsed_s,
             "args": json.dumps(asdict(self.args), default=str),
             "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
         }
@@ -201,6 +236,7 @@ class Trainer:
         except Exception as e:
             raise ValueError(f"{checkpoint}: corrupt or unreadable weights ({e})") from None
         load_state(self.model, tensors, source, strict=True)
+        self.elapsed_s = float(state.get("elapsed_s", 0.0))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])  # train() forks the global state: the caller's is untouched
@@ -253,9 +289,20 @@ class Trainer:
             metrics["grad_norm"] = float(norm)
         metrics["lr"] = self.scheduler.get_last_lr()[0]
         self.optimizer.step()
+        self._tick()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return metrics
+
+    def _tick(self) -> None:
+        """Bring elapsed_s up to now (the time budget's clock; the schedule reads it)."""
+        now = self.clock()
+        self.elapsed_s += now - self._last_tick
+        self._last_tick = now
+
+    @property
+    def out_of_time(self) -> bool:
+        return self.args.time_budget_s is not None and self.elapsed_s >= self.args.time_budget_s
 
     def _on_signal(self, signum, frame) -> None:
         self._stop_signal = signum  # finish the current step, then checkpoint and stop
@@ -281,11 +328,12 @@ class Trainer:
                                   "with resume (--resume) or write to a new directory")
         in_main_thread = threading.current_thread() is threading.main_thread()  # signals can only be caught there
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
-        bar = _progress(args, self.step)
+        bar = _progress(args, self.step, self.elapsed_s)
         started, tokens = time.perf_counter(), 0
+        self._last_tick = self.clock()
         self.forward_backward_s = 0.0  # of the wall time since `started`: the rest is data, optimizer, logging
         try:
-            while self.step < args.steps:
+            while self.step < args.steps and not self.out_of_time:
                 global_batch = self.batches(self.step)
                 metrics = self.train_step(global_batch)
                 self.step += 1
@@ -293,13 +341,17 @@ class Trainer:
                 elapsed = time.perf_counter() - started
                 metrics["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
                 metrics["outside_forward_backward"] = 1 - self.forward_backward_s / elapsed if elapsed > 0 else 0.0
+                if args.time_budget_s is not None:
+                    metrics["elapsed_s"] = self.elapsed_s
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(1 if args.time_budget_s is None else min(args.time_budget_s, self.elapsed_s) - bar.n)
                     bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.3f}", tok_s=f"{metrics['tokens_per_s']:.0f}")
-                if self.step % args.log_every == 0 or self.step == args.steps:
+                last = self.step == args.steps or self.out_of_time
+                if self.step % args.log_every == 0 or last:
                     self.log({"step": self.step, **metrics})
-                if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or self.step == args.steps):
+                if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or last):
                     self.log({"step": self.step, **{f"eval/{k}": v for k, v in self.run_evaluation().items()}})
+                    self._tick()  # evaluation spends the budget too
                 stop_here = args.stop_at is not None and self.step == args.stop_at < args.steps
                 if self._stop_signal is not None or stop_here:
                     self.save_checkpoint()
@@ -321,11 +373,14 @@ class Trainer:
             return self.evaluate_fn(self.model)
 
 
-def _progress(args: TrainingArguments, start: int):
+def _progress(args: TrainingArguments, start: int, elapsed_s: float):
     if args.quiet or not dist.is_main() or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
+    if args.time_budget_s is not None:  # a budgeted run's length is its time, not its steps
+        return tqdm(total=args.time_budget_s, initial=min(elapsed_s, args.time_budget_s), desc="train", unit="s",
+                    dynamic_ncols=True, bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{postfix}]")
     return tqdm(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
 
 
