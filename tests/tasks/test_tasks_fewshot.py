@@ -101,3 +101,20 @@ def test_mean_pooling_and_reinit_through_finetune(tmp_path):
     assert summary["dev"]["accuracy"] == 1.0
     tuned = bertology.load(tmp_path / "out")
     assert tuned.pooling == "mean" and tuned.config.extra["bertology_pooling"] == "mean"
+
+
+def test_mean_pooling_from_a_pretrained_checkpoint_keeps_its_encoder(tmp_path):
+    import bertology
+    from bertology.models import BertConfig, BertForPreTraining
+
+    from test_tasks_finetune import TOKENIZER
+
+    torch.manual_seed(0)
+    pretrained = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522))
+    pretrained.save(tmp_path / "pre")
+    bertology.Tokenizer.load(TOKENIZER).save(tmp_path / "pre" / "tokenizer.json")
+    finetune(_options(tmp_path, model=str(tmp_path / "pre"), tokenizer=None, epochs=1, lr=1e-9, pooling="mean"))
+    tuned = bertology.load(tmp_path / "out")
+    assert tuned.pooling == "mean" and tuned.backbone.pooler is None  # the checkpoint's pooler is not used
+    before = pretrained.backbone.encoder.layers[0].ffn.up.weight
+    assert torch.allclose(tuned.backbone.encoder.layers[0].ffn.up.weight, before, atol=1e-6)
