@@ -76,6 +76,9 @@ def _finetune_grid(options, args) -> int:
         print(f"| {r['lr']:g} | {r['seed']} | {r['dev']:.4f} | {r['test']:.4f} |")
     print(f"chosen lr {result.lr:g} (mean dev {result.metric} {result.dev_mean:.4f}): test {result.metric} "
           f"{result.test_mean:.4f} ± {result.test_std:.4f} over {len(args.seeds.split(','))} seeds; best run kept in {result.best_dir}")
+    if result.ensemble_test is not None:
+        print(f"ensemble of its seeds (probabilities averaged): test {result.metric} {result.ensemble_test:.4f}; "
+              f"per-item test predictions in grid.json")
     return 0
 
 

@@ -47,3 +47,49 @@ def test_grid_from_the_command_line(tmp_path, capsys):
     assert "--grid chooses the rate on --dev and reports --test" in capsys.readouterr().err
     assert main(args[:-1] + ["--seeds", "0,x", "--quiet"]) == 2
     assert "--seeds '0,x': not comma-separated numbers" in capsys.readouterr().err
+
+
+def test_grid_keeps_per_item_predictions_and_the_ensemble(tmp_path):
+    import torch
+
+    from bertology.tasks.bootstrap import paired_bootstrap
+    from bertology.tasks.finetune import load_finetuned, predict_examples
+    from bertology.tasks.grid import GridResult
+
+    test = _toy(tmp_path / "test.tsv", 24, 2)
+    o = _options(tmp_path, epochs=2, labels_per_class=8, pooling="mean", head_lr=5e-3)
+    result = finetune_grid(o, str(test), lrs=(2e-3,), seeds=(0, 1))
+    assert result.labels == ["animals", "money"] and result.test_gold == [0, 1] * 12
+    for run in result.runs:
+        assert len(run["test_predictions"]) == 24
+        correct = [p == g for p, g in zip(run["test_predictions"], result.test_gold)]
+        assert run["test"] == pytest.approx(sum(correct) / 24)
+    kept = result.best_dir  # its predictions, recomputed, are the ones recorded
+    model, task, tokenizer, _ = load_finetuned(kept)
+    examples = task.read(str(test))
+    predictions = predict_examples(model, task, tokenizer, examples, o.max_length, o.stride)
+    kept_run = next(i for i, r in enumerate(result.runs) if r["dir"] == kept)
+    assert [result.labels.index(p.label) for p in predictions] == result.runs[kept_run]["test_predictions"]
+    assert result.ensemble_test == pytest.approx(sum(result.correct()) / 24)
+    assert len(result.ensemble_predictions) == 24
+
+    again = GridResult.load(tmp_path / "out")
+    assert again == result
+    summary = json.loads((tmp_path / "out" / kept.split("/")[-1] / "summary.json").read_text())
+    assert summary["train_examples"] == 16 and summary["train_subset"]["labels_per_class"] == 8
+    r = paired_bootstrap(again.correct(), again.correct(0))
+    assert r["low"] <= r["diff"] <= r["high"]
+
+
+def test_ensemble_averages_probabilities_then_takes_the_argmax():
+    from bertology.tasks.classification import ClassifyTask
+    from bertology.tasks.base import Example
+    from bertology.tasks.grid import _ensemble
+
+    labels = ["a", "b", "c"]
+    examples = [Example("x", label="a"), Example("y", label="b")]
+    runs = [[[0.6, 0.4, 0.0], [0.1, 0.2, 0.7]],   # run 0 says a, c
+            [[0.0, 0.9, 0.1], [0.1, 0.5, 0.4]]]   # run 1 says b, b
+    # means: item 0 (0.3, 0.65, 0.05) → b (no run's majority vote: a probability average); item 1 (0.1, 0.35, 0.55) → c
+    predicted, accuracy = _ensemble(ClassifyTask(), runs, labels, examples)
+    assert predicted == [1, 2] and accuracy == 0.0

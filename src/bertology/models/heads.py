@@ -91,6 +91,50 @@ class PooledHead(nn.Module):
         return self.classifier(self.dropout(out.pooler_output))  # (B, num_outputs)
 
 
+POOLINGS = ("cls", "mean")
+
+
+def sentence_pooling(config: EncoderConfig) -> str:
+    """How a sequence-classification head reads its sentence vector: "cls" (the family's own head on the
+    first / <cls> token) or "mean" (the mean of the real tokens), as config.json's `bertology_pooling` says."""
+    pooling = config.extra.get("bertology_pooling", "cls")
+    if pooling not in POOLINGS:
+        raise ValueError(f"config bertology_pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
+    return pooling
+
+
+def mean_pool(h: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """The mean of h (B, T, H) over each row's real tokens (attention_mask 1), never its padding → (B, H).
+
+    >>> h = torch.tensor([[[1.0], [3.0], [100.0]]])
+    >>> mean_pool(h, torch.tensor([[1, 1, 0]]))
+    tensor([[2.]])
+    """
+    if attention_mask is None:
+        return h.float().mean(1)
+    m = attention_mask.to(torch.float32).unsqueeze(-1)  # (B, T, 1); float32 sums even under bf16 autocast
+    return (h.float() * m).sum(1) / m.sum(1).clamp(min=1.0)  # (B, H)
+
+
+class MeanPooledHead(nn.Module):
+    """dropout + linear on the mean of the real tokens' last hidden states: a sentence vector that
+    needs no pooler (which an MLM-only pretraining never trains) and no single token's view.
+
+    The linear is called `proj` (transformers name: `mean_classifier.*`), so that no transformers
+    head loads it in place of its own and silently computes something else from it.
+    """
+
+    uses_pooler = False
+
+    def __init__(self, config: EncoderConfig, num_outputs: int):
+        super().__init__()
+        self.dropout = Dropout(config.head_dropout)
+        self.proj = nn.Linear(config.hidden_size, num_outputs)
+
+    def forward(self, out: BaseModelOutput, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return self.proj(self.dropout(mean_pool(out.last_hidden_state, attention_mask)))  # (B, num_outputs)
+
+
 class TokenHead(nn.Module):
     """dropout + linear at every position (tagging; question answering with 2 outputs)."""
 
@@ -118,9 +162,14 @@ class TaskModel(PreTrainedModel):
 
     def __init__(self, config: EncoderConfig):
         super().__init__(config)
-        self.backbone = self.backbone_class(config, add_pooler=self.needs_pooler)
+        self.backbone = self.backbone_class(config, add_pooler=self.wants_pooler(config))
         self.build_head(config)
         self.init_weights()
+
+    @classmethod
+    def wants_pooler(cls, config: EncoderConfig) -> bool:
+        """Whether the backbone is built with its pooler (a config may choose a head that needs none)."""
+        return cls.needs_pooler
 
     def build_head(self, config: EncoderConfig) -> None:
         raise NotImplementedError
@@ -188,17 +237,27 @@ class ForNextSentencePrediction(TaskModel):
 
 
 class ForSequenceClassification(TaskModel):
-    """Classification over config.id2label; regression when there is one label (as transformers)."""
+    """Classification over config.id2label; regression when there is one label (as transformers).
+
+    The family's head reads the first token (config `bertology_pooling` "cls", the default);
+    "mean" puts a MeanPooledHead on the mean of the real tokens instead, for every family.
+    """
 
     head_class: ClassVar[type] = PooledHead
 
+    @classmethod
+    def wants_pooler(cls, config: EncoderConfig) -> bool:
+        return cls.needs_pooler and sentence_pooling(config) == "cls"
+
     def build_head(self, config):
-        self.classifier = self.head_class(config, config.num_labels)
+        self.pooling = sentence_pooling(config)
+        head = MeanPooledHead if self.pooling == "mean" else self.head_class
+        self.classifier = head(config, config.num_labels)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
                 output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
         out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
-        logits = self.classifier(out)  # (B, C)
+        logits = self.classifier(out, attention_mask) if self.pooling == "mean" else self.classifier(out)  # (B, C)
         loss = classification_loss(logits, labels, self.config) if labels is not None else None
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
 

@@ -73,6 +73,7 @@ def _heads(mlm: str, transform: str, norm: str, bias: str, decoder: str, pair: s
         (r"classifier\.pre_classifier\.", "pre_classifier."),  # DistilBERT
         (r"classifier\.dense\.", "classifier.dense."), (r"classifier\.out_proj\.", "classifier.out_proj."),  # RoBERTa
         (r"classifier\.classifier\.", "classifier."),
+        (r"classifier\.proj\.", "mean_classifier."),  # bertology's mean-pooled head: no transformers name
         (r"qa\.classifier\.", "qa_outputs."),
     ]
 

@@ -19,13 +19,18 @@ from typing import Any
 import torch
 
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
-from ..models import get_family, load, load_for_task, read_config, resolve_preset, task_class
-from ..models.heads import IGNORE
+from ..models import get_family, load, read_config, read_weights, resolve_preset, task_class
+from ..models.checkpoint import load_state
+from ..models.heads import IGNORE, POOLINGS
 from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
 from ..train.trainer import Trainer, TrainingArguments, checkpoints, seeded
 from . import TASKS
 from .base import Features, Task
+from .fewshot import head_parameters, reinit_top_layers, split_head_lr
+from .subsets import balanced_subset
+
+SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
 
 @dataclass
 class FinetuneOptions:
@@ -53,6 +58,18 @@ class FinetuneOptions:
     keep_checkpoints: int = option(1, "checkpoints kept", check=POSITIVE)
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
     compile: bool = option(False, "torch.compile the model's blocks (inductor); the first steps compile first")
+    labels_per_class: int | None = option(None, "train on this many examples of each class (classify, pair): a "
+                                                "class-balanced subset, nested across sizes for one --subset-seed",
+                                          check=POSITIVE)
+    subset_seed: int = option(0, "draws the --labels-per-class subset (kept apart from --seed, so every seed trains "
+                                 "on the same examples)")
+    pooling: str = option("cls", "sentence vector of classify / pair / regress: cls = the family's head on the first "
+                                 "token; mean = a linear layer on the mean of the real tokens (no pooler needed)",
+                          choices=POOLINGS)
+    head_lr: float | None = option(None, "peak learning rate of the new head's parameters (default: --lr)",
+                                   check=POSITIVE_NUMBER)
+    reinit_layers: int = option(0, "re-initialise the top N encoder layers (and the pooler) before fine-tuning",
+                                check=NON_NEGATIVE, metavar="N")
 
     def __post_init__(self):
         check_options(self)
@@ -135,9 +152,7 @@ def evaluate_examples(model, task: Task, tokenizer, examples, max_length: int, s
 def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     path = Path(o.model)
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)
-    if path.is_dir() and not o.from_scratch:
-        return load_for_task(path, get_family(read_config(path).model_type).task_head(task.head), head_labels)
-    if path.is_dir():  # the random-init twin: the directory's architecture and tokenizer, no weights
+    if path.is_dir():  # pretrained, or its random-init twin: the directory's architecture and tokenizer
         config = read_config(path)
     else:
         try:
@@ -148,7 +163,44 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
         config = record.preset(size, vocab_size=tokenizer.vocab_size, **({"pad_token_id": pad} if pad is not None else {}))
     if head_labels is not None:
         config = config.with_labels(head_labels)
-    return task_class(config.model_type, get_family(config.model_type).task_head(task.head))(config)
+    if task.head == SENTENCE_HEAD:
+        _check_pooling(o, config.model_type)
+        config.extra["bertology_pooling"] = o.pooling  # read by the head, here and whenever the model is loaded
+    cls = task_class(config.model_type, get_family(config.model_type).task_head(task.head))
+    config.architectures = [cls.__name__]
+    model = cls(config)
+    if path.is_dir() and not o.from_scratch:
+        # as models.load_for_task, with the pooling set in the config first: the pretrained backbone
+        # under a new head (an MLM-only checkpoint's missing pooler warns and starts random)
+        tensors, source = read_weights(path)
+        load_state(model, tensors, source, strict=True, backbone_only=True)
+    if o.reinit_layers:
+        reinit_top_layers(model, o.reinit_layers)
+    return model
+
+
+def _check_pooling(o: FinetuneOptions, model_type: str) -> None:
+    if o.pooling == "mean" and model_type == "xlnet":
+        raise ValueError("--pooling mean: XLNet's sentence head is its own sequence summary (config summary_type); "
+                         "mean pooling covers bert, roberta, albert and distilbert")
+
+
+def _check_task_options(o: FinetuneOptions, task: Task) -> None:
+    """Options that only some tasks take fail before anything is read or written."""
+    if o.labels_per_class is not None and task.name not in ("classify", "pair"):
+        raise ValueError(f"--labels-per-class takes a sequence-classification task (classify, pair), not --task {task.name}")
+    if o.pooling != "cls" and task.head != SENTENCE_HEAD:
+        raise ValueError(f"--pooling {o.pooling} takes a sequence task (classify, pair, regress), not --task {task.name}")
+
+
+def training_subset(o: FinetuneOptions, examples) -> list[int] | None:
+    """The indices of the training examples --labels-per-class keeps (None: all of them)."""
+    if o.labels_per_class is None:
+        return None
+    try:
+        return balanced_subset([e.label for e in examples], o.labels_per_class, o.subset_seed)
+    except ValueError as e:
+        raise ValueError(f"{o.train}: {e}") from None
 
 
 def _check_model_source(o: FinetuneOptions) -> None:
@@ -184,12 +236,16 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
     """
     task = TASKS[o.task]()
     out = Path(o.out_dir)
+    _check_task_options(o, task)
     _check_model_source(o)
     tokenizer = load_tokenizer(o.model if Path(o.model).is_dir() else None, o.tokenizer)
     train = task.read(o.train, **o.columns)
     dev = task.read(o.dev, **o.columns) if o.dev else None
     labels = task.label_set(train)
     _check_labels(task, labels, o.dev, dev)
+    subset = training_subset(o, train)
+    if subset is not None:
+        train = [train[i] for i in subset]
     with seeded(o.seed):  # the new head's initial weights (from scratch: every weight) and dropout
         model = _build_model(o, task, labels, tokenizer)
         if o.max_length > model.config.max_length:
@@ -200,11 +256,11 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
         dist.barrier()
         if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
             resume, overwrite = False, True
-        return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite)
+        return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset)
 
 
 def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labels, out: Path, resume: bool,
-              overwrite: bool) -> dict[str, Any]:
+              overwrite: bool, subset: list[int] | None = None) -> dict[str, Any]:
     model.config.extra.update(bertology_task=task.name, bertology_columns=dict(o.columns),
                               bertology_max_length=o.max_length, bertology_stride=o.stride,
                               bertology_task_options=task_options(task))
@@ -248,6 +304,9 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     trainer = Trainer(model, args, batches, TaskObjective(per_token=task.name == "tag"), evaluate if dev else None,
                       save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
+    if o.head_lr is not None:  # before the first step, and before resume restores the optimizer's state
+        trainer.optimizer, trainer.scheduler = split_head_lr(trainer.optimizer, trainer.scheduler,
+                                                             head_parameters(model), o.head_lr)
     result = trainer.train(resume=resume)
     if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
         return {"task": task.name, "model": o.model, "steps": result["step"], "interrupted": True, "options": asdict(o)}
@@ -261,6 +320,8 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
         "task": task.name, "model": o.model, "architecture": model.architecture, "train_examples": len(train),
         "truncated": features.truncated, "steps": result["step"], "best_step": best["step"],
         "dev": best["metrics"], "labels": labels, "interrupted": False, "options": asdict(o),
+        "train_subset": None if subset is None else {"labels_per_class": o.labels_per_class, "seed": o.subset_seed,
+                                                     "indices": subset},
     }
     if dist.is_main():
         atomic_write_json(out / "summary.json", summary)

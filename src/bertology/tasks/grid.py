@@ -10,6 +10,14 @@ seeds are the result (mean ± sample standard deviation). One fixed rate would f
 start it happens to suit: a randomly initialised model wants a larger rate than a pretrained one.
 The run directories of the other rates are removed; for the chosen rate the best-dev seed's
 directory is kept (a fine-tuned model, loadable as any other) and the others removed.
+
+For classification (classify, pair), grid.json also keeps every run's test predictions (label
+ids, `runs[i]["test_predictions"]`), the gold label ids once (`test_gold`), and the ensemble of
+the chosen rate's seeds (their class probabilities averaged, then the most probable class):
+two grids over the same test file can then be compared item by item,
+
+    a, b = GridResult.load("runs/pretrained/grid.json"), GridResult.load("runs/twin/grid.json")
+    paired_bootstrap(a.correct(), b.correct())   # ensembles; a.correct(run) for one run
 """
 from __future__ import annotations
 
@@ -21,9 +29,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from ..io import atomic_write_json, claim_output_dir
 from . import TASKS
-from .finetune import FinetuneOptions, evaluate_examples, finetune, load_finetuned
+from .classification import Prediction
+from .finetune import LABEL_VOCABULARY, FinetuneOptions, finetune, load_finetuned, predict_examples
 
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3)
 SEEDS = (0, 1, 2)
@@ -37,14 +48,40 @@ class GridResult:
     test_std: float  # sample standard deviation over the seeds (0 for one seed)
     metric: str
     best_dir: str  # the kept run: chosen rate, best dev seed
-    runs: list[dict]  # every (lr, seed): dev and test scores
+    runs: list[dict]  # every (lr, seed): dev and test scores, test_predictions (label ids) for classification
+    labels: list[str] | None = None  # id → name of the label ids below (classification only, as the rest)
+    test_gold: list[int] | None = None  # the test items' gold label ids
+    ensemble_test: float | None = None  # the metric of the chosen rate's seeds, probabilities averaged
+    ensemble_predictions: list[int] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def load(cls, path: str | Path) -> "GridResult":
+        """A grid.json (or the directory holding it) back into a GridResult."""
+        path = Path(path)
+        path = path / "grid.json" if path.is_dir() else path
+        return cls(**json.loads(path.read_text(encoding="utf-8")))
+
+    def correct(self, run: int | None = None) -> list[bool]:
+        """Per test item, whether the ensemble (or `runs[run]`) predicted the gold label."""
+        if self.test_gold is None:
+            raise ValueError("this grid kept no per-item test predictions (a classification task keeps them)")
+        predicted = self.ensemble_predictions if run is None else self.runs[run]["test_predictions"]
+        return [p == g for p, g in zip(predicted, self.test_gold)]
+
 
 def _std(values: Sequence[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def _ensemble(task, probabilities: list[list[list[float]]], labels: list[str], examples) -> tuple[list[int], float]:
+    """(label ids, main metric) of the runs' class probabilities averaged per item, then the most probable class."""
+    mean = np.mean(np.asarray(probabilities, dtype=np.float64), axis=0)  # (items, classes)
+    predicted = mean.argmax(axis=1).tolist()
+    predictions = [Prediction(labels[k], float(row[k]), dict(zip(labels, row.tolist()))) for k, row in zip(predicted, mean)]
+    return predicted, task.metrics(predictions, examples)[task.main_metric]
 
 
 def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LEARNING_RATES,
@@ -60,15 +97,25 @@ def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LE
     test_examples = TASKS[options.task]().read(test, **options.columns)  # a bad test file fails before training
     claim_output_dir(root, "finetune --grid", overwrite=overwrite)
     runs: list[dict] = []
+    probabilities: list[list[list[float]] | None] = []  # per run, per test item, per class (classification)
+    labels = None
     for lr in lrs:
         for seed in seeds:
             out = root / f"lr-{lr:g}-seed-{seed}"
             summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
             model, task, tokenizer, _ = load_finetuned(out)
-            scores = evaluate_examples(model, task, tokenizer, test_examples, options.max_length, options.stride,
-                                       options.bf16)
+            classes = task.name in LABEL_VOCABULARY and task.name != "tag"
+            predictions = predict_examples(model, task, tokenizer, test_examples, options.max_length, options.stride,
+                                           options.bf16, model.config.label2id if task.name in LABEL_VOCABULARY else None)
             metric = task.main_metric
-            runs.append({"lr": lr, "seed": seed, "dev": summary["dev"][metric], "test": scores[metric], "dir": str(out)})
+            run = {"lr": lr, "seed": seed, "dev": summary["dev"][metric],
+                   "test": task.metrics(predictions, test_examples)[metric], "dir": str(out)}
+            probabilities.append(None)
+            if classes:
+                labels = summary["labels"]  # the same for every run: they come from the training file
+                probabilities[-1] = [[p.probabilities[name] for name in labels] for p in predictions]
+                run["test_predictions"] = [labels.index(p.label) for p in predictions]
+            runs.append(run)
     mean_dev = {lr: statistics.fmean(r["dev"] for r in runs if r["lr"] == lr) for lr in lrs}
     chosen = max(lrs, key=lambda lr: mean_dev[lr])  # ties: the first (smallest) rate listed
     at_chosen = [r for r in runs if r["lr"] == chosen]
@@ -78,5 +125,10 @@ def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LE
             shutil.rmtree(r["dir"], ignore_errors=True)
     tests = [r["test"] for r in at_chosen]
     result = GridResult(chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs)
+    if labels is not None:
+        chosen_probabilities = [p for p, r in zip(probabilities, runs) if r["lr"] == chosen]
+        result.labels = labels
+        result.test_gold = [labels.index(e.label) for e in test_examples]
+        result.ensemble_predictions, result.ensemble_test = _ensemble(task, chosen_probabilities, labels, test_examples)
     atomic_write_json(root / "grid.json", result.to_dict())
     return result

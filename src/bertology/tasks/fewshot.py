@@ -1,0 +1,82 @@
+"""Fine-tuning from few labels (Zhang et al., 2021, "Revisiting few-sample BERT fine-tuning"):
+re-initialise the top encoder layers, and give the new head a learning rate of its own.
+
+The top layers of a pretrained encoder are the most specific to its pretraining objective;
+starting them afresh, with the model's own initialisation, helps when there are few labels to
+re-purpose them with. A new head starts from random weights while the encoder starts from
+useful ones, so the head can take a larger rate than the encoder tolerates.
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+
+
+def encoder_layers(model: nn.Module) -> list[tuple[nn.Module, ...]]:
+    """The modules of each encoder layer, bottom first: (attention, feed-forward) blocks for the
+    BERT-style stacks (ALBERT's in the order its sharing schedules them), the whole layer for XLNet."""
+    backbone = getattr(model, "backbone", model)
+    encoder = getattr(backbone, "encoder", None)
+    if encoder is not None and hasattr(encoder, "schedule"):
+        return [tuple(blocks) for blocks in encoder.schedule()]
+    if isinstance(getattr(backbone, "layers", None), nn.ModuleList):  # XLNet
+        return [(layer,) for layer in backbone.layers]
+    raise ValueError(f"{type(model).__name__}: no encoder layers found to re-initialise")
+
+
+@torch.no_grad()
+def reinit_top_layers(model: nn.Module, n: int) -> list[int]:
+    """Re-initialise the top `n` encoder layers (and the pooler, if any, as Zhang et al. do) with the
+    model's own initialisation, drawn from torch's global generator; returns the depths re-initialised.
+
+    The fresh weights come from a new model of the same class and config (its constructor runs the
+    family's own init, XLNet's relative-attention parameters included), copied into those layers.
+    A block shared with a lower layer (ALBERT's cross-layer sharing) is an error: it cannot start
+    afresh at the top and stay trained below.
+    """
+    layers = encoder_layers(model)
+    if not 0 <= n <= len(layers):
+        raise ValueError(f"--reinit-layers {n}: the model has {len(layers)} encoder layers")
+    if n == 0:
+        return []
+    top = {id(m) for blocks in layers[-n:] for m in blocks}
+    shared = [i for i, blocks in enumerate(layers[:-n]) if any(id(m) in top for m in blocks)]
+    if shared:
+        raise ValueError(f"--reinit-layers {n}: the top layers' blocks are shared with layer(s) {shared} below "
+                         "(ALBERT's cross-layer sharing); re-initialising them would reset those too")
+    fresh = type(model)(model.config)
+    for mine, theirs in zip(layers[-n:], encoder_layers(fresh)[-n:]):
+        for m, t in zip(mine, theirs):
+            m.load_state_dict(t.state_dict())
+    pooler = getattr(getattr(model, "backbone", model), "pooler", None)
+    if pooler is not None:
+        pooler.load_state_dict(getattr(fresh.backbone, "pooler").state_dict())
+    return list(range(len(layers) - n, len(layers)))
+
+
+def head_parameters(model: nn.Module) -> set[int]:
+    """ids of the task head's parameters: everything outside the backbone (the pooler is part of the backbone)."""
+    return {id(p) for name, p in model.named_parameters() if not name.startswith("backbone.")}
+
+
+def split_head_lr(optimizer: torch.optim.Optimizer, scheduler, head: set[int], head_lr: float):
+    """(optimizer, scheduler) rebuilt from a fresh optimizer and its LambdaLR with each parameter group
+    split in two: the rest keeps its settings, the head's parameters get `head_lr` as their peak rate.
+
+    Every other setting (weight decay per group, betas, eps, fused) is taken from the optimizer given,
+    and the schedule's multiplier applies to both rates alike. The encoder's groups come first, so the
+    rate a trainer logs (its first group's) stays the encoder's. Call it before the first step.
+    """
+    groups = []
+    for in_head in (False, True):
+        for g in optimizer.param_groups:
+            params = [p for p in g["params"] if (id(p) in head) == in_head]
+            if params:
+                settings = {k: v for k, v in g.items() if k not in ("params", "initial_lr")}
+                peak = head_lr if in_head else g.get("initial_lr", g["lr"])  # a scheduler has scaled g["lr"] already
+                groups.append({**settings, "params": params, "lr": peak})
+    accepted = inspect.signature(type(optimizer)).parameters
+    rebuilt = type(optimizer)(groups, **{k: v for k, v in optimizer.defaults.items() if k in accepted})
+    return rebuilt, torch.optim.lr_scheduler.LambdaLR(rebuilt, scheduler.lr_lambdas[0])
