@@ -74,6 +74,7 @@ def _heads(mlm: str, transform: str, norm: str, bias: str, decoder: str, pair: s
         (r"classifier\.dense\.", "classifier.dense."), (r"classifier\.out_proj\.", "classifier.out_proj."),  # RoBERTa
         (r"classifier\.classifier\.", "classifier."),
         (r"qa\.classifier\.", "qa_outputs."),
+        (r"projection\.", "projection."),  # sentence distillation's map to the teacher's width: no transformers name
     ]
 
 
