@@ -110,7 +110,8 @@ def _distill(args) -> int:
     final, evaluation = summary["final"], summary["eval"]
     print(f"{summary['architecture']} ({summary['parameters']:,} parameters, from {summary['teacher_architecture']}'s "
           f"{summary['teacher_parameters']:,}): step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}"
-          + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}" if evaluation else "")
+          + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}" if "eval/mlm_accuracy" in evaluation else "")
+          + (f"; held-out cosine to the teacher {evaluation['eval/cosine']:.3f}" if "eval/cosine" in evaluation else "")
           + (f", agreement with the teacher {evaluation['eval/teacher_agreement']:.3f}"
              if "eval/teacher_agreement" in evaluation else ""))
     if summary["interrupted"]:

@@ -75,6 +75,7 @@ def _heads(mlm: str, transform: str, norm: str, bias: str, decoder: str, pair: s
         (r"classifier\.classifier\.", "classifier."),
         (r"classifier\.proj\.", "mean_classifier."),  # bertology's mean-pooled head: no transformers name
         (r"qa\.classifier\.", "qa_outputs."),
+        (r"projection\.", "projection."),  # sentence distillation's map to the teacher's width: no transformers name
     ]
 
 

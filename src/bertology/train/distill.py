@@ -6,11 +6,17 @@ states (objectives.DistillationObjective), written in Hugging Face layout.
 
 The output loads in transformers (DistilBertForMaskedLM, or BertForMaskedLM / RobertaForMaskedLM
 for a student of the teacher's own family) and fine-tunes with `bertology finetune`.
+
+With `--target sentence` the teacher is a sentence-embedding model and the student a small preset
+with a tokenizer of its own, matched embedding to embedding (sentence_distill.py):
+
+    bertology distill --target sentence --teacher minilm/ --preset tiny --tokenizer tok/ \
+        --corpus corpus.txt --out runs/tiny --steps 2000
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +27,14 @@ from ..data.masking import IGNORE_INDEX, mask_by_weight, seeded_generator, token
 from ..data.store import check_corpus_documents
 from ..hardware import bf16_pays, check_bf16_requested, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
-from ..models import load
+from ..models import get_family, load
 from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, check_options,
                        option)
 from ..tokenizers import Tokenizer
 from . import distributed as dist
-from .objectives import Alphas, DistillationObjective, evaluate_student
+from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
+from .sentence_distill import TEXT_UNITS, build_student, read_texts, run_sentence_distillation, split_texts
 from .student import STUDENTS, init_student, parts
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, seeded
 
@@ -39,16 +46,28 @@ class DistillOptions(RunOptions):
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
                                     ".gz, .xz, .bz2 read as they are", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
-    student: str = option("distilbert", "distilbert (no token types, no pooler; from a BERT teacher), or the teacher's "
-                                        "own family with fewer layers (bert, roberta)", choices=STUDENTS)
+    target: str = option("tokens", "what is matched: tokens (DistilBERT: the teacher's predictions and hidden states, "
+                                   "a student from its layers) or sentence (the teacher's mean-pooled, normalised "
+                                   "embedding, through a projection; a student from --preset with its own --tokenizer)",
+                         choices=("tokens", "sentence"))
+    student: str | None = option(None, "tokens: distilbert (default; no token types, no pooler; from a BERT teacher), or "
+                                       "the teacher's own family with fewer layers (bert, roberta); sentence: any "
+                                       "family's --preset (default bert)", choices=STUDENTS)
+    preset: str | None = option(None, "sentence: the student's size (default tiny)")
+    tokenizer: str | None = option(None, "sentence: the student's tokenizer.json or directory (default: the teacher's)")
+    text_unit: str = option("document", "sentence: a training text is a whole document or each of its sentences",
+                            choices=TEXT_UNITS)
     layers: str | None = option(None, "teacher layers the student starts from, in order (default: spread evenly over "
                                       "the teacher, half its depth: 12 → 0,2,4,7,9,11)", metavar="I,J,…")
     depth: int | None = option(None, "student layers with the default spread (default half the teacher's)", check=POSITIVE)
     alpha_ce: float | None = option(None, "weight of T²·KL between the softened predictions (default 5.0; 0 and said "
                                           "when the teacher has no MLM head)", check=NON_NEGATIVE)
-    alpha_mlm: float = option(2.0, "weight of the student's own MLM loss", check=NON_NEGATIVE)
-    alpha_cos: float = option(1.0, "weight of 1 − cos between the last hidden states", check=NON_NEGATIVE)
-    alpha_mse: float = option(0.0, "weight of the squared error between the logits", check=NON_NEGATIVE)
+    alpha_mlm: float | None = option(None, "weight of the student's own MLM loss (default 2.0; sentence: 0)",
+                                     check=NON_NEGATIVE)
+    alpha_cos: float | None = option(None, "weight of 1 − cos between the last hidden states (sentence: between the "
+                                           "embeddings) (default 1.0)", check=NON_NEGATIVE)
+    alpha_mse: float | None = option(None, "weight of the squared error between the logits (default 0; sentence: the "
+                                           "squared distance between the embeddings, default 1.0)", check=NON_NEGATIVE)
     temperature: float = option(2.0, "softmax temperature of the soft targets", check=POSITIVE_NUMBER)
     ce_over: str = option("masked", "positions the soft targets are matched at", choices=("masked", "all"))
     masking: str = option("uniform", "uniform (BERT's) or smoothed (DistilBERT's: p ∝ count^-0.7 over the batch)",
@@ -73,6 +92,32 @@ class DistillOptions(RunOptions):
 
     def __post_init__(self):
         check_options(self)
+        sentence = self.target == "sentence"
+        if self.student is None:
+            self.student = "bert" if sentence else "distilbert"
+        if sentence:
+            misplaced = [flag for flag, value in (("--layers", self.layers), ("--depth", self.depth),
+                                                  ("--alpha-ce", self.alpha_ce or None)) if value is not None]
+            if misplaced:
+                raise ValueError(f"{', '.join(misplaced)}: for --target tokens; a sentence-level student is built from "
+                                 "--preset with its own tokenizer (no teacher layers to copy, no token predictions to match)")
+            if self.student not in SENTENCE_STUDENTS:
+                raise ValueError(f"--student {self.student}: a sentence-level student is one of "
+                                 f"{', '.join(SENTENCE_STUDENTS)}, built from --preset")
+            self.preset = self.preset or "tiny"
+        else:
+            given = [flag for flag, value in (("--preset", self.preset), ("--tokenizer", self.tokenizer)) if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: for --target sentence; a --target tokens student is the teacher's "
+                                 "layers, its vocabulary and width (use --layers / --depth)")
+
+    def alphas(self) -> Alphas:
+        """The loss weights with each target's defaults filled in (alpha_ce: see distill())."""
+        if self.target == "sentence":
+            return Alphas(ce=0.0, mlm=_given(self.alpha_mlm, 0.0), cos=_given(self.alpha_cos, 1.0),
+                          mse=_given(self.alpha_mse, 1.0))
+        return Alphas(ce=_given(self.alpha_ce, 5.0), mlm=_given(self.alpha_mlm, 2.0), cos=_given(self.alpha_cos, 1.0),
+                      mse=_given(self.alpha_mse, 0.0))
 
     def layer_list(self) -> list[int] | None:
         if self.layers is None:
@@ -81,6 +126,13 @@ class DistillOptions(RunOptions):
             return [int(x) for x in self.layers.split(",")]
         except ValueError:
             raise ValueError(f"--layers {self.layers!r}: comma-separated layer numbers such as 0,2,4") from None
+
+
+SENTENCE_STUDENTS = ("bert", "roberta", "distilbert")
+
+
+def _given(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _heldout(o: DistillOptions) -> float | int:
@@ -106,13 +158,11 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     is checked before the first write: options, teacher, layers, corpus, output directory."""
     teacher, tokenizer = _teacher(o)
     notes = []
-    alpha_ce = o.alpha_ce
-    if alpha_ce is None:
-        alpha_ce = 5.0 if parts(teacher)[1] is not None else 0.0
-        if not alpha_ce:
-            notes.append(f"the teacher ({teacher.architecture}) has no MLM head: distilling through the hidden states "
-                         "(cosine) and the student's own MLM loss, with no soft targets")
-    alphas = Alphas(ce=alpha_ce, mlm=o.alpha_mlm, cos=o.alpha_cos, mse=o.alpha_mse)
+    alphas = o.alphas()
+    if o.target == "tokens" and o.alpha_ce is None and parts(teacher)[1] is None:
+        alphas = replace(alphas, ce=0.0)
+        notes.append(f"the teacher ({teacher.architecture}) has no MLM head: distilling through the hidden states "
+                     "(cosine) and the student's own MLM loss, with no soft targets")
     if not any((alphas.ce, alphas.mlm, alphas.cos, alphas.mse)):
         raise ValueError("every --alpha-* is 0: nothing to learn from")
     teacher_bf16 = {"auto": None, "fp32": False, "bf16": True}[o.teacher_precision]
@@ -121,6 +171,8 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
         notes.append(f"the teacher runs in {precision_reason()}")
     elif teacher_bf16:
         check_bf16_requested()
+    if o.target == "sentence":
+        return _distill_sentences(o, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite)
     objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over, teacher_bf16)
     with seeded(o.seed):
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
@@ -136,6 +188,38 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
         resume, overwrite = False, True
     with seeded(o.seed):
         return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes)
+
+
+def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, teacher_bf16: bool, notes: list[str],
+                       resume: bool, overwrite: bool) -> dict[str, Any]:
+    """--target sentence: every check (tokenizer, preset, corpus, output directory) before the first write."""
+    objective = SentenceDistillationObjective(teacher, alphas, teacher_bf16)
+    if o.tokenizer is not None:
+        student_tok = Tokenizer.load(o.tokenizer)
+    else:
+        student_tok = teacher_tok
+        notes.append(f"the student uses the teacher's tokenizer ({teacher_tok.vocab_size:,} tokens): its embedding "
+                     "table alone may outweigh the rest of a small preset; --tokenizer gives it one of its own")
+    with seeded(o.seed):  # the preset, --seq-len and the tokenizer's specials, checked before anything is written
+        build_student(o.student, o.preset, student_tok, o.seq_len, bool(alphas.mlm))
+    if alphas.mlm and student_tok.token_to_id(get_family(o.student).specials.mask) is None:
+        raise ValueError(f"--alpha-mlm {alphas.mlm}: the student's tokenizer has no "
+                         f"{get_family(o.student).specials.mask} token to mask with")
+    where = ", ".join(map(str, o.corpus))
+    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=False)
+    train_texts, heldout_texts = split_texts(read_texts(o.corpus, o.format, o.text_unit), _heldout(o), o.seed, where)
+    if len(train_texts) < o.batch_size:
+        raise ValueError(f"{where}: {len(train_texts)} training texts, fewer than one batch of {o.batch_size}")
+    if dist.world_size() > 1:
+        raise ValueError("--target sentence runs in one process (the teacher dominates; run ranks of it in parallel "
+                         "for different seeds instead)")
+    out = Path(o.out_dir)
+    claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
+    if resume and not checkpoints(out):
+        resume, overwrite = False, True
+    with seeded(o.seed):
+        return run_sentence_distillation(o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts),
+                                         out, resume, overwrite, notes)
 
 
 def _distill(o: DistillOptions, teacher, tokenizer, student, objective: DistillationObjective, out: Path,

@@ -3,7 +3,8 @@
 PretrainingObjective (MLM + NSP / SOP) and DistillationObjective (DistilBERT's triple loss:
 α_ce·T²·KL of the softened predictions + α_mlm·CE + α_cos·(1 − cos) of the last hidden states,
 optionally + α_mse·MSE of the logits; a teacher without an MLM head teaches through the hidden
-states alone).
+states alone), and SentenceDistillationObjective (Reimers & Gurevych, 2020: a student with its own
+tokenizer matches the teacher's sentence embedding through a linear projection).
 
 Dividing by the global count (not the micro-batch's) makes the summed gradient of any split into
 micro-batches and ranks equal to the gradient of the whole batch: the basis of exact gradient
@@ -168,3 +169,96 @@ def evaluate_student(student, teacher, batches) -> dict[str, float]:
     if t_mlm is not None:
         out.update(kl_to_teacher=kl / max(1, masked_total), teacher_agreement=agree / max(1, masked_total))
     return out
+
+
+# ---- sentence-level distillation --------------------------------------------------------------------
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, H) → (B, H): the mean over real tokens (sentence-transformers' pooling).
+
+    >>> mean_pool(torch.tensor([[[1.0, 2.0], [3.0, 4.0], [9.0, 9.0]]]), torch.tensor([[1, 1, 0]]))
+    tensor([[2., 3.]])
+    """
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+TEACHER_KEYS = ("teacher_input_ids", "teacher_attention_mask", "teacher_token_type_ids")
+
+
+class SentenceDistillationObjective:
+    """The teacher's sentence embedding t (mean-pooled last hidden state over real tokens, L2-normalised:
+    all-MiniLM-L6-v2's) is the target of the student's projected one p = W·mean(h_s) + b:
+
+        loss = α_mse·‖p − t‖² + α_cos·(1 − cos(p, t)) [+ α_mlm·CE of the student's own MLM]
+
+    each a mean over the global batch's sequences (the MLM term over its masked tokens). The squared
+    distance is summed over the teacher's width rather than averaged, so that for a unit p it equals
+    2·(1 − cos) and the two terms are on one scale.
+
+    The tokenizers differ, so a batch carries two encodings of the same texts: the student's
+    (input_ids, attention_mask, token_type_ids; masked_input_ids and labels with the MLM term) and the
+    teacher's (teacher_input_ids, …), or the teacher's embeddings themselves (teacher_embedding, (B, H_t)).
+    The teacher runs once per micro-batch without gradients, in bf16 where `teacher_bf16`.
+    """
+
+    def __init__(self, teacher, alphas: Alphas, teacher_bf16: bool = False):
+        if alphas.ce:
+            raise ValueError("sentence-level distillation matches embeddings, not token predictions: --alpha-ce must be 0")
+        if not any((alphas.mse, alphas.cos, alphas.mlm)):
+            raise ValueError("every --alpha-* is 0: nothing to learn from")
+        self.teacher, self.alphas, self.teacher_bf16 = teacher.eval(), alphas, teacher_bf16
+        self.teacher_backbone = parts(teacher)[0]
+
+    @torch.no_grad()
+    def teacher_embedding(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, H_t) unit vectors: the batch's own teacher_embedding, else the teacher run on its encoding."""
+        if "teacher_embedding" in batch:
+            return batch["teacher_embedding"].float()
+        inputs = {k[len("teacher_"):]: batch[k] for k in TEACHER_KEYS if k in batch}
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.teacher_bf16):
+            h = self.teacher_backbone(**backbone_inputs(self.teacher_backbone, inputs)).last_hidden_state
+        return F.normalize(mean_pool(h.float(), inputs["attention_mask"]), dim=-1)
+
+    def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
+        masked = int((batch["labels"] != IGNORE).sum()) if "labels" in batch else 0
+        return {"sequences": batch["input_ids"].shape[0], "masked": max(1, masked)}
+
+    def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
+        a = self.alphas
+        t = self.teacher_embedding(batch)  # (B, H_t)
+        p = model.embed(batch).float()  # (B, H_t)
+        terms: dict[str, torch.Tensor] = {}
+        if a.mse:
+            terms["mse"] = (p - t).pow(2).sum() / totals["sequences"]
+        if a.cos:
+            terms["cos"] = (1 - F.cosine_similarity(p, t, dim=-1)).sum() / totals["sequences"]
+        if a.mlm:
+            if "labels" not in batch:
+                raise ValueError("--alpha-mlm > 0 needs masked_input_ids and labels in the batch")
+            masked = batch["labels"] != IGNORE
+            backbone, mlm = model.backbone, model.mlm
+            inputs = {**batch, "input_ids": batch["masked_input_ids"]}
+            h = backbone(**backbone_inputs(backbone, inputs)).last_hidden_state  # (B, T, H)
+            z = mlm(h[masked])[0].float()  # (M, V)
+            terms["mlm"] = F.cross_entropy(z, batch["labels"][masked], reduction="sum") / totals["masked"]
+        loss = sum(getattr(a, name) * term for name, term in terms.items())
+        metrics = {f"{name}_loss": float(term.detach()) for name, term in terms.items()}
+        metrics["cosine"] = float(F.cosine_similarity(p.detach(), t, dim=-1).sum()) / totals["sequences"]
+        metrics["loss"] = float(loss.detach())
+        return loss, metrics
+
+
+@torch.no_grad()
+def evaluate_sentence_student(model, batches, teacher_embeddings: list[torch.Tensor]) -> dict[str, float]:
+    """Held-out mean cosine between the student's projected embeddings and the teacher's (given, one
+    (B, H_t) tensor per batch), and the mean squared distance between them."""
+    model.eval()
+    cos = dist = 0.0
+    n = 0
+    for batch, t in zip(batches, teacher_embeddings):
+        p = model.embed(batch).float()  # (B, H_t)
+        cos += float(F.cosine_similarity(p, t, dim=-1).sum())
+        dist += float((p - t).pow(2).sum())
+        n += len(t)
+    return {"cosine": cos / max(1, n), "squared_distance": dist / max(1, n)}
