@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from bertology.models import get_family, task_class
-from bertology.tasks.fewshot import encoder_layers, head_parameters, reinit_top_layers, split_head_lr
+from bertology.tasks.fewshot import encoder_layers, head_lr_groups, head_parameters, reinit_top_layers
 from bertology.tasks.finetune import finetune
-from bertology.train.trainer import parameter_groups
+from bertology.train.trainer import Trainer, TrainingArguments, parameter_groups
 
 from test_tasks_finetune import _options
 
@@ -47,20 +47,19 @@ def test_reinit_refuses_albert_shared_blocks_and_too_many_layers():
     assert len(encoder_layers(_tiny("bert"))) == 2
 
 
-def test_head_lr_splits_every_group_and_keeps_its_settings():
+def test_head_lr_splits_every_group_and_keeps_its_settings(tmp_path):
     model = _tiny("bert")
-    optimizer = torch.optim.AdamW(parameter_groups(model, 0.01), lr=1e-4, eps=1e-6, fused=True)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 4))
     head = head_parameters(model)
     assert {n for n, p in model.named_parameters() if id(p) in head} == {"classifier.classifier.weight",
                                                                           "classifier.classifier.bias"}
-    optimizer, scheduler = split_head_lr(optimizer, scheduler, head, 3e-3)
-    groups = [(g["initial_lr"], g["weight_decay"], {id(p) for p in g["params"]}) for g in optimizer.param_groups]
-    assert [(lr, wd) for lr, wd, _ in groups] == [(1e-4, 0.01), (1e-4, 0.0), (3e-3, 0.01), (3e-3, 0.0)]
-    assert groups[2][2] | groups[3][2] == head and not (groups[0][2] | groups[1][2]) & head
-    assert sum(len(g[2]) for g in groups) == len(list(model.parameters()))
-    assert optimizer.defaults["eps"] == 1e-6 and optimizer.defaults["fused"]
-    assert scheduler.get_last_lr() == pytest.approx([2.5e-5, 2.5e-5, 7.5e-4, 7.5e-4])  # one schedule for both rates
+    groups = head_lr_groups(parameter_groups(model, 0.01), head, 3e-3)
+    args = TrainingArguments(out_dir=str(tmp_path), steps=8, lr=1e-4, warmup_steps=4)
+    trainer = Trainer(model, args, batches=None, objective=None, param_groups=groups)
+    got = [(g["initial_lr"], g["weight_decay"], {id(p) for p in g["params"]}) for g in trainer.optimizer.param_groups]
+    assert [(lr, wd) for lr, wd, _ in got] == [(1e-4, 0.01), (1e-4, 0.0), (3e-3, 0.01), (3e-3, 0.0)]
+    assert got[2][2] | got[3][2] == head and not (got[0][2] | got[1][2]) & head
+    assert sum(len(g[2]) for g in got) == len(list(model.parameters()))
+    assert trainer.scheduler.get_last_lr() == pytest.approx([2.5e-5, 2.5e-5, 7.5e-4, 7.5e-4])  # one schedule for both
 
 
 def test_finetune_with_head_lr_trains_the_head_at_its_rate(tmp_path):

@@ -8,8 +8,6 @@ useful ones, so the head can take a larger rate than the encoder tolerates.
 """
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import nn
 
@@ -61,22 +59,20 @@ def head_parameters(model: nn.Module) -> set[int]:
     return {id(p) for name, p in model.named_parameters() if not name.startswith("backbone.")}
 
 
-def split_head_lr(optimizer: torch.optim.Optimizer, scheduler, head: set[int], head_lr: float):
-    """(optimizer, scheduler) rebuilt from a fresh optimizer and its LambdaLR with each parameter group
-    split in two: the rest keeps its settings, the head's parameters get `head_lr` as their peak rate.
+def head_lr_groups(groups: list[dict], head: set[int], head_lr: float) -> list[dict]:
+    """Optimizer parameter groups with each group split in two: the rest keeps its settings, the
+    head's parameters (ids in `head`) get `head_lr` as their peak rate. The encoder's groups come
+    first, so the rate a trainer logs (its first group's) stays the encoder's; a schedule's
+    multiplier applies to both rates alike.
 
-    Every other setting (weight decay per group, betas, eps, fused) is taken from the optimizer given,
-    and the schedule's multiplier applies to both rates alike. The encoder's groups come first, so the
-    rate a trainer logs (its first group's) stays the encoder's. Call it before the first step.
+    >>> a, b = torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))
+    >>> [(len(g["params"]), g.get("lr")) for g in head_lr_groups([{"params": [a, b], "weight_decay": 0.0}], {id(b)}, 1e-3)]
+    [(1, None), (1, 0.001)]
     """
-    groups = []
+    split = []
     for in_head in (False, True):
-        for g in optimizer.param_groups:
+        for g in groups:
             params = [p for p in g["params"] if (id(p) in head) == in_head]
             if params:
-                settings = {k: v for k, v in g.items() if k not in ("params", "initial_lr")}
-                peak = head_lr if in_head else g.get("initial_lr", g["lr"])  # a scheduler has scaled g["lr"] already
-                groups.append({**settings, "params": params, "lr": peak})
-    accepted = inspect.signature(type(optimizer)).parameters
-    rebuilt = type(optimizer)(groups, **{k: v for k, v in optimizer.defaults.items() if k in accepted})
-    return rebuilt, torch.optim.lr_scheduler.LambdaLR(rebuilt, scheduler.lr_lambdas[0])
+                split.append({**g, "params": params, **({"lr": head_lr} if in_head else {})})
+    return split

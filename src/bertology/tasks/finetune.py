@@ -24,10 +24,10 @@ from ..models.checkpoint import load_state
 from ..models.heads import IGNORE, POOLINGS
 from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
-from ..train.trainer import Trainer, TrainingArguments, checkpoints, seeded
+from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
 from . import TASKS
 from .base import Features, Task
-from .fewshot import head_parameters, reinit_top_layers, split_head_lr
+from .fewshot import head_lr_groups, head_parameters, reinit_top_layers
 from .subsets import balanced_subset
 
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
@@ -302,11 +302,11 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
     )
     if not resume:
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
+    groups = parameter_groups(model, o.weight_decay)
+    if o.head_lr is not None:
+        groups = head_lr_groups(groups, head_parameters(model), o.head_lr)
     trainer = Trainer(model, args, batches, TaskObjective(per_token=task.name == "tag"), evaluate if dev else None,
-                      save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
-    if o.head_lr is not None:  # before the first step, and before resume restores the optimizer's state
-        trainer.optimizer, trainer.scheduler = split_head_lr(trainer.optimizer, trainer.scheduler,
-                                                             head_parameters(model), o.head_lr)
+                      save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"), param_groups=groups)
     result = trainer.train(resume=resume)
     if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
         return {"task": task.name, "model": o.model, "steps": result["step"], "interrupted": True, "options": asdict(o)}

@@ -73,7 +73,8 @@ class DistillOptions(RunOptions):
     masking: str = option("uniform", "uniform (BERT's) or smoothed (DistilBERT's: p ∝ count^-0.7 over the batch)",
                           choices=("uniform", "smoothed"))
     mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
-    steps: int = option(1000, "optimizer steps", check=POSITIVE)
+    steps: int | None = option(None, "optimizer steps (default 1000; with --time-budget a cap, default none)",
+                               check=POSITIVE)
     batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
     seq_len: int = option(128, "tokens per sequence, special tokens included", check=POSITIVE)
     lr: float = option(5e-4, "peak learning rate (DistilBERT: 5e-4)", check=POSITIVE_NUMBER)
@@ -260,10 +261,9 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
             return evaluate_student(m, teacher, eval_batches)
 
     args = TrainingArguments(
-        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup,
-        weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
-        seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every, keep_last=o.keep_last,
-        quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile)
+        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, weight_decay=o.weight_decay,
+        accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16, seed=o.seed, overwrite=overwrite,
+        **o.run_arguments(o.steps))
     trainer = Trainer(student, args, batches, objective, evaluate,
                       save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train(resume=resume)

@@ -177,10 +177,9 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
     args = TrainingArguments(
-        out_dir=str(out), steps=o.steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup,
-        weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
-        seed=o.seed, log_every=o.log_every, eval_every=o.eval_every, save_every=o.save_every, keep_last=o.keep_last,
-        quiet=o.quiet, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile)
+        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, weight_decay=o.weight_decay,
+        accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16, seed=o.seed, overwrite=overwrite,
+        **o.run_arguments(o.steps))
     trainer = Trainer(model, args, batches, objective, evaluate,
                       save_extra=lambda d: student_tok.save(d / "tokenizer.json"))
     result = trainer.train(resume=resume)
@@ -192,7 +191,7 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         "projection_parameters": sum(p.numel() for p in model.projection.parameters()),
         "teacher_parameters": teacher.num_parameters(), "vocab_size": student_tok.vocab_size,
         "alphas": asdict(objective.alphas), "teacher_bf16": objective.teacher_bf16, "steps": result["step"],
-        "interrupted": result["interrupted"], "train_texts": len(train_texts), "heldout_texts": len(heldout_texts),
+        "train_seconds": trainer.elapsed_s, "interrupted": result["interrupted"], "train_texts": len(train_texts), "heldout_texts": len(heldout_texts),
         "heldout_cosine": final_eval.get("eval/cosine"), "notes": notes,
         "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
         "eval": final_eval, "options": asdict(o),

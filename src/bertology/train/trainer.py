@@ -152,7 +152,7 @@ def seeded(seed: int) -> Iterator[None]:
 class Trainer:
     def __init__(self, model: nn.Module, args: TrainingArguments, batches: Callable[[int], Batch], objective,
                  evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, param_groups: list[dict[str, Any]] | None = None):
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
         self.clock = clock  # the time budget's clock (a test passes one it controls)
         self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
@@ -164,7 +164,9 @@ class Trainer:
         self.out = Path(args.out_dir)
         # fused: one kernel over all parameters (the default per-tensor loop costs more than the
         # model's own step for small models with large embedding tables)
-        self.optimizer = torch.optim.AdamW(parameter_groups(model, args.weight_decay), lr=args.lr, betas=args.betas,
+        # param_groups: the job's own (a group's "lr" is its peak rate); default BERT's decay rule at args.lr
+        groups = param_groups if param_groups is not None else parameter_groups(model, args.weight_decay)
+        self.optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=args.betas,
                                            eps=args.eps, fused=True)
         if args.time_budget_s is None:
             factor = schedule(args.schedule, args.steps, args.warmup_steps)

@@ -1,0 +1,133 @@
+"""`bertology demo`: does pretraining pay where the seed says it does, with few labels? On the
+data that ships here, within a wall-clock budget on the machine at hand (`--budget-minutes`,
+default 20; plan.py says how it is spent).
+
+1. trains each family's tokenizer (WordPiece, byte-level BPE, Unigram for ALBERT and XLNet) on
+   Debian's long package descriptions (data/debian-descriptions: leakage-free for the task's dev
+   and test packages), and word2vec over BERT's pieces;
+2. pretrains a tiny model of each family for an equal share of the time with the small-budget
+   recipe (stages.recipe), each with its paper's objective; a BERT whose token embedding starts
+   from the word2vec vectors; and the teacher track: the real all-MiniLM-L6-v2 distilled at the
+   sentence level into the same tiny BERT;
+3. fine-tunes every start and each family's random-init twin (same architecture and tokenizer) on
+   10, 30, 100 and all 175 labelled examples per class (curve.py: class-balanced nested subsets,
+   a learning rate chosen on dev, 5 seeds ensembled), next to bag-of-words, averaged word2vec
+   vectors and MiniLM's frozen embeddings, each with a logistic regression on the same subsets;
+   every gain comes with a paired-bootstrap 95% interval over the test items;
+4. writes runs/demo/report.md (tables, label curve, pretraining curves, parameters, attention maps)
+   and runs/demo/results.json (one object per model, a `label_curve` in each).
+
+`--quick` is a smoke test (about two minutes); Ctrl-C checkpoints, and `--resume` continues.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from .curve import Start, label_curves
+from .plan import Budget, Plan, label_name
+from .report import reference_lines, write_report
+from .stages import FAMILIES, corpus_files, data_path, pretrain_one, teacher_track, train_tokenizers
+
+W2V = "bert+word2vec"  # BERT-tiny whose token embedding starts from word2vec vectors over its pieces
+STUDENT = "minilm→tiny"  # the teacher track's student
+
+
+def say_to(quiet: bool):
+    def say(message: str) -> None:
+        if not quiet:
+            print(message, flush=True)
+    return say
+
+
+def claim_demo_dir(out: Path, resume: bool, overwrite: bool) -> None:
+    """The demo writes only into a directory of its own: a fresh run clears the stages an earlier
+    demo wrote there; a directory of the user's is refused (or, with --overwrite, written into
+    without deleting anything)."""
+    from ..io import RUN_MARKER, atomic_write_json, claim_output_dir
+
+    report = out / "report.md"
+    earlier = report.is_file() and report.read_text(encoding="utf-8").startswith("# bertology demo report")
+    if earlier and not (out / RUN_MARKER).is_file():  # a demo from before output directories were marked
+        atomic_write_json(out / RUN_MARKER, {"command": "demo"})
+    ours = (out / RUN_MARKER).is_file()
+    claim_output_dir(out, "demo", resume=resume and ours, overwrite=overwrite or ours)
+    if ours and not resume:
+        for stage in ("tokenizers", "wordvec", "pretrain", "finetune", "distill", "corpus"):
+            shutil.rmtree(out / stage, ignore_errors=True)
+
+
+def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -> Path:
+    """word2vec (skip-gram) over BERT's own WordPiece pieces, as wide as the model's token embedding."""
+    from ..models import get_family
+    from ..wordvec.options import TrainOptions
+    from ..wordvec.train import train
+
+    path = out / "wordvec" / "bert-pieces.txt"
+    if not (resume and path.is_file()):
+        t0 = time.perf_counter()
+        width = get_family("bert").preset(plan.preset).hidden_size
+        _, summary = train(TrainOptions(corpus=[str(c) for c in corpus], out=str(path), algorithm="skipgram",
+                                        vector_size=width, tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
+                                        epochs=1 if plan.quick else 3, workers=2, quiet=True))
+        say(f"   word2vec (skip-gram) over BERT's pieces: {summary['vocabulary']:,} pieces × {width} dimensions "
+            f"({time.perf_counter() - t0:.1f} s)")
+    return path
+
+
+def run(args) -> int:
+    from ..hardware import cpu_summary, precision_probe, precision_reason
+
+    out = Path(args.out)
+    say = say_to(args.quiet)
+    budget = Budget(60 * (1.5 if args.quick and args.budget_minutes is None else args.budget_minutes or 20.0))
+    claim_demo_dir(out, args.resume, args.overwrite)
+    plan = Plan.make(args.quick, bf16=not args.fp32 and bool(precision_probe()["bf16_pays"]))
+    say(f"bertology demo → {out}  (budget {budget.seconds / 60:g} min{', quick' if args.quick else ''}: {plan.preset} "
+        f"models, {plan.batch_size} × {plan.seq_len} tokens a step, {'bf16' if plan.bf16 else 'fp32'})\n   "
+        f"{cpu_summary()}\n   precision: {'fp32 (--fp32)' if args.fp32 else precision_reason()}")
+    resume_hint = "continue with: bertology demo --resume" + (" --quick" if args.quick else "") + (
+        f" --out {out}" if str(out) != "runs/demo" else "")
+
+    corpus = corpus_files(out, plan.corpus_bytes)
+    say("\n1/4 tokenizers and word vectors, trained on data/debian-descriptions")
+    rows = train_tokenizers(out, plan, corpus, args.resume, say)
+    vectors = word_vectors(out, plan, corpus, args.resume, say)
+
+    models = [(f, f, {}) for f in FAMILIES] + [(W2V, "bert", {"init_embeddings": str(vectors)})]
+    pretraining_s = plan.pretrain_share * max(0.0, budget.left() - 30)
+    started = budget.spent()
+    say(f"\n2/4 pretraining, {pretraining_s / (len(models) + 1):.0f} s of wall time for each of {len(models) + 1} models")
+    for i, (name, family, extra) in enumerate(models):
+        slot = (pretraining_s - (budget.spent() - started)) / (len(models) + 1 - i)  # what earlier models left over
+        row = pretrain_one(name, family, out, plan, corpus, max(1.0, slot), args.resume, say, **extra)
+        if row is None:
+            print(f"interrupted during {name} pretraining; {resume_hint}")
+            return 130
+        rows[name] = {**rows[family], **row}
+    slot = max(1.0, pretraining_s - (budget.spent() - started))
+    student = teacher_track(out, plan, corpus, slot, args.resume, say)
+    if student is None:
+        print(f"interrupted during the teacher track; {resume_hint}")
+        return 130
+
+    say(f"\n3/4 fine-tuning on data/debian-sections (description → one of 10 sections) with few and all labels; "
+        f"{budget.left():.0f} s of the budget left")
+    pretrained = out / "pretrain"
+    starts = []
+    for family in FAMILIES:
+        pooling = "cls" if family == "xlnet" else "mean"  # XLNet's sentence head is its own summary
+        starts += [Start(family, pretrained / family, pooling=pooling),
+                   Start(f"{family} (random init)", pretrained / family, from_scratch=True, pooling=pooling)]
+    starts += [Start(W2V, pretrained / W2V), Start(STUDENT, out / "distill" / "minilm")]
+    curves = label_curves(starts, plan, budget, data_path("debian-sections"), out / "finetune", args.resume, say)
+    counts = [c for c in plan.label_counts if label_name(c) in curves[starts[0].name]]
+    references = reference_lines(counts, vectors, out / "tokenizers" / "bert" / "tokenizer.json", say)
+
+    say("\n4/4 report")
+    report = write_report(out, plan, rows, student, curves, references, budget)
+    print("\n" + report["table"])
+    print(f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}; "
+          f"wall time {budget.spent() / 60:.1f} min of {budget.seconds / 60:g}")
+    return 0

