@@ -67,9 +67,9 @@ class PieceSentences:
     special tokens, truncation or padding, so a "word" is a vocabulary piece ("##ing", "Ġthe",
     "▁the") and word vectors trained on them are keyed by the pieces a model embeds.
 
-        >>> from bertology.tokenizers import Tokenizer                          # doctest: +SKIP
-        >>> next(iter(PieceSentences(["text.txt"], Tokenizer.load("tokenizer.json"))))
-        ['real', '-', 'time', 'strategy', 'game']
+        >>> tok = Tokenizer.load("tokenizer.json")                                  # doctest: +SKIP
+        >>> next(iter(PieceSentences(["descriptions.txt"], tok)))                     # doctest: +SKIP
+        ['real', '-', 'time', 'strategy', 'game', 'of', 'ancient', 'war', '##fa', '##re']
 
     The first pass encodes the text and keeps the piece ids (int32, 4 bytes a piece); later passes
     (word2vec reads the corpus twice: counting, then encoding) replay them instead of encoding again.
