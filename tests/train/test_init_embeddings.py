@@ -1,5 +1,5 @@
 """`pretrain --init-embeddings`: word vectors keyed by pieces copied into the token embedding
-(scaled to the init's σ), pieces without a vector counted, bad files rejected before any write."""
+(as they are, or scaled to the init's σ), pieces without a vector counted, bad files rejected before any write."""
 import json
 import warnings
 from pathlib import Path
@@ -49,7 +49,7 @@ def test_rows_copied_after_scaling_to_the_init_std_the_rest_untouched():
     m = model()
     before = token_embedding(m).weight.detach().clone()
     kv = vectors(128)
-    result = init_token_embeddings(m, Vocab(PIECES), kv, "v.txt")
+    result = init_token_embeddings(m, Vocab(PIECES), kv, "v.txt", rescale=True)
     after = token_embedding(m).weight.detach()
     rows = [PIECES.index(p) for p in ("the", "cat", "##s", "dog")]
     taken = kv.vectors[:4].astype(np.float64)
@@ -64,10 +64,10 @@ def test_rows_copied_after_scaling_to_the_init_std_the_rest_untouched():
     assert m.mlm.decoder.weight is token_embedding(m).weight  # the tied MLM decoder starts from them too
 
 
-def test_rescale_false_copies_the_vectors_as_they_are():
+def test_by_default_the_vectors_are_copied_as_they_are():
     m = model()
     kv = vectors(128)
-    assert init_token_embeddings(m, Vocab(PIECES), kv, rescale=False).scale == 1.0
+    assert init_token_embeddings(m, Vocab(PIECES), kv).scale == 1.0
     assert torch.equal(token_embedding(m).weight.detach()[[5, 6, 7, 8]], torch.from_numpy(kv.vectors[:4]))
 
 
@@ -128,7 +128,7 @@ def test_pretrain_starts_from_the_vectors(setup, tmp_path):
     summary = json.loads((out / "summary.json").read_text())["init_embeddings"]
     assert summary["copied"] == 495 and summary["missing"] == 600 - 495 and summary["unused_vectors"] == 0
     kv, scale = setup["kv"], summary["scale"]
-    assert scale == pytest.approx(0.02 / kv.vectors.astype(np.float64).std())
+    assert scale == 1.0  # copied as they are (the default)
     tok = bertology.Tokenizer.load(out / "tokenizer.json")
     weight = token_embedding(bertology.load(out)).weight.detach()
     rows = [tok.token_to_id(p) for p in kv.index_to_key]

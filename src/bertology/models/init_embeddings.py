@@ -8,15 +8,16 @@ are counted; vectors whose key is not a piece are counted too.
     >>> vectors = read_init_vectors("pieces.txt", config)                   # doctest: +SKIP
     >>> init_token_embeddings(model, tokenizer, vectors, "pieces.txt").copied  # doctest: +SKIP
 
-Scale: by default the copied vectors are multiplied by one factor so that their standard deviation
-(over all their components) equals the config's initializer_range, the N(0, σ) BERT draws every
-other embedding row from. Word2vec vectors come out an order of magnitude larger than that; copied
-raw, the word embedding would dwarf the position and token-type embeddings it is summed with
-before the LayerNorm, and through the MLM decoder (tied to the same matrix) give initial logits
-that are far from uniform, so the first steps go into shrinking them. One global factor keeps
-the geometry (cosines, relative norms, analogies) of the vectors intact. Measured on a short
-BERT-tiny pretraining (see the README): the rescaled start reached a lower held-out loss than the
-raw one. `rescale=False` copies them as they are.
+Scale: the vectors are copied as they are by default, although word2vec's come out an order of
+magnitude larger than the N(0, initializer_range) BERT draws every other embedding row from. Both
+choices were measured on a short BERT-tiny pretraining (the demo's recipe, more than one seed; see the
+README): the raw vectors reached a lower held-out MLM loss than the same vectors rescaled so that
+their standard deviation matched the init's, and both beat the random start. Larger rows let each
+piece's identity outweigh the position and token-type embeddings it is summed with before the
+LayerNorm, and the MLM decoder (tied to the same matrix) starts with logits that already favour
+pieces near the context; what the raw scale costs is a slower start of the sentence-pair head.
+`rescale=True` multiplies every copied vector by one factor (the geometry, cosines and relative
+norms, intact) so that their standard deviation is the config's initializer_range.
 """
 from __future__ import annotations
 
@@ -98,10 +99,10 @@ class EmbeddingInit:
 
 
 def init_token_embeddings(model: nn.Module, tokenizer, vectors: KeyedVectors, path: str | os.PathLike = "vectors",
-                          rescale: bool = True, log: bool = False) -> EmbeddingInit:
+                          rescale: bool = False, log: bool = False) -> EmbeddingInit:
     """Copy `vectors` into the model's token embedding, row `tokenizer.token_to_id(piece)` for
-    each vector whose key is a piece, scaled (rescale=True) so that the copied values have the
-    standard deviation of the model's initialisation, config.initializer_range. The padding row
+    each vector whose key is a piece: as they are, or with `rescale` scaled so that the copied
+    values have the standard deviation of the model's initialisation, config.initializer_range. The padding row
     is never written (a vector for the pad piece is skipped). Warns when more than MISSING_WARNING of the rows get no vector; with `log`, the
     outcome is written to stderr as one line."""
     path = os.fspath(path)
