@@ -144,3 +144,17 @@ def test_pretrain_rejects_a_wrong_width_before_any_write(setup, tmp_path, capsys
     assert not out.exists()
     assert main(_args(setup, out, "--init-embeddings", str(tmp_path / "missing.txt"))) == 2
     assert "missing.txt: no such file" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.slow
+def test_resume_keeps_the_checkpoints_embedding(setup, tmp_path):
+    out = tmp_path / "run"
+    other = tmp_path / "other.txt"
+    vectors(128, keys=setup["kv"].index_to_key, seed=7).save(other)
+    assert main(_args(setup, out, "--steps", "2", "--stop-at", "1", "--init-embeddings", str(setup["vectors"]))) == 130
+    assert main(_args(setup, out, "--steps", "2", "--init-embeddings", str(other), "--resume")) == 0
+    assert json.loads((out / "summary.json").read_text())["init_embeddings"] is None
+    tok = bertology.Tokenizer.load(out / "tokenizer.json")
+    weight = token_embedding(bertology.load(out)).weight.detach()
+    rows = [tok.token_to_id(p) for p in setup["kv"].index_to_key]
+    assert torch.allclose(weight[rows], torch.from_numpy(setup["kv"].vectors), atol=1e-6)  # the first run's vectors
