@@ -62,12 +62,12 @@ def test_optimum_equals_sklearn(debian):
     train, dev = debian["train"][::4], debian["dev"]
     l2 = 3e-3
     ours = BagOfWordsBaseline(l2=l2).fit(train)
-    X = sparse.csr_matrix(ours._matrix(train).to_dense().numpy())
+    X = sparse.csr_matrix(ours.features(train).to_dense().numpy())
     y = [ours.labels.index(e.label) for e in train]
     # scikit-learn minimises C·Σ CE + ½|W|²; ours mean CE + (l2/2)|W|²: the same for C = 1 / (l2 N)
     ref = linear_model.LogisticRegression(C=1 / (l2 * len(train)), tol=1e-10, max_iter=5000).fit(X, y)
     assert ours.weight.numpy().T == pytest.approx(ref.coef_, abs=2e-3)
-    ref_pred = ref.predict(sparse.csr_matrix(ours._matrix(dev).to_dense().numpy()))
+    ref_pred = ref.predict(sparse.csr_matrix(ours.features(dev).to_dense().numpy()))
     assert [p.label for p in ours.predict(dev)] == [ours.labels[i] for i in ref_pred]
 
 

@@ -59,18 +59,105 @@ def smooth_idf(df: int, n_docs: int) -> float:
     return math.log((1 + n_docs) / (1 + df)) + 1
 
 
-class BagOfWordsBaseline:
-    def __init__(self, n_max: int = 2, min_df: int = 1, l2: float = 3e-4, optimizer: str = "lbfgs",
-                 max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+def _mm(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    return torch.sparse.mm(X, W) if X.is_sparse else X @ W
+
+
+def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, optimizer: str = "lbfgs",
+                            max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64,
+                            seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Multinomial logistic regression on features X (N, F), sparse or dense, and labels y (N,):
+    the weights (F, C) and bias (C,) minimising mean cross-entropy + (l2 / 2)·|W|² (the bias
+    unpenalised), by full-batch L-BFGS from zeros or by mini-batch Adam shuffled by `seed`."""
+    W = torch.zeros(X.shape[1], n_classes, requires_grad=True)
+    b = torch.zeros(n_classes, requires_grad=True)
+
+    def loss_of(Xb, yb):
+        return torch.nn.functional.cross_entropy(_mm(Xb, W) + b, yb) + 0.5 * l2 * (W * W).sum()
+
+    if optimizer == "lbfgs":
+        opt = torch.optim.LBFGS([W, b], lr=1, max_iter=max_iter, tolerance_grad=1e-6,
+                                tolerance_change=1e-9, history_size=20, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = loss_of(X, y)
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+    else:
+        opt = torch.optim.Adam([W, b], lr=lr)
+        g = torch.Generator().manual_seed(seed)
+        Xd = X if not X.is_sparse else X.to_dense() if X.shape[0] * X.shape[1] <= 50_000_000 else None
+        for _ in range(epochs):
+            for idx in torch.randperm(len(y), generator=g).split(batch_size):
+                Xb = Xd[idx] if Xd is not None else X.index_select(0, idx)
+                opt.zero_grad()
+                loss_of(Xb.to_sparse() if X.is_sparse else Xb, y[idx]).backward()
+                opt.step()
+    return W.detach(), b.detach()
+
+
+class LinearBaseline:
+    """Logistic regression on a fixed featurisation of the examples (`features`, given by a
+    subclass): label checks, fitting, predict and score shared by the baselines."""
+
+    def __init__(self, l2: float, optimizer: str, max_iter: int, epochs: int, lr: float, batch_size: int, seed: int):
         if optimizer not in ("lbfgs", "adam"):
             raise ValueError(f"optimizer must be 'lbfgs' or 'adam', got {optimizer!r}")
-        self.n_max, self.min_df, self.l2, self.optimizer = n_max, min_df, l2, optimizer
+        self.l2, self.optimizer = l2, optimizer
         self.max_iter, self.epochs, self.lr, self.batch_size, self.seed = max_iter, epochs, lr, batch_size, seed
-        self.vocab: dict[str, int] = {}
-        self.idf: torch.Tensor | None = None
         self.labels: list[str] = []
         self.weight: torch.Tensor | None = None  # (F, C)
         self.bias: torch.Tensor | None = None  # (C,)
+
+    def features(self, examples: Sequence[Example]) -> torch.Tensor:
+        """(N, F) features, sparse or dense."""
+        raise NotImplementedError
+
+    def _check_labels(self, examples: Sequence[Example]) -> None:
+        for e in examples:
+            if e.label is None:
+                raise ValueError(f"{e.where}: training example without a label")
+        self.labels = sorted({e.label for e in examples})
+        if len(self.labels) < 2:
+            raise ValueError(f"need at least 2 labels to train, got {self.labels}")
+
+    def _fit_features(self, X: torch.Tensor, examples: Sequence[Example]) -> None:
+        label_id = {name: i for i, name in enumerate(self.labels)}
+        y = torch.tensor([label_id[e.label] for e in examples], dtype=torch.long)
+        self.weight, self.bias = fit_logistic_regression(X, y, len(self.labels), self.l2, self.optimizer, self.max_iter,
+                                                         self.epochs, self.lr, self.batch_size, self.seed)
+
+    def predict_proba(self, examples: Sequence[Example]) -> torch.Tensor:
+        if self.weight is None:
+            raise RuntimeError("call fit() before predict()")
+        if not examples:
+            return torch.empty(0, len(self.labels))
+        return (_mm(self.features(examples), self.weight) + self.bias).softmax(-1)
+
+    def predict(self, examples: Sequence[Example]) -> list[Prediction]:
+        probs = self.predict_proba(examples)
+        out = []
+        for p in probs:
+            best = int(p.argmax())
+            out.append(Prediction(self.labels[best], float(p[best]), dict(zip(self.labels, p.tolist()))))
+        return out
+
+    def score(self, examples: Sequence[Example]) -> dict[str, float]:
+        predicted = [p.label for p in self.predict(examples)]
+        gold = [e.label for e in examples]
+        return {"accuracy": M.accuracy(predicted, gold), "macro_f1": M.macro_f1(predicted, gold)}
+
+
+class BagOfWordsBaseline(LinearBaseline):
+    def __init__(self, n_max: int = 2, min_df: int = 1, l2: float = 3e-4, optimizer: str = "lbfgs",
+                 max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+        super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
+        self.n_max, self.min_df = n_max, min_df
+        self.vocab: dict[str, int] = {}
+        self.idf: torch.Tensor | None = None
 
     # -- features ---------------------------------------------------------------------------------
     def _terms(self, e: Example) -> list[str]:
@@ -79,7 +166,7 @@ class BagOfWordsBaseline:
             terms += ngrams(words(e.pair), self.n_max, prefix="2:")
         return terms
 
-    def _matrix(self, examples: Sequence[Example]) -> torch.Tensor:
+    def features(self, examples: Sequence[Example]) -> torch.Tensor:
         """Sparse (N, F) TF-IDF matrix, rows L2-normalised; terms outside the vocabulary are dropped
         (an all-unknown text gets a zero row: the model falls back on the bias, the class prior)."""
         rows, cols, vals = [], [], []
@@ -97,69 +184,64 @@ class BagOfWordsBaseline:
 
     # -- training ---------------------------------------------------------------------------------
     def fit(self, examples: Sequence[Example]) -> "BagOfWordsBaseline":
-        for e in examples:
-            if e.label is None:
-                raise ValueError(f"{e.where}: training example without a label")
-        self.labels = sorted({e.label for e in examples})
-        if len(self.labels) < 2:
-            raise ValueError(f"need at least 2 labels to train, got {self.labels}")
+        self._check_labels(examples)
         df = Counter(t for e in examples for t in set(self._terms(e)))
         kept = sorted(t for t, c in df.items() if c >= self.min_df)
         self.vocab = {t: i for i, t in enumerate(kept)}
         self.idf = torch.tensor([smooth_idf(df[t], len(examples)) for t in kept], dtype=torch.float32)
-        X = self._matrix(examples)
-        label_id = {name: i for i, name in enumerate(self.labels)}
-        y = torch.tensor([label_id[e.label] for e in examples], dtype=torch.long)
-        W = torch.zeros(len(kept), len(self.labels), requires_grad=True)
-        b = torch.zeros(len(self.labels), requires_grad=True)
-
-        def loss_of(Xb, yb):  # mean cross-entropy + (l2 / 2)·|W|², the bias unpenalised
-            return torch.nn.functional.cross_entropy(torch.sparse.mm(Xb, W) + b, yb) + 0.5 * self.l2 * (W * W).sum()
-
-        if self.optimizer == "lbfgs":
-            opt = torch.optim.LBFGS([W, b], lr=1, max_iter=self.max_iter, tolerance_grad=1e-6,
-                                    tolerance_change=1e-9, history_size=20, line_search_fn="strong_wolfe")
-
-            def closure():
-                opt.zero_grad()
-                loss = loss_of(X, y)
-                loss.backward()
-                return loss
-
-            opt.step(closure)
-        else:
-            opt = torch.optim.Adam([W, b], lr=self.lr)
-            g = torch.Generator().manual_seed(self.seed)
-            Xd = X.to_dense() if X.shape[0] * X.shape[1] <= 50_000_000 else None
-            for _ in range(self.epochs):
-                for idx in torch.randperm(len(y), generator=g).split(self.batch_size):
-                    Xb = (Xd[idx] if Xd is not None else X.index_select(0, idx)).to_sparse()
-                    opt.zero_grad()
-                    loss_of(Xb, y[idx]).backward()
-                    opt.step()
-        self.weight, self.bias = W.detach(), b.detach()
+        self._fit_features(self.features(examples), examples)
         return self
 
-    # -- inference --------------------------------------------------------------------------------
-    def predict_proba(self, examples: Sequence[Example]) -> torch.Tensor:
-        if self.weight is None:
-            raise RuntimeError("call fit() before predict()")
+
+
+class WordVectorBaseline(LinearBaseline):
+    """The pre-BERT baseline: a text is the mean of its tokens' word vectors (tokens without a
+    vector skipped; none at all: a zero vector), scaled to unit length, and the same logistic
+    regression as BagOfWordsBaseline reads the class from it. A pair's two means are concatenated.
+
+        model = WordVectorBaseline(KeyedVectors.load("vectors.txt")).fit(train_examples)
+        model = WordVectorBaseline(pieces, tokenizer=Tokenizer.load("tokenizer.json"))  # piece-keyed vectors
+
+    Tokens are the lowercased \\w+ words of `words` by default, or, with `tokenizer`, its pieces
+    (no special tokens), for vectors from `bertology wordvec train --tokenizer`. The features do
+    not depend on the training set, so any subset of it (a few labels per class) trains a model.
+    Unit length puts every text on the same scale whatever its length and the vectors' norms, so
+    one L2 penalty suits vectors from any trainer.
+    """
+
+    def __init__(self, vectors, tokenizer=None, l2: float = 1e-3, optimizer: str = "lbfgs", max_iter: int = 300,
+                 epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+        super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
+        self.vectors, self.tokenizer = vectors, tokenizer
+        self.pairs = False  # whether the features hold a second mean, for the pair
+
+    def tokens(self, text: str) -> list[str]:
+        if self.tokenizer is None:
+            return words(text)
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def mean(self, text: str | None) -> torch.Tensor:
+        """The unit-length mean of the vectors of the text's tokens, (E,)."""
+        kv = self.vectors
+        rows = [kv.key_to_index[t] for t in self.tokens(text or "") if t in kv.key_to_index]
+        if not rows:
+            return torch.zeros(kv.vector_size)
+        v = torch.from_numpy(kv.vectors[rows]).double().mean(0)
+        norm = v.norm()
+        return (v / norm if norm > 0 else v).float()
+
+    def features(self, examples: Sequence[Example]) -> torch.Tensor:
+        """Dense (N, E), or (N, 2E) when the training examples had pairs."""
         if not examples:
-            return torch.empty(0, len(self.labels))
-        return (torch.sparse.mm(self._matrix(examples), self.weight) + self.bias).softmax(-1)
+            return torch.empty(0, self.vectors.vector_size * (2 if self.pairs else 1))
+        return torch.stack([torch.cat([self.mean(e.text), self.mean(e.pair)]) if self.pairs else self.mean(e.text)
+                            for e in examples])
 
-    def predict(self, examples: Sequence[Example]) -> list[Prediction]:
-        probs = self.predict_proba(examples)
-        out = []
-        for p in probs:
-            best = int(p.argmax())
-            out.append(Prediction(self.labels[best], float(p[best]), dict(zip(self.labels, p.tolist()))))
-        return out
-
-    def score(self, examples: Sequence[Example]) -> dict[str, float]:
-        predicted = [p.label for p in self.predict(examples)]
-        gold = [e.label for e in examples]
-        return {"accuracy": M.accuracy(predicted, gold), "macro_f1": M.macro_f1(predicted, gold)}
+    def fit(self, examples: Sequence[Example]) -> "WordVectorBaseline":
+        self._check_labels(examples)
+        self.pairs = any(e.pair is not None for e in examples)
+        self._fit_features(self.features(examples), examples)
+        return self
 
 
 def main(argv=None) -> int:

@@ -21,6 +21,7 @@ from ..data import FORMATS, build_instances
 from ..data.store import MASKINGS, OBJECTIVES, PACKINGS, check_corpus_documents
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_write_json, claim_output_dir
+from ..models.init_embeddings import init_token_embeddings, read_init_vectors
 from ..models.params import count
 from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
@@ -78,6 +79,9 @@ class PretrainOptions(RunOptions):
     bi_data: bool = option(False, "XLNet: half the batch rows run their text backwards")
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
+    init_embeddings: str | None = option(None, "start the token embedding from these word vectors, keyed by the "
+                                               "tokenizer's pieces (`wordvec train --tokenizer`); not on --resume",
+                                         metavar="VECTORS")
     config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
 
     def __post_init__(self):
@@ -151,6 +155,8 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     check_corpus_documents(o.corpus, o.format, _heldout(o), nsp)
     # a bad tokenizer file fails now, not after the output directory is set up
     given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
+    vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
+               if o.init_embeddings is not None else None)
     dist.init_from_env()
     out = Path(o.out_dir)
     if dist.is_main():
@@ -159,10 +165,10 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
-        return _pretrain(o, out, resume, overwrite, given)
+        return _pretrain(o, out, resume, overwrite, given, vectors)
 
 
-def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, given) -> dict[str, Any]:
+def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, given, vectors=None) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
     if o.family == "xlnet":  # permutation LM over streams of text, memory carried: train/plm.py
         return pretrain_permutation_lm(o, out, tok, resume, overwrite, _heldout(o))
@@ -186,6 +192,8 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, give
                          f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor")
     objective_name = store.config.objective  # the family default, unless overridden
     model = _model(o, tok, objective_name)
+    init = (init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
+            if vectors is not None and not resume else None)  # on resume the checkpoint holds the embedding
     counts = store.token_counts(model.config.vocab_size)
     if o.unigram_prior and not resume:
         model.mlm.init_bias_from_counts(counts)
@@ -216,6 +224,7 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, give
         "parameters": model.num_parameters(), "steps": result["step"], "resumed_from": started if resume else None,
         "tokens": result["step"] * o.batch_size * o.seq_len, "train_seconds": trainer.elapsed_s,
         "interrupted": result["interrupted"], "instances": store.num_instances,
+        "init_embeddings": init.summary() if init is not None else None,
         "flops_per_token": count(model.config, seq_length=o.seq_len).flops_per_token["total"],
         "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
         "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),

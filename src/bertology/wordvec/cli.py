@@ -1,6 +1,7 @@
 """`bertology wordvec train|eval|similar|plot`: argument parsing for the word-vector commands.
 
     bertology wordvec train --algorithm skipgram --lowercase --out vectors.txt corpus.txt more.txt.xz
+    bertology wordvec train --tokenizer tokenizer.json --out pieces.txt corpus.txt   # keyed by vocabulary pieces
     bertology wordvec eval vectors.txt                        # gensim's analogy and similarity sets
     bertology wordvec similar vectors.txt paris --topn 5
     bertology wordvec similar vectors.txt king woman --negative man   # king − man + woman
@@ -26,7 +27,8 @@ def _train(args) -> int:
         speed = (f"{s['words_per_s']:,.0f} words/s" if "words_per_s" in s else
                  f"{s['cooccurrences']:,} co-occurrences counted at {s['count_words_per_s']:,.0f} words/s, "
                  f"final cost {s['cost'][-1]:.4f}")
-        print(f"{s['algorithm']}: {s['vocabulary']:,} words in the vocabulary, {s['corpus_words']:,} in the corpus; "
+        unit = "pieces" if s["tokenizer"] else "words"
+        print(f"{s['algorithm']}: {s['vocabulary']:,} {unit} in the vocabulary, {s['corpus_words']:,} in the corpus; "
               f"trained in {s['seconds']:.1f} s ({speed})" + (f"; vectors written to {s['out']}" if s["out"] else ""))
     return 0
 

@@ -25,6 +25,25 @@ from ..tokenizers.corpus import CorpusError, open_corpus
 MAX_SENTENCE_LENGTH = 10_000
 
 
+def _check_files(paths: list[str]) -> None:
+    for p in paths:
+        if not os.path.isfile(p):
+            raise FileNotFoundError(f"{p}: no such file" if not os.path.exists(p) else f"{p}: not a file")
+
+
+def read_lines(paths: list[str]) -> Iterator[str]:
+    """The lines of UTF-8 text files, decoded; a byte that is not UTF-8 raises CorpusError naming
+    the file and the line."""
+    for path in paths:
+        with open_corpus(path) as f:
+            for line_no, raw in enumerate(f, 1):
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise CorpusError(f"{path}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start:e.end]!r} "
+                                      f"at column {e.start + 1}; convert the file to UTF-8") from None
+
+
 class LineSentences:
     """Re-iterable sentences of UTF-8 text files (.gz, .xz, .bz2 decompressed on the fly).
 
@@ -34,22 +53,58 @@ class LineSentences:
     def __init__(self, paths: Iterable[str | os.PathLike], lowercase: bool = False):
         self.paths = [os.fspath(p) for p in paths]
         self.lowercase = lowercase
-        for p in self.paths:
-            if not os.path.isfile(p):
-                raise FileNotFoundError(f"{p}: no such file" if not os.path.exists(p) else f"{p}: not a file")
+        _check_files(self.paths)
 
     def __iter__(self) -> Iterator[list[str]]:
-        for path in self.paths:
-            with open_corpus(path) as f:
-                for line_no, raw in enumerate(f, 1):
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError as e:
-                        raise CorpusError(f"{path}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start:e.end]!r} "
-                                          f"at column {e.start + 1}; convert the file to UTF-8") from None
-                    words = (line.lower() if self.lowercase else line).split()
-                    if words:
-                        yield words
+        for line in read_lines(self.paths):
+            words = (line.lower() if self.lowercase else line).split()
+            if words:
+                yield words
+
+
+class PieceSentences:
+    """Re-iterable sentences of a tokenizer's pieces: each line of the files encoded without
+    special tokens, truncation or padding, so a "word" is a vocabulary piece ("##ing", "Ġthe",
+    "▁the") and word vectors trained on them are keyed by the pieces a model embeds.
+
+        >>> tok = Tokenizer.load("tokenizer.json")                                  # doctest: +SKIP
+        >>> next(iter(PieceSentences(["descriptions.txt"], tok)))                     # doctest: +SKIP
+        ['real', '-', 'time', 'strategy', 'game', 'of', 'ancient', 'war', '##fa', '##re']
+
+    The first pass encodes the text and keeps the piece ids (int32, 4 bytes a piece); later passes
+    (word2vec reads the corpus twice: counting, then encoding) replay them instead of encoding again.
+    """
+
+    BATCH = 2048  # lines per encode_batch call
+
+    def __init__(self, paths: Iterable[str | os.PathLike], tokenizer):
+        self.paths = [os.fspath(p) for p in paths]
+        self.tokenizer = tokenizer
+        _check_files(self.paths)
+        self._ids: list[np.ndarray] | None = None  # per non-empty line, once the first pass has finished
+        self._pieces = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
+
+    def _encoded(self) -> Iterator[np.ndarray]:
+        lines = read_lines(self.paths)
+        while True:
+            batch = [line for _, line in zip(range(self.BATCH), lines)]
+            if not batch:
+                return
+            for enc in self.tokenizer.encode_batch(batch, add_special_tokens=False, padding=False, truncation=False):
+                if enc.ids:
+                    yield np.asarray(enc.ids, dtype=np.int32)
+
+    def __iter__(self) -> Iterator[list[str]]:
+        pieces = self._pieces
+        if self._ids is not None:
+            for ids in self._ids:
+                yield [pieces[i] for i in ids]
+            return
+        kept = []
+        for ids in self._encoded():
+            kept.append(ids)
+            yield [pieces[i] for i in ids]
+        self._ids = kept
 
 
 @dataclass

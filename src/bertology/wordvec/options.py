@@ -23,6 +23,9 @@ class TrainOptions:
     max_vocab_size: int | None = option(None, "prune rare words while counting when the table grows past this",
                                         check=POSITIVE)
     lowercase: bool = option(False, "lowercase the text before splitting it on whitespace")
+    tokenizer: str | None = option(None, "split the text into this tokenizer's pieces (tokenizer.json or its directory; "
+                                         "no special tokens) instead of on whitespace: every vector is then keyed by a "
+                                         "vocabulary piece, ready for `pretrain --init-embeddings`", metavar="TOKENIZER")
     epochs: int | None = option(None, "passes over the corpus (default 5; 25 for glove)", check=POSITIVE)
     seed: int = option(1, "seed of the initial vectors, job order and sampling", check=NON_NEGATIVE)
     workers: int = option(3, "training threads", check=POSITIVE)
@@ -45,6 +48,8 @@ class TrainOptions:
         check_options(self)
         if self.algorithm != "glove" and self.negative == 0 and not self.hs:
             raise ValueError("--negative 0 without --hs: word2vec needs negative sampling, hierarchical softmax or both")
+        if self.tokenizer is not None and self.lowercase:
+            raise ValueError("--lowercase with --tokenizer: the tokenizer's own normalizer decides the case of its pieces")
 
     @property
     def window_size(self) -> int:

@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from .corpus import Corpus, LineSentences
+from ..tokenizers import Tokenizer
+from .corpus import Corpus, LineSentences, PieceSentences
 from .options import TrainOptions
 from .vectors import KeyedVectors
 from .vocab import Vocab
@@ -33,7 +34,10 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
     out = options.out
     if out is not None and os.path.isdir(out):
         raise IsADirectoryError(f"--out {out}: is a directory; give a file name")
-    sentences = LineSentences(options.corpus, lowercase=options.lowercase)
+    if options.tokenizer is not None:  # a bad tokenizer file fails here, before the corpus is read
+        sentences = PieceSentences(options.corpus, Tokenizer.load(options.tokenizer))
+    else:
+        sentences = LineSentences(options.corpus, lowercase=options.lowercase)
     files = ", ".join(options.corpus)
 
     start = time.perf_counter()
@@ -63,6 +67,6 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
             bar.close()
     if out is not None:
         vectors.save(out, binary=True if options.binary else None)
-    summary = {"algorithm": options.algorithm, "vocabulary": len(vocab), "corpus_words": vocab.total_words,
+    summary = {"algorithm": options.algorithm, "tokenizer": options.tokenizer, "vocabulary": len(vocab), "corpus_words": vocab.total_words,
                "sentences": vocab.sentences, "prepare_seconds": prepare_seconds, **stats, "out": out}
     return vectors, summary
