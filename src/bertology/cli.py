@@ -181,6 +181,13 @@ def _attention(args) -> int:
     return 0
 
 
+def _positive_minutes(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 minutes, got {text}")
+    return value
+
+
 def _demo(args) -> int:
     from .demo import run
 
@@ -266,10 +273,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.png|FILE.html")
     p.set_defaults(func=_attention)
 
-    p = sub.add_parser("demo", help="pretrain BERT, RoBERTa and ALBERT side by side, fine-tune each, report")
+    p = sub.add_parser("demo", help="does pretraining pay with few labels? every family pretrained, fine-tuned on 10 "
+                                     "to 175 labels per class against its random-init twin, within a time budget")
     p.add_argument("--out", default="runs/demo", metavar="DIR")
-    p.add_argument("--quick", action="store_true", help="a smoke test in under 2 minutes")
-    p.add_argument("--budget-minutes", type=float, default=10.0, help="scales the pretraining steps (default 10)")
+    p.add_argument("--quick", action="store_true", help="a smoke test (budget 1.5 minutes unless given)")
+    p.add_argument("--budget-minutes", type=_positive_minutes, default=None, metavar="MINUTES",
+                   help="wall time for the whole demo on this machine (default 20): pretraining and fine-tuning are "
+                        "planned to fit it")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     p.add_argument("--overwrite", action="store_true",
                    help="write into a non-empty --out that is not an earlier demo's (nothing there is deleted)")

@@ -28,8 +28,9 @@ from pathlib import Path
 from .curve import Start, label_curves
 from .plan import Budget, Plan, label_name
 from .report import reference_lines, write_report
-from .stages import FAMILIES, corpus_files, data_path, pretrain_one, teacher_track, train_tokenizers
+from .stages import CORPORA, FAMILIES, corpus_files, data_path, pretrain_one, recipe, teacher_track, train_tokenizers
 
+__all__ = ["CORPORA", "recipe", "run"]
 W2V = "bert+word2vec"  # BERT-tiny whose token embedding starts from word2vec vectors over its pieces
 STUDENT = "minilm→tiny"  # the teacher track's student
 
@@ -99,15 +100,21 @@ def run(args) -> int:
     pretraining_s = plan.pretrain_share * max(0.0, budget.left() - 30)
     started = budget.spent()
     say(f"\n2/4 pretraining, {pretraining_s / (len(models) + 1):.0f} s of wall time for each of {len(models) + 1} models")
+    overheads: list[float] = []  # each stage's time outside its Trainer (instances, tokenizing, loading)
+
+    def slot(models_left: int) -> float:
+        """Trainer seconds for the next model: an equal share of what is left, less the overhead measured so far."""
+        share = (pretraining_s - (budget.spent() - started)) / models_left
+        return max(1.0, share - (sum(overheads) / len(overheads) if overheads else 0.0))
+
     for i, (name, family, extra) in enumerate(models):
-        slot = (pretraining_s - (budget.spent() - started)) / (len(models) + 1 - i)  # what earlier models left over
-        row = pretrain_one(name, family, out, plan, corpus, max(1.0, slot), args.resume, say, **extra)
+        row = pretrain_one(name, family, out, plan, corpus, slot(len(models) + 1 - i), args.resume, say, **extra)
         if row is None:
             print(f"interrupted during {name} pretraining; {resume_hint}")
             return 130
         rows[name] = {**rows[family], **row}
-    slot = max(1.0, pretraining_s - (budget.spent() - started))
-    student = teacher_track(out, plan, corpus, slot, args.resume, say)
+        overheads.append(row["pretrain_s"] - row["train_s"])
+    student = teacher_track(out, plan, corpus, slot(1), args.resume, say)
     if student is None:
         print(f"interrupted during the teacher track; {resume_hint}")
         return 130

@@ -51,8 +51,9 @@ def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, cou
              "test_accuracy_seed_std": grid.test_std, "lr": grid.lr}
     if twin is not None:
         gain = compare(grid, twin.correct())
-        entry.update(random_init_test_accuracy=twin.ensemble_test, random_init_lr=twin.lr, gain=gain["diff"],
-                     ci95=gain["ci95"], significant=gain["significant"])
+        entry.update(random_init_test_accuracy=twin.ensemble_test,
+                     random_init_test_accuracy_ci95=accuracy_interval(twin.correct()), random_init_lr=twin.lr,
+                     gain=gain["diff"], ci95=gain["ci95"], significant=gain["significant"])
     if bag is not None:
         entry["vs_bag_of_words"] = compare(grid, bag["correct"])
     return entry
@@ -130,10 +131,11 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
             cells.append("–" if p is None else f"{p['test_accuracy']:.3f} [{p['test_accuracy_ci95'][0]:.3f}, "
                                                f"{p['test_accuracy_ci95'][1]:.3f}]")
         curve.append(f"| {e['model']} | " + " | ".join(cells) + " |")
+        if e["model"] in FAMILIES:  # its twin's row under it (the other BERT-tiny starts share BERT's twin)
+            curve.append(f"| {e['model']} (random init) | " + " | ".join(
+                "–" if c not in at else f"{at[c]['random_init_test_accuracy']:.3f} [{at[c]['random_init_test_accuracy_ci95'][0]:.3f}, "
+                                        f"{at[c]['random_init_test_accuracy_ci95'][1]:.3f}]" for c in counts) + " |")
         if "random_init_test_accuracy" in e:
-            twin = f"{e['model'] if e['model'] in FAMILIES else 'bert'} (random init)"
-            curve.append(f"| {twin} | " + " | ".join("–" if c not in at else f"{at[c]['random_init_test_accuracy']:.3f}"
-                                                     for c in counts) + " |")
             gains.append(f"| {e['model']} | " + " | ".join(_cell(at[c]) if c in at else "–" for c in counts) + " | "
                          + " | ".join(_cell(at[c], "vs_bag_of_words") if c in at else "–" for c in counts) + " |")
     return ("Pretraining:\n\n" + "\n".join(pre) + "\n\nTest accuracy (ensemble of the seeds) [95% bootstrap interval], "
@@ -156,11 +158,13 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
               if any(label_name(c) in g for g in curves.values())]
     images = [plot_curves({f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}, out / "pretraining.png",
                           {f: plan.batch_size * plan.seq_len for f in rows})]
-    lines = {e["model"]: [(p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]]
-             for e in listed}
-    twins = {f"{e['model']} (random init)": [(p["labels_per_class"], p["random_init_test_accuracy"], None)
-                                             for p in e["label_curve"]] for e in listed if e["model"] in FAMILIES}
-    images.append(plot_label_curve({**lines, **twins}, out / "label-curve.png", all_labels=175, references=set(references),
+    lines = {}  # each family's line, then its twin's
+    for e in listed:
+        lines[e["model"]] = [(p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]]
+        if e["model"] in FAMILIES:
+            lines[f"{e['model']} (random init)"] = [(p["labels_per_class"], p["random_init_test_accuracy"],
+                                                     p["random_init_test_accuracy_ci95"]) for p in e["label_curve"]]
+    images.append(plot_label_curve(lines, out / "label-curve.png", all_labels=175, references=set(references),
                                    title="Debian sections (10 classes): test accuracy against labelled examples"))
     breakdown = {}
     for family in FAMILIES:

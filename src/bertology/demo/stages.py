@@ -15,7 +15,10 @@ from .plan import Plan
 
 ROOT = Path(__file__).resolve().parents[3]
 FAMILIES = PRETRAINABLE  # every family that pretrains from scratch: bert, roberta, albert, xlnet
-CORPUS = ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"
+CORPORA = {  # unlabelled pretraining text that ships with the project (the benches pretrain on either)
+    "debian": [ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"],
+    "wiki": [ROOT / "data" / "wiki.txt"],
+}
 
 
 def data_path(*parts: str) -> Path:
@@ -92,10 +95,11 @@ def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, sa
     return rows
 
 
-def recipe(family: str, corpus: list[str], tokenizer: str, out_dir: str, minutes: float, bf16: bool, *,
-           batch_size: int = 64, seq_len: int = 32, preset: str = "tiny", quiet: bool = False, **extra):
+def recipe(family: str, corpus: list[str], tokenizer: str | None, out_dir: str, steps: int | None, bf16: bool, *,
+           minutes: float | None = None, batch_size: int = 64, seq_len: int = 32, preset: str = "tiny",
+           quiet: bool = False, **extra):
     """The small-budget pretraining recipe (measured in bench/pretraining_pays.py; see the README),
-    run for `minutes` of wall time.
+    run for `steps`, or for `minutes` of wall time (steps then None, or a cap).
 
     Against BERT's own recipe, on the Debian corpus: sequences of 32 tokens instead of 64 to 128 (a
     tiny model learns local context first), 30% of the tokens masked instead of 15% (twice the
@@ -104,19 +108,23 @@ def recipe(family: str, corpus: list[str], tokenizer: str, out_dir: str, minutes
     it the tied embeddings learn word frequencies along one shared direction and fine-tune worse
     than random ones). The family's objective, packing and masking style are its paper's; XLNet
     predicts the same 30% (its `num_predict`) by permutation LM, the rest of its recipe (reuse half,
-    memory 3/4 of the sequence) scaled from the original's. Warmup and decay follow the clock
-    (--time-budget), so the schedule ends when the minutes do.
+    memory 3/4 of the sequence) scaled from the original's. With `minutes`, warmup (10%) and decay
+    follow the clock (--time-budget), so the schedule ends when the minutes do.
     """
     from ..train.pretrain import PretrainOptions
 
+    if steps is None and minutes is None:
+        raise ValueError("recipe needs steps or minutes")
     predictions = max(1, round(0.3 * seq_len))
     objective = (dict(num_predict=predictions) if family == "xlnet" else
                  dict(mlm_probability=0.3, max_predictions=predictions, dupe_factor=2))
+    every = dict(eval_every=100, log_every=10) if steps is None else dict(eval_every=max(1, steps // 5),
+                                                                             log_every=max(1, steps // 40))
     return PretrainOptions(
-        family=family, corpus=[str(c) for c in corpus], out_dir=out_dir, preset=preset, tokenizer=tokenizer,
-        time_budget=minutes, budget_warmup=0.1, batch_size=batch_size, seq_len=seq_len, lr=2e-3, schedule="linear",
-        dropout=0.0, unigram_prior=True, bf16=bf16, heldout=0.02, eval_every=100, log_every=10, quiet=quiet,
-        **objective, **extra)
+        family=family, corpus=[str(c) for c in corpus], out_dir=out_dir, preset=preset, tokenizer=tokenizer, steps=steps,
+        time_budget=minutes, budget_warmup=0.1, warmup=max(2, (steps or 0) // 10), batch_size=batch_size,
+        seq_len=seq_len, lr=2e-3, schedule="linear", dropout=0.0, unigram_prior=True, bf16=bf16, heldout=0.02,
+        quiet=quiet, **every, **objective, **extra)
 
 
 def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Path], seconds: float, resume: bool,
@@ -133,9 +141,9 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
     else:
         continue_run = fresh(run_dir, resume)
         # the Trainer's clock starts after the instances are built: the caller gives later models what is left
-        options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir),
-                         seconds / 60, plan.bf16, batch_size=plan.batch_size, seq_len=plan.seq_len, preset=plan.preset,
-                         quiet=True, **extra)
+        options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir), None,
+                         plan.bf16, minutes=seconds / 60, batch_size=plan.batch_size, seq_len=plan.seq_len,
+                         preset=plan.preset, quiet=True, **extra)
         if plan.corpus_bytes:
             options.heldout = 3
         summary = pretrain(options, resume=continue_run)
@@ -148,7 +156,8 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
         unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
         pair_accuracy=evaluation.get("eval/pair_accuracy"), objective=summary["objective"],
         pretrain_s=stage_seconds(run_dir, time.perf_counter() - t0, reused), pretraining_tokens=summary["tokens"],
-        pretraining_steps=summary["steps"], init_embeddings=summary.get("init_embeddings"),
+        pretraining_steps=summary["steps"], train_s=summary["train_seconds"],
+        init_embeddings=summary.get("init_embeddings"),
     )
     say(f"   {name:<12} {summary['objective']:<8} {summary['parameters']:>10,} parameters  {row['pretraining_tokens']:>11,} "
         f"tokens in {summary['train_seconds']:.0f} s ({row['tokens_per_s']:,.0f}/s)  held-out "

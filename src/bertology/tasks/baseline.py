@@ -244,6 +244,49 @@ class WordVectorBaseline(LinearBaseline):
         return self
 
 
+class EncoderBaseline(LinearBaseline):
+    """A frozen encoder as a sentence embedder, the way sentence-transformers models are used: a
+    text is the mean of the encoder's last hidden states over its real tokens, scaled to unit length
+    (all-MiniLM-L6-v2's own pooling), and the same logistic regression reads the class from it.
+    Embeddings are computed once per text, so fitting many subsets costs one pass over the texts.
+
+        model = EncoderBaseline(bertology.load("all-MiniLM-L6-v2/"), Tokenizer.load(".../tokenizer.json"))
+        model.fit(train_examples).score(test_examples)
+    """
+
+    def __init__(self, encoder, tokenizer, max_length: int = 128, batch_size: int = 64, l2: float = 1e-3,
+                 optimizer: str = "lbfgs", max_iter: int = 300, epochs: int = 30, lr: float = 0.05, seed: int = 0):
+        super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
+        self.encoder = getattr(encoder, "backbone", encoder).eval()
+        self.tokenizer, self.max_length = tokenizer, max_length
+        self.cache: dict[str, torch.Tensor] = {}
+
+    @torch.no_grad()
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unit-length mean-pooled embeddings, (N, H)."""
+        from ..models.heads import mean_pool
+
+        todo = sorted({t for t in texts if t not in self.cache})
+        for i in range(0, len(todo), self.batch_size):
+            chunk = todo[i:i + self.batch_size]
+            enc = self.tokenizer.encode_batch(chunk, padding=True, truncation=True, max_length=self.max_length,
+                                              return_tensors="pt")
+            out = self.encoder(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+            vectors = torch.nn.functional.normalize(mean_pool(out.last_hidden_state, enc["attention_mask"]), dim=-1)
+            self.cache.update(zip(chunk, vectors))
+        return torch.stack([self.cache[t] for t in texts]) if texts else torch.empty(0, self.encoder.config.hidden_size)
+
+    def features(self, examples: Sequence[Example]) -> torch.Tensor:
+        if any(e.pair is not None for e in examples):
+            raise ValueError(f"{examples[0].where}: EncoderBaseline embeds single texts; this task has pairs")
+        return self.embed([e.text for e in examples])
+
+    def fit(self, examples: Sequence[Example]) -> "EncoderBaseline":
+        self._check_labels(examples)
+        self._fit_features(self.features(examples), examples)
+        return self
+
+
 def main(argv=None) -> int:
     from .classification import ClassifyTask
 

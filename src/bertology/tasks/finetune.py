@@ -137,7 +137,11 @@ def run_model(model, features: Features, batch_size: int = 64, bf16: bool = Fals
 def predict_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int, bf16: bool = False,
                      label2id: dict[str, int] | None = None) -> list[Any]:
     """Featurize, run the model, post-process. With `label2id`, labels are checked against it on the way."""
-    features = task.featurize(examples, tokenizer, max_length, label2id, stride)
+    return predict_features(model, task, task.featurize(examples, tokenizer, max_length, label2id, stride), examples, bf16)
+
+
+def predict_features(model, task: Task, features: Features, examples, bf16: bool = False) -> list[Any]:
+    """Run the model on features made already (`task.featurize`) and post-process them into predictions."""
     return task.predict(run_model(model, features, bf16=bf16), features, examples, model.config.id2label)
 
 
@@ -284,8 +288,14 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
     elif overwrite:
         shutil.rmtree(out / "best", ignore_errors=True)  # an earlier run's best epoch is not this run's
 
+    dev_features = None  # tokenized once, read at every evaluation
+
     def evaluate(m) -> dict[str, float]:
-        scores = evaluate_examples(m, task, tokenizer, dev, o.max_length, o.stride, o.bf16)
+        nonlocal dev_features
+        label2id = m.config.label2id if task.name in LABEL_VOCABULARY else None
+        if dev_features is None:
+            dev_features = task.featurize(dev, tokenizer, o.max_length, label2id, o.stride)
+        scores = task.metrics(predict_features(m, task, dev_features, dev, o.bf16), dev)
         score = scores[task.main_metric]
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)

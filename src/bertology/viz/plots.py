@@ -97,6 +97,7 @@ def plot_label_curve(lines: dict[str, list[tuple[int | None, float, list[float] 
     greys = iter(["#4d4d4d", "#8c8c8c", "#b0b0b0", "#2f2f2f"])
     others = iter(["#17becf", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"])
     colors: dict[str, str] = {}
+    handles = []  # in the order given (matplotlib would list plain lines before error bars)
     for name, points in lines.items():
         points = sorted(points, key=lambda p: all_labels if p[0] is None else p[0])
         xs = [all_labels if p[0] is None else p[0] for p in points]
@@ -108,14 +109,14 @@ def plot_label_curve(lines: dict[str, list[tuple[int | None, float, list[float] 
         style = dict(color=colors[base], linestyle=linestyle, marker="s" if base != name else "o", markersize=4, label=name)
         if all(p[2] is not None for p in points):
             yerr = [[y - p[2][0] for y, p in zip(ys, points)], [p[2][1] - y for y, p in zip(ys, points)]]
-            ax.errorbar(xs, ys, yerr=yerr, capsize=3, linewidth=1.4, **style)
+            handles.append(ax.errorbar(xs, ys, yerr=yerr, capsize=3, linewidth=1.4, **style))
         else:
-            ax.plot(xs, ys, linewidth=1.2, alpha=0.85, **style)
+            handles.append(ax.plot(xs, ys, linewidth=1.2, alpha=0.85, **style)[0])
     ax.set_xscale("log")
     ticks = sorted({all_labels if p[0] is None else p[0] for points in lines.values() for p in points})
     ax.set_xticks(ticks, [f"{t} (all)" if t == all_labels else str(t) for t in ticks])
     ax.minorticks_off()
     ax.set(xlabel="labelled examples per class", ylabel="test accuracy (95% bootstrap interval)", title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return _save(fig, path)
