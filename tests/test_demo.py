@@ -2,6 +2,8 @@
 curve with its intervals, and a resume that reuses every stage."""
 import json
 
+import pytest
+
 from bertology.cli import main
 
 FAMILIES = ("bert", "roberta", "albert", "xlnet")
@@ -29,7 +31,7 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
             low, high = p["test_accuracy_ci95"]
             assert 0.0 <= low <= p["test_accuracy"] <= high <= 1.0
             if "gain" in p:  # a start against its twin, paired over the same test items
-                assert p["gain"] == p["test_accuracy"] - p["random_init_test_accuracy"]
+                assert p["gain"] == pytest.approx(p["test_accuracy"] - p["random_init_test_accuracy"])
                 assert p["ci95"][0] <= p["gain"] <= p["ci95"][1]
                 assert p["significant"] == (p["ci95"][0] > 0 or p["ci95"][1] < 0)
                 assert set(p["vs_bag_of_words"]) == {"diff", "ci95", "significant"}

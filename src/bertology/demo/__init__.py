@@ -28,7 +28,8 @@ from pathlib import Path
 from .curve import Start, label_curves
 from .plan import Budget, Plan, label_name
 from .report import reference_lines, write_report
-from .stages import CORPORA, FAMILIES, corpus_files, data_path, pretrain_one, recipe, teacher_track, train_tokenizers
+from .stages import (CORPORA, FAMILIES, corpus_files, data_path, minilm_path, pretrain_one, recipe, teacher_track,
+                     train_tokenizers)
 
 __all__ = ["CORPORA", "recipe", "run"]
 W2V = "bert+word2vec"  # BERT-tiny whose token embedding starts from word2vec vectors over its pieces
@@ -82,6 +83,7 @@ def run(args) -> int:
 
     out = Path(args.out)
     say = say_to(args.quiet)
+    minilm_path()  # the teacher track's teacher: missing, it fails now rather than after the pretraining
     budget = Budget(60 * (1.5 if args.quick and args.budget_minutes is None else args.budget_minutes or 20.0))
     claim_demo_dir(out, args.resume, args.overwrite)
     plan = Plan.make(args.quick, bf16=not args.fp32 and bool(precision_probe()["bf16_pays"]))

@@ -112,6 +112,13 @@ class DistillOptions(RunOptions):
                 raise ValueError(f"{', '.join(given)}: for --target sentence; a --target tokens student is the teacher's "
                                  "layers, its vocabulary and width (use --layers / --depth)")
 
+    def training_arguments(self, out: Path, overwrite: bool) -> TrainingArguments:
+        """The Trainer's arguments, for either target."""
+        return TrainingArguments(
+            out_dir=str(out), batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup,
+            weight_decay=self.weight_decay, accumulation=self.accumulation, max_grad_norm=self.max_grad_norm,
+            bf16=self.bf16, seed=self.seed, overwrite=overwrite, **self.run_arguments(self.steps))
+
     def alphas(self) -> Alphas:
         """The loss weights with each target's defaults filled in (alpha_ce: see distill())."""
         if self.target == "sentence":
@@ -260,11 +267,7 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
         def evaluate(m):
             return evaluate_student(m, teacher, eval_batches)
 
-    args = TrainingArguments(
-        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, weight_decay=o.weight_decay,
-        accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16, seed=o.seed, overwrite=overwrite,
-        **o.run_arguments(o.steps))
-    trainer = Trainer(student, args, batches, objective, evaluate,
+    trainer = Trainer(student, o.training_arguments(out, overwrite), batches, objective, evaluate,
                       save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     summary = {

@@ -34,7 +34,7 @@ from ..nn import set_dropout
 from ..tokenizers import Tokenizer
 from .objectives import TEACHER_KEYS, SentenceDistillationObjective, evaluate_sentence_student, mean_pool
 from .student import parts
-from .trainer import Trainer, TrainingArguments
+from .trainer import Trainer
 
 TEXT_UNITS = ("document", "sentence")
 
@@ -176,11 +176,7 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         def evaluate(m):
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
-    args = TrainingArguments(
-        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, weight_decay=o.weight_decay,
-        accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16, seed=o.seed, overwrite=overwrite,
-        **o.run_arguments(o.steps))
-    trainer = Trainer(model, args, batches, objective, evaluate,
+    trainer = Trainer(model, o.training_arguments(out, overwrite), batches, objective, evaluate,
                       save_extra=lambda d: student_tok.save(d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     if evaluate is not None:
