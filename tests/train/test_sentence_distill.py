@@ -16,7 +16,8 @@ from bertology.cli import main
 from bertology.models import BertConfig, BertModel, load, load_for_task
 from bertology.tokenizers import Tokenizer, train
 from bertology.train.distill import DistillOptions, distill
-from bertology.train.objectives import Alphas, SentenceDistillationObjective, mean_pool
+from bertology.models.heads import mean_pool
+from bertology.train.objectives import Alphas, SentenceDistillationObjective
 from bertology.train.sentence_distill import SentenceBatches, SentenceStudent, read_texts, split_texts
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -58,7 +58,7 @@ class Meter:
         return passes * self.seconds / self.passes if self.passes else 0.0
 
 
-def run_grid(start: Start, count: int | None, lrs: tuple[float, ...], plan: Plan, data: Path, out: Path,
+def run_grid(start: Start, count: int | None, epochs: float, lrs: tuple[float, ...], plan: Plan, data: Path, out: Path,
              resume: bool) -> GridResult:
     """One start at one label count through `lrs` × the plan's seeds (reused on --resume when finished)."""
     from ..tasks.finetune import FinetuneOptions
@@ -69,8 +69,7 @@ def run_grid(start: Start, count: int | None, lrs: tuple[float, ...], plan: Plan
         return GridResult.load(done)
     options = FinetuneOptions(
         model=str(start.model), from_scratch=start.from_scratch, task="classify", train=str(task_file(data, "train")),
-        dev=str(task_file(data, "dev")), out_dir=str(out), epochs=plan.epochs(examples_at(count, labels_of(task_file(data, "train")))),
-        batch_size=32, max_length=plan.finetune_length, bf16=plan.bf16, quiet=True, labels_per_class=count,
+        dev=str(task_file(data, "dev")), out_dir=str(out), epochs=epochs, batch_size=32, max_length=plan.finetune_length, bf16=plan.bf16, quiet=True, labels_per_class=count,
         pooling=start.pooling)
     return finetune_grid(options, str(task_file(data, "test")), lrs, plan.seeds, overwrite=True)
 
@@ -96,10 +95,11 @@ def label_curves(starts: list[Start], plan: Plan, budget: Budget, data: Path, ou
             f"{len(plan.seeds)} seeds{', lr chosen on dev' if i == 0 and len(plan.learning_rates) > 1 else ''}):")
         for start in starts:
             lrs = plan.learning_rates if i == 0 else (chosen[start.name],)
-            t0 = time.perf_counter()
-            grid = run_grid(start, count, lrs, plan, data, out / start.name.replace(" ", "-").strip("()") / label_name(count),
-                            resume)
-            meter.add(time.perf_counter() - t0, len(lrs) * len(plan.seeds) * passes)
+            t0, run_dir = time.perf_counter(), out / start.name.replace(" ", "-").strip("()") / label_name(count)
+            reused = resume and (run_dir / "grid.json").is_file()  # a resumed grid costs nothing: not a measurement
+            grid = run_grid(start, count, plan.epochs(n), lrs, plan, data, run_dir, resume)
+            if not reused:
+                meter.add(time.perf_counter() - t0, len(lrs) * len(plan.seeds) * passes)
             chosen.setdefault(start.name, grid.lr)
             curves[start.name][label_name(count)] = grid
             say(f"      {start.name:<28} lr {grid.lr:g}: test {grid.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), "

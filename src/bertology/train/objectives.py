@@ -19,7 +19,7 @@ from typing import Iterable
 import torch
 import torch.nn.functional as F
 
-from ..models.heads import IGNORE
+from ..models.heads import IGNORE, mean_pool
 from .student import parts
 
 PAIR_LABELS = ("next_sentence_label", "sentence_order_label")
@@ -172,16 +172,6 @@ def evaluate_student(student, teacher, batches) -> dict[str, float]:
 
 
 # ---- sentence-level distillation --------------------------------------------------------------------
-
-def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """(B, T, H) → (B, H): the mean over real tokens (sentence-transformers' pooling).
-
-    >>> mean_pool(torch.tensor([[[1.0, 2.0], [3.0, 4.0], [9.0, 9.0]]]), torch.tensor([[1, 1, 0]]))
-    tensor([[2., 3.]])
-    """
-    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
-    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
-
 
 TEACHER_KEYS = ("teacher_input_ids", "teacher_attention_mask", "teacher_token_type_ids")
 

@@ -30,9 +30,10 @@ from ..data.store import heldout_count
 from ..io import atomic_path, atomic_write_json
 from ..models import PreTrainedModel, from_config, get_family, task_class
 from ..models.checkpoint import save as save_checkpoint_layout
+from ..models.heads import mean_pool
 from ..nn import set_dropout
 from ..tokenizers import Tokenizer
-from .objectives import TEACHER_KEYS, SentenceDistillationObjective, evaluate_sentence_student, mean_pool
+from .objectives import SentenceDistillationObjective, evaluate_sentence_student
 from .student import parts
 from .trainer import Trainer
 
