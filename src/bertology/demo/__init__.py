@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from .curve import Start, label_curves
-from .plan import Budget, Plan, label_name
+from .plan import REPORT_RESERVE_S, Budget, Plan, label_name
 from .report import reference_lines, write_report
 from .stages import (CORPORA, FAMILIES, corpus_files, data_path, minilm_path, pretrain_one, recipe, teacher_track,
                      train_tokenizers)
@@ -99,7 +99,7 @@ def run(args) -> int:
     vectors = word_vectors(out, plan, corpus, args.resume, say)
 
     models = [(f, f, {}) for f in FAMILIES] + [(W2V, "bert", {"init_embeddings": str(vectors)})]
-    pretraining_s = plan.pretrain_share * max(0.0, budget.left() - 30)
+    pretraining_s = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S)
     started = budget.spent()
     say(f"\n2/4 pretraining, {pretraining_s / (len(models) + 1):.0f} s of wall time for each of {len(models) + 1} models")
     overheads: list[float] = []  # each stage's time outside its Trainer (instances, tokenizing, loading)

@@ -73,10 +73,6 @@ class Plan:
             return 2.0 if examples < 200 else 1.0
         return float(min(30, max(5, math.ceil(64 * 32 / examples))))
 
-    def pretraining_slots(self, seconds_left: float, models: int) -> float:
-        """Seconds of pretraining for each of `models` models, out of the time left after the tokenizers."""
-        return max(1.0, self.pretrain_share * max(0.0, seconds_left - REPORT_RESERVE_S) / models)
-
 
 def run_passes(examples: int, epochs: float, dev: int, test: int) -> float:
     """A fine-tuning run's cost in example passes: training (forward + backward) plus the forward-only
