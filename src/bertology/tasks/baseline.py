@@ -116,19 +116,23 @@ class LinearBaseline:
         """(N, F) features, sparse or dense."""
         raise NotImplementedError
 
-    def _check_labels(self, examples: Sequence[Example]) -> None:
+    def learn_features(self, examples: Sequence[Example]) -> None:
+        """Whatever the featurisation learns from the training examples (a vocabulary, say); none by default."""
+
+    def fit(self, examples: Sequence[Example]) -> "LinearBaseline":
         for e in examples:
             if e.label is None:
                 raise ValueError(f"{e.where}: training example without a label")
         self.labels = sorted({e.label for e in examples})
         if len(self.labels) < 2:
             raise ValueError(f"need at least 2 labels to train, got {self.labels}")
-
-    def _fit_features(self, X: torch.Tensor, examples: Sequence[Example]) -> None:
+        self.learn_features(examples)
         label_id = {name: i for i, name in enumerate(self.labels)}
         y = torch.tensor([label_id[e.label] for e in examples], dtype=torch.long)
-        self.weight, self.bias = fit_logistic_regression(X, y, len(self.labels), self.l2, self.optimizer, self.max_iter,
-                                                         self.epochs, self.lr, self.batch_size, self.seed)
+        self.weight, self.bias = fit_logistic_regression(self.features(examples), y, len(self.labels), self.l2,
+                                                         self.optimizer, self.max_iter, self.epochs, self.lr,
+                                                         self.batch_size, self.seed)
+        return self
 
     def predict_proba(self, examples: Sequence[Example]) -> torch.Tensor:
         if self.weight is None:
@@ -182,15 +186,12 @@ class BagOfWordsBaseline(LinearBaseline):
         return torch.sparse_coo_tensor(index, torch.tensor(vals, dtype=torch.float32),
                                        (len(examples), len(self.vocab)), check_invariants=False).coalesce()
 
-    # -- training ---------------------------------------------------------------------------------
-    def fit(self, examples: Sequence[Example]) -> "BagOfWordsBaseline":
-        self._check_labels(examples)
+    def learn_features(self, examples: Sequence[Example]) -> None:
+        """The vocabulary (terms in at least min_df examples) and their smoothed idf."""
         df = Counter(t for e in examples for t in set(self._terms(e)))
         kept = sorted(t for t, c in df.items() if c >= self.min_df)
         self.vocab = {t: i for i, t in enumerate(kept)}
         self.idf = torch.tensor([smooth_idf(df[t], len(examples)) for t in kept], dtype=torch.float32)
-        self._fit_features(self.features(examples), examples)
-        return self
 
 
 
@@ -237,11 +238,8 @@ class WordVectorBaseline(LinearBaseline):
         return torch.stack([torch.cat([self.mean(e.text), self.mean(e.pair)]) if self.pairs else self.mean(e.text)
                             for e in examples])
 
-    def fit(self, examples: Sequence[Example]) -> "WordVectorBaseline":
-        self._check_labels(examples)
+    def learn_features(self, examples: Sequence[Example]) -> None:
         self.pairs = any(e.pair is not None for e in examples)
-        self._fit_features(self.features(examples), examples)
-        return self
 
 
 class EncoderBaseline(LinearBaseline):
@@ -280,11 +278,6 @@ class EncoderBaseline(LinearBaseline):
         if any(e.pair is not None for e in examples):
             raise ValueError(f"{examples[0].where}: EncoderBaseline embeds single texts; this task has pairs")
         return self.embed([e.text for e in examples])
-
-    def fit(self, examples: Sequence[Example]) -> "EncoderBaseline":
-        self._check_labels(examples)
-        self._fit_features(self.features(examples), examples)
-        return self
 
 
 def main(argv=None) -> int:
