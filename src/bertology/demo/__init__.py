@@ -25,7 +25,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .curve import Start, label_curves
+from .curve import Start, label_curves, twin
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name
 from .report import reference_lines, write_report
 from .stages import (CORPORA, FAMILIES, corpus_files, data_path, minilm_path, pretrain_one, recipe, teacher_track,
@@ -128,7 +128,7 @@ def run(args) -> int:
     for family in FAMILIES:
         pooling = "cls" if family == "xlnet" else "mean"  # XLNet's sentence head is its own summary
         starts += [Start(family, pretrained / family, pooling=pooling),
-                   Start(f"{family} (random init)", pretrained / family, from_scratch=True, pooling=pooling)]
+                   Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling)]
     starts += [Start(W2V, pretrained / W2V), Start(STUDENT, out / "distill" / "minilm")]
     curves = label_curves(starts, plan, budget, data_path("debian-sections"), out / "finetune", args.resume, say)
     counts = [c for c in plan.label_counts if label_name(c) in curves[starts[0].name]]

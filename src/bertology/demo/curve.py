@@ -21,6 +21,11 @@ from ..tasks.grid import GridResult
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name, run_passes
 
 
+def twin(name: str) -> str:
+    """The name of a start's random-init twin (same architecture and tokenizer, no pretraining)."""
+    return f"{name} (random init)"
+
+
 @dataclass(frozen=True)
 class Start:
     """One starting point of fine-tuning: a model directory, or its random-init twin."""

@@ -25,6 +25,16 @@ def label_name(count: int | None) -> str:
     return "all" if count is None else str(count)
 
 
+def label_count(name: str) -> int | None:
+    """label_name's inverse: "10" → 10, "all" → None."""
+    return None if name == "all" else int(name)
+
+
+def count_order(count: int | None) -> float:
+    """Sort key of label counts: every number, then all (None)."""
+    return math.inf if count is None else count
+
+
 @dataclass
 class Budget:
     """Seconds for the whole demo, counted from its creation."""

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from ..tasks.grid import GridResult
-from .curve import accuracy_interval, compare, labels_of
-from .plan import Budget, Plan, label_name
+from .curve import accuracy_interval, compare, labels_of, twin
+from .plan import Budget, Plan, count_order, label_count, label_name
 from .stages import FAMILIES, data_path, minilm_path
 
 ATTENTION_SENTENCE = "A free real-time strategy game of ancient warfare, with a powerful custom game engine."
@@ -29,6 +29,7 @@ def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Pat
     train = task.read(str(data_path("debian-sections", "train.tsv")))
     test = task.read(str(data_path("debian-sections", "test.tsv")))
     minilm = minilm_path()
+    subsets = {count: [train[i] for i in balanced_subset([e.label for e in train], count, seed=0)] for count in counts}
     makers = {BAG_OF_WORDS: BagOfWordsBaseline,
               WORD2VEC: lambda: WordVectorBaseline(KeyedVectors.load(str(vectors)), tokenizer=Tokenizer.load(bert_tokenizer)),
               MINILM: lambda: EncoderBaseline(load(minilm), Tokenizer.load(minilm / "tokenizer.json"))}
@@ -36,8 +37,7 @@ def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Pat
     for name, make in makers.items():
         model = make()  # one per line: an encoder's embeddings are computed once for every count
         lines[name] = {}
-        for count in counts:
-            subset = [train[i] for i in balanced_subset([e.label for e in train], count, seed=0)]
+        for count, subset in subsets.items():
             predicted = [p.label for p in model.fit(subset).predict(test)]
             correct = [p == e.label for p, e in zip(predicted, test)]
             lines[name][label_name(count)] = {"test_accuracy": sum(correct) / len(correct), "correct": correct}
@@ -46,7 +46,7 @@ def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Pat
 
 
 def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, count: str) -> dict:
-    entry = {"labels_per_class": None if count == "all" else int(count), "test_accuracy": grid.ensemble_test,
+    entry = {"labels_per_class": label_count(count), "test_accuracy": grid.ensemble_test,
              "test_accuracy_ci95": accuracy_interval(grid.correct()), "test_accuracy_seed_mean": grid.test_mean,
              "test_accuracy_seed_std": grid.test_std, "lr": grid.lr}
     if twin is not None:
@@ -60,9 +60,10 @@ def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, cou
 
 
 def twin_of(name: str) -> str | None:
-    if name.endswith("(random init)"):
+    """The twin a start is compared with (the other BERT-tiny starts share BERT's); None for a twin."""
+    if name.endswith(twin("")):
         return None
-    return f"{name if name in FAMILIES else 'bert'} (random init)"
+    return twin(name if name in FAMILIES else "bert")
 
 
 def results(rows: dict[str, dict], student: dict, curves: dict[str, dict[str, GridResult]],
@@ -76,8 +77,8 @@ def results(rows: dict[str, dict], student: dict, curves: dict[str, dict[str, Gr
         if twin is None:
             continue
         curve = [curve_entry(g, curves[twin].get(c), bag.get(c), c) for c, g in grids.items()]
-        curve.sort(key=lambda e: 10**9 if e["labels_per_class"] is None else e["labels_per_class"])
-        last = max(grids, key=lambda c: 10**9 if c == "all" else int(c))
+        curve.sort(key=lambda e: count_order(e["labels_per_class"]))
+        last = max(grids, key=lambda c: count_order(label_count(c)))
         pre, rand = grids[last], curves[twin][last]
         entry = {"model": name, "test_accuracy": pre.test_mean, "test_accuracy_std": pre.test_std,
                  "random_init_test_accuracy": rand.test_mean, "random_init_test_accuracy_std": rand.test_std,
@@ -98,17 +99,18 @@ def results(rows: dict[str, dict], student: dict, curves: dict[str, dict[str, Gr
         out.append(entry)
     for name, line in references.items():
         out.append({"model": name, "label_curve": [
-            {"labels_per_class": None if c == "all" else int(c), "test_accuracy": v["test_accuracy"],
+            {"labels_per_class": label_count(c), "test_accuracy": v["test_accuracy"],
              "test_accuracy_ci95": accuracy_interval(v["correct"])} for c, v in line.items()]})
     return out
 
 
-def _cell(entry: dict, key: str = "gain") -> str:
-    low, high = entry["ci95"] if key == "gain" else entry[key]["ci95"]
-    diff = entry["gain"] if key == "gain" else entry[key]["diff"]
-    text = f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]"
-    significant = entry["significant"] if key == "gain" else entry[key]["significant"]
+def _gain(diff: float, ci95: list[float], significant: bool) -> str:
+    text = f"{diff:+.3f} [{ci95[0]:+.3f}, {ci95[1]:+.3f}]"
     return f"**{text}**" if significant else text
+
+
+def _accuracy(accuracy: float, ci95: list[float]) -> str:
+    return f"{accuracy:.3f} [{ci95[0]:.3f}, {ci95[1]:.3f}]"
 
 
 def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -> str:
@@ -124,20 +126,18 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
     gains = ["| model | " + " | ".join(f"gain over twin, {c}/class" for c in counts) + " | "
              + " | ".join(f"vs bag-of-words, {c}/class" for c in counts) + " |", "|" + "---|" * (2 * len(counts) + 1)]
     for e in results_list:
-        at = {("all" if p["labels_per_class"] is None else str(p["labels_per_class"])): p for p in e["label_curve"]}
-        cells = []
-        for c in counts:
-            p = at.get(c)
-            cells.append("–" if p is None else f"{p['test_accuracy']:.3f} [{p['test_accuracy_ci95'][0]:.3f}, "
-                                               f"{p['test_accuracy_ci95'][1]:.3f}]")
-        curve.append(f"| {e['model']} | " + " | ".join(cells) + " |")
+        at = {label_name(p["labels_per_class"]): p for p in e["label_curve"]}
+        curve.append(f"| {e['model']} | " + " | ".join(
+            _accuracy(at[c]["test_accuracy"], at[c]["test_accuracy_ci95"]) if c in at else "–" for c in counts) + " |")
         if e["model"] in FAMILIES:  # its twin's row under it (the other BERT-tiny starts share BERT's twin)
-            curve.append(f"| {e['model']} (random init) | " + " | ".join(
-                "–" if c not in at else f"{at[c]['random_init_test_accuracy']:.3f} [{at[c]['random_init_test_accuracy_ci95'][0]:.3f}, "
-                                        f"{at[c]['random_init_test_accuracy_ci95'][1]:.3f}]" for c in counts) + " |")
+            curve.append(f"| {twin(e['model'])} | " + " | ".join(
+                _accuracy(at[c]["random_init_test_accuracy"], at[c]["random_init_test_accuracy_ci95"]) if c in at else "–"
+                for c in counts) + " |")
         if "random_init_test_accuracy" in e:
-            gains.append(f"| {e['model']} | " + " | ".join(_cell(at[c]) if c in at else "–" for c in counts) + " | "
-                         + " | ".join(_cell(at[c], "vs_bag_of_words") if c in at else "–" for c in counts) + " |")
+            gains.append(f"| {e['model']} | "
+                         + " | ".join(_gain(at[c]["gain"], at[c]["ci95"], at[c]["significant"]) if c in at else "–"
+                                      for c in counts) + " | "
+                         + " | ".join(_gain(**at[c]["vs_bag_of_words"]) if c in at else "–" for c in counts) + " |")
     for e in results_list:
         if "teacher" in e:
             pre += ["", "Teacher track (the real all-MiniLM-L6-v2 distilled at the sentence level into BERT-tiny with "
@@ -163,7 +163,7 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
 
     listed = results(rows, student, curves, references)
     atomic_write_text(out / "results.json", json.dumps(listed, indent=2) + "\n")
-    counts = [label_name(c) for c in sorted(plan.label_counts, key=lambda c: 10**9 if c is None else c)
+    counts = [label_name(c) for c in sorted(plan.label_counts, key=count_order)
               if any(label_name(c) in g for g in curves.values())]
     images = [plot_curves({f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}, out / "pretraining.png",
                           {f: plan.batch_size * plan.seq_len for f in rows})]
@@ -171,7 +171,7 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
     for e in listed:
         lines[e["model"]] = [(p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]]
         if e["model"] in FAMILIES:
-            lines[f"{e['model']} (random init)"] = [(p["labels_per_class"], p["random_init_test_accuracy"],
+            lines[twin(e["model"])] = [(p["labels_per_class"], p["random_init_test_accuracy"],
                                                      p["random_init_test_accuracy_ci95"]) for p in e["label_curve"]]
     train_labels = labels_of(data_path("debian-sections", "train.tsv"))
     all_labels = round(len(train_labels) / len(set(train_labels)))  # per class, where the "all" points are drawn
