@@ -49,10 +49,10 @@ def paired_bootstrap(correct_a: Sequence[bool | float], correct_b: Sequence[bool
         means[start:stop] = d[idx].mean(axis=1)
     tail = (1 - confidence) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
-    diff = float(d.mean())
-    return {"diff": diff, "low": float(low), "high": float(high), "significant": bool(low > 0 or high < 0)}
+    result = {"diff": float(d.mean()), "low": float(low), "high": float(high)}
+    return {**result, "significant": significant(result)}
 
 
 def significant(result: dict) -> bool:
     """Whether a paired_bootstrap interval excludes zero (a difference in either direction)."""
-    return result["low"] > 0 or result["high"] < 0
+    return bool(result["low"] > 0 or result["high"] < 0)
