@@ -8,7 +8,7 @@ from .albert import (
     AlbertForMaskedLM, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForQuestionAnswering,
     AlbertForSequenceClassification, AlbertForTokenClassification, AlbertModel,
 )
-from .auto import ARCHITECTURES, from_config, load, load_for_task, task_class
+from .auto import ARCHITECTURES, from_config, load, load_backbone, load_for_task, task_class, task_model
 from .base import EncoderModel, PreTrainedModel
 from .bert import (
     BertForMaskedLM, BertForMultipleChoice, BertForNextSentencePrediction, BertForPreTraining,

@@ -62,13 +62,22 @@ def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | 
     The checkpoint's own head weights (MLM, NSP …) are dropped; a pooler the checkpoint lacks (an
     MLM-only checkpoint) is initialised randomly with a warning; any other missing weight is an error.
     """
-    path = Path(path)
-    config = read_config(path)
+    model = task_model(read_config(path), head, labels)
+    load_backbone(model, path)
+    return model
+
+
+def task_model(config: EncoderConfig, head: str, labels: list[str] | int | None = None) -> PreTrainedModel:
+    """A randomly initialised `head` model of the config's family, with `labels` classes when given."""
     if labels is not None:
         config = config.with_labels(labels)
     cls = task_class(config.model_type, head)
     config.architectures = [cls.__name__]
-    model = cls(config)
-    tensors, source = read_weights(path)
+    return cls(config)
+
+
+def load_backbone(model: PreTrainedModel, path: str | os.PathLike) -> None:
+    """The backbone weights of the checkpoint at `path` into `model`, whose own head stays as it is
+    (a pooler the checkpoint lacks starts random, with a warning; any other missing weight is an error)."""
+    tensors, source = read_weights(Path(path))
     load_state(model, tensors, source, strict=True, backbone_only=True)
-    return model

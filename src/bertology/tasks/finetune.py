@@ -19,8 +19,7 @@ from typing import Any
 import torch
 
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
-from ..models import get_family, load, read_config, read_weights, resolve_preset, task_class
-from ..models.checkpoint import load_state
+from ..models import get_family, load, load_backbone, read_config, resolve_preset, task_model
 from ..models.heads import IGNORE, POOLINGS
 from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
@@ -165,19 +164,12 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
             raise ValueError(f"{o.model!r}: not a model directory, and {e}") from None
         pad = tokenizer.token_to_id(record.specials.pad)
         config = record.preset(size, vocab_size=tokenizer.vocab_size, **({"pad_token_id": pad} if pad is not None else {}))
-    if head_labels is not None:
-        config = config.with_labels(head_labels)
     if task.head == SENTENCE_HEAD:
         _check_pooling(o, config.model_type)
         config.extra["bertology_pooling"] = o.pooling  # read by the head, here and whenever the model is loaded
-    cls = task_class(config.model_type, get_family(config.model_type).task_head(task.head))
-    config.architectures = [cls.__name__]
-    model = cls(config)
-    if path.is_dir() and not o.from_scratch:
-        # as models.load_for_task, with the pooling set in the config first: the pretrained backbone
-        # under a new head (an MLM-only checkpoint's missing pooler warns and starts random)
-        tensors, source = read_weights(path)
-        load_state(model, tensors, source, strict=True, backbone_only=True)
+    model = task_model(config, get_family(config.model_type).task_head(task.head), head_labels)
+    if path.is_dir() and not o.from_scratch:  # the pretrained backbone under the new head
+        load_backbone(model, path)
     if o.reinit_layers:
         reinit_top_layers(model, o.reinit_layers)
     return model
