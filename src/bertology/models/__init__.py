@@ -26,6 +26,7 @@ from .roberta import (
     RobertaForTokenClassification, RobertaModel,
 )
 from .xlnet import (
-    XLNetForMultipleChoice, XLNetForQuestionAnswering, XLNetForQuestionAnsweringSimple, XLNetForSequenceClassification,
-    XLNetForTokenClassification, XLNetLMHeadModel, XLNetModel,
+    XLNetForMultipleChoice, XLNetForQuestionAnsweringSimple, XLNetForSequenceClassification, XLNetForTokenClassification,
+    XLNetLMHeadModel, XLNetModel,
 )
+from .xlnet_qa import XLNetForQuestionAnswering

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import albert, bert, distilbert, roberta, xlnet
+from . import albert, bert, distilbert, roberta, xlnet, xlnet_qa
 from .base import PreTrainedModel
 from .checkpoint import load_state, read_config, read_weights
 from .config import EncoderConfig
@@ -13,7 +13,7 @@ from .family import get_family
 
 # every model class of the family files, by its name (= transformers' architecture name)
 ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
-    name: cls for module in (bert, roberta, albert, distilbert, xlnet) for name, cls in vars(module).items()
+    name: cls for module in (bert, roberta, albert, distilbert, xlnet, xlnet_qa) for name, cls in vars(module).items()
     if isinstance(cls, type) and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
 }
 

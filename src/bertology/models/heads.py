@@ -17,7 +17,7 @@ from ..nn.cross_entropy import IGNORE, cross_entropy
 from .base import PreTrainedModel
 from .config import EncoderConfig
 from .outputs import (
-    BaseModelOutput, ClassifierOutput, MaskedLMOutput, PreTrainingOutput, QuestionAnsweringOutput,
+    BaseModelOutput, ClassifierOutput, MaskedLMOutput, ModelOutput, PreTrainingOutput, QuestionAnsweringOutput,
 )
 
 
@@ -71,9 +71,7 @@ class MaskedLMHead(nn.Module):
             labels = torch.cat([labels, labels.new_full((extra,), IGNORE)]) if extra else labels
         # The bias inside the product, as transformers has it: under bf16 autocast the logits stay bf16.
         logits = F.linear(self.norm(self.act(self.dense(h))), self.decoder.weight, self.bias)  # (B, T, V) or (M', V)
-        loss = None
-        if labels is not None:
-            loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        loss = vocabulary_loss(logits, labels) if labels is not None else None
         return (logits if m is None else logits[:m]), loss  # (B, T, V) or (M, V)
 
 
@@ -136,22 +134,31 @@ class MeanPooledHead(nn.Module):
 
 
 class TokenHead(nn.Module):
-    """dropout + linear at every position (tagging; question answering with 2 outputs)."""
+    """dropout + linear at every position (tagging; question answering with 2 outputs). It takes the
+    hidden states, as a bare nn.Linear does, so a family without the dropout puts a Linear in its place."""
 
     def __init__(self, hidden_size: int, num_outputs: int, dropout: float):
         super().__init__()
         self.dropout = Dropout(dropout)
         self.classifier = nn.Linear(hidden_size, num_outputs)
 
-    def forward(self, out: BaseModelOutput) -> torch.Tensor:
-        return self.classifier(self.dropout(out.last_hidden_state))  # (B, T, num_outputs)
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(h))  # (B, T, num_outputs)
 
 
 class TaskModel(PreTrainedModel):
-    """A backbone plus one head. Subclasses name the backbone class of their family."""
+    """A backbone plus one head. Subclasses name the backbone class of their family.
+
+    A task's forward is written once below: backbone, head, loss, output. A family changes what it
+    differs in: its head modules (`build_head`, under transformers' names) and the hook that reads
+    them (`predict_tokens`, `sentence_logits`, `span_logits`); its own backbone inputs pass through
+    every forward as keywords (`**inputs`, e.g. XLNet's mems and perm_mask), and `output` adds what
+    its backbone returns beyond hidden states and attentions.
+    """
 
     backbone_class: ClassVar[type] = None
     needs_pooler: ClassVar[bool] = False
+    output_class: ClassVar[type[ModelOutput]] = ClassifierOutput
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -174,30 +181,44 @@ class TaskModel(PreTrainedModel):
     def build_head(self, config: EncoderConfig) -> None:
         raise NotImplementedError
 
-    def run_backbone(self, input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions):
+    def run_backbone(self, input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                     output_attentions, **inputs) -> BaseModelOutput:
+        if position_ids is not None:  # only absolute-position families take them
+            inputs["position_ids"] = position_ids
         return self.backbone(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            output_hidden_states=output_hidden_states, output_attentions=output_attentions,
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+            output_hidden_states=output_hidden_states, output_attentions=output_attentions, **inputs,
         )
+
+    def output(self, out: BaseModelOutput, **fields) -> ModelOutput:
+        """The task's fields in its output class, with the backbone's hidden states and attentions."""
+        return self.output_class(**fields, hidden_states=out.hidden_states, attentions=out.attentions)
 
 
 class ForMaskedLM(TaskModel):
     mlm_act: ClassVar[str | None] = None  # None = config.hidden_act
+    output_class = MaskedLMOutput
 
     def build_head(self, config):
         self.mlm = MaskedLMHead(config, self.backbone.embeddings.word, self.mlm_act)
 
+    def predict_tokens(self, h: torch.Tensor, labels: torch.Tensor | None, sparse: bool):
+        """(logits over the vocabulary, loss or None) from the last hidden states."""
+        return self.mlm(h, labels, sparse)
+
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                sparse_prediction=False, output_hidden_states=False, output_attentions=False) -> MaskedLMOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
-        logits, loss = self.mlm(out.last_hidden_state, labels, sparse_prediction)
-        return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
+                sparse_prediction=False, output_hidden_states=False, output_attentions=False, **inputs) -> MaskedLMOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                                output_attentions, **inputs)
+        logits, loss = self.predict_tokens(out.last_hidden_state, labels, sparse_prediction)
+        return self.output(out, loss=loss, logits=logits)
 
 
 class ForPreTraining(ForMaskedLM):
     """MLM plus a sentence-pair objective on the pooled vector: BERT's NSP or ALBERT's SOP."""
 
     needs_pooler = True
+    output_class = PreTrainingOutput
     pair_objective: ClassVar[str] = "nsp"  # "nsp" → seq_relationship_logits, "sop" → sop_logits
     pair_dropout: ClassVar[float | None] = 0.0  # BERT's NSP head has none; None = config.head_dropout
 
@@ -209,16 +230,14 @@ class ForPreTraining(ForMaskedLM):
                 next_sentence_label=None, sentence_order_label=None, sparse_prediction=False,
                 output_hidden_states=False, output_attentions=False) -> PreTrainingOutput:
         out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
-        logits, mlm_loss = self.mlm(out.last_hidden_state, labels, sparse_prediction)
+        logits, mlm_loss = self.predict_tokens(out.last_hidden_state, labels, sparse_prediction)
         pair_logits = self.pair(out)  # (B, 2)
         pair_label = next_sentence_label if next_sentence_label is not None else sentence_order_label
-        pair_loss = F.cross_entropy(pair_logits.float(), pair_label.view(-1)) if pair_label is not None else None
+        pair_loss = choice_loss(pair_logits, pair_label) if pair_label is not None else None
         losses = [l for l in (mlm_loss, pair_loss) if l is not None]
         field = "seq_relationship_logits" if self.pair_objective == "nsp" else "sop_logits"
-        return PreTrainingOutput(
-            loss=sum(losses) if losses else None, prediction_logits=logits, hidden_states=out.hidden_states,
-            attentions=out.attentions, mlm_loss=mlm_loss, pair_loss=pair_loss, **{field: pair_logits},
-        )
+        return self.output(out, loss=sum(losses) if losses else None, prediction_logits=logits, mlm_loss=mlm_loss,
+                           pair_loss=pair_loss, **{field: pair_logits})
 
 
 class ForNextSentencePrediction(TaskModel):
@@ -232,8 +251,7 @@ class ForNextSentencePrediction(TaskModel):
         out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
         logits = self.pair(out)
         label = labels if labels is not None else next_sentence_label
-        loss = F.cross_entropy(logits.float(), label.view(-1)) if label is not None else None
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+        return self.output(out, loss=choice_loss(logits, label) if label is not None else None, logits=logits)
 
 
 class ForSequenceClassification(TaskModel):
@@ -254,15 +272,124 @@ class ForSequenceClassification(TaskModel):
         head = MeanPooledHead if self.pooling == "mean" else self.head_class
         self.classifier = head(config, config.num_labels)
 
+    def sentence_logits(self, out: BaseModelOutput, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """(B, num_outputs) scores of each sequence from its sentence vector."""
+        return self.classifier(out, attention_mask) if self.pooling == "mean" else self.classifier(out)
+
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
-        logits = self.classifier(out, attention_mask) if self.pooling == "mean" else self.classifier(out)  # (B, C)
+                output_hidden_states=False, output_attentions=False, **inputs) -> ClassifierOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                                output_attentions, **inputs)
+        logits = self.sentence_logits(out, attention_mask)  # (B, C)
         loss = classification_loss(logits, labels, self.config) if labels is not None else None
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+        return self.output(out, loss=loss, logits=logits)
+
+
+class ForTokenClassification(TaskModel):
+    def build_head(self, config):
+        self.classifier = TokenHead(config.hidden_size, config.num_labels, config.token_head_dropout)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_hidden_states=False, output_attentions=False, **inputs) -> ClassifierOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                                output_attentions, **inputs)
+        logits = self.classifier(out.last_hidden_state)  # (B, T, C)
+        return self.output(out, loss=token_loss(logits, labels) if labels is not None else None, logits=logits)
+
+
+class ForQuestionAnswering(TaskModel):
+    """Start and end logits per token; the loss averages the two cross-entropies (SQuAD, BERT §4.2)."""
+
+    output_class = QuestionAnsweringOutput
+
+    def build_head(self, config):
+        self.qa = TokenHead(config.hidden_size, 2, config.qa_head_dropout)
+
+    def span_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """(B, T, 2): each token's score as the answer's start and as its end."""
+        return self.qa(h)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
+                end_positions=None, output_hidden_states=False, output_attentions=False, **inputs) -> QuestionAnsweringOutput:
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                                output_attentions, **inputs)
+        start_logits, end_logits = self.span_logits(out.last_hidden_state).float().unbind(-1)  # each (B, T)
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            loss = span_loss(start_logits, end_logits, start_positions, end_positions)
+        return self.output(out, loss=loss, start_logits=start_logits, end_logits=end_logits)
+
+
+class ForMultipleChoice(TaskModel):
+    """Inputs (B, C, T): every choice is encoded with the context, scored, and softmaxed across choices."""
+
+    head_class: ClassVar[type] = PooledHead
+
+    def build_head(self, config):
+        self.classifier = self.head_class(config, 1)
+
+    def sentence_logits(self, out: BaseModelOutput, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """(B·C, 1): the score of each (context, choice) sequence."""
+        return self.classifier(out)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_hidden_states=False, output_attentions=False, **inputs) -> ClassifierOutput:
+        B, C = choice_shape(input_ids)
+        input_ids, attention_mask, token_type_ids, position_ids = flatten_choices(
+            input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                                output_attentions, **inputs)
+        logits = self.sentence_logits(out, attention_mask).view(B, C)
+        return self.output(out, loss=choice_loss(logits, labels) if labels is not None else None, logits=logits)
+
+
+def choice_shape(input_ids: torch.Tensor | None) -> tuple[int, int]:
+    """(batch, choices) of multiple-choice input_ids (B, C, T), or a ValueError naming the shape."""
+    if input_ids is None or input_ids.dim() != 3:
+        raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
+                         f"{None if input_ids is None else tuple(input_ids.shape)}")
+    return input_ids.shape[0], input_ids.shape[1]
+
+
+def flatten_choices(*tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """(B, C, T) → (B·C, T) for each tensor given (None stays None): every choice a sequence of its own."""
+    return [t.reshape(-1, t.shape[-1]) if t is not None else None for t in tensors]
+
+
+# ---- losses: every head's, written once ----------------------------------------------------------
+
+def vocabulary_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Language modelling: (…, V) logits against (…) token ids, IGNORE left out, a block of rows at a time."""
+    return cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Tagging: (B, T, C) logits against (B, T) labels, IGNORE (continuation pieces, padding) left out."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+
+
+def choice_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """One right answer among the (B, C) logits: multiple choice, NSP, SOP."""
+    return F.cross_entropy(logits.float(), labels.view(-1))
+
+
+def binary_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Independent yes / no decisions: multi-label classification, XLNet's "is the question unanswerable"."""
+    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+
+
+def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor,
+              end_positions: torch.Tensor) -> torch.Tensor:
+    """Mean of the start and end cross-entropies over (B, T) logits. Positions outside the window (an
+    answer cut off by truncation) are clamped to T and ignored."""
+    T = start_logits.shape[1]
+    start, end = start_positions.view(-1).clamp(0, T), end_positions.view(-1).clamp(0, T)
+    return (F.cross_entropy(start_logits, start, ignore_index=T) + F.cross_entropy(end_logits, end, ignore_index=T)) / 2
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor, config: EncoderConfig) -> torch.Tensor:
+    """Sequence classification as config's problem_type says, or as transformers guesses it from the
+    number of labels and the labels' dtype: regression, single-label or multi-label."""
     problem = config.extra.get("problem_type")
     if problem is None:
         if config.num_labels == 1:
@@ -279,72 +406,5 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor, config: Enco
     if problem == "single_label_classification":
         return F.cross_entropy(logits.view(-1, config.num_labels), labels.view(-1))
     if problem == "multi_label_classification":
-        return F.binary_cross_entropy_with_logits(logits, labels.float())
+        return binary_loss(logits, labels)
     raise ValueError(f"unknown problem_type {problem!r} in config")
-
-
-class ForTokenClassification(TaskModel):
-    def build_head(self, config):
-        self.classifier = TokenHead(config.hidden_size, config.num_labels, config.token_head_dropout)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
-        logits = self.classifier(out)  # (B, T, C)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
-
-
-class ForQuestionAnswering(TaskModel):
-    """Start and end logits per token; the loss averages the two cross-entropies (SQuAD, BERT §4.2)."""
-
-    def build_head(self, config):
-        self.qa = TokenHead(config.hidden_size, 2, config.qa_head_dropout)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
-                end_positions=None, output_hidden_states=False, output_attentions=False) -> QuestionAnsweringOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
-        start_logits, end_logits = self.qa(out).float().unbind(-1)  # each (B, T)
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            T = start_logits.shape[1]
-            # Positions outside the window (an answer cut off by truncation) are clamped to T and ignored.
-            start = start_positions.view(-1).clamp(0, T)
-            end = end_positions.view(-1).clamp(0, T)
-            loss = (F.cross_entropy(start_logits, start, ignore_index=T) + F.cross_entropy(end_logits, end, ignore_index=T)) / 2
-        return QuestionAnsweringOutput(loss, start_logits, end_logits, out.hidden_states, out.attentions)
-
-
-class ForMultipleChoice(TaskModel):
-    """Inputs (B, C, T): every choice is encoded with the context, scored, and softmaxed across choices."""
-
-    head_class: ClassVar[type] = PooledHead
-
-    def build_head(self, config):
-        self.classifier = self.head_class(config, 1)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
-        B, C = choice_shape(input_ids)
-        input_ids, attention_mask, token_type_ids, position_ids = flatten_choices(
-            input_ids, attention_mask, token_type_ids, position_ids)
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions)
-        logits = self.classifier(out).view(B, C)
-        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
-
-
-def choice_shape(input_ids: torch.Tensor | None) -> tuple[int, int]:
-    """(batch, choices) of multiple-choice input_ids (B, C, T), or a ValueError naming the shape."""
-    if input_ids is None or input_ids.dim() != 3:
-        raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
-                         f"{None if input_ids is None else tuple(input_ids.shape)}")
-    return input_ids.shape[0], input_ids.shape[1]
-
-
-def flatten_choices(*tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
-    """(B, C, T) → (B·C, T) for each tensor given (None stays None): every choice a sequence of its own."""
-    return [t.reshape(-1, t.shape[-1]) if t is not None else None for t in tensors]
