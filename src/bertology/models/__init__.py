@@ -1,8 +1,9 @@
 """Encoder families and their task heads. Class names match transformers' architectures.
 
-Layout: config.py (one dataclass per family) → the model files (bert.py and its diffs) and
-heads.py → family.py (one record per family) and hf_names.py (transformers' parameter names) →
-checkpoint.py (Hugging Face layout on disk) → auto.py (the class a directory holds).
+Layout: config.py (one dataclass per family) → the model files (bert.py and its diffs; xlnet.py
+and its beam QA head, xlnet_qa.py) and heads.py → family.py (one record per family) and
+hf_names.py (transformers' parameter names) → checkpoint.py (Hugging Face layout on disk) →
+auto.py (the class a directory holds).
 """
 from .albert import (
     AlbertForMaskedLM, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForQuestionAnswering,

@@ -11,12 +11,16 @@ V vocab. Memories are time-major, (M, B, H) per layer, as in transformers and th
 
     input_ids ─► word embeddings ───────────────► content stream h          (B, T, H)
     mask_emb (one learned vector per target) ───► query stream g            (B, P, H)
+    distances, masks, segments ─────────────────► `Relative`, built once    (R, H), (B, T|P, K)
     L × [ relative attention of both streams over keys [mem; h], shared q/k/v/r/o weights
           ─► feed-forward ]        h sees itself, g sees what perm_mask allows (not its own token)
     last_hidden_state = g with a target_mapping, else h
 
 Score of query i and key j (i and j positions in [mem; h]):
     ((q_i + r_w)·k_j + (q_i + r_r)·r_{i-j} + (q_i + r_s)·s_{seg_i ≠ seg_j}) / √D
+
+The attention itself is nn/relative_attention.py; the task heads are heads.py's, with XLNet's modules
+under transformers' names; the beam QA head is xlnet_qa.py.
 """
 from __future__ import annotations
 
@@ -155,40 +159,24 @@ class XLNetModel(EncoderModel):
 
     def relative_inputs(self, attention_mask, token_type_ids, perm_mask, rows, M: int, h: Tensor,
                         need_weights: bool) -> Relative:
-        """The `Relative` inputs of this forward; h (B, T, H) gives the sizes, device and dtype."""
-        c, (B, T, _), K = self.config, h.shape, M + h.shape[1]
-        # Hidden keys, (B, T, K) True = hidden: padding from every query, memory never, j from i where
-        # perm_mask[b, i, j] = 1; the content stream always sees its own token, the query stream only
-        # what the mask allows.
-        hidden = None
-        if attention_mask is not None and not bool(attention_mask.bool().all()):
-            hidden = (attention_mask == 0)[:, None, :]  # (B, 1, T)
-        if perm_mask is not None:
-            hidden = perm_mask > 0 if hidden is None else hidden | (perm_mask > 0)  # (B, T, T)
-        if hidden is not None and M:
-            hidden = torch.cat([hidden.new_zeros(*hidden.shape[:2], M), hidden], dim=2)  # memory: always visible
-        if c.attn_type == "uni":  # each token sees the memory and what comes before it
-            causal = causal_mask(T, M, c.same_length, h.device)[None]
-            hidden = causal if hidden is None else hidden | causal
-        own = None
-        if hidden is not None:
-            hidden = hidden.expand(B, T, K)
-            own = torch.zeros(T, K, dtype=torch.bool, device=h.device)
-            own[:, M:] = torch.eye(T, dtype=torch.bool, device=h.device)
-        differ = None
-        if token_type_ids is not None:  # memory counts as segment 0, as transformers has it
-            keys = torch.cat([token_type_ids.new_zeros(B, M), token_type_ids], dim=1) if M else token_type_ids
-            differ = token_type_ids[:, :, None] != keys[:, None, :]  # (B, T, K)
-        # sinusoids of the distances; with bi_data the batch's second half runs backwards (negated distances)
-        forward = relative_distances(T, K, c.attn_type, c.clamp_len)
-        enc = [sinusoid(d, c.hidden_size) for d in ([forward, -forward] if c.bi_data else [forward])]
-        pos = torch.cat([e[None].expand(B // 2, -1, -1) for e in enc]) if c.bi_data else enc[0][None]
+        """What every layer's attention reads besides the states; h (B, T, H) gives sizes, device and dtype."""
+        c, (B, T, _) = self.config, h.shape
+        hidden = hidden_keys(attention_mask, perm_mask, B, T, M, c, h.device)  # (B, T, K) or None
+        differ = other_segments(token_type_ids, M)  # (B, T, K) or None
+        pos = self.dropout(self.relative_encoding(T, M + T, B).to(h.device, h.dtype))  # one mask for all layers
         return Relative(
-            length=T, pos=self.dropout(pos.to(h.device, h.dtype)),
-            content=Stream(None, hidden & ~own if hidden is not None else None, differ),
+            length=T, pos=pos, content=Stream(None, sees_itself(hidden, M), differ),
             query=Stream(rows, at_rows(hidden, rows), at_rows(differ, rows)) if rows is not None else None,
             biases=None if c.untie_r else (self.r_w_bias, self.r_r_bias, self.r_s_bias), need_weights=need_weights,
         )
+
+    def relative_encoding(self, T: int, K: int, B: int) -> Tensor:
+        """(1, R, H) sinusoids of the distances; with bi_data (B, R, H), the batch's second half backwards."""
+        c = self.config
+        forward = relative_distances(T, K, c.attn_type, c.clamp_len)
+        if not c.bi_data:
+            return sinusoid(forward, c.hidden_size)[None]
+        return torch.cat([sinusoid(d, c.hidden_size)[None].expand(B // 2, -1, -1) for d in (forward, -forward)])
 
     def cache(self, h: Tensor, previous: Tensor | None) -> Tensor:
         """The next segment's memory: the first reuse_len states appended, the last mem_len kept, no gradient."""
@@ -230,6 +218,43 @@ class XLNetModel(EncoderModel):
             attentions=tuple(attentions) if output_attentions else None,
             mems=tuple(new_mems) if use_mems else None,
         )
+
+
+def hidden_keys(attention_mask, perm_mask, B: int, T: int, M: int, c: XLNetConfig, device) -> Tensor | None:
+    """(B, T, K) True where query i may not see key j, None where nothing is hidden. Padding is hidden
+    from every query, the memory never; perm_mask[b, i, j] = 1 hides j from i; with attn_type "uni"
+    each token sees the memory and what comes before it. The query stream reads it as it is; the
+    content stream sees its own token besides (`sees_itself`)."""
+    hidden = None
+    if attention_mask is not None and not bool(attention_mask.bool().all()):
+        hidden = (attention_mask == 0)[:, None, :]  # (B, 1, T)
+    if perm_mask is not None:
+        hidden = perm_mask > 0 if hidden is None else hidden | (perm_mask > 0)  # (B, T, T)
+    if hidden is not None and M:
+        hidden = torch.cat([hidden.new_zeros(*hidden.shape[:2], M), hidden], dim=2)  # (B, 1|T, K)
+    if c.attn_type == "uni":
+        causal = causal_mask(T, M, c.same_length, device)[None]  # (1, T, K)
+        hidden = causal if hidden is None else hidden | causal
+    return None if hidden is None else hidden.expand(B, T, M + T)
+
+
+def sees_itself(hidden: Tensor | None, M: int) -> Tensor | None:
+    """The content stream's mask: `hidden` (B, T, K) with each token's own key visible."""
+    if hidden is None:
+        return None
+    T = hidden.shape[1]
+    own = torch.zeros(T, M + T, dtype=torch.bool, device=hidden.device)
+    own[:, M:] = torch.eye(T, dtype=torch.bool, device=hidden.device)
+    return hidden & ~own
+
+
+def other_segments(token_type_ids: Tensor | None, M: int) -> Tensor | None:
+    """(B, T, K) True where query and key lie in different segments; the memory counts as segment 0,
+    as transformers has it. None without token types."""
+    if token_type_ids is None:
+        return None
+    keys = torch.cat([token_type_ids.new_zeros(token_type_ids.shape[0], M), token_type_ids], dim=1)  # (B, K)
+    return token_type_ids[:, :, None] != keys[:, None, :]
 
 
 @torch.no_grad()
