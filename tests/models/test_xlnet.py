@@ -207,3 +207,49 @@ def test_bi_data_needs_an_even_batch():
                                    intermediate_size=37, bi_data=True))
     with pytest.raises(ValueError, match="batch size must be even, got 3"):
         model(torch.randint(0, 99, (3, T)))
+
+
+def test_relative_inputs_are_built_once_and_read_by_every_layer():
+    """The distances' encodings (with their dropout mask), masks and segments are made once per forward:
+    every layer gets the same `Relative` record, not its own copy of nine arguments."""
+    model = XLNetModel(XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=3, num_attention_heads=3,
+                                   intermediate_size=37)).train()
+    seen = []
+    for layer in model.layers:
+        layer.register_forward_pre_hook(lambda module, args: seen.append(args[3]))
+    kw = batch("XLNetModel", perm=True)
+    model(**{k: kw[k] for k in ("input_ids", "attention_mask", "token_type_ids", "perm_mask", "target_mapping")})
+    assert len(seen) == 3 and all(rel is seen[0] for rel in seen)
+    assert seen[0].query.rows.tolist() == [[2, 6, 7], [4, 3, 8]]
+
+
+def test_heads_run_the_shared_forwards():
+    """XLNet's heads differ from heads.py's only in their modules (transformers' names) and the hook
+    that reads them; the forward and the loss are the shared ones."""
+    from bertology.models import heads
+    for name, shared in [("XLNetLMHeadModel", heads.ForMaskedLM), ("XLNetForSequenceClassification",
+                         heads.ForSequenceClassification), ("XLNetForTokenClassification", heads.ForTokenClassification),
+                         ("XLNetForMultipleChoice", heads.ForMultipleChoice),
+                         ("XLNetForQuestionAnsweringSimple", heads.ForQuestionAnswering)]:
+        assert ARCHITECTURES[name].forward is shared.forward, name
+
+
+@pytest.mark.parametrize("name", HEADS[2:])
+def test_every_heads_loss_equals_transformers(name, tmp_path):
+    """The shared losses of heads.py give transformers' loss on each XLNet head."""
+    torch.manual_seed(5)
+    reference = getattr(transformers, name)(hf_config()).eval()
+    reference.save_pretrained(tmp_path)
+    ours = bertology.load(tmp_path)
+    kw = batch(name)
+    g = torch.Generator().manual_seed(5)
+    if "QuestionAnswering" in name:
+        kw.update(start_positions=torch.tensor([3, 5]), end_positions=torch.tensor([4, 7]))
+        if name == "XLNetForQuestionAnswering":
+            kw.update(cls_index=torch.tensor([T - 1, T - 1]), is_impossible=torch.tensor([0.0, 1.0]))
+    elif name == "XLNetForTokenClassification":
+        kw["labels"] = torch.randint(0, 2, (B, T), generator=g).masked_fill(kw["attention_mask"] == 0, -100)
+    else:
+        kw["labels"] = torch.randint(0, 2 if "Sequence" in name else 3, (B,), generator=g)
+    ref, mine = run_both(reference, ours, kw)
+    assert abs(ref.loss.item() - mine.loss.item()) < TOL

@@ -1,5 +1,6 @@
 """Task heads, shared across families: a family supplies its backbone (and, where its reference
-differs, its sentence-classification head); the head and its loss are written once here.
+differs, its head modules and the hook reading them, as XLNet does); each task's forward and every
+loss are written once here.
 
 Shapes: B batch, T length, H hidden, E embedding size, V vocab, C classes or choices, M masked tokens.
 Label conventions follow transformers: -100 = ignored position; NSP 0 = B follows A; SOP 1 = swapped.

@@ -111,7 +111,7 @@ class Relative:
     pos: Tensor  # (1|B, R, H) sinusoids of the distances K … -T+1
     content: Stream  # the tokens themselves, each seeing its own
     query: Stream | None  # the targets of a target_mapping, never seeing their own token; None without one
-    biases: tuple[Tensor, Tensor, Tensor] | None  # tied (r_w, r_r, r_s) when untie_r is false; None: each layer's own
+    biases: tuple[Tensor, Tensor, Tensor] | None  # (r_w, r_r, r_s) when all layers share one set; None: each its own
     need_weights: bool = False
 
 
