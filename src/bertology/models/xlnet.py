@@ -310,8 +310,6 @@ class XLNetLMHeadModel(XLNetTaskModel, ForMaskedLM):
 class SequenceSummary(nn.Module):
     """XLNet's sentence vector: the last token (<cls>, XLNet puts it at the end), projected, tanh."""
 
-    uses_pooler = False
-
     def __init__(self, config: XLNetConfig):
         super().__init__()
         self.kind = config.summary_type
@@ -331,7 +329,7 @@ class SequenceSummary(nn.Module):
 class SummaryScores:
     """Sequence classification and multiple choice read <cls>'s summary through `logits_proj`."""
 
-    head_class = SequenceSummary
+    head_class = SequenceSummary  # the sentence head: it reads no pooler, so the backbone builds none
 
     def sentence_logits(self, out: BaseModelOutput, attention_mask: Tensor | None) -> Tensor:
         return self.logits_proj(self.sequence_summary(out.last_hidden_state))  # (B, C), or (B·C, 1) per choice
