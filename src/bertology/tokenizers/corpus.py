@@ -5,10 +5,8 @@ normalizer and pre-tokenizer the finished tokenizer will use, so training sees e
 encoding will see. Lines are read as `tokenizers` reads them, line ending included (a byte-level
 BPE learns 'Ċ' for '\\n'); `keep_newlines=False` strips it (SentencePiece style).
 
-Every corpus file is opened by `open_corpus`: a name ending in ``.gz``, ``.xz`` or ``.bz2`` is
-decompressed on the fly (stdlib gzip / lzma / bz2, chosen by the extension only, never by
-sniffing the content), anything else is read as it is. Reading always streams; a corrupt or
-truncated compressed stream raises CorpusError naming the file.
+Files are read by `bertology.io.iter_lines` (which opens .gz, .xz and .bz2 files as they
+stream, see `open_corpus`).
 
 Counting is the first bottleneck of training, so the common pipelines take exact shortcuts:
 
@@ -23,120 +21,20 @@ line. The tests check every shortcut against that generic path on real text.
 """
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import multiprocessing as mp
 import os
-import zlib
 from collections import Counter
-from typing import BinaryIO, Iterable, Iterator
+from typing import Iterable
 
 from tqdm.auto import tqdm
 
+from ..io import CorpusError, compression, iter_files, iter_lines, open_corpus  # noqa: F401 (the names users import from here)
 from .byte_level import GPT2_PATTERN, to_byte_chars
 from .pre_tokenizers import WhitespaceSplit
 
-_ERRORS = ("strict", "replace")
 # str.split() also splits on these four separators, which the tokenizers' whitespace set does not
 # hold (they are control characters there): a line containing them takes the regex path.
 _PY_ONLY_WS = frozenset("\x1c\x1d\x1e\x1f")
-
-
-class CorpusError(ValueError):
-    """Unreadable training text: names the file and the byte offset at fault."""
-
-
-# extension -> (name in messages, opener, the exceptions its decoder raises on bad data).
-# bz2 reports a bad stream as an OSError without errno; a real I/O error has one.
-_COMPRESSIONS = {
-    ".gz": ("gzip", gzip.open, (gzip.BadGzipFile, zlib.error, EOFError)),
-    ".xz": ("xz", lzma.open, (lzma.LZMAError, EOFError)),
-    ".bz2": ("bz2", bz2.open, (OSError, EOFError)),
-}
-
-
-def _compression_entry(path) -> tuple | None:
-    return _COMPRESSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
-
-
-def compression(path: str | os.PathLike) -> str | None:
-    """"gzip", "xz" or "bz2" when the file name ends in .gz, .xz or .bz2 (any case), else None.
-
-    >>> compression("wiki.txt.xz"), compression("wiki.txt")
-    ('xz', None)
-    """
-    entry = _compression_entry(path)
-    return entry[0] if entry else None
-
-
-def open_corpus(path: str | os.PathLike) -> BinaryIO:
-    """Open a corpus file for streaming binary reading, decompressing .gz / .xz / .bz2 files.
-
-    The one opener for corpus files: use it as a context manager. Errors in the compressed data
-    surface while reading; `iter_lines` turns them into CorpusError naming the file.
-    """
-    entry = _compression_entry(path)
-    return entry[1](path, "rb") if entry else open(path, "rb")
-
-
-def _is_corrupt_stream(path, exc: BaseException) -> bool:
-    entry = _compression_entry(path)
-    if entry is None or not isinstance(exc, entry[2]):
-        return False
-    return not (type(exc) is OSError and exc.errno is not None)  # bz2: a real I/O error is not corruption
-
-
-def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True,
-               start: int = 0, end: int | None = None) -> Iterator[str]:
-    """Stream the lines of a UTF-8 file (no whole-file read); optionally only the lines that
-    begin in the byte range [start, end) (start must be 0 or just after a newline).
-
-    A .gz, .xz or .bz2 file is decompressed as it streams (see `open_corpus`); its offsets,
-    start and end included, count decompressed bytes. A corrupt or truncated compressed stream
-    raises CorpusError naming the file and the format. With errors="strict" an undecodable byte
-    raises CorpusError naming the file and the byte offset; errors="replace" substitutes U+FFFD
-    instead.
-    """
-    if errors not in _ERRORS:
-        raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
-    kind = compression(path)
-    where = "decompressed byte offset" if kind else "byte offset"
-    offset = start
-    with open_corpus(path) as f:
-        try:
-            if start:
-                f.seek(start)
-            for raw in f:
-                if end is not None and offset >= end:
-                    break
-                try:
-                    line = raw.decode("utf-8", errors)
-                except UnicodeDecodeError as e:
-                    bad = raw[e.start:e.end]
-                    raise CorpusError(
-                        f"{os.fspath(path)}: {where} {offset + e.start}: invalid UTF-8 byte(s) "
-                        f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
-                offset += len(raw)
-                yield line if keep_newlines else line.rstrip("\r\n")
-        except Exception as e:
-            if not _is_corrupt_stream(path, e):
-                raise
-            raise CorpusError(f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} "
-                              f"decompressed bytes: {e}") from e
-
-
-def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
-               keep_newlines: bool = True) -> Iterator[str]:
-    """Lines of several files in order; a missing file fails before any reading starts."""
-    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-    if not files:
-        raise CorpusError("no training files given")
-    for p in files:
-        if not os.path.isfile(p):
-            raise CorpusError(f"{os.fspath(p)}: no such file")
-    for p in files:
-        yield from iter_lines(p, errors, keep_newlines)
 
 
 def _names(obj) -> list[str]:
