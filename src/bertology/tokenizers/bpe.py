@@ -146,7 +146,7 @@ class BPE(DictVocabModel):
         return ids, spans
 
     def tokenize(self, sequence: str) -> list[Token]:
-        # (no cache here: the Tokenizer memoizes words, see encode_paths.WordCache)
+        # (no cache here: the fast encoder memoizes words, see fast/words.py)
         ids, tokens, starts, ends = self.columns(sequence)
         return list(map(Token, ids, tokens, zip(starts, ends)))
 

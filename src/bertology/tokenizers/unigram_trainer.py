@@ -20,7 +20,6 @@ edge), not the corpus's size.
 """
 from __future__ import annotations
 
-import math
 import unicodedata
 
 import numpy as np

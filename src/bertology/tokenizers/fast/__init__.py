@@ -1,0 +1,11 @@
+"""The fast encoder (encoder.py): the Tokenizer's general path, made faster, in one place.
+
+    encoder.py  FastEncoder: a sequence, a batch; which texts take which path
+    words.py    WordCache (a model's tokens per word, memoized) and Flat (a batch's columns)
+    splits.py   word_split: the pre-tokenizers that only keep a pattern's matches, as one split
+    framed.py   frame_of / framed_encodings: post-processed, padded batches in one step
+    workers.py  encode_batch over forked processes (its `workers=` argument)
+"""
+from .encoder import FastEncoder
+
+__all__ = ["FastEncoder"]
