@@ -173,9 +173,9 @@ class Tokenizer:
         """Encode and post-process each text (with its pair), then pad if pad is given."""
         if self.fast is not None:
             return self.fast.encode_chunk(self, texts, pairs, add_special_tokens, truncation, pad)
-        seconds = pairs if pairs is not None else repeat(None)
-        out = [self.post_process(self.encode_sequence(a, 0), None if b is None else self.encode_sequence(b, 1),
-                                 add_special_tokens, truncation) for a, b in zip(texts, seconds)]
+        firsts = [self.encode_sequence(text, 0) for text in texts]
+        seconds = [self.encode_sequence(pair, 1) for pair in pairs] if pairs is not None else repeat(None)
+        out = [self.post_process(a, b, add_special_tokens, truncation) for a, b in zip(firsts, seconds)]
         if pad is not None:
             pad_encodings(out, **pad)
         return out

@@ -194,18 +194,19 @@ class LikelihoodMerges:
     def pop_best(self) -> int | None:
         """The best pair (packed), off the heap; None when no pair can be merged."""
         heap, pair_counts, sc, min_count = self.heap, self.pair_counts, self.sc, self.min_count
+        heappop, heappush, entry = heapq.heappop, heapq.heappush, self.entry
         while heap:
             if len(heap) > self.compact_at:  # mostly stale entries by now: rebuild from the live pairs
                 self._rebuild_heap()
                 heap = self.heap
-            e = heapq.heappop(heap)
+            e = heappop(heap)
             _, _, k, c, ca, cb = e
             if c != pair_counts[k] or ca != sc[k >> SHIFT] or cb != sc[k & MASK]:
                 if pair_counts[k] >= min_count:  # stale: queue it with its current score
-                    heapq.heappush(heap, self.entry(k, pair_counts[k]))
+                    heappush(heap, entry(k, pair_counts[k]))
                 continue
             if self.dirty and self.requeue_rivals(k, -e[0]):  # look again
-                heapq.heappush(heap, e)
+                heappush(heap, e)
                 continue
             return k
         return None
@@ -241,14 +242,15 @@ class LikelihoodMerges:
         if len(ps) > FEW_PAIRS:
             self.tracked.add(s)
             self.top[s], self.rest[s], self.best[s] = {}, 0.0, 0.0
-        pair_counts, min_count, heap, entry = self.pair_counts, self.min_count, self.heap, self.entry
+        pair_counts, min_count, heap, entry, heappush = (self.pair_counts, self.min_count, self.heap, self.entry,
+                                                         heapq.heappush)
         dead = []
         for kk in ps:
             c = pair_counts[kk]
             if c < min_count:
                 dead.append(kk)
             else:
-                heapq.heappush(heap, entry(kk, c))
+                heappush(heap, entry(kk, c))
         ps.difference_update(dead)
         self.queued_at[s] = self.sc[s]
         self.dirty.discard(s)

@@ -22,6 +22,7 @@ the WordCache, so they go with it when the model changes.
 """
 from __future__ import annotations
 
+from functools import partial
 from itertools import accumulate, chain, compress, count, repeat
 from operator import itemgetter, not_, rshift, sub
 from typing import Callable, Iterable
@@ -35,6 +36,7 @@ from ..post_processors import trimmed_offsets
 from ..pre_tokenizers import Metaspace
 from ..unigram import Unigram
 from ..wordpiece import WordPiece
+from .models import UnigramColumns, bpe_columns, token_columns
 from .splits import WordSplit
 
 _WORD_CACHE_LIMIT = 200_000  # distinct words per table; real text has a Zipfian vocabulary
@@ -173,6 +175,13 @@ class WordCache:
     def __init__(self, model: Model):
         self.model = model
         self.memoize = self.applies(model)
+        # the model's tokens of a word as columns (models.py)
+        if type(model) is BPE:
+            self.columns = partial(bpe_columns, model)
+        elif type(model) is Unigram:
+            self.columns = UnigramColumns(model)
+        else:
+            self.columns = partial(token_columns, model)
         self.shapes, self.placed = _Shapes(), _Placed()
         self.entries: dict[str, Entry] = {}  # model word -> entry
         self.by_text: dict[str, Entry] = {}  # byte-level hot path: original word -> entry in its chars
@@ -196,12 +205,7 @@ class WordCache:
         >>> WordCache(WordPiece({"un": 0, "##able": 1})).model_entry("unable")
         ((0, 1), ('un', '##able'), (0, 2), (2, 6), ((0, 2), (2, 6)))
         """
-        model = self.model
-        if type(model) is BPE or type(model) is Unigram:  # (without Token objects)
-            return self.make_entry(*model.columns(word))
-        toks = model.tokenize(word)
-        return self.make_entry([t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks],
-                               [t.offsets[1] for t in toks])
+        return self.make_entry(*self.columns(word))
 
     @staticmethod
     def applies(model: Model) -> bool:
