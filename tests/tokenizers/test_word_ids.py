@@ -76,6 +76,7 @@ def test_word_ids_with_added_tokens(family, family_files):
 
 
 @pytest.mark.parametrize("module", ["bertology.tokenizers.fast.words", "bertology.tokenizers.fast.splits",
+                                    "bertology.tokenizers.fast.plain",
                                     "bertology.tokenizers.fast.models",
                                     "bertology.io"])
 def test_docstring_examples_of_the_fast_encoder_and_the_corpus_opener(module):

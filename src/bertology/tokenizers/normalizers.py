@@ -96,20 +96,6 @@ class BertNormalizer(Normalizer):
         if self.lowercase:
             ns.lowercase()
 
-    def normalize_aligned(self, texts):
-        """Printable ASCII text only needs lowercasing (if that), char for char; the rest
-        goes through normalize.
-
-        >>> BertNormalizer().normalize_aligned(["Hi There", "café", "x\\x00y"])  # NUL is dropped
-        ['hi there', 'cafe', None]
-        """
-        out = [(t.lower() if self.lowercase else t) if t.isascii() and t.isprintable() else None for t in texts]
-        if None in out:
-            for i, t in enumerate(texts):
-                if out[i] is None:
-                    out[i] = super().normalize_aligned([t])[0]
-        return out
-
     def to_json(self):
         return {"type": "BertNormalizer", "clean_text": self.clean_text,
                 "handle_chinese_chars": self.handle_chinese_chars,

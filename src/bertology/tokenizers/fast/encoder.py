@@ -26,6 +26,7 @@ from ..pre_tokenizers import Metaspace
 from ..truncation import pad_encodings
 from ..unigram import Unigram
 from .framed import Frame, frame_of, framed_encodings
+from .plain import plain_texts
 from .splits import word_split
 from .words import Columns, Flat, WordCache
 
@@ -88,7 +89,7 @@ class FastEncoder:
         if (not cache.memoize or (split is None and not metaspace) or (trim is not None and not split.byte_level)
                 or not all(type(t) is str for t in texts)):
             return None
-        plain = tok.added_vocabulary.plain_texts(texts, tok.normalizer)
+        plain = plain_texts(tok.added_vocabulary, texts, tok.normalizer)
         hot = [i for i, s in enumerate(plain) if s is not None]
         if not hot:
             return None
