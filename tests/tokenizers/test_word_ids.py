@@ -76,6 +76,7 @@ def test_word_ids_with_added_tokens(family, family_files):
 
 
 @pytest.mark.parametrize("module", ["bertology.tokenizers.fast.words", "bertology.tokenizers.fast.splits",
+                                    "bertology.tokenizers.normalizers",
                                     "bertology.tokenizers.fast.plain",
                                     "bertology.tokenizers.fast.models",
                                     "bertology.io"])
