@@ -74,14 +74,3 @@ def test_word_ids_with_added_tokens(family, family_files):
         assert ours.encode_batch([text])[0].word_ids == r
         assert general.encode(text).word_ids == r
 
-
-@pytest.mark.parametrize("module", ["bertology.tokenizers.fast.words", "bertology.tokenizers.fast.splits",
-                                    "bertology.tokenizers.normalizers",
-                                    "bertology.tokenizers.fast.plain",
-                                    "bertology.tokenizers.fast.models",
-                                    "bertology.io"])
-def test_docstring_examples_of_the_fast_encoder_and_the_corpus_opener(module):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0
