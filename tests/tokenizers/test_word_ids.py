@@ -73,4 +73,3 @@ def test_word_ids_with_added_tokens(family, family_files):
         assert ours.encode(text).word_ids == r, f"{family}: {text!r}"
         assert ours.encode_batch([text])[0].word_ids == r
         assert general.encode(text).word_ids == r
-
