@@ -12,8 +12,9 @@ pipeline) and a Unigram (NFKC + Metaspace, as bench/tokenizers.py trains it) tra
 `tokenizers` on the first 3 MB, vocab 30,000. Both sides encode the same lines in batches of
 1,000 (--batch) and reads the ids of every encoding (`tokenizers` makes its Python lists when
 they are read, ours when an encoding from the batch hot path is first read: see
-tokenizers/fast/framed.py DeferredEncoding; a batch's offsets and word ids are computed when first read, so
-reading only ids leaves them out: fast/words.py Flat), timed ~1 MB at a time, alternating who
+tokenizers/fast/framed.py's DeferredEncoding; a batch's offsets and word ids are computed when
+first read, so reading only ids leaves them out: fast/words.py's Flat), timed ~1 MB at a time,
+alternating who
 goes first, so that a shared machine's load falls on both alike; each side starts with what it
 caches empty (our word cache and `tokenizers`' own BPE and Unigram caches). `tokenizers` uses its
 thread pool (all cores); ours one process unless --workers N (worker processes then encode
