@@ -14,8 +14,7 @@ pipeline) and a Unigram (NFKC + Metaspace, as bench/tokenizers.py trains it) tra
 they are read, ours when an encoding from the batch hot path is first read: see
 tokenizers/fast/framed.py's DeferredEncoding; a batch's offsets and word ids are computed when
 first read, so reading only ids leaves them out: fast/words.py's Flat), timed ~1 MB at a time,
-alternating who
-goes first, so that a shared machine's load falls on both alike; each side starts with what it
+alternating who goes first, so that a shared machine's load falls on both alike; each side starts with what it
 caches empty (our word cache and `tokenizers`' own BPE and Unigram caches). `tokenizers` uses its
 thread pool (all cores); ours one process unless --workers N (worker processes then encode
 batches of >= 2,000 texts: try --batch 10000 --workers 2). Before timing, the ids, tokens and
