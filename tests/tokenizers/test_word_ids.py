@@ -1,6 +1,7 @@
 """Encoding.word_ids for every tokenizer the project builds (train(family=...): BERT's WordPiece,
-RoBERTa's byte-level BPE, ALBERT's and XLNet's Unigram behind Metaspace), on the fast encoder
-and on the general path, against Hugging Face `tokenizers` loading the same tokenizer.json.
+RoBERTa's byte-level BPE, ALBERT's and XLNet's Unigram behind Metaspace; and train(algorithm=...)
+for character BPE and plain Unigram), on the fast encoder and on the general path, against
+Hugging Face `tokenizers` loading the same tokenizer.json.
 
 Whole-word masking reads word starts from word_ids, so they must be `tokenizers`' own: a token
 starts a word when its word id differs from the token before it.
@@ -13,6 +14,8 @@ import tokenizers
 from bertology.tokenizers import Tokenizer, train
 
 FAMILIES = ("bert", "roberta", "albert", "xlnet")
+ALGORITHMS = ("bpe", "unigram")  # (without a family: character BPE, SentencePiece-style Unigram)
+KINDS = FAMILIES + ALGORITHMS
 
 TEXTS = ["The quick brown fox, it's said, jumped over 3.14 lazy dogs!", "naïve café Ångström",
          "Tabs\tand  double  spaces ", "  leading and trailing  ", "don't I'll you're", "中文字 日本語",
@@ -21,12 +24,13 @@ TEXTS = ["The quick brown fox, it's said, jumped over 3.14 lazy dogs!", "naïve 
 
 @pytest.fixture(scope="module")
 def family_files(enwiki_lines, tmp_path_factory):
-    """A small tokenizer of each family, trained by our train() and saved as tokenizer.json."""
+    """A small tokenizer of each family (and of each algorithm without one), trained by our
+    train() and saved as tokenizer.json."""
     out = {}
-    for family in FAMILIES:
-        tok = train(lines=enwiki_lines[:1500], family=family, vocab_size=1200, min_frequency=1,
-                    show_progress=False)
-        out[family] = tok.save(tmp_path_factory.mktemp(family) / "tokenizer.json")
+    for kind in KINDS:
+        how = {"family": kind} if kind in FAMILIES else {"algorithm": kind}
+        tok = train(lines=enwiki_lines[:1500], vocab_size=1200, min_frequency=1, show_progress=False, **how)
+        out[kind] = tok.save(tmp_path_factory.mktemp(kind) / "tokenizer.json")
     return out
 
 
@@ -39,7 +43,7 @@ def _word_starts(word_ids) -> list[bool]:
     return [w is not None and (i == 0 or word_ids[i - 1] != w) for i, w in enumerate(word_ids)]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", KINDS)
 @pytest.mark.parametrize("path", ["fast", "general"])
 def test_word_ids_equal_tokenizers(family, path, family_files, enwiki_lines, russian_lines):
     file = family_files[family]
@@ -59,7 +63,7 @@ def test_word_ids_equal_tokenizers(family, path, family_files, enwiki_lines, rus
         assert mine.word_ids == r.word_ids, f"{family} {path}: pair word_ids differ on {a!r:.60}"
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", KINDS)
 def test_word_ids_with_added_tokens(family, family_files):
     """An added token is a word of its own, and the words after it are numbered on."""
     file = family_files[family]
