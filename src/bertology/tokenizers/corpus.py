@@ -8,16 +8,10 @@ BPE learns 'Ċ' for '\\n'); `keep_newlines=False` strips it (SentencePiece style
 Files are read by `bertology.io.iter_lines` (which opens .gz, .xz and .bz2 files as they
 stream, see `open_corpus`).
 
-Counting is the first bottleneck of training, so the common pipelines take exact shortcuts:
-
-* whitespace-dropping pre-tokenizers (BERT, Whitespace, WhitespaceSplit) behind char-local
-  normalizers: count whitespace-separated chunks first (`str.split` + `Counter`, both in C),
-  then normalize and pre-tokenize each distinct chunk once;
-* ByteLevel: one compiled regex over the line, then each distinct piece mapped to bytes once;
-* Metaspace: plain string replace and split.
-
-Anything else goes through the pipeline's own `normalize_str` / `pre_tokenize_str` line by
-line. The tests check every shortcut against that generic path on real text.
+`generic_words` is the reference: a line through the pipeline's own `normalize_str` /
+`pre_tokenize_str`. Counting is the first bottleneck of training, so the common pipelines take
+exact shortcuts (fast/counting.py); the tests check every shortcut against the reference on real
+text.
 """
 from __future__ import annotations
 
@@ -28,29 +22,9 @@ from typing import Iterable
 
 from tqdm.auto import tqdm
 
-from ..io import CorpusError, compression, iter_files, iter_lines, open_corpus  # noqa: F401 (the names users import from here)
-from .byte_level import GPT2_PATTERN, to_byte_chars
-from .pre_tokenizers import WhitespaceSplit
-
-# str.split() also splits on these four separators, which the tokenizers' whitespace set does not
-# hold (they are control characters there): a line containing them takes the regex path.
-_PY_ONLY_WS = frozenset("\x1c\x1d\x1e\x1f")
-
-
-def _names(obj) -> list[str]:
-    """Class names of a component and, for a Sequence, of its members."""
-    if obj is None:
-        return []
-    members = getattr(obj, "normalizers", None) or getattr(obj, "pretokenizers", None)
-    if type(obj).__name__ == "Sequence" and members is not None:
-        return [n for m in members for n in _names(m)]
-    return [type(obj).__name__]
-
-
-# Normalizers that act char by char (or on combining sequences, which never span whitespace):
-# normalizing a line equals normalizing each whitespace-separated chunk.
-_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
-_WS_DROPPING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+# (CorpusError, open_corpus and compression are imported from here too: io.py is their home)
+from ..io import CorpusError, compression, iter_files, iter_lines, open_corpus  # noqa: F401
+from .fast.counting import word_counter
 
 
 def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
@@ -59,79 +33,6 @@ def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
     if pre_tokenizer is None:
         return [text] if text else []
     return [w for w, _ in pre_tokenizer.pre_tokenize_str(text)]
-
-
-def _count_chunked(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    chunks: Counter = Counter()
-    pattern = getattr(pre_tokenizer, "pattern", None)
-    for line in lines:
-        if _PY_ONLY_WS.isdisjoint(line):
-            chunks.update(line.split())
-        else:
-            chunks.update(w for w in generic_words(line, None, _whitespace_split()))
-        if bar is not None:
-            bar.update(len(line))
-    words: Counter = Counter()
-    for chunk, n in chunks.items():
-        text = normalizer.normalize_str(chunk) if normalizer is not None else chunk
-        pieces = pattern.findall(text) if pattern is not None else generic_words(text, None, pre_tokenizer)
-        for w in pieces:
-            words[w] += n
-    return words
-
-
-def _whitespace_split():
-    return WhitespaceSplit()
-
-
-def _count_byte_level(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    pieces: Counter = Counter()
-    prefix = pre_tokenizer.add_prefix_space
-    use_regex = pre_tokenizer.use_regex
-    for line in lines:
-        if bar is not None:
-            bar.update(len(line))
-        if normalizer is not None:
-            line = normalizer.normalize_str(line)
-        if not line:  # prepending to an empty string is a no-op in tokenizers
-            continue
-        if prefix and not line.startswith(" "):
-            line = " " + line
-        if use_regex:
-            pieces.update(GPT2_PATTERN.findall(line))
-        elif line:
-            pieces[line] += 1
-    words: Counter = Counter()
-    for piece, n in pieces.items():
-        if piece:
-            words[to_byte_chars(piece)] += n
-    return words
-
-
-def _count_metaspace(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    rep = pre_tokenizer.replacement
-    prepend = pre_tokenizer.prepend_scheme in ("always", "first")  # a line starts at offset 0
-    split = pre_tokenizer.split_on_replacement
-    words: Counter = Counter()
-    for line in lines:
-        if bar is not None:
-            bar.update(len(line))
-        if normalizer is not None:
-            line = normalizer.normalize_str(line)
-        if not line:
-            continue
-        s = line.replace(" ", rep)
-        if prepend and not s.startswith(rep):
-            s = rep + s
-        if not split:
-            if s:
-                words[s] += 1
-            continue
-        parts = s.split(rep)
-        if parts[0]:
-            words[parts[0]] += 1
-        words.update(rep + p for p in parts[1:])
-    return words
 
 
 def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_progress: bool = False,
@@ -145,15 +46,10 @@ def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_
     bar = None
     if show_progress:
         bar = tqdm(total=total_chars, desc="Count words", unit="char", unit_scale=True)
-    norm_names, pre_names = _names(normalizer), _names(pre_tokenizer)
-    local_norm = set(norm_names) <= _LOCAL_NORMALIZERS
+    counter = word_counter(normalizer, pre_tokenizer)
     try:
-        if pre_names and len(pre_names) == 1 and pre_names[0] in _WS_DROPPING and local_norm:
-            words = _count_chunked(lines, normalizer, pre_tokenizer, bar)
-        elif pre_names == ["ByteLevel"]:
-            words = _count_byte_level(lines, normalizer, pre_tokenizer, bar)
-        elif pre_names == ["Metaspace"]:
-            words = _count_metaspace(lines, normalizer, pre_tokenizer, bar)
+        if counter is not None:
+            words = counter(lines, bar)
         else:
             words = Counter()
             for line in lines:
