@@ -12,9 +12,9 @@ pipeline) and a Unigram (NFKC + Metaspace, as bench/tokenizers.py trains it) tra
 `tokenizers` on the first 3 MB, vocab 30,000. Both sides encode the same lines in batches of
 1,000 (--batch) and reads the ids of every encoding (`tokenizers` makes its Python lists when
 they are read, ours when an encoding from the batch hot path is first read: see
-encoding.Encoding.deferred; a batch's offsets and word ids are computed when first read, so
-reading only ids leaves them out: encode_paths.Flat), timed ~1 MB at a time, alternating who
-goes first, so that a shared machine's load falls on both alike; each side starts with what it
+tokenizers/fast/framed.py's DeferredEncoding; a batch's offsets and word ids are computed when
+first read, so reading only ids leaves them out: fast/words.py's Flat), timed ~1 MB at a time,
+alternating who goes first, so that a shared machine's load falls on both alike; each side starts with what it
 caches empty (our word cache and `tokenizers`' own BPE and Unigram caches). `tokenizers` uses its
 thread pool (all cores); ours one process unless --workers N (worker processes then encode
 batches of >= 2,000 texts: try --batch 10000 --workers 2). Before timing, the ids, tokens and
@@ -35,6 +35,7 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 # bench/ holds a tokenizers.py: keep this folder off sys.path, or `import tokenizers` finds it.
@@ -110,13 +111,14 @@ def _vm(field: str) -> float:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def _encode_all(who: str, tok_path: str, text_path: str, batch: int, q) -> None:
+def _encode_all(who: str, tok_path: str, text_path: str, batch: int, workers: int, q) -> None:
     """In a fresh process: load the lines and one side's tokenizer, encode them all, report
     (peak RSS, RSS before encoding) in MiB."""
     lines = Path(text_path).read_text(encoding="utf-8").split("\n")
     if who == "ours":
         from bertology.tokenizers import Tokenizer
         tok = Tokenizer.load(tok_path)
+        tok.encode_batch = partial(tok.encode_batch, workers=workers)
     else:
         from tokenizers import Tokenizer
         tok = Tokenizer.from_file(tok_path)
@@ -127,10 +129,10 @@ def _encode_all(who: str, tok_path: str, text_path: str, batch: int, q) -> None:
     q.put((_vm("VmHWM"), before))
 
 
-def peak_rss(who: str, tok_path: Path, text_path: Path, batch: int) -> tuple[float, float]:
+def peak_rss(who: str, tok_path: Path, text_path: Path, batch: int, workers: int) -> tuple[float, float]:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=_encode_all, args=(who, str(tok_path), str(text_path), batch, q))
+    p = ctx.Process(target=_encode_all, args=(who, str(tok_path), str(text_path), batch, workers, q))
     p.start()
     result = q.get()
     p.join()
@@ -173,12 +175,10 @@ def main(argv=None):
     ap.add_argument("--mb", type=float, default=None, help="use only the first MB of text")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--vocab-size", type=int, default=30000)
-    ap.add_argument("--workers", type=int, default=None, help="sets BERTOLOGY_ENCODE_WORKERS for ours")
+    ap.add_argument("--workers", type=int, default=None, help="encode_batch(workers=N) for ours")
     ap.add_argument("--only", choices=["wordpiece", "bpe", "unigram"], default=None)
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS runs (one more pass per side)")
     args = ap.parse_args(argv)
-    if args.workers is not None:
-        os.environ["BERTOLOGY_ENCODE_WORKERS"] = str(args.workers)
     from tokenizers import Tokenizer as HFTokenizer
     from bertology.tokenizers import Tokenizer
 
@@ -190,7 +190,7 @@ def main(argv=None):
     print(f"CPU: {name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {os.cpu_count()} CPUs; Python "
           f"{sys.version.split()[0]}, tokenizers {__import__('tokenizers').__version__}")
     print(f"text: {source}: {len(lines):,} lines, {n_bytes / 1e6:.1f} MB; batches of {args.batch}; "
-          f"ours workers={os.environ.get('BERTOLOGY_ENCODE_WORKERS', 'default')}")
+          f"ours workers={args.workers or 1}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-encode-"))
     text_path = tmp / "lines.txt"
     text_path.write_text("\n".join(lines), encoding="utf-8")
@@ -215,6 +215,7 @@ def main(argv=None):
         ours, hf = Tokenizer.load(path), HFTokenizer.from_file(str(path))
         check_same(ours, hf, lines[::max(1, len(lines) // 5000)])
         ours, hf = Tokenizer.load(path), HFTokenizer.from_file(str(path))  # caches empty again
+        ours.encode_batch = partial(ours.encode_batch, workers=args.workers or 1)
         ours_speed, hf_speed = paired_mb_per_s(ours, hf, lines, args.batch, max(1.0, args.batch * 64 / 1e6))
         rows.append((name, path))
         print(f"  {name:24s} ours {ours_speed:6.2f} MB/s   tokenizers {hf_speed:6.2f} MB/s   "
@@ -224,7 +225,7 @@ def main(argv=None):
     print("peak RSS while encoding all the text once, each side in a fresh process (MiB; in brackets: "
           "the part after loading the text and the tokenizer)")
     for name, path in rows:
-        (ours_peak, ours_base), (hf_peak, hf_base) = (peak_rss(who, path, text_path, args.batch)
+        (ours_peak, ours_base), (hf_peak, hf_base) = (peak_rss(who, path, text_path, args.batch, args.workers or 1)
                                                       for who in ("ours", "tokenizers"))
         print(f"  {name:24s} ours {ours_peak:6.0f} (+{ours_peak - ours_base:4.0f})   tokenizers {hf_peak:6.0f} "
               f"(+{hf_peak - hf_base:4.0f})   ratio {ours_peak / hf_peak:5.2f}x", flush=True)

@@ -1,5 +1,7 @@
 """The one atomic writer: a killed job never leaves a half-written file or directory, and an
-output directory is only ever written by the command that claimed it.
+output directory is only ever written by the command that claimed it; and the one opener of
+corpus files (`open_corpus`: .gz, .xz and .bz2 decompressed as they stream, by extension only),
+with `iter_lines` / `iter_files` streaming their UTF-8 lines.
 
     >>> with atomic_path("out/model.safetensors") as tmp:   # doctest: +SKIP
     ...     save_file(tensors, tmp)                          # renamed onto the target only on success
@@ -8,13 +10,17 @@ output directory is only ever written by the command that claimed it.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
 import os
 import shutil
 import tempfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 # Written into every output directory a command creates: what lets a later run (--resume,
 # --overwrite) tell a directory of ours from one of the user's.
@@ -126,3 +132,104 @@ def _command_of(marker: Path) -> str:
         return str(json.loads(marker.read_text(encoding="utf-8")).get("command", "bertology"))
     except (OSError, ValueError, AttributeError):
         return "bertology"
+
+
+# -- corpus files: plain or compressed text, streamed ------------------------------------------
+
+_ERRORS = ("strict", "replace")
+
+
+class CorpusError(ValueError):
+    """Unreadable training text: names the file and the byte offset at fault."""
+
+
+# extension -> (name in messages, opener, the exceptions its decoder raises on bad data).
+# bz2 reports a bad stream as an OSError without errno; a real I/O error has one.
+_COMPRESSIONS = {
+    ".gz": ("gzip", gzip.open, (gzip.BadGzipFile, zlib.error, EOFError)),
+    ".xz": ("xz", lzma.open, (lzma.LZMAError, EOFError)),
+    ".bz2": ("bz2", bz2.open, (OSError, EOFError)),
+}
+
+
+def _compression_entry(path) -> tuple | None:
+    return _COMPRESSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def compression(path: str | os.PathLike) -> str | None:
+    """"gzip", "xz" or "bz2" when the file name ends in .gz, .xz or .bz2 (any case), else None.
+
+    >>> compression("wiki.txt.xz"), compression("wiki.txt")
+    ('xz', None)
+    """
+    entry = _compression_entry(path)
+    return entry[0] if entry else None
+
+
+def open_corpus(path: str | os.PathLike) -> BinaryIO:
+    """Open a corpus file for streaming binary reading, decompressing .gz / .xz / .bz2 files.
+
+    The one opener for corpus files: use it as a context manager. Errors in the compressed data
+    surface while reading; `iter_lines` turns them into CorpusError naming the file.
+    """
+    entry = _compression_entry(path)
+    return entry[1](path, "rb") if entry else open(path, "rb")
+
+
+def _is_corrupt_stream(path, exc: BaseException) -> bool:
+    entry = _compression_entry(path)
+    if entry is None or not isinstance(exc, entry[2]):
+        return False
+    return not (type(exc) is OSError and exc.errno is not None)  # bz2: a real I/O error is not corruption
+
+
+def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True,
+               start: int = 0, end: int | None = None) -> Iterator[str]:
+    """Stream the lines of a UTF-8 file (no whole-file read); optionally only the lines that
+    begin in the byte range [start, end) (start must be 0 or just after a newline).
+
+    A .gz, .xz or .bz2 file is decompressed as it streams (see `open_corpus`); its offsets,
+    start and end included, count decompressed bytes. A corrupt or truncated compressed stream
+    raises CorpusError naming the file and the format. With errors="strict" an undecodable byte
+    raises CorpusError naming the file and the byte offset; errors="replace" substitutes U+FFFD
+    instead.
+    """
+    if errors not in _ERRORS:
+        raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
+    kind = compression(path)
+    where = "decompressed byte offset" if kind else "byte offset"
+    offset = start
+    with open_corpus(path) as f:
+        try:
+            if start:
+                f.seek(start)
+            for raw in f:
+                if end is not None and offset >= end:
+                    break
+                try:
+                    line = raw.decode("utf-8", errors)
+                except UnicodeDecodeError as e:
+                    bad = raw[e.start:e.end]
+                    raise CorpusError(
+                        f"{os.fspath(path)}: {where} {offset + e.start}: invalid UTF-8 byte(s) "
+                        f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
+                offset += len(raw)
+                yield line if keep_newlines else line.rstrip("\r\n")
+        except Exception as e:
+            if not _is_corrupt_stream(path, e):
+                raise
+            raise CorpusError(f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} "
+                              f"decompressed bytes: {e}") from e
+
+
+def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
+               keep_newlines: bool = True) -> Iterator[str]:
+    """Lines of several files in order; a missing file fails before any reading starts."""
+    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    if not files:
+        raise CorpusError("no training files given")
+    for p in files:
+        if not os.path.isfile(p):
+            raise CorpusError(f"{os.fspath(p)}: no such file")
+    for p in files:
+        yield from iter_lines(p, errors, keep_newlines)

@@ -1,5 +1,5 @@
-"""BPE trainer: known answers, the incremental loop against a recount-every-merge reference,
-and parity with Hugging Face tokenizers' BpeTrainer on real text."""
+"""BPE trainer: known answers, the incremental loop against the recount-every-merge reference
+(bpe_trainer.reference_bpe), and parity with Hugging Face tokenizers' BpeTrainer on real text."""
 import collections
 import json
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bertology.tokenizers.bpe_trainer import (
-    compute_alphabet, dedupe_merges, get_stats, merge, symbolize, train_bpe)
+    compute_alphabet, dedupe_merges, get_stats, merge, reference_bpe, train_bpe)
 
 LEE = Path(__import__("gensim").__file__).parent / "test" / "test_data" / "lee_background.cor"
 
@@ -17,31 +17,6 @@ def whitespace_counts(lines):
     for line in lines:
         wc.update(line.split())
     return dict(wc)
-
-
-def reference_bpe(word_counts, vocab_size, min_frequency=0, prefix=None):
-    """Textbook BPE: recount all pairs after every merge; ties to the smallest (a, b) ids."""
-    itos = sorted({c for w in word_counts for c in w}, key=ord)
-    stoi = {s: i for i, s in enumerate(itos)}
-    words, counts = symbolize(word_counts, stoi, itos, prefix=prefix)
-    merges = []
-    while len(itos) < vocab_size:
-        stats = get_stats(words, counts)
-        if not stats:
-            break
-        pair = min(stats, key=lambda p: (-stats[p], p))
-        if stats[pair] < max(min_frequency, 1):
-            break
-        right = itos[pair[1]]
-        if prefix and right.startswith(prefix):
-            right = right[len(prefix):]
-        token = itos[pair[0]] + right
-        if token not in stoi:
-            stoi[token] = len(itos)
-            itos.append(token)
-        merges.append((itos[pair[0]], itos[pair[1]]))
-        words = [merge(w, pair, stoi[token]) for w in words]
-    return stoi, merges
 
 
 def test_known_answer_by_hand():

@@ -1,7 +1,7 @@
 """The encoding fast paths give exactly the general path's result (and `tokenizers`' result).
 
 Fast paths under test: the word split (one `pattern.split`, stdlib `re` on ASCII text), the
-per-word cache with C-level list building (encode_paths.WordCache.encode), the single-sequence
+per-word cache with C-level list building (fast.words.WordCache.encode), the single-sequence
 template concatenation, pickling Encodings flat, and encode_batch over worker processes.
 """
 from __future__ import annotations
@@ -15,9 +15,10 @@ import tokenizers
 from hypothesis import given, settings, strategies as st
 
 from bertology.tokenizers import Tokenizer, post_processors, pre_tokenizers
-from bertology.tokenizers import batching
-from bertology.tokenizers.encode_paths import WordCache
 from bertology.tokenizers.encoding import Encoding
+from bertology.tokenizers.fast import splits, workers as batching
+from bertology.tokenizers.fast.splits import word_split
+from bertology.tokenizers.fast.words import WordCache
 
 GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
 LEE, RUSSIAN = GENSIM_DATA / "lee_background.cor", GENSIM_DATA / "crime-and-punishment.txt"
@@ -50,10 +51,10 @@ def _words_by_finditer(pattern, s: str) -> list[tuple[str, int]]:
 def test_ascii_word_splits_equal_the_unicode_patterns_on_any_ascii_text(s):
     from bertology.tokenizers.byte_level import GPT2_PATTERN
     for pre in SPLITS.values():
-        assert _words_by_split(pre.word_split(), s) == _words_by_finditer(pre.pattern, s)
-    assert _words_by_split(pre_tokenizers.ByteLevel(add_prefix_space=False).word_split(), s) == \
+        assert _words_by_split(word_split(pre), s) == _words_by_finditer(pre.pattern, s)
+    assert _words_by_split(word_split(pre_tokenizers.ByteLevel(add_prefix_space=False)), s) == \
         _words_by_finditer(GPT2_PATTERN, s)
-    assert "".join(pre_tokenizers._GPT2_SPLIT.ascii.findall(s)) == s  # its words tile the text (split.tiles)
+    assert "".join(splits.GPT2_SPLIT.ascii.findall(s)) == s  # its words tile the text (split.tiles)
 
 
 def test_word_splits_on_real_text(enwiki_lines, russian_lines):
@@ -61,25 +62,25 @@ def test_word_splits_on_real_text(enwiki_lines, russian_lines):
     texts = enwiki_lines[:500] + russian_lines[:300] + EXTRA
     for s in texts:
         for pre in SPLITS.values():
-            assert _words_by_split(pre.word_split(), s) == _words_by_finditer(pre.pattern, s)
-        assert _words_by_split(pre_tokenizers._GPT2_SPLIT, s) == _words_by_finditer(GPT2_PATTERN, s)
-        assert "".join(pre_tokenizers._GPT2_SPLIT.unicode.findall(s)) == s
-    assert [p.word_split().tiles for p in SPLITS.values()] == [False] * len(SPLITS)
+            assert _words_by_split(word_split(pre), s) == _words_by_finditer(pre.pattern, s)
+        assert _words_by_split(splits.GPT2_SPLIT, s) == _words_by_finditer(GPT2_PATTERN, s)
+        assert "".join(splits.GPT2_SPLIT.unicode.findall(s)) == s
+    assert [word_split(p).tiles for p in SPLITS.values()] == [False] * len(SPLITS)
 
 
 def test_only_pure_match_pre_tokenizers_offer_a_word_split():
-    assert pre_tokenizers.ByteLevel(add_prefix_space=True).word_split() is None  # adds a char
-    assert pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False).word_split() is None
-    assert pre_tokenizers.Metaspace().word_split() is None
-    assert pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit()]).word_split() is None
+    assert word_split(pre_tokenizers.ByteLevel(add_prefix_space=True)) is None  # adds a char
+    assert word_split(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)) is None
+    assert word_split(pre_tokenizers.Metaspace()) is None
+    assert word_split(pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit()])) is None
 
 
 # -- hot path vs general path, and vs tokenizers --------------------------------------------------
 
 def _general(tok: Tokenizer) -> Tokenizer:
-    """The same tokenizer with the hot path switched off (no word cache: the general path)."""
+    """The same tokenizer with the fast encoder switched off: the general path."""
     slow = Tokenizer.from_str(tok.to_str())
-    slow._word_cache = lambda: None
+    slow.fast = None
     return slow
 
 
@@ -228,7 +229,7 @@ def test_prefix_space_byte_level_takes_the_general_path(bytelevel_bpe_json, text
     for text, r in zip(texts[:200], ref.encode_batch(texts[:200])):
         same_encoding(tok.encode(text), r, text)
     assert hot_path_words[0] == 0
-    assert tok._words, "the general path memoizes the model's words too"
+    assert tok.fast.words, "the fast encoder memoizes the model's words on this path too"
 
 
 def test_word_cache_follows_a_new_model(minilm_json):
@@ -288,14 +289,11 @@ def test_workers_setting(monkeypatch):
     big = ["a b"] * batching._PARALLEL_MIN_TEXTS
     assert batching.workers_for(big[:10], 4) == 1  # small batch: one process
     assert batching.workers_for(big, 3) == 3
-    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "1")
-    assert batching.workers_for(big, None) == 1
-    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "two")
-    with pytest.raises(ValueError, match="BERTOLOGY_ENCODE_WORKERS"):
-        batching.workers_for(big, None)
-    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "2")
-    assert batching.workers_for(big, None) == 2
-    monkeypatch.delenv("BERTOLOGY_ENCODE_WORKERS")
+    assert batching.workers_for(big, 1) == 1
+    with pytest.raises(TypeError, match="workers"):
+        batching.workers_for(big, "two")
+    assert batching.workers_for(big, 2) == 2
+    monkeypatch.setenv("BERTOLOGY_ENCODE_WORKERS", "2")  # (no longer read: workers= is the one setting)
     assert batching.workers_for(big, None) == 1  # the default: one process
 
 

@@ -15,6 +15,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bertology.tokenizers import unigram as U
+from bertology.tokenizers.fast.models import UnigramColumns
 from bertology.tokenizers.unigram import Unigram
 
 GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
@@ -317,7 +318,7 @@ def test_property_ids_equal_sentencepiece_and_tokenizers(rst_sentencepiece, rst_
     _same_ids_as_tokenizers(rst_ours_json, texts)
 
 
-# -- the fast Viterbi (Unigram.columns) against the reference lattice + viterbi ------------------
+# -- the fast Viterbi (fast.models.UnigramColumns) against the reference lattice + viterbi --------
 
 TIES = [("<unk>", 0.0), ("=", -1.0), ("==", -2.0), ("===", -3.0), ("====", -4.0), ("-", -1.5), ("--", -3.0),
         ("=-", -2.5), ("-=", -2.5), ("▁", -1.0), ("▁=", -2.0), ("a", -2.0), ("ab", -2.0), ("b", -2.0)]
@@ -335,34 +336,42 @@ def _token_columns(m, word):
     return [t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks], [t.offsets[1] for t in toks]
 
 
+def _reference_columns(m, word):
+    """The lattice Viterbi's columns (no cache)."""
+    toks = m._to_tokens(word, U.viterbi(m.lattice(word), m.float32))
+    return [t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks], [t.offsets[1] for t in toks]
+
+
 @settings(max_examples=400, deadline=None)
 @given(word=st.text(st.sampled_from("abc=-▁☃é<unk>"), max_size=40))
 def test_fast_viterbi_equals_the_reference_on_any_word(word):
     """Same ids, tokens and offsets, ties and fused / byte-spelled unknowns included."""
     for name, m in FAST_MODELS.items():
-        assert m._fast
-        assert m.columns(word) == m._reference_columns(word) == _token_columns(m, word), (name, word)
+        columns = UnigramColumns(m)
+        assert columns.fast
+        assert columns(word) == _reference_columns(m, word) == _token_columns(m, word), (name, word)
 
 
 def test_fast_viterbi_without_unk_raises_as_the_reference_does():
     m = Unigram(TINY[1:])
-    assert m.columns("abc") == m._reference_columns("abc")
+    assert UnigramColumns(m)("abc") == _reference_columns(m, "abc")
     with pytest.raises(ValueError, match="no unk_id"):
-        m.columns("abz")
+        UnigramColumns(m)("abz")
 
 
 def test_float32_models_take_the_reference():
     m = Unigram(TIES, 0, float32=True)
-    assert not m._fast
+    assert not UnigramColumns(m).fast
     for w in ["=" * k for k in range(1, 30)] + ["▁==-=-==", "ab☃b"]:
-        assert m.columns(w) == m._reference_columns(w)
+        assert UnigramColumns(m)(w) == _reference_columns(m, w)
 
 
 def test_fast_viterbi_equals_the_reference_on_wikipedia_words(hf_unigram):
     _, data = hf_unigram
     m = Unigram.from_json(data["model"])
-    assert m._fast
+    columns = UnigramColumns(m)
+    assert columns.fast
     words = {"▁" + w for line in wiki_lines(3000, 2000) for w in line.split()}
     words |= {"▁" + c * k for c in RUN_CHARS for k in range(1, 60)}
     for w in sorted(words):
-        assert m.columns(w) == m._reference_columns(w), w
+        assert columns(w) == _reference_columns(m, w), w

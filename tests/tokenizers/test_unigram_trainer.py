@@ -9,7 +9,7 @@ import torch
 
 from bertology.tokenizers import unigram as U
 from bertology.tokenizers.unigram import Unigram
-from bertology.tokenizers.unigram_trainer import Lattices, UnigramTrainer, digamma, script_of
+from bertology.tokenizers.unigram_trainer import Lattices, UnigramTrainer, digamma, reference_e_step, script_of
 from test_unigram import rst_corpus, wiki_lines
 
 
@@ -82,6 +82,21 @@ def test_e_step_expected_counts_equal_brute_force():
                 brute[model.token_to_id(p)] += c * math.exp(s) / z
     assert expected == pytest.approx(brute)
     assert objective == pytest.approx(-loglik / sum(counts.values()))
+
+
+def test_e_step_equals_the_word_by_word_reference():
+    """The vectorised E step against reference_e_step: on the tiny corpus (whose brute force is
+    above) and on real text, where enumerating segmentations is out of reach."""
+    for counts in (_tiny_corpus()[0], dict(word_counts(wiki_lines(0, 40)))):
+        tr = UnigramTrainer(vocab_size=10, max_piece_length=4, split_by_unicode_script=False)
+        codes, word_of = tr._corpus(counts)
+        pieces, logp, is_char, src, dst, pid = tr._seed(codes, word_of)
+        alive = np.ones(len(pieces), bool)
+        lat = Lattices(src, dst, len(codes), tr.first, tr.last, word_of)
+        expected, objective = tr._e_step(lat, pid, tr._edge_scores(logp, alive, is_char, pid), len(pieces), alive)
+        ref, ref_objective = reference_e_step(counts, pieces, logp)
+        assert expected == pytest.approx(ref, rel=1e-3, abs=1e-3)
+        assert objective == pytest.approx(ref_objective, rel=1e-4)
 
 
 def test_vectorised_viterbi_equals_unigram_model():

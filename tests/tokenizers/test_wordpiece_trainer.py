@@ -1,5 +1,6 @@
-"""WordPiece trainer: the likelihood criterion by hand, against a recount reference, and the
-frequency criterion against Hugging Face's WordPieceTrainer."""
+"""WordPiece trainer: the likelihood criterion by hand, against the recount reference
+(wordpiece_trainer.reference_wordpiece), and the frequency criterion against Hugging Face's
+WordPieceTrainer."""
 import collections
 import doctest
 import json
@@ -8,8 +9,7 @@ from pathlib import Path
 import pytest
 
 import bertology.tokenizers.wordpiece_trainer as wpt
-from bertology.tokenizers.bpe_trainer import get_stats, merge, symbolize
-from bertology.tokenizers.wordpiece_trainer import likelihood_score, symbol_counts, train_wordpiece
+from bertology.tokenizers.wordpiece_trainer import reference_wordpiece, train_wordpiece
 
 LEE = Path(__import__("gensim").__file__).parent / "test" / "test_data" / "lee_background.cor"
 
@@ -19,25 +19,6 @@ def whitespace_counts(lines):
     for line in lines:
         wc.update(line.lower().split())
     return dict(wc)
-
-
-def reference_wordpiece(word_counts, vocab_size, min_frequency=0):
-    """Recount everything after every merge; best = (score, count, smallest ids)."""
-    itos = sorted({c for w in word_counts for c in w}, key=ord)
-    stoi = {s: i for i, s in enumerate(itos)}
-    words, counts = symbolize(word_counts, stoi, itos, prefix="##")
-    while len(itos) < vocab_size:
-        stats = {p: c for p, c in get_stats(words, counts).items() if c >= max(min_frequency, 1)}
-        if not stats:
-            break
-        sc = symbol_counts(words, counts)
-        pair = min(stats, key=lambda p: (-likelihood_score(stats[p], sc[p[0]], sc[p[1]]), -stats[p], p))
-        token = itos[pair[0]] + itos[pair[1]].removeprefix("##")
-        if token not in stoi:
-            stoi[token] = len(itos)
-            itos.append(token)
-        words = [merge(w, pair, stoi[token]) for w in words]
-    return stoi
 
 
 def test_docstring_examples():

@@ -12,7 +12,7 @@ In both formats blank lines at the start or end of a file, runs of blank lines, 
 lines count as one separator; the end of a file ends its last document; a document is never
 empty; a document of one sentence is a document. Files are streamed line by line, so a corpus
 larger than memory works: only the current document is held. A file whose name ends in ``.gz``,
-``.xz`` or ``.bz2`` is decompressed as it streams (`bertology.tokenizers.corpus.open_corpus`, the
+``.xz`` or ``.bz2`` is decompressed as it streams (`bertology.io.open_corpus`, the
 one opener of corpus files).
 
     >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left! Did he?")
@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 
 import regex
 
-from ..tokenizers.corpus import CorpusError, iter_lines
+from ..io import CorpusError, iter_lines
 
 FORMATS = ("lines", "raw")
 

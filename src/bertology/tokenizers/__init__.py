@@ -1,6 +1,10 @@
 """Subword tokenizers: the Normalizer -> PreTokenizer -> Model -> PostProcessor -> Decoder
 pipeline, the BPE / WordPiece / Unigram models and their trainers, tokenizer.json I/O.
 
+Each stage reads as its Hugging Face `tokenizers` counterpart, and `Tokenizer.encode_sequence`
+is the pipeline as the textbook writes it. The speed work (word caches, whole batches at once,
+worker processes) is all in fast/, the one place that looks at the stages' concrete types.
+
     >>> from bertology.tokenizers import Tokenizer          # doctest: +SKIP
     >>> tok = Tokenizer.load("bert-base-uncased/")           # doctest: +SKIP
     >>> tok.encode("Hello, world!").tokens                   # doctest: +SKIP

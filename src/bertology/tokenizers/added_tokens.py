@@ -97,7 +97,8 @@ class AddedVocabulary:
         self.tokens: list[AddedToken] = []
         self.ids: dict[str, int] = {}        # content -> id
         self.contents: dict[int, str] = {}   # id -> content
-        self._raw_re = self._norm_re = None  # alternations of the raw-matched / normalized-matched tokens
+        # alternations of the raw-matched / normalized-matched tokens (None: there are none)
+        self.raw_pattern = self.normalized_pattern = None
         self._raw_map: dict[str, AddedToken] = {}
         self._norm_map: dict[str, AddedToken] = {}  # normalized form -> token
 
@@ -137,32 +138,15 @@ class AddedVocabulary:
             return normalizer.normalize_str(t.content) if normalizer is not None else t.content
         self._raw_map = {t.content: t for t in self.tokens if not t.normalized}
         self._norm_map = {form(t): t for t in self.tokens if t.normalized}
-        self._raw_re = _alternation(self._raw_map)
-        self._norm_re = _alternation(self._norm_map)
-
-    def plain_texts(self, texts: list[str], normalizer: Normalizer | None) -> list[str | None]:
-        """For each text, its normalized form when split would give it as ONE piece with no
-        added token, aligned char for char with the text (the batch hot path's texts); else None."""
-        raw_re, norm_re = self._raw_re, self._norm_re
-        if raw_re is not None:
-            texts = [None if raw_re.search(t) else t for t in texts]
-        if normalizer is None:
-            out = list(texts)
-        else:
-            todo = [i for i, t in enumerate(texts) if t is not None]
-            out = [None] * len(texts)
-            for i, s in zip(todo, normalizer.normalize_aligned([texts[i] for i in todo])):
-                out[i] = s
-        if norm_re is not None:
-            out = [None if s is None or norm_re.search(s) else s for s in out]
-        return out
+        self.raw_pattern = _alternation(self._raw_map)
+        self.normalized_pattern = _alternation(self._norm_map)
 
     def split(self, text: str, normalizer: Normalizer | None) -> list[tuple[NormalizedString, AddedToken | None]]:
         """text as pieces: each added token (with its token), the rest normalized piece by piece
         (with None). Pieces the normalizer empties are dropped."""
-        if self._raw_re is not None and self._raw_re.search(text):
+        if self.raw_pattern is not None and self.raw_pattern.search(text):
             raw = [(NormalizedString(text, text[a:b], None, a), t)
-                   for a, b, t in find_added(text, self._raw_re, self._raw_map)]
+                   for a, b, t in find_added(text, self.raw_pattern, self._raw_map)]
         else:
             raw = [(NormalizedString(text), None)]
         out = []
@@ -174,8 +158,8 @@ class AddedVocabulary:
                 normalizer.normalize(ns)
             if not ns.normalized:
                 continue
-            if self._norm_re is not None and self._norm_re.search(ns.normalized):
-                for a, b, t in find_added(ns.normalized, self._norm_re, self._norm_map):
+            if self.normalized_pattern is not None and self.normalized_pattern.search(ns.normalized):
+                for a, b, t in find_added(ns.normalized, self.normalized_pattern, self._norm_map):
                     out.append((ns.slice(a, b), t))
             else:
                 out.append((ns, None))

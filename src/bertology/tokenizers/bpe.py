@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from itertools import accumulate, repeat
-from operator import sub
+from itertools import repeat
 
 from .base import DictVocabModel, Token
 
@@ -88,7 +87,7 @@ class BPE(DictVocabModel):
         self.ignore_merges = ignore_merges
         self._rng = random.Random(seed)
         prefix_len = len(continuing_subword_prefix or "")
-        self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        self.ranks: dict[tuple[int, int], tuple[int, int]] = {}  # (a id, b id) -> (rank, merged id)
         for rank, (a, b) in enumerate(self.merges):
             for part in (a, b):
                 if part not in self.vocab:
@@ -96,7 +95,7 @@ class BPE(DictVocabModel):
             new = a + b[prefix_len:]
             if new not in self.vocab:
                 raise ValueError(f"BPE merge {rank} ({a!r}, {b!r}): result {new!r} is not in the vocabulary")
-            self._ranks.setdefault((self.vocab[a], self.vocab[b]), (rank, self.vocab[new]))
+            self.ranks.setdefault((self.vocab[a], self.vocab[b]), (rank, self.vocab[new]))
 
     def _symbols(self, word: str) -> tuple[list[int], list[list[int]]]:
         """Initial symbols: one per char (with prefix / suffix), unknowns handled."""
@@ -146,33 +145,17 @@ class BPE(DictVocabModel):
         return ids, spans
 
     def tokenize(self, sequence: str) -> list[Token]:
-        # (no cache here: the Tokenizer memoizes words, see encode_paths.WordCache)
-        ids, tokens, starts, ends = self.columns(sequence)
-        return list(map(Token, ids, tokens, zip(starts, ends)))
-
-    def columns(self, sequence: str) -> tuple[list[int], list[str], list[int], list[int]]:
-        """tokenize(sequence) as lists: ids, tokens, starts, ends."""
+        # (no cache here: the fast encoder memoizes words, see fast/words.py)
         if not sequence:
-            return [], [], [], []
-        vocab_r = self.vocab_r
+            return []
         if self.ignore_merges and sequence in self.vocab:
-            return [self.vocab[sequence]], [sequence], [0], [len(sequence)]
-        if not (self.continuing_subword_prefix or self.end_of_word_suffix or self.dropout):
-            # one symbol per char, all known (byte-level BPE): a merged token's string is its
-            # chars, so the token lengths give the spans and apply_merges needs none
-            ids = list(map(self.vocab.get, sequence))
-            if None not in ids:
-                apply_merges(ids, None, self._ranks)
-                tokens = list(map(vocab_r.__getitem__, ids))
-                ends = list(accumulate(map(len, tokens)))
-                if ends[-1] == len(sequence):  # (else a vocabulary that maps two tokens to one id)
-                    return ids, tokens, list(map(sub, ends, map(len, tokens))), ends
+            return [Token(self.vocab[sequence], sequence, (0, len(sequence)))]
         ids, spans = self._symbols(sequence)
         if self.dropout:
-            _apply_merges_dropout(ids, spans, self._ranks, self.dropout, self._rng)
+            _apply_merges_dropout(ids, spans, self.ranks, self.dropout, self._rng)
         else:
-            apply_merges(ids, spans, self._ranks)
-        return ids, list(map(vocab_r.__getitem__, ids)), [a for a, _ in spans], [b for _, b in spans]
+            apply_merges(ids, spans, self.ranks)
+        return [Token(i, self.vocab_r[i], (a, b)) for i, (a, b) in zip(ids, spans)]
 
     def to_json(self):
         return {"type": "BPE", "dropout": self.dropout, "unk_token": self.unk_token,

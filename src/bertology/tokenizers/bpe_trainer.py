@@ -16,9 +16,10 @@ lazy invalidation finds the next best pair). Ties go to the pair with the smalle
 in the vocabulary), exactly as Hugging Face's `BpeTrainer`, so at equal settings the two produce
 the same merges.
 
-The pure helpers `get_stats` and `merge` state the algorithm; `_merge_loop` is the same thing,
-made incremental (tests check it against the helpers): `merge_word` merges one word and says
-which neighbouring pairs changed, which is all the counts need. The WordPiece trainer shares it.
+`reference_bpe` states the algorithm with the pure helpers `get_stats` and `merge`;
+`_merge_loop` is the same thing, made incremental (the tests hold the two to the same merges):
+`merge_word` merges one word and says which neighbouring pairs changed, which is all the
+counts need. The WordPiece trainer shares these.
 """
 from __future__ import annotations
 
@@ -282,6 +283,32 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
     if bar is not None:
         bar.close()
     return merges
+
+
+def reference_bpe(word_counts: dict[str, int], vocab_size: int, min_frequency: int = 0,
+                  prefix: str | None = None) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Textbook BPE, the reference for _merge_loop: recount all pairs after every merge, take
+    the most frequent (ties to the smallest (a, b) ids). Returns the vocabulary (alphabet in
+    code-point order, no specials) and the merges.
+
+    >>> reference_bpe({"hug": 10, "hugs": 5}, 6)
+    ({'g': 0, 'h': 1, 's': 2, 'u': 3, 'hu': 4, 'hug': 5}, [('h', 'u'), ('hu', 'g')])
+    """
+    id_to_token = sorted({c for w in word_counts for c in w}, key=ord)
+    vocab = {s: i for i, s in enumerate(id_to_token)}
+    words, counts = symbolize(word_counts, vocab, id_to_token, prefix=prefix)
+    merges = []
+    while len(id_to_token) < vocab_size:
+        stats = get_stats(words, counts)
+        if not stats:
+            break
+        pair = min(stats, key=lambda p: (-stats[p], p))
+        if stats[pair] < max(min_frequency, 1):
+            break
+        new = add_token(merged_token(id_to_token[pair[0]], id_to_token[pair[1]], prefix), vocab, id_to_token)
+        merges.append((id_to_token[pair[0]], id_to_token[pair[1]]))
+        words = [merge(w, pair, new) for w in words]
+    return vocab, merges
 
 
 def dedupe_merges(merges: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -5,154 +5,26 @@ normalizer and pre-tokenizer the finished tokenizer will use, so training sees e
 encoding will see. Lines are read as `tokenizers` reads them, line ending included (a byte-level
 BPE learns 'Ċ' for '\\n'); `keep_newlines=False` strips it (SentencePiece style).
 
-Every corpus file is opened by `open_corpus`: a name ending in ``.gz``, ``.xz`` or ``.bz2`` is
-decompressed on the fly (stdlib gzip / lzma / bz2, chosen by the extension only, never by
-sniffing the content), anything else is read as it is. Reading always streams; a corrupt or
-truncated compressed stream raises CorpusError naming the file.
+Files are read by `bertology.io.iter_lines` (which opens .gz, .xz and .bz2 files as they
+stream, see `open_corpus`).
 
-Counting is the first bottleneck of training, so the common pipelines take exact shortcuts:
-
-* whitespace-dropping pre-tokenizers (BERT, Whitespace, WhitespaceSplit) behind char-local
-  normalizers: count whitespace-separated chunks first (`str.split` + `Counter`, both in C),
-  then normalize and pre-tokenize each distinct chunk once;
-* ByteLevel: one compiled regex over the line, then each distinct piece mapped to bytes once;
-* Metaspace: plain string replace and split.
-
-Anything else goes through the pipeline's own `normalize_str` / `pre_tokenize_str` line by
-line. The tests check every shortcut against that generic path on real text.
+`generic_words` is the reference: a line through the pipeline's own `normalize_str` /
+`pre_tokenize_str`. Counting is the first bottleneck of training, so the common pipelines take
+exact shortcuts (fast/counting.py); the tests check every shortcut against the reference on real
+text.
 """
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import multiprocessing as mp
 import os
-import zlib
 from collections import Counter
-from typing import BinaryIO, Iterable, Iterator
+from typing import Iterable
 
 from tqdm.auto import tqdm
 
-from .byte_level import GPT2_PATTERN, to_byte_chars
-from .pre_tokenizers import WhitespaceSplit
-
-_ERRORS = ("strict", "replace")
-# str.split() also splits on these four separators, which the tokenizers' whitespace set does not
-# hold (they are control characters there): a line containing them takes the regex path.
-_PY_ONLY_WS = frozenset("\x1c\x1d\x1e\x1f")
-
-
-class CorpusError(ValueError):
-    """Unreadable training text: names the file and the byte offset at fault."""
-
-
-# extension -> (name in messages, opener, the exceptions its decoder raises on bad data).
-# bz2 reports a bad stream as an OSError without errno; a real I/O error has one.
-_COMPRESSIONS = {
-    ".gz": ("gzip", gzip.open, (gzip.BadGzipFile, zlib.error, EOFError)),
-    ".xz": ("xz", lzma.open, (lzma.LZMAError, EOFError)),
-    ".bz2": ("bz2", bz2.open, (OSError, EOFError)),
-}
-
-
-def _compression_entry(path) -> tuple | None:
-    return _COMPRESSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
-
-
-def compression(path: str | os.PathLike) -> str | None:
-    """"gzip", "xz" or "bz2" when the file name ends in .gz, .xz or .bz2 (any case), else None.
-
-    >>> compression("wiki.txt.xz"), compression("wiki.txt")
-    ('xz', None)
-    """
-    entry = _compression_entry(path)
-    return entry[0] if entry else None
-
-
-def open_corpus(path: str | os.PathLike) -> BinaryIO:
-    """Open a corpus file for streaming binary reading, decompressing .gz / .xz / .bz2 files.
-
-    The one opener for corpus files: use it as a context manager. Errors in the compressed data
-    surface while reading; `iter_lines` turns them into CorpusError naming the file.
-    """
-    entry = _compression_entry(path)
-    return entry[1](path, "rb") if entry else open(path, "rb")
-
-
-def _is_corrupt_stream(path, exc: BaseException) -> bool:
-    entry = _compression_entry(path)
-    if entry is None or not isinstance(exc, entry[2]):
-        return False
-    return not (type(exc) is OSError and exc.errno is not None)  # bz2: a real I/O error is not corruption
-
-
-def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True,
-               start: int = 0, end: int | None = None) -> Iterator[str]:
-    """Stream the lines of a UTF-8 file (no whole-file read); optionally only the lines that
-    begin in the byte range [start, end) (start must be 0 or just after a newline).
-
-    A .gz, .xz or .bz2 file is decompressed as it streams (see `open_corpus`); its offsets,
-    start and end included, count decompressed bytes. A corrupt or truncated compressed stream
-    raises CorpusError naming the file and the format. With errors="strict" an undecodable byte
-    raises CorpusError naming the file and the byte offset; errors="replace" substitutes U+FFFD
-    instead.
-    """
-    if errors not in _ERRORS:
-        raise ValueError(f"errors must be one of {_ERRORS}, got {errors!r}")
-    kind = compression(path)
-    where = "decompressed byte offset" if kind else "byte offset"
-    offset = start
-    with open_corpus(path) as f:
-        try:
-            if start:
-                f.seek(start)
-            for raw in f:
-                if end is not None and offset >= end:
-                    break
-                try:
-                    line = raw.decode("utf-8", errors)
-                except UnicodeDecodeError as e:
-                    bad = raw[e.start:e.end]
-                    raise CorpusError(
-                        f"{os.fspath(path)}: {where} {offset + e.start}: invalid UTF-8 byte(s) "
-                        f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
-                offset += len(raw)
-                yield line if keep_newlines else line.rstrip("\r\n")
-        except Exception as e:
-            if not _is_corrupt_stream(path, e):
-                raise
-            raise CorpusError(f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} "
-                              f"decompressed bytes: {e}") from e
-
-
-def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
-               keep_newlines: bool = True) -> Iterator[str]:
-    """Lines of several files in order; a missing file fails before any reading starts."""
-    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-    if not files:
-        raise CorpusError("no training files given")
-    for p in files:
-        if not os.path.isfile(p):
-            raise CorpusError(f"{os.fspath(p)}: no such file")
-    for p in files:
-        yield from iter_lines(p, errors, keep_newlines)
-
-
-def _names(obj) -> list[str]:
-    """Class names of a component and, for a Sequence, of its members."""
-    if obj is None:
-        return []
-    members = getattr(obj, "normalizers", None) or getattr(obj, "pretokenizers", None)
-    if type(obj).__name__ == "Sequence" and members is not None:
-        return [n for m in members for n in _names(m)]
-    return [type(obj).__name__]
-
-
-# Normalizers that act char by char (or on combining sequences, which never span whitespace):
-# normalizing a line equals normalizing each whitespace-separated chunk.
-_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
-_WS_DROPPING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+# (CorpusError, open_corpus and compression are imported from here too: io.py is their home)
+from ..io import CorpusError, compression, iter_files, iter_lines, open_corpus  # noqa: F401
+from .fast.counting import word_counter
 
 
 def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
@@ -161,79 +33,6 @@ def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
     if pre_tokenizer is None:
         return [text] if text else []
     return [w for w, _ in pre_tokenizer.pre_tokenize_str(text)]
-
-
-def _count_chunked(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    chunks: Counter = Counter()
-    pattern = getattr(pre_tokenizer, "pattern", None)
-    for line in lines:
-        if _PY_ONLY_WS.isdisjoint(line):
-            chunks.update(line.split())
-        else:
-            chunks.update(w for w in generic_words(line, None, _whitespace_split()))
-        if bar is not None:
-            bar.update(len(line))
-    words: Counter = Counter()
-    for chunk, n in chunks.items():
-        text = normalizer.normalize_str(chunk) if normalizer is not None else chunk
-        pieces = pattern.findall(text) if pattern is not None else generic_words(text, None, pre_tokenizer)
-        for w in pieces:
-            words[w] += n
-    return words
-
-
-def _whitespace_split():
-    return WhitespaceSplit()
-
-
-def _count_byte_level(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    pieces: Counter = Counter()
-    prefix = pre_tokenizer.add_prefix_space
-    use_regex = pre_tokenizer.use_regex
-    for line in lines:
-        if bar is not None:
-            bar.update(len(line))
-        if normalizer is not None:
-            line = normalizer.normalize_str(line)
-        if not line:  # prepending to an empty string is a no-op in tokenizers
-            continue
-        if prefix and not line.startswith(" "):
-            line = " " + line
-        if use_regex:
-            pieces.update(GPT2_PATTERN.findall(line))
-        elif line:
-            pieces[line] += 1
-    words: Counter = Counter()
-    for piece, n in pieces.items():
-        if piece:
-            words[to_byte_chars(piece)] += n
-    return words
-
-
-def _count_metaspace(lines, normalizer, pre_tokenizer, bar) -> Counter:
-    rep = pre_tokenizer.replacement
-    prepend = pre_tokenizer.prepend_scheme in ("always", "first")  # a line starts at offset 0
-    split = pre_tokenizer.split_on_replacement
-    words: Counter = Counter()
-    for line in lines:
-        if bar is not None:
-            bar.update(len(line))
-        if normalizer is not None:
-            line = normalizer.normalize_str(line)
-        if not line:
-            continue
-        s = line.replace(" ", rep)
-        if prepend and not s.startswith(rep):
-            s = rep + s
-        if not split:
-            if s:
-                words[s] += 1
-            continue
-        parts = s.split(rep)
-        if parts[0]:
-            words[parts[0]] += 1
-        words.update(rep + p for p in parts[1:])
-    return words
 
 
 def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_progress: bool = False,
@@ -247,15 +46,10 @@ def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_
     bar = None
     if show_progress:
         bar = tqdm(total=total_chars, desc="Count words", unit="char", unit_scale=True)
-    norm_names, pre_names = _names(normalizer), _names(pre_tokenizer)
-    local_norm = set(norm_names) <= _LOCAL_NORMALIZERS
+    counter = word_counter(normalizer, pre_tokenizer)
     try:
-        if pre_names and len(pre_names) == 1 and pre_names[0] in _WS_DROPPING and local_norm:
-            words = _count_chunked(lines, normalizer, pre_tokenizer, bar)
-        elif pre_names == ["ByteLevel"]:
-            words = _count_byte_level(lines, normalizer, pre_tokenizer, bar)
-        elif pre_names == ["Metaspace"]:
-            words = _count_metaspace(lines, normalizer, pre_tokenizer, bar)
+        if counter is not None:
+            words = counter(lines, bar)
         else:
             words = Counter()
             for line in lines:

@@ -8,49 +8,18 @@ cuts an encoding, what was cut is kept in `overflowing`, so nothing is lost sile
 from __future__ import annotations
 
 from itertools import chain, repeat
-
-class _SharedPairs(dict):
-    """(start, end) -> the same tuple; a pair looked up for the first time is stored (up to a
-    limit: short texts reuse a few thousand pairs)."""
-    limit = 200_000
-
-    def __missing__(self, pair):
-        if len(self) < self.limit:
-            self[pair] = pair
-        return pair
-
-
-_PAIRS = _SharedPairs()
-
-
-def offset_pairs(starts, ends) -> list[tuple[int, int]]:
-    """list(zip(starts, ends)) (any iterables of ints), with the tuples shared from one table.
-
-    A batch keeps an offset pair per token. Python's garbage collector runs whenever enough
-    new container objects have piled up, and every tenth time walks the containers of the
-    older generations too (the batch's lists, the caller's data): a new tuple per token made
-    that happen every thousand texts or so, about a quarter of the encoding time. Looked up
-    instead, a pair allocates nothing (zip reuses its tuple once the lookup lets go of it).
-
-    >>> offset_pairs([0, 4], [3, 9])
-    [(0, 3), (4, 9)]
-    >>> offset_pairs([0], [3])[0] is offset_pairs(iter([0]), iter([3]))[0]
-    True
-    """
-    return list(map(_PAIRS.__getitem__, zip(starts, ends)))
+from operator import attrgetter
 
 
 class Encoding:
     """One input's tokens: eight equal-length columns (FIELDS) and the overflowing windows.
 
-    The columns are plain lists, read and changed in place like attributes. An Encoding made by
-    `deferred` (encode_batch's hot path) builds each column from its batch on first use, as
-    `tokenizers` makes its lists when they are read: a batch of padded encodings is mostly
-    columns nobody reads, and the garbage collector walks every list that exists.
+    The columns are plain lists, read and changed in place like attributes (properties over
+    slots, so that the fast encoder's DeferredEncoding can make them when first read).
     """
     FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask",
               "attention_mask", "sequence_ids")
-    __slots__ = tuple("_" + f for f in FIELDS) + ("overflowing", "_source", "_index", "_n")
+    __slots__ = tuple("_" + f for f in FIELDS) + ("overflowing",)
     __hash__ = None  # mutable
 
     def __init__(self, ids=None, tokens=None, offsets=None, word_ids=None, type_ids=None,
@@ -65,24 +34,12 @@ class Encoding:
         self._attention_mask = [] if attention_mask is None else attention_mask
         self._sequence_ids = [] if sequence_ids is None else sequence_ids
         self.overflowing = [] if overflowing is None else overflowing
-        self._source = None
-
-    @classmethod
-    def deferred(cls, source, index: int, n: int) -> "Encoding":
-        """An Encoding of n tokens whose column f is source.column(f, index), made when first read."""
-        e = cls.__new__(cls)
-        e._ids = e._tokens = e._offsets = e._word_ids = e._type_ids = None
-        e._special_tokens_mask = e._attention_mask = e._sequence_ids = None
-        e.overflowing = []
-        e._source, e._index, e._n = source, index, n
-        return e
 
     def __len__(self):
-        ids = self._ids
-        return self._n if ids is None else len(ids)
+        return len(self.ids)
 
     def __eq__(self, other):
-        if other.__class__ is not self.__class__:
+        if not isinstance(other, Encoding):
             return NotImplemented
         return (all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
                 and self.overflowing == other.overflowing)
@@ -208,16 +165,9 @@ class Encoding:
 def _column(name: str) -> property:
     slot = "_" + name
 
-    def get(self):
-        value = getattr(self, slot)
-        if value is None:  # deferred: made now
-            value = self._source.column(name, self._index)
-            setattr(self, slot, value)
-        return value
-
     def set(self, value):
         setattr(self, slot, value)
-    return property(get, set)
+    return property(attrgetter(slot), set)
 
 
 for _name in Encoding.FIELDS:

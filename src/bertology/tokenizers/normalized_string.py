@@ -275,20 +275,6 @@ class Normalizer:
     def normalize(self, ns: NormalizedString) -> None:
         raise NotImplementedError
 
-    def normalize_aligned(self, texts: list[str]) -> list[str | None]:
-        """Each text normalized, where the result is aligned with the text char for char (char
-        i comes from the text's char i, as `spans is None` at offset 0 says); None where it is
-        not. The Tokenizer's batch hot path takes the texts with a str here; subclasses may
-        answer common cases without building a NormalizedString. (A right strip keeps
-        alignment; a left strip does not: char 0 then comes from a later char.)
-        """
-        out = []
-        for text in texts:
-            ns = NormalizedString(text)
-            self.normalize(ns)
-            out.append(ns.normalized if ns.spans is None and ns.offset == 0 else None)
-        return out
-
     def normalize_str(self, text: str) -> str:
         ns = NormalizedString(text)
         self.normalize(ns)

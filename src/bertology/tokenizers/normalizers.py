@@ -49,25 +49,13 @@ def _strip_nonspacing(ns: NormalizedString) -> None:
         ns.transform(["" if unicodedata.category(c) == "Mn" else c for c in ns.normalized])
 
 
-_NFD_STRIPPED: dict[str, str] = {}
+def nfd_strip_char(c: str) -> str:
+    """NFD of one char without its non-spacing marks.
 
-
-def _nfd_strip_char(c: str) -> str:
-    """NFD of one char without its non-spacing marks ('é' -> 'e'), memoized."""
-    r = _NFD_STRIPPED.get(c)
-    if r is None:
-        r = "".join(x for x in unicodedata.normalize("NFD", c) if unicodedata.category(x) != "Mn")
-        if len(_NFD_STRIPPED) < 200_000:
-            _NFD_STRIPPED[c] = r
-    return r
-
-
-def _nfd_strip_accents(ns: NormalizedString) -> None:
-    """NFD + drop Mn, char by char: canonical reordering only moves combining marks, and the
-    non-spacing ones are dropped anyway, so per char equals whole-string here."""
-    s = ns.normalized
-    pieces = [c if c < "\u00c0" else _nfd_strip_char(c) for c in s]
-    ns.transform(pieces)
+    >>> nfd_strip_char("é")
+    'e'
+    """
+    return "".join(x for x in unicodedata.normalize("NFD", c) if unicodedata.category(x) != "Mn")
 
 
 class BertNormalizer(Normalizer):
@@ -81,6 +69,7 @@ class BertNormalizer(Normalizer):
         self.handle_chinese_chars = handle_chinese_chars
         self.strip_accents = strip_accents
         self.lowercase = lowercase
+        self._stripped: dict[str, str] = {}  # char -> nfd_strip_char(char), for the chars seen
 
     def normalize(self, ns: NormalizedString) -> None:
         s = ns.normalized
@@ -92,23 +81,19 @@ class BertNormalizer(Normalizer):
             ns.transform([f" {c} " if is_chinese_char(ord(c)) else c for c in ns.normalized])
         strip = self.lowercase if self.strip_accents is None else self.strip_accents
         if strip and not ns.normalized.isascii():
-            _nfd_strip_accents(ns)
+            self._strip_accents(ns)
         if self.lowercase:
             ns.lowercase()
 
-    def normalize_aligned(self, texts):
-        """Printable ASCII text only needs lowercasing (if that), char for char; the rest
-        goes through normalize.
+    def _strip_accents(self, ns: NormalizedString) -> None:
+        """NFD + drop Mn, char by char: canonical reordering only moves combining marks, and the
+        non-spacing ones are dropped anyway, so per char equals whole-string here."""
+        known = self._stripped.get
+        ns.transform([c if c < "\u00c0" else known(c) or self._strip_char(c) for c in ns.normalized])
 
-        >>> BertNormalizer().normalize_aligned(["Hi There", "café", "x\\x00y"])  # NUL is dropped
-        ['hi there', 'cafe', None]
-        """
-        out = [(t.lower() if self.lowercase else t) if t.isascii() and t.isprintable() else None for t in texts]
-        if None in out:
-            for i, t in enumerate(texts):
-                if out[i] is None:
-                    out[i] = super().normalize_aligned([t])[0]
-        return out
+    def _strip_char(self, c: str) -> str:
+        r = self._stripped[c] = nfd_strip_char(c)  # (bounded: there are only so many chars)
+        return r
 
     def to_json(self):
         return {"type": "BertNormalizer", "clean_text": self.clean_text,

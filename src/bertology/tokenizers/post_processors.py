@@ -10,7 +10,6 @@ special token; `special_tokens` maps each name to its ids and tokens.
 from __future__ import annotations
 
 import copy
-from typing import NamedTuple
 
 from .base import component_from_json
 from .encoding import Encoding
@@ -69,7 +68,7 @@ def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bo
                     firsts) -> list[tuple[int, int]]:
     """trim_byte_level_offsets on the columns of one or more sequences laid end to end
     (firsts: the index of each sequence's first token). Called per encoding and, on the
-    batch hot path, once per distinct word (encode_paths.WordCache.trimmed_entry).
+    batch fast path, once per distinct word (fast.words.WordCache.trimmed_entry).
 
     >>> trimmed_offsets(["Ġhi", "ĠĠ"], [(3, 6), (6, 8)], False, [0])
     [(4, 6), (8, 8)]
@@ -77,12 +76,8 @@ def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bo
     firsts = set(firsts)
     out = []
     for i, (token, (a, b)) in enumerate(zip(tokens, offsets)):
-        spaces = _SPACES.get(token)
-        if spaces is None:
-            spaces = _spaces_of(token)
-            if len(_SPACES) < 500_000:
-                _SPACES[token] = spaces
-        lead, trail = spaces
+        n = len(token)
+        lead, trail = n - len(token.lstrip(_SPACE_CHARS)), n - len(token.rstrip(_SPACE_CHARS))
         if lead or trail:
             # The space the pre-tokenizer itself put in front of the first word belongs to that
             # token for `tokenizers`; only spaces of the user's are trimmed.
@@ -95,41 +90,12 @@ def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bo
     return out
 
 
-class Frame(NamedTuple):
-    """What post-processing one sequence amounts to, when it only puts special tokens around
-    it: `before` + the sequence (type id `type_id`, sequence id 0) + `after`, the sequence's
-    offsets first trimmed by trimmed_offsets with add_prefix_space=trim unless trim is None.
-    The Tokenizer's batch hot path builds whole Encodings from it."""
-    before: Encoding
-    type_id: int
-    after: Encoding
-    trim: bool | None
-
-
-_SPACES: dict[str, tuple[int, int]] = {}  # token -> (leading, trailing) spaces
-
-
-def _spaces_of(tok: str) -> tuple[int, int]:
-    return _count_space(tok), _count_space(reversed(tok))
-
-
-def _count_space(tok) -> int:
-    n = 0
-    for c in tok:
-        if c == "Ġ" or c in WHITESPACE_CHARS:
-            n += 1
-        else:
-            break
-    return n
+_SPACE_CHARS = "Ġ" + "".join(sorted(WHITESPACE_CHARS))  # what a byte-level token's offsets are trimmed of
 
 
 class PostProcessor:
     def added_tokens(self, is_pair: bool) -> int:
         return 0
-
-    def frame(self) -> Frame | None:
-        """process(encoding) with special tokens as a Frame, if it is one (else None)."""
-        return None
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         return encodings
@@ -163,7 +129,7 @@ class TemplateProcessing(PostProcessor):
 
     def __init__(self, single, pair=None, special_tokens=None):
         self.single = parse_template(single)
-        self._parts = None  # see _single_parts
+        self._parts = None  # see single_parts
         self.pair = parse_template(pair) if pair is not None else None
         self.special_tokens: dict[str, dict] = {}
         if isinstance(special_tokens, dict):
@@ -189,7 +155,7 @@ class TemplateProcessing(PostProcessor):
         """What a subclass does to the sequences before the specials go in (RoBERTa trims offsets)."""
 
     def process(self, encoding, pair=None, add_special_tokens=True):
-        parts = self._single_parts()
+        parts = self.single_parts()
         if pair is not None or not add_special_tokens or encoding.overflowing or parts is None:
             return super().process(encoding, pair, add_special_tokens)
         # The common case, one sequence and nothing cut off: the result is a concatenation of
@@ -200,15 +166,7 @@ class TemplateProcessing(PostProcessor):
         encoding.type_ids, encoding.sequence_ids = [type_id] * n, [0] * n
         return Encoding(*(getattr(before, f) + getattr(encoding, f) + getattr(after, f) for f in Encoding.FIELDS))
 
-    def frame(self):
-        parts = self._single_parts()
-        return None if parts is None else Frame(*parts, self._trim_flat())
-
-    def _trim_flat(self) -> bool | None:
-        """What _trim does, as Frame.trim."""
-        return None
-
-    def _single_parts(self) -> tuple[Encoding, int, Encoding] | None:
+    def single_parts(self) -> tuple[Encoding, int, Encoding] | None:
         """The single template as (specials before $A, $A's type id, specials after); None if it
         is not of that shape. Cached, and rebuilt if the template or the specials change."""
         cached = self._parts
@@ -296,9 +254,6 @@ class RobertaProcessing(TemplateProcessing):
                 for o in e.overflowing:
                     trim_byte_level_offsets(o, self.add_prefix_space)
 
-    def _trim_flat(self):
-        return self.add_prefix_space if self.trim_offsets else None
-
     def process_encodings(self, encodings, add_special_tokens):
         self._trim(encodings)
         if not add_special_tokens:
@@ -327,9 +282,6 @@ class ByteLevel(ByteLevelSettings, PostProcessor):
                 for o in e.overflowing:
                     trim_byte_level_offsets(o, self.add_prefix_space)
         return encodings
-
-    def frame(self):
-        return Frame(Encoding(), 0, Encoding(), self.add_prefix_space if self.trim_offsets else None)
 
 
 class Sequence(PostProcessor):

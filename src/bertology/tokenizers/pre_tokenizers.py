@@ -8,9 +8,6 @@ alignment, so offsets survive. `pre_tokenize_str` shows the result for inspectio
 """
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
-
 import regex
 
 from .base import component_from_json
@@ -20,60 +17,12 @@ from .normalizers import pattern_from_json
 
 # Rust's is_ascii_punctuation() || Unicode P*: `tokenizers`' notion of BERT punctuation.
 PUNCT = r"\p{P}!-/:-@\[-`{-~"
-_BERT_RE = regex.compile(rf"[^{WHITESPACE}{PUNCT}]+|[{PUNCT}]")
-_NON_WS_RE = regex.compile(rf"[^{WHITESPACE}]+")
-_WHITESPACE_RE = regex.compile(rf"\w+|[^\w{WHITESPACE}]+")
+BERT_RE = regex.compile(rf"[^{WHITESPACE}{PUNCT}]+|[{PUNCT}]")
+NON_WS_RE = regex.compile(rf"[^{WHITESPACE}]+")
+WHITESPACE_RE = regex.compile(rf"\w+|[^\w{WHITESPACE}]+")
 _PUNCT_CHAR_RE = regex.compile(rf"[{PUNCT}]")
 _DIGIT_RE = regex.compile(r"\p{N}")
 
-
-# -- word splits: the Tokenizer's hot path ----------------------------------------------------------
-
-class WordSplit(NamedTuple):
-    """What a pre-tokenizer does when all it does is keep the matches of one pattern as words.
-
-    The Tokenizer then cuts a whole text at C speed with `pattern.split(text)`: each pattern
-    here is the whole expression in ONE group, so the result alternates [gap, word, gap, ...,
-    word, gap] and the running sum of the part lengths gives every word's offset.
-    """
-    unicode: "regex.Pattern"
-    ascii: "re.Pattern"   # the same matches on ASCII-only text; stdlib re is ~1.6x faster there
-    byte_level: bool      # the model sees each word as byte stand-ins (to_byte_chars)
-    tiles: bool = False   # every char is in a match: the words laid end to end are the text
-
-
-def _ascii_members(cls: str) -> str:
-    """The ASCII chars that the `regex` class `cls` matches, as the body of a stdlib-re class.
-    Deriving the set from `regex` itself makes the ASCII pattern equal by construction.
-
-    >>> _ascii_members(r"\\p{N}")
-    '0123456789'
-    """
-    pattern = regex.compile(cls)
-    return "".join(re.escape(chr(c)) for c in range(128) if pattern.fullmatch(chr(c)))
-
-
-def _word_split(unicode_body: str, ascii_body: str, byte_level: bool = False, tiles: bool = False) -> WordSplit:
-    return WordSplit(regex.compile(f"({unicode_body})"), re.compile(f"({ascii_body})"), byte_level, tiles)
-
-
-# The ASCII members of each character class the patterns use (class bodies for stdlib re).
-_ASCII_WHITESPACE = _ascii_members(f"[{WHITESPACE}]")   # Rust's whitespace: what BERT splits on
-_ASCII_PUNCT = _ascii_members(f"[{PUNCT}]")
-_ASCII_SPACE = _ascii_members(r"\s")                     # regex's \s: what GPT-2's pattern uses
-_ASCII_LETTER = _ascii_members(r"\p{L}")
-_ASCII_NUMBER = _ascii_members(r"\p{N}")
-_ASCII_WORD = _ascii_members(r"\w")
-_BERT_SPLIT = _word_split(_BERT_RE.pattern, f"[^{_ASCII_WHITESPACE}{_ASCII_PUNCT}]+|[{_ASCII_PUNCT}]")
-_NON_WS_SPLIT = _word_split(_NON_WS_RE.pattern, f"[^{_ASCII_WHITESPACE}]+")
-_WHITESPACE_SPLIT = _word_split(_WHITESPACE_RE.pattern,
-                                f"[{_ASCII_WORD}]+|[^{_ASCII_WORD}{_ASCII_WHITESPACE}]+")
-# GPT-2's pattern (byte_level.GPT2_PATTERN) spelled with the ASCII classes
-_GPT2_SPLIT = _word_split(
-    GPT2_PATTERN.pattern,
-    f"'s|'t|'re|'ve|'m|'ll|'d| ?[{_ASCII_LETTER}]+| ?[{_ASCII_NUMBER}]+"
-    f"| ?[^{_ASCII_SPACE}{_ASCII_LETTER}{_ASCII_NUMBER}]+|[{_ASCII_SPACE}]+(?![^{_ASCII_SPACE}])|[{_ASCII_SPACE}]+",
-    byte_level=True, tiles=True)  # (a char is a space, a letter, a number or none of these)
 
 BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
 
@@ -154,10 +103,6 @@ class PreTokenizer:
             out.extend(p for p in self.split(ns) if p.normalized)
         return out
 
-    def word_split(self) -> WordSplit | None:
-        """Not None when this pre-tokenizer only keeps the matches of a pattern (see WordSplit)."""
-        return None
-
     def pre_tokenize_str(self, text: str) -> list[tuple[str, tuple[int, int]]]:
         return [(p.normalized, p.offsets_original()) for p in self.pre_tokenize([NormalizedString(text)])]
 
@@ -173,29 +118,25 @@ class PreTokenizer:
 
 
 class _RegexFind(PreTokenizer):
-    """Keep the matches of one compiled pattern, drop the rest (a fast, common shape)."""
+    """Keep the matches of one compiled pattern, drop the rest."""
     pattern: "regex.Pattern"
-    words: WordSplit
 
     def split(self, ns):
         return _cut(ns, [m.span() for m in self.pattern.finditer(ns.normalized)])
 
-    def word_split(self):
-        return self.words
-
 
 class BertPreTokenizer(_RegexFind):
     """Split on whitespace (dropped) and isolate every punctuation char."""
-    pattern, words = _BERT_RE, _BERT_SPLIT
+    pattern = BERT_RE
 
 
 class Whitespace(_RegexFind):
     r"""`\w+|[^\w\s]+`: words and runs of symbols."""
-    pattern, words = _WHITESPACE_RE, _WHITESPACE_SPLIT
+    pattern = WHITESPACE_RE
 
 
 class WhitespaceSplit(_RegexFind):
-    pattern, words = _NON_WS_RE, _NON_WS_SPLIT
+    pattern = NON_WS_RE
 
 
 class Punctuation(PreTokenizer):
@@ -299,10 +240,6 @@ class ByteLevel(ByteLevelSettings, PreTokenizer):
         else:
             pieces = [ns]
         return [byte_map(p) for p in pieces]
-
-    def word_split(self):
-        # a prefix space would be a char that is not in the original text: the general path
-        return _GPT2_SPLIT if self.use_regex and not self.add_prefix_space else None
 
     @staticmethod
     def alphabet() -> list[str]:

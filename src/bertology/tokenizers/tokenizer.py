@@ -7,10 +7,12 @@ Added tokens ([MASK], <s>, user tokens) are cut out of the text before everythin
 never split (added_tokens.py). Each stage can be run alone on a string for inspection
 (`tok.normalizer.normalize_str`, `tok.pre_tokenizer.pre_tokenize_str`, `tok.model.tokenize`).
 
-Where the work is: encode_paths.py (pieces -> tokens, and the hot path), truncation.py
-(truncation, padding and their settings), batching.py (worker processes), tensors.py
-(return_tensors), tokenizer_json.py and loading.py (files: tokenizer.json, BERT's vocab.txt,
-GPT-2/RoBERTa's vocab.json + merges.txt, SentencePiece .model).
+`encode_sequence` and `post_process` are the pipeline as written in the textbook, the reference.
+The same work, faster, is the fast encoder's (fast/: word caches, whole batches at once, worker
+processes), which `self.fast` holds; it gives the same Encodings (tests hold it to that), and
+`tok.fast = None` switches it off. Elsewhere: truncation.py (truncation, padding and their
+settings), tensors.py (return_tensors), tokenizer_json.py and loading.py (files: tokenizer.json,
+BERT's vocab.txt, GPT-2/RoBERTa's vocab.json + merges.txt, SentencePiece .model).
 """
 from __future__ import annotations
 
@@ -23,14 +25,10 @@ from pathlib import Path
 from ..io import atomic_write_text
 from .added_tokens import AddedToken, AddedVocabulary
 from .base import Model
-from .batching import encode_parallel, workers_for
-from .encode_paths import (Columns, Flat, WordCache, encode_matches, encode_pieces, flat_encodings, framed_encodings,
-                           model_entry)
 from .encoding import Encoding
+from .fast import FastEncoder
+from .fast.workers import encode_parallel, workers_for
 from .loading import read_spec
-from .post_processors import Frame
-from .pre_tokenizers import Metaspace
-from .unigram import Unigram
 from .spec import TokenizerSpec
 from .tensors import batch_tensors
 from .tokenizer_json import spec_from_json, spec_to_json
@@ -50,7 +48,7 @@ class Tokenizer:
         self.truncation: dict | None = None  # truncation.truncation_settings
         self.padding: dict | None = None     # truncation.padding_settings
         self._added = AddedVocabulary()
-        self._words: WordCache | None = None  # see _word_cache
+        self.fast: FastEncoder | None = FastEncoder()  # None: the general path alone (the reference)
 
     def __repr__(self):
         return (f"Tokenizer(model={type(self.model).__name__}(vocab_size={self.model.vocab_size}), "
@@ -88,6 +86,11 @@ class Tokenizer:
         return t if t is not None else self.model.id_to_token(id)
 
     @property
+    def added_vocabulary(self) -> AddedVocabulary:
+        """The added tokens and their matching (read it; change it through add_tokens)."""
+        return self._added
+
+    @property
     def added_tokens(self) -> list[AddedToken]:
         return list(self._added.tokens)
 
@@ -99,131 +102,48 @@ class Tokenizer:
     def add_special_tokens(self, tokens) -> int:
         return self.add_tokens(tokens, special=True)
 
-    # -- encoding --------------------------------------------------------------------------------
+    # -- encoding: the pipeline ------------------------------------------------------------------
 
-    def _word_cache(self) -> WordCache | None:
-        """The cache of the model's words (None for models whose output is not a function of
-        the word); a new model starts a new cache, as old entries would be stale."""
-        if not WordCache.applies(self.model):
-            return None
-        if self._words is None or self._words.model is not self.model:
-            self._words = WordCache(self.model)
-        return self._words
+    def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
+        """Encode one sequence (or a pair) with the tokenizer's truncation and padding settings."""
+        enc = self._sequence(text, 0)
+        pair_enc = self._sequence(pair, 1) if pair is not None else None
+        enc = self.post_process(enc, pair_enc, add_special_tokens, self.truncation)
+        if self.padding is not None:
+            pad_encodings([enc], **self.padding)
+        return enc
 
-    def _encode_one(self, text: str, type_id: int) -> Encoding:
-        """One sequence through the pipeline, before post-processing (see encode_paths.py)."""
+    def encode_sequence(self, text: str, type_id: int = 0) -> Encoding:
+        """One sequence through the pipeline, before post-processing: added tokens are cut out,
+        the rest is normalized, pre-tokenized into words, and each word split by the model.
+        word_ids number the words (an added token is one); offsets point into `text`."""
         if not isinstance(text, str):
             raise TypeError(f"encode expects str, got {type(text).__name__}: {text!r:.80}")
-        out = Columns()
+        ids, tokens, offsets, word_ids = [], [], [], []
         word = 0
-        pre = self.pre_tokenizer
-        split = pre.word_split() if pre is not None else None
-        cache = self._word_cache()
-        entry = cache.entry if cache is not None else partial(model_entry, self.model)
-        for ns, added in self._added.split(text, self.normalizer):
-            if added is not None:
-                out.append(self._added.ids[added.content], ns.normalized, ns.offsets_original(), word)
+        for piece, added in self._added.split(text, self.normalizer):  # (the other pieces normalized)
+            if added is not None:  # one word, one token, never split
+                ids.append(self._added.ids[added.content])
+                tokens.append(piece.normalized)
+                offsets.append(piece.offsets_original())
+                word_ids.append(word)
                 word += 1
-            elif cache is not None and split is not None and ns.spans is None:
-                word += cache.encode(ns.normalized, ns.offset, split, out, word)
-            elif split is not None and not split.byte_level:
-                pattern = split.ascii if ns.normalized.isascii() else split.unicode
-                word += encode_matches(ns, pattern, entry, out, word)
-            else:
-                word += encode_pieces(pre.pre_tokenize([ns]) if pre is not None else [ns], entry, out, word)
-        n = len(out.ids)
-        return Encoding(out.ids, out.tokens, out.offsets, out.words, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
+                continue
+            words = self.pre_tokenizer.pre_tokenize([piece]) if self.pre_tokenizer is not None else [piece]
+            for w in words:
+                for t in self.model.tokenize(w.normalized):  # (offsets within the word)
+                    ids.append(t.id)
+                    tokens.append(t.value)
+                    offsets.append(w.original_span(*t.offsets))
+                    word_ids.append(word)
+                word += 1
+        n = len(ids)
+        return Encoding(ids, tokens, offsets, word_ids, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 
-    def _hot_texts(self, texts: list, trim: bool | None = None) -> tuple[Flat, list[int]] | None:
-        """The texts the hot path can take (no added token, normalized char for char) encoded
-        as one Flat batch (WordCache.encode_texts, offsets trimmed as Frame.trim says), and
-        their indices in texts; None when there are none or this tokenizer has no hot path."""
-        cache, pre = self._word_cache(), self.pre_tokenizer
-        split = pre.word_split() if pre is not None else None
-        metaspace = (type(pre) is Metaspace and pre.split_on_replacement and trim is None
-                     and cache is not None and type(cache.model) is Unigram)
-        if (cache is None or (split is None and not metaspace) or (trim is not None and not split.byte_level)
-                or not all(type(t) is str for t in texts)):
-            return None
-        plain = self._added.plain_texts(texts, self.normalizer)
-        hot = [i for i, s in enumerate(plain) if s is not None]
-        if not hot:
-            return None
-        if metaspace:
-            return cache.encode_metaspace([plain[i] for i in hot], pre), hot
-        return cache.encode_texts([plain[i] for i in hot], split, trim), hot
-
-    def _encode_many(self, texts: list, type_id: int) -> list[Encoding]:
-        """[_encode_one(text, type_id) for text in texts], the hot path's texts as one batch."""
-        out = [None] * len(texts)
-        found = self._hot_texts(texts)
-        if found is not None:
-            flat, hot = found
-            for i, enc in zip(hot, flat_encodings(flat, range(len(hot)), type_id)):
-                out[i] = enc
-        return [enc if enc is not None else self._encode_one(texts[i], type_id) for i, enc in enumerate(out)]
-
-    def _frame(self, add_special_tokens: bool) -> Frame | None:
-        """Post-processing a single sequence as a Frame, where it is one."""
-        if self.post_processor is None:
-            return Frame(Encoding(), 0, Encoding(), None)
-        return self.post_processor.frame() if add_special_tokens else None
-
-    def _encode_framed(self, texts: list, frame: Frame, truncation: dict | None, pad: dict | None) -> list[Encoding]:
-        """encode_batch's work for single texts whose post-processing is a Frame, padded as
-        pad says: the hot path's texts that truncation leaves whole are built in one step
-        (framed_encodings), the others one by one by _encode_one and _post_process."""
-        out: list = [None] * len(texts)
-        framed, in_flat = [], []  # indices in texts and in flat of the texts framed_encodings builds
-        found = self._hot_texts(texts, frame.trim)
-        if found is not None:
-            flat, hot = found
-            bounds = flat.bounds
-            max_tokens = len(flat.ids) if truncation is None else (
-                truncation["max_length"] - len(frame.before) - len(frame.after))
-            for k, i in enumerate(hot):
-                if bounds[k + 1] - bounds[k] <= max_tokens:
-                    framed.append(i)
-                    in_flat.append(k)
-                    out[i] = frame  # (a place holder, replaced below)
-                elif frame.trim is None:  # (trimmed offsets would be trimmed again)
-                    out[i] = self._post_process(flat_encodings(flat, [k], 0)[0], None, True, truncation)
-        for i, enc in enumerate(out):
-            if enc is None:
-                out[i] = self._post_process(self._encode_one(texts[i], 0), None, True, truncation)
-        if framed:
-            pad_to = 0
-            if pad is not None and pad["direction"] == "right":
-                n_frame = len(frame.before) + len(frame.after)
-                pad_to = pad["length"] if pad["length"] is not None else max(
-                    max(bounds[k + 1] - bounds[k] for k in in_flat) + n_frame,
-                    max((len(e) for e in out if e is not frame), default=0))
-                multiple = pad["pad_to_multiple_of"]
-                if multiple and pad_to % multiple:
-                    pad_to += multiple - pad_to % multiple
-            for i, enc in zip(framed, framed_encodings(flat, in_flat, frame, pad_to, pad)):
-                out[i] = enc
-        return out
-
-    def _encode_chunk(self, texts, pairs, add_special_tokens: bool, truncation: dict | None,
-                      pad: dict | None = None) -> list[Encoding]:
-        """Encode and post-process each text (with its pair), then pad if pad is given."""
-        frame = self._frame(add_special_tokens) if pairs is None else None
-        if frame is not None:
-            out = self._encode_framed(texts, frame, truncation, pad)
-        else:
-            firsts = self._encode_many(texts, 0)
-            seconds = self._encode_many(pairs, 1) if pairs is not None else repeat(None)
-            out = [self._post_process(a, b, add_special_tokens, truncation) for a, b in zip(firsts, seconds)]
-        if pad is not None:
-            pad_encodings(out, **pad)
-        return out
-
-    def _n_added(self, is_pair: bool) -> int:
-        return self.post_processor.added_tokens(is_pair) if self.post_processor is not None else 0
-
-    def _post_process(self, enc: Encoding, pair: Encoding | None, add_special_tokens: bool,
-                      truncation: dict | None) -> Encoding:
+    def post_process(self, enc: Encoding, pair: Encoding | None = None, add_special_tokens: bool = True,
+                     truncation: dict | None = None) -> Encoding:
+        """Truncate as `truncation` says (truncation.truncation_settings; None: not at all),
+        leaving room for the special tokens, then add them (the post-processor)."""
         if truncation is not None:
             max_length = truncation["max_length"]
             if add_special_tokens:
@@ -239,14 +159,26 @@ class Tokenizer:
             return enc
         return Encoding.merge([enc, pair])
 
-    def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
-        """Encode one sequence (or a pair) with the tokenizer's truncation and padding settings."""
-        enc = self._encode_one(text, 0)
-        pair_enc = self._encode_one(pair, 1) if pair is not None else None
-        enc = self._post_process(enc, pair_enc, add_special_tokens, self.truncation)
-        if self.padding is not None:
-            pad_encodings([enc], **self.padding)
-        return enc
+    def _n_added(self, is_pair: bool) -> int:
+        return self.post_processor.added_tokens(is_pair) if self.post_processor is not None else 0
+
+    def _sequence(self, text: str, type_id: int) -> Encoding:
+        """encode_sequence, by the fast encoder when there is one (the same result)."""
+        if self.fast is not None:
+            return self.fast.encode_one(self, text, type_id)
+        return self.encode_sequence(text, type_id)
+
+    def _encode_chunk(self, texts, pairs, add_special_tokens: bool, truncation: dict | None,
+                      pad: dict | None = None) -> list[Encoding]:
+        """Encode and post-process each text (with its pair), then pad if pad is given."""
+        if self.fast is not None:
+            return self.fast.encode_chunk(self, texts, pairs, add_special_tokens, truncation, pad)
+        firsts = [self.encode_sequence(text, 0) for text in texts]
+        seconds = [self.encode_sequence(pair, 1) for pair in pairs] if pairs is not None else repeat(None)
+        out = [self.post_process(a, b, add_special_tokens, truncation) for a, b in zip(firsts, seconds)]
+        if pad is not None:
+            pad_encodings(out, **pad)
+        return out
 
     def encode_batch(self, texts: list[str], pairs: list[str] | None = None, padding=None, truncation=None,
                      max_length: int | None = None, stride: int = 0, return_overflowing: bool = False,
@@ -260,9 +192,9 @@ class Tokenizer:
         `stride`). return_tensors="pt" gives a dict of torch tensors; with return_overflowing
         the windows become extra rows and `overflow_to_sample_mapping` says whose they are.
         workers: processes for a large batch (>= 2,000 texts or >= 1M chars), as `tokenizers`
-        uses threads; None reads BERTOLOGY_ENCODE_WORKERS (default 1: measured on a loaded
-        2-core machine, forking, copy-on-write and pickling the results back cost more than
-        the second process gained). The result is the same either way.
+        uses threads; None or 1: this process alone (forking, copy-on-write and pickling the
+        results back can cost more than a second process gains on a busy machine). The result
+        is the same either way.
         """
         if isinstance(texts, str):
             raise TypeError("encode_batch expects a list of strings; use encode() for one string")

@@ -310,37 +310,19 @@ class Unigram(Model):
                 raise ValueError(f"piece {piece!r} (id {i}) has a NaN score")
             self._ids[piece] = i
         self.float32 = float32
-        self._scores = [_single(s) if float32 else json_f64(s) for _, s in self.vocab]
-        self._pieces = {p: i for p, i in self._ids.items() if i not in self.unmatchable and p}
-        self._prefixes = {p[:k] for p in self._pieces for k in range(1, len(p) + 1)}
-        self._max_len = max((len(p) for p in self._pieces), default=1)
-        self.min_score = min(self._scores)
+        self.scores = [_single(s) if float32 else json_f64(s) for _, s in self.vocab]
+        self.pieces = {p: i for p, i in self._ids.items() if i not in self.unmatchable and p}  # matchable
+        self._prefixes = {p[:k] for p in self.pieces for k in range(1, len(p) + 1)}
+        self.max_len = max((len(p) for p in self.pieces), default=1)
+        self.min_score = min(self.scores)
         self.unk_score = self.min_score - UNK_PENALTY
         if float32:
             self.unk_score = _single(self.unk_score)
         self._cache: dict[str, list[Token]] = {}
-        self._tokens = [p for p, _ in self.vocab]  # id -> piece
-        # columns(): without float32 and with finite scores only, where a strict > against -inf
-        # is the reference's first-found rule
-        self._fast = not float32 and all(map(math.isfinite, self._scores)) and math.isfinite(self.unk_score)
-        # the pieces' prefix tree: char -> (children, score, id), score -inf and id -1 for a
-        # prefix that is no piece (a sum with it is never > the best, so it needs no test)
-        self._trie: dict = {}
-        self._singles = frozenset(p for p in self._pieces if len(p) == 1)  # chars with a piece
-        if self._fast:
-            for p, i in self._pieces.items():
-                node = self._trie
-                for c in p[:-1]:
-                    x = node.get(c)
-                    if x is None:
-                        x = node[c] = ({}, -math.inf, -1)
-                    node = x[0]
-                x = node.get(p[-1])
-                node[p[-1]] = (x[0] if x is not None else {}, self._scores[i], i)
 
     # -- lattice -----------------------------------------------------------------------------
     def lattice(self, sequence: str) -> Lattice:
-        return build_lattice(sequence, self._pieces, self._scores, self._prefixes, self._max_len,
+        return build_lattice(sequence, self.pieces, self.scores, self._prefixes, self.max_len,
                              self.unk_id, self.unk_score)
 
     def _to_tokens(self, sequence: str, path: list[tuple[int, int, int]]) -> list[Token]:
@@ -361,54 +343,6 @@ class Unigram(Model):
                     continue
             tokens.append(Token(pid, text, (start, end)))
         return tokens
-
-    def columns(self, word: str) -> tuple[list[int], list[str], list[int], list[int]]:
-        """The ids, tokens, starts and ends of tokenize(word), without Token objects or a lattice:
-        the same Viterbi (same node order, a tie keeps the first-found node) with the nodes
-        relaxed as the prefix tree finds them. The tokens are the vocabulary's own strings. A
-        word with a char no piece covers (an unknown node), a path through the unk piece (fused,
-        maybe spelled as bytes) and float32 scores take the reference (build_lattice, viterbi,
-        _to_tokens).
-
-        >>> Unigram([("<unk>", 0.0), ("a", -1.0), ("b", -2.0), ("ab", -1.5)], 0).columns("abab")
-        ([3, 3], ['ab', 'ab'], [0, 2], [2, 4])
-        """
-        n = len(word)
-        if not self._fast or n == 0 or not self._singles.issuperset(word):
-            return self._reference_columns(word)
-        trie, max_len = self._trie, self._max_len
-        best = [0.0] + [-math.inf] * n  # best[j]: the best path score into j
-        back = [0] * (n + 1)  # the start of its last node
-        ids = [0] * (n + 1)  # and that node's id
-        for i in range(n):
-            here = best[i]
-            node, j = trie, i
-            for ch in word[i:i + max_len]:
-                x = node.get(ch)
-                if x is None:
-                    break
-                node, score, pid = x
-                j += 1
-                c = here + score
-                if c > best[j]:
-                    best[j] = c
-                    back[j] = i
-                    ids[j] = pid
-        out_ids, starts, ends = [], [], []
-        end = n
-        while end:
-            out_ids.append(ids[end])
-            ends.append(end)
-            end = back[end]
-            starts.append(end)
-        if self.unk_id in out_ids:  # (a matched unk piece fuses with its neighbours)
-            return self._reference_columns(word)
-        out_ids.reverse(), starts.reverse(), ends.reverse()
-        return out_ids, list(map(self._tokens.__getitem__, out_ids)), starts, ends
-
-    def _reference_columns(self, word: str) -> tuple[list[int], list[str], list[int], list[int]]:
-        toks = self._to_tokens(word, viterbi(self.lattice(word), self.float32))
-        return [t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks], [t.offsets[1] for t in toks]
 
     # -- Model API ---------------------------------------------------------------------------
     def tokenize(self, sequence: str) -> list[Token]:

@@ -5,7 +5,7 @@
    SentencePiece ranks the nodes of its suffix tree. Only substrings that are suffix-tree nodes
    (seen with two different next characters, or at a word end) qualify, as there.
 2. EM: the E step runs forward-backward over every word's segmentation lattice and collects the
-   expected count of each piece; the M step drops pieces expected less than 0.5 times and sets
+   expected count of each piece (reference_e_step: the same, one word at a time); the M step drops pieces expected less than 0.5 times and sets
    log p = digamma(count) - digamma(total) (SentencePiece's Bayesian, sparsity-inducing update).
 3. Prune: each piece's loss is how much the corpus likelihood drops when the piece is replaced by
    its best alternative segmentation; keep the best `shrinking_factor` share each round (single
@@ -178,6 +178,40 @@ def _logsumexp_groups(vals: np.ndarray, starts: np.ndarray) -> np.ndarray:
     sizes = np.diff(np.append(starts, len(vals)))
     safe = np.where(np.isfinite(m), m, 0.0)
     return safe + np.log(np.add.reduceat(np.exp(vals - np.repeat(safe, sizes)), starts))
+
+
+def reference_e_step(word_counts: dict[str, int], pieces: list[str], logp) -> tuple[np.ndarray, float]:
+    """The textbook E step, the reference for UnigramTrainer's vectorised one (Lattices): for each
+    word on its own, forward-backward over its segmentations into pieces (log p > -inf), in
+    double precision. Returns each piece's expected count, weighted by the word counts, and the
+    objective -(sum of count * log Z(word)) / (total count).
+
+    >>> counts, _ = reference_e_step({"ab": 2}, ["a", "b", "ab"], np.log([0.25, 0.25, 0.5]))
+    >>> [round(float(c), 3) for c in counts]   # Z = 1/16 + 1/2: "ab" alone has 8/9 of it
+    [0.222, 0.222, 1.778]
+    """
+    index = {p: k for k, p in enumerate(pieces) if logp[k] > -math.inf}
+
+    def logsumexp(values: list[float]) -> float:
+        top = max(values, default=-math.inf)
+        return top if top == -math.inf else top + math.log(sum(math.exp(v - top) for v in values))
+
+    expected = np.zeros(len(pieces))
+    loglik = 0.0
+    for word, count in word_counts.items():
+        n = len(word)
+        edges = [(i, j, index[word[i:j]]) for i in range(n) for j in range(i + 1, n + 1) if word[i:j] in index]
+        alpha, beta = [-math.inf] * (n + 1), [-math.inf] * (n + 1)  # log-sums of paths into / out of each boundary
+        alpha[0], beta[n] = 0.0, 0.0
+        for j in range(1, n + 1):
+            alpha[j] = logsumexp([alpha[a] + logp[k] for a, b, k in edges if b == j])
+        for i in range(n - 1, -1, -1):
+            beta[i] = logsumexp([logp[k] + beta[b] for a, b, k in edges if a == i])
+        logz = alpha[n]
+        loglik += count * logz
+        for a, b, k in edges:
+            expected[k] += count * math.exp(alpha[a] + logp[k] + beta[b] - logz)
+    return expected, -loglik / sum(word_counts.values())
 
 
 class UnigramTrainer:

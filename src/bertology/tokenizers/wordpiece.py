@@ -55,7 +55,7 @@ class WordPiece(DictVocabModel):
         return [Token(uid, self.unk_token, (0, len(word)))]
 
     def tokenize(self, sequence: str) -> list[Token]:
-        # (no cache here: the Tokenizer memoizes words, see encode_paths.WordCache)
+        # (no cache here: the fast encoder memoizes words, see fast/words.py)
         if len(sequence) > self.max_input_chars_per_word:
             return self._unk(sequence)
         pieces = greedy_longest_match(sequence, self.vocab, self.continuing_subword_prefix, self._max_piece)

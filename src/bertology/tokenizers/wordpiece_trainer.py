@@ -15,11 +15,14 @@ Hugging Face's `WordPieceTrainer` does not do this: it runs its BPE trainer (fre
 `##` prefix and turns the result into a WordPiece vocabulary. `criterion="frequency"` reproduces
 that, for parity; `criterion="likelihood"` (the default) is the definition above.
 
-What the difference does (bench/tokenizers.py: 13 MB of Wikipedia + Python docs, BERT pipeline,
-vocab 30,000, min_frequency 2, held-out text): likelihood 3.50 tokens per word, frequency 1.93.
-The score spends the vocabulary on rare symbols that always co-occur (foreign-script n-grams,
+What the difference does (bench/tokenizers.py measures both, tokens per held-out word): the
+score spends the vocabulary on rare symbols that always co-occur (foreign-script n-grams,
 rare-word fragments) while common words stay split into pieces, so `criterion="frequency"` is
 the better choice for compression; "likelihood" is here because it is what WordPiece means.
+
+The likelihood merges come from LikelihoodMerges (a heap with deferred re-queueing); its
+textbook reference, recounting after every merge, is reference_wordpiece, and the tests hold
+the two to the same vocabulary.
 """
 from __future__ import annotations
 
@@ -27,8 +30,8 @@ import heapq
 from collections import defaultdict
 from typing import Iterable
 
-from .bpe_trainer import (MASK, SHIFT, add_token, count_pairs, initial_vocab, merge_word, merged_token,
-                          progress_bar, train_bpe)
+from .bpe_trainer import (MASK, SHIFT, add_token, count_pairs, get_stats, initial_vocab, merge, merge_word,
+                          merged_token, progress_bar, symbolize, train_bpe)
 from .wordpiece import WordPiece
 
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
@@ -36,7 +39,7 @@ from .wordpiece import WordPiece
 COMPACT_SLACK = 1_000_000
 # A symbol with more than FEW_PAIRS pairs may wait to have its pairs re-queued after a merge
 # lowered its count, until the count fell by a factor RISE or one of them might be the best
-# (see _likelihood_loop); the TOP_KEPT best scores pushed for its pairs are kept for that.
+# (see LikelihoodMerges); the TOP_KEPT best scores pushed for its pairs are kept for that.
 FEW_PAIRS = 64
 RISE = 1.05
 TOP_KEPT = 8
@@ -66,8 +69,31 @@ def symbol_counts(words: list[list[int]], counts: list[int]) -> dict[int, int]:
     return dict(sc)
 
 
-def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, prefix, show_progress):
-    """Merge by score until vocab_size. Returns merges as (a_id, b_id).
+def reference_wordpiece(word_counts: dict[str, int], vocab_size: int, min_frequency: int = 0,
+                        prefix: str = "##") -> dict[str, int]:
+    """The textbook likelihood WordPiece, the reference for the fast loop (LikelihoodMerges):
+    recount every pair and symbol after every merge and take the best by (score, count,
+    smallest ids). Returns the vocabulary token -> id (alphabet in code-point order, no specials).
+
+    >>> reference_wordpiece({"hug": 10, "hugs": 5}, 9)
+    {'g': 0, 'h': 1, 's': 2, 'u': 3, '##u': 4, '##g': 5, '##s': 6, 'hu': 7, 'hug': 8}
+    """
+    id_to_token = sorted({c for w in word_counts for c in w}, key=ord)
+    vocab = {s: i for i, s in enumerate(id_to_token)}
+    words, counts = symbolize(word_counts, vocab, id_to_token, prefix=prefix)
+    while len(id_to_token) < vocab_size:
+        stats = {p: c for p, c in get_stats(words, counts).items() if c >= max(min_frequency, 1)}
+        if not stats:
+            break
+        sc = symbol_counts(words, counts)
+        pair = min(stats, key=lambda p: (-likelihood_score(stats[p], sc[p[0]], sc[p[1]]), -stats[p], p))
+        new = add_token(merged_token(id_to_token[pair[0]], id_to_token[pair[1]], prefix), vocab, id_to_token)
+        words = [merge(w, pair, new) for w in words]
+    return vocab
+
+
+class LikelihoodMerges:
+    """The merges of likelihood WordPiece without recounting: the fast loop (see `run`).
 
     The best pair is the max of (score, count, smaller packed ids) over the pairs that can still
     be merged (count >= min_count). A max-heap holds entries (score, count, count(a), count(b))
@@ -77,86 +103,147 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
     a or b: those must be re-queued before a lower pair is taken for the best.
 
     Most symbols have their pairs re-queued right away. A symbol s with many pairs (a frequent
-    one, such as "##e": re-queueing its pairs after each of its merges was most of the time) is
-    `tracked`: the best scores pushed for its pairs are kept (`top`, `rest`), and after a merge
-    it may wait, `dirty`, while its count fell by at most a factor RISE since its pairs were all
+    one, such as "##e", whose pairs would be re-queued after each of its merges) is `tracked`:
+    the best scores pushed for its pairs are kept (`top`, `rest`), and after a merge it may
+    wait, `dirty`, while its count fell by at most a factor RISE since its pairs were all
     queued (`queued_at[s]`). Then no pair of s scores more than its newest entry times rise(s) =
     queued_at[s] / count(s) times the largest rise (that of its other symbol), so a fresh entry
     on top of the heap is the best pair when that bound is below its score for every dirty s.
     Otherwise (requeue_rivals) the pairs that might beat it are re-queued first: one of the few
     best pairs of s alone (their entries are kept with their counts, so their bound is exact),
-    or all pairs of s. The merges are those of re-queueing every pair after every merge.
+    or all pairs of s. The merges are those of re-queueing every pair after every merge, which
+    is what reference_wordpiece does by recounting.
     """
-    pair_counts, where = count_pairs(words, counts)
-    sc = defaultdict(int, symbol_counts(words, counts))
-    min_count = max(min_frequency, 1)
-    # Only pairs that can still be merged (count >= min_count) are indexed and queued: a pair's
-    # count only grows when a merge forms it next to the new symbol, and then it is queued.
-    pairs_of: dict[int, set[int]] = defaultdict(set)
-    queued_at: dict[int, int] = dict(sc)
-    tracked: set[int] = set()
-    # tracked s: {pair: (score, count(x), count(y)) of its newest entry} for the few best pairs,
-    # the best score pushed for any other pair, and the best score pushed for any of them
-    top: dict[int, dict[int, tuple[float, int, int]]] = {}
-    rest: dict[int, float] = {}
-    best: dict[int, float] = {}
-    dirty: set[int] = set()
-    heap = []
-    heappush, heappop = heapq.heappush, heapq.heappop
 
-    def note(s: int, score: float, k: int, cx: int, cy: int) -> None:
-        t = top[s]
+    def __init__(self, words: list[list[int]], counts: list[int], min_frequency: int):
+        self.words, self.counts = words, counts
+        self.pair_counts, self.where = count_pairs(words, counts)
+        self.sc = defaultdict(int, symbol_counts(words, counts))
+        self.min_count = max(min_frequency, 1)
+        # Only pairs that can still be merged (count >= min_count) are indexed and queued: a pair's
+        # count only grows when a merge forms it next to the new symbol, and then it is queued.
+        self.pairs_of: dict[int, set[int]] = defaultdict(set)
+        self.queued_at: dict[int, int] = dict(self.sc)
+        self.tracked: set[int] = set()
+        # tracked s: {pair: (score, count(x), count(y)) of its newest entry} for the few best pairs,
+        # the best score pushed for any other pair, and the best score pushed for any of them
+        self.top: dict[int, dict[int, tuple[float, int, int]]] = {}
+        self.rest: dict[int, float] = {}
+        self.best: dict[int, float] = {}
+        self.dirty: set[int] = set()
+        for k, c in self.pair_counts.items():
+            if c >= self.min_count:
+                self.pairs_of[k >> SHIFT].add(k)
+                self.pairs_of[k & MASK].add(k)
+        self._rebuild_heap()
+
+    def run(self, vocab: dict[str, int], id_to_token: list[str], vocab_size: int, prefix: str,
+            bar=None) -> list[tuple[int, int]]:
+        """Merge the best pair until vocab_size: the merges as (a_id, b_id)."""
+        merges = []
+        while len(id_to_token) < vocab_size:
+            k = self.pop_best()
+            if k is None:
+                break
+            a, b = k >> SHIFT, k & MASK
+            new = add_token(merged_token(id_to_token[a], id_to_token[b], prefix), vocab, id_to_token)
+            merges.append((a, b))
+            self.queue_formed(self.merge(a, b, new))
+            self.requeue_after_merge(a, b)
+            if bar is not None:
+                bar.update(1)
+        return merges
+
+    def entry(self, k: int, c: int) -> tuple:
+        """The heap entry of pair k with count c (noting its score for a tracked symbol)."""
+        # ties: higher count first, then smaller ids (earlier in the vocabulary)
+        x, y = k >> SHIFT, k & MASK
+        sc = self.sc
+        cx, cy = sc[x], sc[y]
+        score = c / (cx * cy)
+        tracked = self.tracked
+        if x in tracked:
+            self._note(x, score, k, cx, cy)
+        if y in tracked:
+            self._note(y, score, k, cx, cy)
+        return (-score, -c, k, c, cx, cy)
+
+    def _note(self, s: int, score: float, k: int, cx: int, cy: int) -> None:
+        t = self.top[s]
         if k in t:
             t[k] = (score, cx, cy)  # k's newest entry: its older ones score higher than it is worth
-        elif score > rest[s]:
+        elif score > self.rest[s]:
             t[k] = (score, cx, cy)
             if len(t) > TOP_KEPT:
                 low = min(t, key=t.get)
-                rest[s] = max(rest[s], t.pop(low)[0])
-        if score > best[s]:
-            best[s] = score
+                self.rest[s] = max(self.rest[s], t.pop(low)[0])
+        if score > self.best[s]:
+            self.best[s] = score
 
-    def entry(k: int, c: int) -> tuple:
-        # ties: higher count first, then smaller ids (earlier in the vocabulary)
-        x, y = k >> SHIFT, k & MASK
-        cx, cy = sc[x], sc[y]
-        score = c / (cx * cy)
-        if x in tracked:
-            note(x, score, k, cx, cy)
-        if y in tracked:
-            note(y, score, k, cx, cy)
-        return (-score, -c, k, c, cx, cy)
+    def _rebuild_heap(self) -> None:
+        """A heap of the live pairs alone, every symbol queued now."""
+        pair_counts, min_count = self.pair_counts, self.min_count
+        live = {k for ps in self.pairs_of.values() for k in ps}
+        self.tracked.clear()
+        self.dirty.clear()
+        self.heap = [self.entry(k, c) for k in live if (c := pair_counts[k]) >= min_count]
+        heapq.heapify(self.heap)
+        self.queued_at = dict(self.sc)
+        self.compact_at = 2 * len(self.heap) + COMPACT_SLACK
 
-    def requeue_rivals(k: int, score: float) -> bool:
+    def pop_best(self) -> int | None:
+        """The best pair (packed), off the heap; None when no pair can be merged."""
+        heap, pair_counts, sc, min_count = self.heap, self.pair_counts, self.sc, self.min_count
+        heappop, heappush, entry = heapq.heappop, heapq.heappush, self.entry
+        while heap:
+            if len(heap) > self.compact_at:  # mostly stale entries by now: rebuild from the live pairs
+                self._rebuild_heap()
+                heap = self.heap
+            e = heappop(heap)
+            _, _, k, c, ca, cb = e
+            if c != pair_counts[k] or ca != sc[k >> SHIFT] or cb != sc[k & MASK]:
+                if pair_counts[k] >= min_count:  # stale: queue it with its current score
+                    heappush(heap, entry(k, pair_counts[k]))
+                continue
+            if self.dirty and self.requeue_rivals(k, -e[0]):  # look again
+                heappush(heap, e)
+                continue
+            return k
+        return None
+
+    def requeue_rivals(self, k: int, score: float) -> bool:
         """Re-queue what of the dirty symbols' pairs might beat pair k's (fresh) score; True
         if anything was."""
-        rises = {s: queued_at[s] / sc[s] for s in dirty}
+        sc, pair_counts, min_count = self.sc, self.pair_counts, self.min_count
+        rises = {s: self.queued_at[s] / sc[s] for s in self.dirty}
         largest = max(rises.values()) * (1 + 1e-9)  # (the margin covers rounding)
         found = False
         for s, rise in rises.items():
-            if best[s] * rise * largest < score:
+            if self.best[s] * rise * largest < score:
                 continue
-            if rest[s] * rise * largest >= score:
-                queue_pairs_of(s)
+            if self.rest[s] * rise * largest >= score:
+                self.queue_pairs_of(s)
                 found = True
                 continue
-            for kk, (kk_score, cx, cy) in list(top[s].items()):
+            for kk, (kk_score, cx, cy) in list(self.top[s].items()):
                 c = pair_counts[kk]
                 if kk == k or c < min_count:
                     continue
                 x, y = kk >> SHIFT, kk & MASK
                 if (cx != sc[x] or cy != sc[y]) and kk_score * (cx / sc[x]) * (cy / sc[y]) * (1 + 1e-9) >= score:
-                    heappush(heap, entry(kk, c))
+                    heapq.heappush(self.heap, self.entry(kk, c))
                     found = True
         return found
 
-    def queue_pairs_of(s: int) -> None:
+    def queue_pairs_of(self, s: int) -> None:
         """Re-queue every pair of s with its current score; drop those below min_count."""
-        ps = pairs_of[s]
-        tracked.discard(s)
+        ps = self.pairs_of[s]
+        self.tracked.discard(s)
         if len(ps) > FEW_PAIRS:
-            tracked.add(s)
-            top[s], rest[s], best[s] = {}, 0.0, 0.0
+            self.tracked.add(s)
+            self.top[s], self.rest[s], self.best[s] = {}, 0.0, 0.0
+        pair_counts, min_count, heap, entry, heappush = (self.pair_counts, self.min_count, self.heap, self.entry,
+                                                         heapq.heappush)
         dead = []
         for kk in ps:
             c = pair_counts[kk]
@@ -165,40 +252,15 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
             else:
                 heappush(heap, entry(kk, c))
         ps.difference_update(dead)
-        queued_at[s] = sc[s]
-        dirty.discard(s)
+        self.queued_at[s] = self.sc[s]
+        self.dirty.discard(s)
 
-    for k, c in pair_counts.items():
-        if c >= min_count:
-            pairs_of[k >> SHIFT].add(k)
-            pairs_of[k & MASK].add(k)
-            heap.append(entry(k, c))
-    heapq.heapify(heap)
-    merges: list[tuple[int, int]] = []
-    bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
-    compact_at = 2 * len(heap) + COMPACT_SLACK
-    while len(id_to_token) < vocab_size and heap:
-        if len(heap) > compact_at:  # mostly stale entries by now: rebuild from the live pairs
-            live = {kk for ps in pairs_of.values() for kk in ps}
-            tracked.clear()
-            dirty.clear()
-            heap = [entry(k, c) for k in live if (c := pair_counts[k]) >= min_count]
-            heapq.heapify(heap)
-            queued_at = dict(sc)
-            compact_at = 2 * len(heap) + COMPACT_SLACK
-        e = heappop(heap)
-        _, _, k, c, ca, cb = e
-        a, b = k >> SHIFT, k & MASK
-        if c != pair_counts[k] or ca != sc[a] or cb != sc[b]:
-            if pair_counts[k] >= min_count:  # stale: queue it with its current score
-                heappush(heap, entry(k, pair_counts[k]))
-            continue
-        if dirty and requeue_rivals(k, -e[0]):  # look again
-            heappush(heap, e)
-            continue
-        new = add_token(merged_token(id_to_token[a], id_to_token[b], prefix), vocab, id_to_token)
-        merges.append((a, b))
-        touched: set[int] = set()
+    def merge(self, a: int, b: int, new: int) -> set[int]:
+        """Merge (a, b) into new in every word holding it, updating the pair and symbol counts;
+        returns the pairs formed."""
+        words, counts, sc, pair_counts, where = self.words, self.counts, self.sc, self.pair_counts, self.where
+        k = a << SHIFT | b
+        formed_pairs: set[int] = set()
         for wi in list(where.pop(k, ())):
             n = counts[wi]
             merged, gone, formed = merge_word(words[wi], a, b, new)
@@ -214,30 +276,32 @@ def _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequenc
                 kk = x << SHIFT | y
                 pair_counts[kk] += n
                 where[kk].add(wi)
-                touched.add(kk)
-        queued_at[new] = sc[new]
-        # queue the pairs just formed (they hold `new`); the pairs of a and b, whose scores rose
-        # with the lower count(a), count(b), now or (tracked ones, see above) later
-        for kk in touched:
+                formed_pairs.add(kk)
+        self.queued_at[new] = sc[new]
+        return formed_pairs
+
+    def queue_formed(self, formed: set[int]) -> None:
+        """Index and queue the pairs a merge formed (they hold the new symbol)."""
+        pair_counts, min_count, pairs_of, heap = self.pair_counts, self.min_count, self.pairs_of, self.heap
+        for kk in formed:
             c = pair_counts[kk]
             if c >= min_count:
                 pairs_of[kk >> SHIFT].add(kk)
                 pairs_of[kk & MASK].add(kk)
-                heappush(heap, entry(kk, c))
+                heapq.heappush(heap, self.entry(kk, c))
+
+    def requeue_after_merge(self, a: int, b: int) -> None:
+        """The pairs of a and b, whose scores rose with the lower count(a), count(b): queued now,
+        or (tracked symbols, see the class) later."""
         for s in (a,) if a == b else (a, b):
-            if sc[s] == 0:  # gone from every word: no pair of it is left to score
-                pairs_of.pop(s, None)
-                tracked.discard(s)
-                dirty.discard(s)
-            elif s in tracked and queued_at[s] <= RISE * sc[s]:
-                dirty.add(s)
+            if self.sc[s] == 0:  # gone from every word: no pair of it is left to score
+                self.pairs_of.pop(s, None)
+                self.tracked.discard(s)
+                self.dirty.discard(s)
+            elif s in self.tracked and self.queued_at[s] <= RISE * self.sc[s]:
+                self.dirty.add(s)
             else:
-                queue_pairs_of(s)
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    return merges
+                self.queue_pairs_of(s)
 
 
 def train_wordpiece(word_counts: dict[str, int], vocab_size: int = 30000, min_frequency: int = 0,
@@ -265,8 +329,10 @@ def train_wordpiece(word_counts: dict[str, int], vocab_size: int = 30000, min_fr
     vocab, id_to_token, words, counts = initial_vocab(
         word_counts, special_tokens, limit_alphabet, initial_alphabet, continuing_subword_prefix,
         None, vocab_size)
-    _likelihood_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency,
-                     continuing_subword_prefix, show_progress)
+    bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
+    LikelihoodMerges(words, counts, min_frequency).run(vocab, id_to_token, vocab_size, continuing_subword_prefix, bar)
+    if bar is not None:
+        bar.close()
     return vocab
 
 

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..tokenizers.corpus import CorpusError, open_corpus
+from ..io import CorpusError, open_corpus
 
 # gensim's MAX_WORDS_IN_BATCH: longer sentences are cut into pieces of this many words.
 MAX_SENTENCE_LENGTH = 10_000

@@ -1,41 +1,43 @@
-"""From the pieces of one text to the model's tokens, with offsets into the original text.
+"""Words to tokens without a Python loop per token: the WordCache and the Flat batch.
 
-The Tokenizer cuts a text into pieces (added tokens apart, the rest normalized); every other
-piece reaches the model by one of three paths, which give the same result:
+A word's tokens come as an entry (ids, tokens, starts, ends, shape) with offsets relative to the
+word (shape: the same as pairs, the key of `placed`), made from the model's output and memoized
+per word where the model's output depends on the word alone (WordPiece, BPE without dropout,
+Unigram with float64 scores). Three ways from a piece of text to tokens, which give the general
+path's result:
 
-  WordCache.encode   whole words from a cache, the output lists joined in C. For WordPiece and
-                     BPE (no dropout) behind a pre-tokenizer that only keeps the matches of a
-                     pattern (`PreTokenizer.word_split`), on text the normalizer left aligned
-                     char for char (`NormalizedString.spans is None`). The hot path.
-  encode_matches     the same pre-tokenizers on re-aligned text, or with any other model
+  WordCache.encode   whole words from the cache, the output lists joined in C: behind a
+                     pre-tokenizer that only keeps the matches of a pattern (splits.word_split),
+                     on text the normalizer left aligned char for char. The hot path.
+  encode_matches     the same pre-tokenizers on re-aligned text, or with a model not memoized
   encode_pieces      any pre-tokenizer: its NormalizedString pieces, one word each
 
-Each appends one entry per token to the `Columns` and returns how many words it read. A word's
-tokens come as an entry (ids, tokens, starts, ends, shape) with offsets relative to the word
-(shape: the same as pairs, the key of `placed`): from `model_entry`, or memoized by a WordCache
-where the model's output depends on the word alone.
-
-encode_batch's hot path does the first one for a whole batch of such texts at once
+Each appends one entry per token to the `Columns` and returns how many words it read.
+encode_batch's hot path does the first one for a whole batch of texts at once
 (WordCache.encode_texts -> Flat; for Unigram behind a splitting Metaspace,
-WordCache.encode_metaspace), and framed_encodings turns the Flat into post-processed,
-padded Encodings whose columns are made when first read (FramedBatch). Tests hold every fast
-path to the general one (tests/tokenizers/test_encoding_speed_paths.py) and to `tokenizers`.
+WordCache.encode_metaspace).
+
+The tables that share tuples between entries (`shapes`, `placed`, the offset pairs) belong to
+the WordCache, so they go with it when the model changes.
 """
 from __future__ import annotations
 
+from functools import partial
 from itertools import accumulate, chain, compress, count, repeat
 from operator import itemgetter, not_, rshift, sub
 from typing import Callable, Iterable
 
-from .base import Model
-from .bpe import BPE
-from .byte_level import to_byte_chars
-from .encoding import Encoding, offset_pairs
-from .normalized_string import NormalizedString
-from .post_processors import Frame, trimmed_offsets
-from .pre_tokenizers import Metaspace, WordSplit
-from .unigram import Unigram
-from .wordpiece import WordPiece
+from ..base import Model
+from ..bpe import BPE
+from ..byte_level import to_byte_chars
+from ..encoding import Encoding
+from ..normalized_string import NormalizedString
+from ..post_processors import trimmed_offsets
+from ..pre_tokenizers import Metaspace
+from ..unigram import Unigram
+from ..wordpiece import WordPiece
+from .models import UnigramColumns, bpe_columns, token_columns
+from .splits import WordSplit
 
 _WORD_CACHE_LIMIT = 200_000  # distinct words per table; real text has a Zipfian vocabulary
 
@@ -45,14 +47,32 @@ _ALL_BUT_LAST, _LAST = itemgetter(slice(None, -1)), itemgetter(-1)
 Entry = tuple  # (ids, tokens, starts, ends, shape): tuples of ints / strs, offsets relative to the word
 
 
+class _Shared(dict):
+    """Each key looked up for the first time is stored as its own value (up to a limit), so
+    that equal tuples made later are looked up instead of kept. A batch keeps an offset pair
+    per token; Python's garbage collector runs whenever enough new container objects have
+    piled up and then walks the older ones too, so a new tuple per token would cost a large
+    share of the encoding time. Looked up, a pair allocates nothing."""
+    limit = 200_000
+
+    def __missing__(self, key):
+        if len(self) < self.limit:
+            self[key] = key
+        return key
+
+
 class _Shapes(dict):
     """Offset pairs relative to a word -> (starts, ends, pairs) tuples, so that entries share
-    them (bounded); the pairs themselves are shared too (encoding.offset_pairs)."""
+    them (bounded); the pairs themselves are shared too."""
     limit = 100_000
+
+    def __init__(self):
+        super().__init__()
+        self.pairs = _Shared()
 
     def __missing__(self, shape):
         starts, ends = tuple(map(_FIRST, shape)), tuple(map(_SECOND, shape))
-        shape = tuple(offset_pairs(starts, ends))
+        shape = tuple(map(self.pairs.__getitem__, zip(starts, ends)))
         if len(self) < self.limit:
             self[shape] = starts, ends, shape
         return starts, ends, shape
@@ -60,9 +80,8 @@ class _Shapes(dict):
 
 class _Placed(dict):
     """(start, shape) -> the offsets of a word at `start` of its text whose tokens have the
-    relative offsets `shape`. Real text has few distinct shapes at few distinct starts (66,000
-    keys for the 3.3M words of the 13 MB bench corpus), so a batch's offsets are one lookup per
-    word, with no tuple made per token."""
+    relative offsets `shape`. Real text has few distinct shapes at few distinct starts, so a
+    batch's offsets are one lookup per word, with no tuple made per token."""
     limit = 500_000
 
     def __missing__(self, key):
@@ -73,29 +92,8 @@ class _Placed(dict):
         return placed
 
 
-_SHAPES, placed = _Shapes(), _Placed()
-
-
 def _plus_one(total: int, n: int) -> int:
     return total + n + 1
-
-
-def make_entry(ids, tokens, starts, ends) -> Entry:
-    starts, ends, shape = _SHAPES[tuple(zip(starts, ends))]
-    return tuple(ids), tuple(tokens), starts, ends, shape
-
-
-def model_entry(model: Model, word: str) -> Entry:
-    """The model's tokens for word as an entry.
-
-    >>> model_entry(WordPiece({"un": 0, "##able": 1}), "unable")
-    ((0, 1), ('un', '##able'), (0, 2), (2, 6), ((0, 2), (2, 6)))
-    """
-    if type(model) is BPE or type(model) is Unigram:  # (without Token objects)
-        return make_entry(*model.columns(word))
-    toks = model.tokenize(word)
-    return make_entry([t.id for t in toks], [t.value for t in toks], [t.offsets[0] for t in toks],
-                      [t.offsets[1] for t in toks])
 
 
 class Columns:
@@ -113,6 +111,11 @@ class Columns:
         self.tokens.append(token)
         self.offsets.append(offsets)
         self.words.append(word)
+
+    def encoding(self, type_id: int) -> Encoding:
+        """The sequence as an Encoding before post-processing (all its tokens of type type_id)."""
+        n = len(self.ids)
+        return Encoding(self.ids, self.tokens, self.offsets, self.words, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 
 
 def _fill(entries: list, words: list[str], cache: dict[str, Entry], new_entry: Callable[[str], Entry]) -> None:
@@ -171,6 +174,15 @@ class WordCache:
 
     def __init__(self, model: Model):
         self.model = model
+        self.memoize = self.applies(model)
+        # the model's tokens of a word as columns (models.py)
+        if type(model) is BPE:
+            self.columns = partial(bpe_columns, model)
+        elif type(model) is Unigram:
+            self.columns = UnigramColumns(model)
+        else:
+            self.columns = partial(token_columns, model)
+        self.shapes, self.placed = _Shapes(), _Placed()
         self.entries: dict[str, Entry] = {}  # model word -> entry
         self.by_text: dict[str, Entry] = {}  # byte-level hot path: original word -> entry in its chars
         # byte-level, offsets trimmed as trimmed_offsets does (encode_texts): the entries of words
@@ -183,8 +195,21 @@ class WordCache:
     def __len__(self):
         return len(self.entries)
 
+    def make_entry(self, ids, tokens, starts, ends) -> Entry:
+        starts, ends, shape = self.shapes[tuple(zip(starts, ends))]
+        return tuple(ids), tuple(tokens), starts, ends, shape
+
+    def model_entry(self, word: str) -> Entry:
+        """The model's tokens for word as an entry (not memoized).
+
+        >>> WordCache(WordPiece({"un": 0, "##able": 1})).model_entry("unable")
+        ((0, 1), ('un', '##able'), (0, 2), (2, 6), ((0, 2), (2, 6)))
+        """
+        return self.make_entry(*self.columns(word))
+
     @staticmethod
     def applies(model: Model) -> bool:
+        """Whether the model's output is a function of the word alone, so words can be memoized."""
         return (type(model) is WordPiece or (type(model) is BPE and not model.dropout)
                 or (type(model) is Unigram and not model.float32))  # (float32: whole sentences)
 
@@ -195,7 +220,7 @@ class WordCache:
         e = self.prepended.get(word)
         if e is None:
             ids, tokens, starts, ends, _ = entry
-            e = make_entry(ids, tokens, [max(a - 1, 0) for a in starts], [max(b - 2, 0) + 1 for b in ends])
+            e = self.make_entry(ids, tokens, [max(a - 1, 0) for a in starts], [max(b - 2, 0) + 1 for b in ends])
             if len(self.prepended) < _WORD_CACHE_LIMIT:
                 self.prepended[word] = e
         return e
@@ -235,8 +260,7 @@ class WordCache:
         cache = self.after_r
         entries = list(map(cache.get, parts))
         if None in entries:
-            model = self.model
-            _fill(entries, parts, cache, lambda part: model_entry(model, r + part))
+            _fill(entries, parts, cache, lambda part: self.model_entry(r + part))
         for i in firsts:  # (r prepended, or no r at all)
             entries[i] = self.prepended_entry(r + parts[i], entries[i]) if prepend else self.entry(parts[i])
         # a word's start in its text: the running sum of word lengths (each with its r, as if
@@ -245,14 +269,14 @@ class WordCache:
         text_starts = chain.from_iterable(map(repeat, map(sum, zip(accumulate(map(len, texts), initial=0),
                                                                   accumulate(shift, initial=0), shift)), n_words))
         word_starts = map(max, map(sub, accumulate(map(len, parts), _plus_one, initial=0), text_starts), repeat(0))
-        return _flat(entries, n_words, word_starts)
+        return _flat(entries, n_words, word_starts, self.placed)
 
     def entry(self, word: str) -> Entry:
-        """model_entry(model, word), memoized."""
+        """model_entry(word), memoized where the model allows."""
         e = self.entries.get(word)
         if e is None:
-            e = model_entry(self.model, word)
-            if len(self.entries) < _WORD_CACHE_LIMIT:
+            e = self.model_entry(word)
+            if self.memoize and len(self.entries) < _WORD_CACHE_LIMIT:
                 self.entries[word] = e
         return e
 
@@ -264,14 +288,14 @@ class WordCache:
             return e
         ids, tokens, starts, ends, _ = e
         char_of = [i for i, c in enumerate(word) for _ in range(len(c.encode("utf-8")))]  # byte -> its char
-        return make_entry(ids, tokens, [char_of[a] for a in starts], [char_of[b - 1] + 1 for b in ends])
+        return self.make_entry(ids, tokens, [char_of[a] for a in starts], [char_of[b - 1] + 1 for b in ends])
 
     def trimmed_entry(self, word: str, first_with_prefix_space: bool = False) -> Entry:
         """text_entry(word) with its offsets trimmed (post_processors.trimmed_offsets), as they
         are when the word is not first in its text, or first with add_prefix_space set."""
         ids, tokens, starts, ends, shape = self.text_entry(word)
         offsets = trimmed_offsets(tokens, list(shape), first_with_prefix_space, [0] if first_with_prefix_space else [])
-        return make_entry(ids, tokens, map(_FIRST, offsets), map(_SECOND, offsets))
+        return self.make_entry(ids, tokens, map(_FIRST, offsets), map(_SECOND, offsets))
 
     def encode(self, s: str, base: int, split: WordSplit, out: Columns, first_word: int) -> int:
         """Encode s (whose char i is original[base + i]), cut into words by split, into out;
@@ -294,10 +318,50 @@ class WordCache:
             _fill(entries, text_words, cache, new_entry)
         out.ids += chain.from_iterable(map(_IDS, entries))
         out.tokens += chain.from_iterable(map(_TOKENS, entries))
-        out.offsets += chain.from_iterable(map(placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
+        out.offsets += chain.from_iterable(map(self.placed.__getitem__, zip(word_starts, map(_SHAPE, entries))))
         out.words += chain.from_iterable(map(repeat, count(first_word), map(len, map(_IDS, entries))))
         return len(text_words)
 
+    def encode_matches(self, ns: NormalizedString, pattern, out: Columns, first_word: int) -> int:
+        """Each match of pattern in ns is a word, self.entry(word) its tokens; offsets through ns's alignment."""
+        ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
+        spans, base, entry, placed = ns.spans, ns.offset, self.entry, self.placed
+        word = first_word
+        for m in pattern.finditer(ns.normalized):
+            a = m.start()
+            w_ids, w_tokens, starts, ends, shape = entry(m.group())
+            ids += w_ids
+            tokens += w_tokens
+            words += repeat(word, len(w_ids))
+            if spans is None:
+                offsets += placed[base + a, shape]
+            else:
+                for s, e in zip(starts, ends):
+                    if e > s:
+                        offsets.append((spans[a + s][0], spans[a + e - 1][1]))
+                    else:
+                        offsets.append(ns.original_span(a + s, a + e))
+            word += 1
+        return word - first_word
+
+
+
+    def encode_pieces(self, pieces: list[NormalizedString], out: Columns, first_word: int) -> int:
+        """Each piece (from any pre-tokenizer) is a word, self.entry(word) its tokens."""
+        ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
+        entry, placed = self.entry, self.placed
+        word = first_word
+        for p in pieces:
+            w_ids, w_tokens, starts, ends, shape = entry(p.normalized)
+            ids += w_ids
+            tokens += w_tokens
+            words += repeat(word, len(w_ids))
+            if p.spans is None:  # plain slice of the original: offsets are a shift
+                offsets += placed[p.offset, shape]
+            else:
+                offsets += map(p.original_span, starts, ends)
+            word += 1
+        return word - first_word
 
     def encode_texts(self, texts: list[str], split: WordSplit, trim: bool | None = None) -> "Flat":
         """encode(text, 0, split, ...) for every text of a batch, as one Flat: the texts'
@@ -330,10 +394,11 @@ class WordCache:
                     if len(self.trimmed_first) < _WORD_CACHE_LIMIT:
                         self.trimmed_first[words[i]] = e
                 entries[i] = e
-        return _flat(entries, n_words, word_starts, word_bounds)
+        return _flat(entries, n_words, word_starts, self.placed, word_bounds)
 
 
-def _flat(entries: list, n_words: list[int], word_starts: "Iterable[int]", word_bounds: list[int] | None = None) -> "Flat":
+def _flat(entries: list, n_words: list[int], word_starts: "Iterable[int]", placed: _Placed,
+          word_bounds: list[int] | None = None) -> "Flat":
     """The Flat of a batch whose words have these entries, texts these word counts, and words
     these starts in their texts."""
     if word_bounds is None:
@@ -341,7 +406,7 @@ def _flat(entries: list, n_words: list[int], word_starts: "Iterable[int]", word_
     counts = list(map(len, map(_IDS, entries)))
     token_ends = list(accumulate(counts, initial=0))
     return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
-                list(map(token_ends.__getitem__, word_bounds)), entries, n_words, list(word_starts), counts)
+                list(map(token_ends.__getitem__, word_bounds)), entries, n_words, list(word_starts), counts, placed)
 
 
 class Flat:
@@ -351,20 +416,22 @@ class Flat:
     ids and tokens are made at once; offsets and word ids for the whole batch when first read
     (most callers read ids only), from the words' entries and starts kept until then.
     """
-    __slots__ = ("ids", "tokens", "bounds", "_entries", "_n_words", "_word_starts", "_counts", "_offsets", "_words")
+    __slots__ = ("ids", "tokens", "bounds", "_entries", "_n_words", "_word_starts", "_counts", "_placed",
+                 "_offsets", "_words")
 
     def __init__(self, ids: list[int], tokens: list[str], bounds: list[int], entries: list[Entry],
-                 n_words: list[int], word_starts: list[int], counts: list[int]):
+                 n_words: list[int], word_starts: list[int], counts: list[int], placed: _Placed):
         self.ids, self.tokens, self.bounds = ids, tokens, bounds
         self._entries, self._n_words, self._word_starts, self._counts = entries, n_words, word_starts, counts
+        self._placed = placed
         self._offsets: list[tuple[int, int]] | None = None
         self._words: list[int] | None = None
 
     @property
     def offsets(self) -> list[tuple[int, int]]:
         if self._offsets is None:
-            self._offsets = list(chain.from_iterable(map(placed.__getitem__, zip(self._word_starts,
-                                                                                 map(_SHAPE, self._entries)))))
+            self._offsets = list(chain.from_iterable(map(self._placed.__getitem__,
+                                                         zip(self._word_starts, map(_SHAPE, self._entries)))))
             self._drop_sources()
         return self._offsets
 
@@ -376,105 +443,17 @@ class Flat:
             self._drop_sources()
         return self._words
 
+    def encodings(self, which, type_id: int) -> list[Encoding]:
+        """The Encoding of each text k in `which`, as the general path makes it before post-processing."""
+        ids, tokens, offsets, words, bounds = self.ids, self.tokens, self.offsets, self.words, self.bounds
+        out = []
+        for k in which:
+            s, e = bounds[k], bounds[k + 1]
+            n = e - s
+            out.append(Encoding(ids[s:e], tokens[s:e], offsets[s:e], words[s:e],
+                                [type_id] * n, [0] * n, [1] * n, [type_id] * n))
+        return out
+
     def _drop_sources(self) -> None:
         if self._offsets is not None and self._words is not None:
-            self._entries = self._n_words = self._word_starts = self._counts = None
-
-
-def flat_encodings(flat: Flat, which, type_id: int) -> list[Encoding]:
-    """The Encoding of each text k in `which`, as _encode_one makes it (before post-processing)."""
-    ids, tokens, offsets, words, bounds = flat.ids, flat.tokens, flat.offsets, flat.words, flat.bounds
-    out = []
-    for k in which:
-        s, e = bounds[k], bounds[k + 1]
-        n = e - s
-        out.append(Encoding(ids[s:e], tokens[s:e], offsets[s:e], words[s:e],
-                            [type_id] * n, [0] * n, [1] * n, [type_id] * n))
-    return out
-
-
-class FramedBatch:
-    """The source of the deferred Encodings framed_encodings makes: text k's column, built from
-    the batch's Flat as process() then pad() would make it. (The Flat stays in memory while
-    any encoding of the batch is kept: about one more copy of its unpadded ids, tokens,
-    offsets and word ids.)"""
-
-    def __init__(self, flat: Flat, frame: Frame, pad_to: int, pad: dict | None):
-        self.flat, self.frame, self.pad_to = flat, frame, pad_to
-        self.pad_id, self.pad_token, self.pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
-
-    def column(self, name: str, k: int) -> list:
-        bounds = self.flat.bounds
-        s, e = bounds[k], bounds[k + 1]
-        b, type_id, a, _ = self.frame
-        nb, n, na = len(b), e - s, len(a)
-        k_pad = max(self.pad_to - nb - n - na, 0)
-        if name == "ids":
-            return [*b.ids, *self.flat.ids[s:e], *a.ids, *repeat(self.pad_id, k_pad)]
-        if name == "tokens":
-            return [*b.tokens, *self.flat.tokens[s:e], *a.tokens, *repeat(self.pad_token, k_pad)]
-        if name == "offsets":
-            return [*b.offsets, *self.flat.offsets[s:e], *a.offsets, *repeat((0, 0), k_pad)]
-        if name == "word_ids":
-            return [*b.word_ids, *self.flat.words[s:e], *a.word_ids, *repeat(None, k_pad)]
-        if name == "type_ids":
-            return [*b.type_ids, *repeat(type_id, n), *a.type_ids, *repeat(self.pad_type, k_pad)]
-        if name == "special_tokens_mask":
-            return [*b.special_tokens_mask, *repeat(0, n), *a.special_tokens_mask, *repeat(1, k_pad)]
-        if name == "attention_mask":
-            return [*repeat(1, nb + n + na), *repeat(0, k_pad)]
-        if name == "sequence_ids":
-            return [*b.sequence_ids, *repeat(0, n), *a.sequence_ids, *repeat(None, k_pad)]
-        raise KeyError(name)
-
-
-def framed_encodings(flat: Flat, which, frame: Frame, pad_to: int, pad: dict | None) -> list[Encoding]:
-    """The Encoding of each text k in `which`, post-processed by `frame` (flat's offsets are
-    already trimmed) and padded on the right to pad_to tokens, as the pad dict says (see
-    truncation.padding_settings): what process() then pad() would make of it, in one step.
-    Each is deferred: its columns are made from the batch when first read (FramedBatch)."""
-    batch = FramedBatch(flat, frame, pad_to, pad)
-    bounds, n_frame = flat.bounds, len(frame.before) + len(frame.after)
-    return [Encoding.deferred(batch, k, max(bounds[k + 1] - bounds[k] + n_frame, pad_to)) for k in which]
-
-
-def encode_matches(ns: NormalizedString, pattern, entry: Callable[[str], Entry], out: Columns,
-                   first_word: int) -> int:
-    """Each match of pattern in ns is a word, entry(word) its tokens; offsets through ns's alignment."""
-    ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
-    spans, base = ns.spans, ns.offset
-    word = first_word
-    for m in pattern.finditer(ns.normalized):
-        a = m.start()
-        w_ids, w_tokens, starts, ends, shape = entry(m.group())
-        ids += w_ids
-        tokens += w_tokens
-        words += repeat(word, len(w_ids))
-        if spans is None:
-            offsets += placed[base + a, shape]
-        else:
-            for s, e in zip(starts, ends):
-                if e > s:
-                    offsets.append((spans[a + s][0], spans[a + e - 1][1]))
-                else:
-                    offsets.append(ns.original_span(a + s, a + e))
-        word += 1
-    return word - first_word
-
-
-def encode_pieces(pieces: list[NormalizedString], entry: Callable[[str], Entry], out: Columns,
-                  first_word: int) -> int:
-    """Each piece (from any pre-tokenizer) is a word, entry(word) its tokens."""
-    ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
-    word = first_word
-    for p in pieces:
-        w_ids, w_tokens, starts, ends, shape = entry(p.normalized)
-        ids += w_ids
-        tokens += w_tokens
-        words += repeat(word, len(w_ids))
-        if p.spans is None:  # plain slice of the original: offsets are a shift
-            offsets += placed[p.offset, shape]
-        else:
-            offsets += map(p.original_span, starts, ends)
-        word += 1
-    return word - first_word
+            self._entries = self._n_words = self._word_starts = self._counts = self._placed = None

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import bisect
 import multiprocessing as mp
-import os
 import pickle
 from itertools import accumulate
 from typing import Callable
 
-from .encoding import Encoding
+from ..encoding import Encoding
 
 EncodeChunk = Callable[[list, "list | None"], "list[Encoding]"]
 
@@ -25,16 +24,12 @@ _PARALLEL_MIN_TEXTS, _PARALLEL_MIN_CHARS = 2_000, 1_000_000
 
 
 def workers_for(texts: list, workers: int | None) -> int:
-    """How many processes should encode this batch (1: this one alone)."""
+    """How many processes should encode this batch (1: this one alone) when `workers` are asked
+    for (None: 1): a small batch is not worth a fork."""
     if workers is None:
-        env = os.environ.get("BERTOLOGY_ENCODE_WORKERS")
-        if env:
-            try:
-                workers = int(env)
-            except ValueError:
-                raise ValueError(f"BERTOLOGY_ENCODE_WORKERS must be an integer, got {env!r}") from None
-        else:
-            workers = 1
+        workers = 1
+    if not isinstance(workers, int) or isinstance(workers, bool):
+        raise TypeError(f"encode_batch: workers must be an int, got {workers!r}")
     if (workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon
             or len(texts) < 2):
         return 1  # (daemonic processes, e.g. DataLoader workers, may not have children)
