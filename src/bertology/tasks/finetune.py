@@ -296,12 +296,9 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
                 atomic_write_json(tmp / "best.json", best)
         return scores
 
-    args = TrainingArguments(
-        out_dir=str(out), steps=steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=round(o.warmup_ratio * steps),
-        weight_decay=o.weight_decay, bf16=o.bf16, seed=o.seed, log_every=o.log_every,
-        eval_every=steps_per_epoch if dev else None, keep_last=o.keep_checkpoints, quiet=o.quiet,
-        save_every=steps_per_epoch, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile,
-    )
+    args = TrainingArguments.from_options(
+        o, out, overwrite, steps=steps, warmup_steps=round(o.warmup_ratio * steps), keep_last=o.keep_checkpoints,
+        eval_every=steps_per_epoch if dev else None, save_every=steps_per_epoch)
     if not resume:
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     groups = parameter_groups(model, o.weight_decay)

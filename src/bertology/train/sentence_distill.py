@@ -26,7 +26,7 @@ from torch import nn
 
 from ..data import iter_documents
 from ..data.masking import mask_by_weight, seeded_generator
-from ..data.store import heldout_count
+from ..data.tokenized import heldout_count, split_documents
 from ..io import atomic_path, atomic_write_json
 from ..models import PreTrainedModel, from_config, get_family, task_class
 from ..models.checkpoint import save as save_checkpoint_layout
@@ -35,7 +35,7 @@ from ..nn import set_dropout
 from ..tokenizers import Tokenizer
 from .objectives import SentenceDistillationObjective, evaluate_sentence_student
 from .student import parts
-from .trainer import Trainer
+from .trainer import Trainer, TrainingArguments, run_summary
 
 TEXT_UNITS = ("document", "sentence")
 
@@ -81,18 +81,15 @@ def read_texts(files: list[str], format: str, unit: str) -> list[list[str]]:
 
 
 def split_texts(documents: list[list[str]], heldout: float | int, seed: int, where: str) -> tuple[list[str], list[str]]:
-    """(training texts, held-out texts): whole documents held out, chosen by a seeded permutation."""
+    """(training texts, held-out texts): whole documents held out, chosen by the seed."""
     n = len(documents)
     held = heldout_count(n, heldout)
     if n == 0:
         raise ValueError(f"corpus file(s) {where} hold no text")
     if held >= n:
         raise ValueError(f"--heldout {heldout:g} sets aside {held} of the {n} documents of {where}, leaving none to train on")
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
-    chosen = set(order[:held])
-    train = [t for i, d in enumerate(documents) if i not in chosen for t in d]
-    test = [t for i, d in enumerate(documents) if i in chosen for t in d]
-    return train, test
+    train_docs, held_docs = split_documents(n, heldout, seed, where)  # the one held-out rule
+    return [t for i in train_docs for t in documents[i]], [t for i in held_docs for t in documents[i]]
 
 
 def _encode(tokenizer: Tokenizer, texts: list[str], seq_len: int, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -177,7 +174,7 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         def evaluate(m):
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
-    trainer = Trainer(model, o.training_arguments(out, overwrite), batches, objective, evaluate,
+    trainer = Trainer(model, TrainingArguments.from_options(o, out, overwrite), batches, objective, evaluate,
                       save_extra=lambda d: student_tok.save(d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     if evaluate is not None:
@@ -187,12 +184,9 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         "architecture": student.architecture, "preset": o.preset, "parameters": student.num_parameters(),
         "projection_parameters": sum(p.numel() for p in model.projection.parameters()),
         "teacher_parameters": teacher.num_parameters(), "vocab_size": student_tok.vocab_size,
-        "alphas": asdict(objective.alphas), "teacher_bf16": objective.teacher_bf16, "steps": result["step"],
-        "train_seconds": trainer.elapsed_s, "interrupted": result["interrupted"], "train_texts": len(train_texts),
-        "heldout_texts": len(heldout_texts),
-        "heldout_cosine": final_eval.get("eval/cosine"), "notes": notes,
-        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
-        "eval": final_eval, "options": asdict(o),
+        "alphas": asdict(objective.alphas), "teacher_bf16": objective.teacher_bf16, "train_texts": len(train_texts),
+        "heldout_texts": len(heldout_texts), "heldout_cosine": final_eval.get("eval/cosine"), "notes": notes,
+        **run_summary(trainer, result), "eval": final_eval, "options": asdict(o),
     }
     if not result["interrupted"]:
         model.save_student(out)
