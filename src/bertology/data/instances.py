@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 

@@ -6,9 +6,8 @@ For one sequence (`mask_sequence`):
    [UNK], ...) are never selected.
 2. Units: with whole_word=False every candidate token is a unit; with whole_word=True a unit is
    a word, i.e. a run of candidates that starts at a word-start token (or right after a special
-   token) - so all pieces of a word are masked together. Word starts come from the token
-   strings (`instances.word_starts`): WordPiece "##" pieces continue a word, byte-level BPE "Ġ"
-   and SentencePiece "▁" pieces start one.
+   token) - so all pieces of a word are masked together. Word starts come from the encodings'
+   word_ids (`instances.word_starts`): the pieces of one pre-tokenized word form one word.
 3. Budget: num_to_predict = min(max_predictions, max(1, round(mlm_probability * #candidates))).
 4. Spans (ALBERT's n-gram masking; ngram=1 is BERT's): visit the units in a random order; at
    each, draw a span length n in 1..ngram with p(n) ∝ 1/n (truncated to the units left in the
