@@ -127,7 +127,7 @@ def run(args) -> int:
     pretrained = out / "pretrain"
     starts = []
     for family in FAMILIES:
-        pooling = get_family(family).sentence_pooling  # XLNet's sentence head is its own summary
+        pooling = "cls" if get_family(family).summary_head else "mean"  # XLNet's head is its own summary
         starts += [Start(family, pretrained / family, pooling=pooling),
                    Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling)]
     starts += [Start(W2V, pretrained / W2V), Start(STUDENT, out / "distill" / "minilm")]

@@ -54,7 +54,7 @@ class Family:
     task_heads: tuple[tuple[str, str], ...] = ()  # (task's head, this family's) where they differ
     # options its tokenizer is trained with when a job trains one (tokenizers.train keyword arguments)
     tokenizer_options: tuple[tuple[str, Any], ...] = ()
-    sentence_pooling: str = "mean"  # how a sentence head pools when the user does not say (XLNet: its own summary)
+    summary_head: bool = False  # its sentence head is its own sequence summary (XLNet): no mean pooling
 
     def task_head(self, head: str) -> str:
         """The head a fine-tuning task builds: get_family("xlnet").task_head("ForQuestionAnswering") is its
@@ -106,7 +106,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            hf_names.XLNET, tokenizer="xlnet", tokenizer_algorithm="Unigram",
            specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>", eod="</s>"),
            pretraining=Pretraining("plm", "streams", "permutation"),
-           task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),), sentence_pooling="cls"),
+           task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),), summary_head=True),
 )}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 

@@ -176,7 +176,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
 
 
 def _check_pooling(o: FinetuneOptions, model_type: str) -> None:
-    if o.pooling == "mean" and model_type == "xlnet":
+    if o.pooling == "mean" and get_family(model_type).summary_head:
         raise ValueError("--pooling mean: XLNet's sentence head is its own sequence summary (config summary_type); "
                          "mean pooling covers bert, roberta, albert and distilbert")
 
