@@ -303,7 +303,7 @@ def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, special
                     where: str) -> dict:
     """Write the unmasked instances of documents `doc_ids` of a tokenized corpus under recipe `r`
     into `tmp` (an arrays.ArrayWriter directory); returns its meta."""
-    T, pairs = r.max_seq_length, r.packing == "pairs"
+    T, pairs = r.max_seq_length, r.pair_task is not None
     spec = {"input_ids": ("int32", (T,)), "lengths": ("int32", ())}
     if get_family(r.family).segments:
         spec["token_type_ids"] = ("int8", (T,))
@@ -330,7 +330,7 @@ def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, special
         rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
         docs = corpus.documents(doc_ids)
         if pairs:
-            task = "nsp" if r.objective == "mlm+nsp" else "sop"
+            task = r.pair_task
             window = DocumentWindow(r.negative_window)
             pending = (cur for doc in docs for cur in window.push(doc))
             for cur in _chain(pending, window):

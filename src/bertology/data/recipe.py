@@ -13,6 +13,7 @@ train/objectives.py, and one masker / collator choice (data/masker.py).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, fields
 
 from ..models.family import PRETRAINABLE, get_family
@@ -64,11 +65,20 @@ class Recipe:
         for name, ok, rule in checks:
             if not ok:
                 raise ValueError(f"{name} must {rule}, got {getattr(self, name)}")
+        T, p, cap = self.max_seq_length, self.mlm_probability, self.max_predictions
+        if cap is not None and cap < round(p * (T - (3 if self.pair_task else 2))):
+            warnings.warn(f"max_predictions_per_seq={cap} caps masking below mlm_probability={p} of max_seq_length={T} "
+                          "(Google used 20 for 128, 80 for 512)")
 
     @property
     def head(self) -> str:
         """The model head that learns this objective (e.g. ForPreTraining for mlm+nsp)."""
         return HEADS[self.objective]
+
+    @property
+    def pair_task(self) -> str | None:
+        """The sentence-pair task of the instances: "nsp", "sop", or None (packed sequences)."""
+        return {"mlm+nsp": "nsp", "mlm+sop": "sop"}.get(self.objective)
 
     @property
     def pair_label(self) -> str | None:

@@ -34,7 +34,6 @@ import os
 import shutil
 import sys
 import tempfile
-import warnings
 import weakref
 from functools import lru_cache
 from pathlib import Path
@@ -183,10 +182,6 @@ def build_store(files, tokenizer, recipe: Recipe, *, seed: int, cache_dir: str |
     specials = special_tokens(tokenizer, recipe.family)
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
-    T, p, cap = recipe.max_seq_length, recipe.mlm_probability, recipe.max_predictions
-    if cap is not None and cap < round(p * (T - (3 if recipe.packing == "pairs" else 2))):
-        warnings.warn(f"max_predictions_per_seq={cap} caps masking below mlm_probability={p} of max_seq_length={T} "
-                      "(Google used 20 for 128, 80 for 512)")
     show_progress = sys.stderr.isatty() if show_progress is None else show_progress
     cache = Path(cache_dir) if cache_dir is not None else Path(tempfile.mkdtemp(prefix="bertology-data-"))
     stamp = [(os.path.abspath(f), os.path.getsize(f), os.stat(f).st_mtime_ns) for f in files]
@@ -196,7 +191,7 @@ def build_store(files, tokenizer, recipe: Recipe, *, seed: int, cache_dir: str |
     if corpus.num_documents == 0:
         raise ValueError(f"corpus file(s) {where} hold no text (no document with a token)")
     docs_train, docs_held = split_documents(corpus.num_documents, heldout, seed, where)
-    if recipe.objective == "mlm+nsp":
+    if recipe.pair_task == "nsp":
         check_nsp_split(len(docs_train), len(docs_held), corpus.num_documents, where)
     vocab_ids = sorted(set(tokenizer.get_vocab().values()) - set(specials.all_ids))
     common = {"layout": LAYOUT, "seed": seed, "mask_id": specials.mask, "special_ids": list(specials.all_ids),

@@ -151,7 +151,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     _check_model_options(o, recipe)
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
-    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=recipe.objective == "mlm+nsp")
+    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=recipe.pair_task == "nsp")
     # a bad tokenizer file fails now, not after the output directory is set up
     given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
