@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertology.data import InstanceStore, build_instances
+from bertology.data import InstanceStore, TokenizedCorpus, build_instances
 from bertology.data.masking import IGNORE_INDEX, RowDraws, mask_rows_vectorised, seeded_generator
 
 
@@ -149,6 +149,11 @@ def test_an_earlier_layout_is_refused_with_the_directory_named(tmp_path):
     (old / "meta.json").write_text('{"config": {}, "arrays": {}}')
     with pytest.raises(ValueError, match="instances-old: an instance store of an earlier bertology.*delete the directory"):
         InstanceStore(old)
+    tokens = tmp_path / "tokens-old"
+    tokens.mkdir()
+    (tokens / "meta.json").write_text('{"files": [], "format": "lines", "arrays": {}}')
+    with pytest.raises(ValueError, match="tokens-old: a tokenized corpus of an earlier bertology.*delete the directory"):
+        TokenizedCorpus(tokens)
 
 
 @pytest.mark.parametrize("world", [1, 3])

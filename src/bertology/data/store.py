@@ -46,7 +46,7 @@ from .corpus import check_files
 from .instances import special_tokens, write_instances
 from .masker import Masker
 from .recipe import Recipe
-from .tokenized import check_nsp_split, split_documents, tokenize_corpus
+from .tokenized import WORD_STARTS, check_nsp_split, split_documents, tokenize_corpus
 
 LAYOUT = 2  # 2: unmasked rows, masks drawn per batch (1 kept static masks in the store)
 
@@ -185,7 +185,8 @@ def build_store(files, tokenizer, recipe: Recipe, *, seed: int, cache_dir: str |
     show_progress = sys.stderr.isatty() if show_progress is None else show_progress
     cache = Path(cache_dir) if cache_dir is not None else Path(tempfile.mkdtemp(prefix="bertology-data-"))
     stamp = [(os.path.abspath(f), os.path.getsize(f), os.stat(f).st_mtime_ns) for f in files]
-    tok_key = digest({"files": stamp, "tokenizer": tokenizer.to_str(), "format": format, "errors": errors})
+    tok_key = digest({"files": stamp, "tokenizer": tokenizer.to_str(), "format": format, "errors": errors,
+                      "word_starts": WORD_STARTS})
     corpus = tokenize_corpus(files, tokenizer, cache / f"tokens-{tok_key}", format, errors, show_progress)
     where = ", ".join(files)
     if corpus.num_documents == 0:

@@ -22,12 +22,18 @@ from .corpus import check_files, count_documents, iter_documents
 from .instances import Segment, tokenize_document
 
 
+WORD_STARTS = "word_ids"  # where word starts come from: the encodings' word_ids (earlier: guessed from token strings)
+
+
 class TokenizedCorpus:
     """Flat token ids + word starts of a whole corpus, with sentence and document offsets."""
 
     def __init__(self, directory: Path):
         self.dir = Path(directory)
         self.meta = json.loads((self.dir / "meta.json").read_text())
+        if self.meta.get("word_starts") != WORD_STARTS:
+            raise ValueError(f"{self.dir}: a tokenized corpus of an earlier bertology (word starts guessed from token "
+                             "strings); it is a cache: delete the directory and the next run builds it again")
         a = open_arrays(self.dir, self.meta["arrays"])
         self.ids, self.starts, self.sent_offsets, self.doc_offsets = a["ids"], a["starts"], a["sent_offsets"], a["doc_offsets"]
 
@@ -89,7 +95,8 @@ def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", er
                 n_sents += 1
                 w.add(sent_offsets=n_tokens)
             w.add(doc_offsets=n_sents)
-        return {"files": [os.fspath(f) for f in files], "format": format, "arrays": w.close()}
+        return {"files": [os.fspath(f) for f in files], "format": format, "word_starts": WORD_STARTS,
+                "arrays": w.close()}
 
     return TokenizedCorpus(build_cached(Path(directory), build))
 
