@@ -1,13 +1,13 @@
-"""Masking: selection rate, 80/10/10, special tokens, whole words for ## / Ġ / ▁, n-gram lengths;
-the vectorised mask_rows against the per-row reference (same spans given the same draws, same
+"""Masking: selection rate, 80/10/10, special tokens, whole words from the encodings' word_ids, n-gram lengths;
+the vectorised mask_rows_vectorised against the per-row reference (same spans given the same draws, same
 statistics)."""
 import collections
 
 import pytest
 import torch
 
-from bertology.data import (IGNORE_INDEX, mask_batch, mask_rows, mask_sequence, ngram_probabilities, num_to_predict,
-                            seeded_generator, select_spans, select_spans_rows, word_starts, word_style, word_units)
+from bertology.data import (IGNORE_INDEX, mask_rows_reference, mask_rows_vectorised, mask_sequence, ngram_probabilities,
+                            num_to_predict, seeded_generator, select_spans, select_spans_rows, word_starts, word_units)
 
 CLS, SEP, PAD, MASK = 1, 2, 0, 3
 SPECIAL = torch.tensor([PAD, CLS, SEP, MASK])
@@ -25,7 +25,7 @@ def random_batch(B=800, T=128, seed=0):
     return ids
 
 
-MASKERS = {"reference": mask_batch, "vectorised": mask_rows}  # row by row / all rows at once
+MASKERS = {"reference": mask_rows_reference, "vectorised": mask_rows_vectorised}  # row by row / all rows at once
 
 
 @pytest.mark.parametrize("masker", MASKERS)
@@ -78,16 +78,16 @@ def test_bad_arguments():
         mask_sequence(ids[0], ids[0] < 4, None, torch.Generator(), mask_id=MASK, random_ids=RANDOM_IDS,
                       mlm_probability=1.5)
     with pytest.raises(ValueError, match="generators"):
-        mask_batch(ids, ids < 4, None, [torch.Generator()], mask_id=MASK, random_ids=RANDOM_IDS)
+        mask_rows_reference(ids, ids < 4, None, [torch.Generator()], mask_id=MASK, random_ids=RANDOM_IDS)
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS)
     with pytest.raises(ValueError, match="mlm_probability"):
-        mask_rows(ids, ids < 4, None, torch.Generator(), mlm_probability=-0.1, **kw)
+        mask_rows_vectorised(ids, ids < 4, None, torch.Generator(), mlm_probability=-0.1, **kw)
     with pytest.raises(ValueError, match="ngram"):
-        mask_rows(ids, ids < 4, None, torch.Generator(), ngram=0, **kw)
+        mask_rows_vectorised(ids, ids < 4, None, torch.Generator(), ngram=0, **kw)
     with pytest.raises(ValueError, match=r"special_mask of the same shape.*\(2, 128\) and \(2, 127\)"):
-        mask_rows(ids, ids[:, 1:] < 4, None, torch.Generator(), **kw)
+        mask_rows_vectorised(ids, ids[:, 1:] < 4, None, torch.Generator(), **kw)
     with pytest.raises(ValueError, match=r"word_start has shape \(128,\)"):
-        mask_rows(ids, ids < 4, ids[0] > 4, torch.Generator(), **kw)
+        mask_rows_vectorised(ids, ids < 4, ids[0] > 4, torch.Generator(), **kw)
 
 
 def test_ngram_lengths_follow_inverse_n():
@@ -120,8 +120,7 @@ def test_ngram_spans_are_contiguous_words_and_never_overlap():
 
 def _check_whole_words(tokenizer, text):
     enc = tokenizer.encode(text, add_special_tokens=False)
-    style = word_style(tokenizer)
-    starts = word_starts(enc.tokens, *style)
+    starts = word_starts(enc.word_ids)
     ids = torch.tensor([CLS, *enc.ids, SEP])
     special = torch.tensor([True] + [False] * len(enc.ids) + [True])
     start_t = torch.tensor([False, *starts, False])
@@ -130,7 +129,7 @@ def _check_whole_words(tokenizer, text):
     assert multi, f"{enc.tokens}: no multi-piece word to test"
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=0.3, max_predictions=None)
     rows = [mask_sequence(ids, special, start_t, seeded_generator(2, s), **kw)[1] for s in range(300)]
-    _, vectorised = mask_rows(ids.repeat(300, 1), special.repeat(300, 1), start_t.repeat(300, 1),
+    _, vectorised = mask_rows_vectorised(ids.repeat(300, 1), special.repeat(300, 1), start_t.repeat(300, 1),
                               seeded_generator(2), **kw)
     for labels in (torch.stack(rows), vectorised):
         hits = 0
@@ -146,12 +145,10 @@ def test_whole_word_wordpiece(wordpiece):
     tokens, starts = _check_whole_words(wordpiece, "The unaffable hyperparameters were tokenized")
     for t, s in zip(tokens, starts):
         assert s == (not t.startswith("##"))
-    assert word_style(wordpiece) == ("prefix", "##")
 
 
 def test_whole_word_bytelevel_bpe(bytelevel_bpe):
     tokens, starts = _check_whole_words(bytelevel_bpe, "Anarchism considers the philosophical institutions")
-    assert word_style(bytelevel_bpe) == ("start", "Ġ")
     assert starts[0] and not tokens[0].startswith("Ġ")  # first token of the sentence starts a word
     for t, s in zip(tokens[1:], starts[1:]):
         assert s == t.startswith("Ġ")
@@ -159,7 +156,6 @@ def test_whole_word_bytelevel_bpe(bytelevel_bpe):
 
 def test_whole_word_unigram(unigram):
     tokens, starts = _check_whole_words(unigram, "Anarchism considers the philosophical institutions")
-    assert word_style(unigram) == ("start", "▁")
     for t, s in zip(tokens, starts):
         assert s == t.startswith("▁")
 
@@ -230,8 +226,8 @@ def test_mask_rows_budgets_are_num_to_predict(mlm_probability, max_predictions):
         ids[r, r] = SEP if r > 0 else CLS
     special = torch.isin(ids, SPECIAL)
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=mlm_probability, max_predictions=max_predictions)
-    _, labels = mask_rows(ids, special, None, seeded_generator(0), **kw)
-    _, ref = mask_batch(ids, special, None, seeded_generator(0), **kw)
+    _, labels = mask_rows_vectorised(ids, special, None, seeded_generator(0), **kw)
+    _, ref = mask_rows_reference(ids, special, None, seeded_generator(0), **kw)
     expected = [num_to_predict(int((~special[r]).sum()), mlm_probability, max_predictions) for r in range(T)]
     assert (labels != IGNORE_INDEX).sum(1).tolist() == expected == (ref != IGNORE_INDEX).sum(1).tolist()
     assert 63 in expected or mlm_probability != 0.5  # a half (e.g. 125 * 0.5) was rounded
@@ -242,7 +238,7 @@ def test_mask_rows_chooses_candidates_uniformly():
     B = 4000
     ids = torch.cat([torch.tensor([CLS]), torch.arange(10, 40), torch.tensor([SEP]), torch.full((6,), PAD)])
     special = torch.isin(ids, SPECIAL)
-    _, labels = mask_rows(ids.repeat(B, 1), special.repeat(B, 1), None, seeded_generator(6), mask_id=MASK,
+    _, labels = mask_rows_vectorised(ids.repeat(B, 1), special.repeat(B, 1), None, seeded_generator(6), mask_id=MASK,
                           random_ids=RANDOM_IDS, mlm_probability=0.2, max_predictions=None)
     selected = labels != IGNORE_INDEX
     assert (selected.sum(1) == 6).all()
@@ -262,7 +258,7 @@ def test_mask_rows_whole_word_statistics_match_the_reference(ngram):
     ids, special, starts = _units_batch(1, 64, seed=11)
     starts[0, 1:] = torch.tensor([i % 3 == 0 or i % 7 == 0 for i in range(1, 64)])
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=0.2, max_predictions=None, ngram=ngram)
-    _, vec = mask_rows(ids.repeat(B, 1), special.repeat(B, 1), starts.repeat(B, 1), seeded_generator(7), **kw)
+    _, vec = mask_rows_vectorised(ids.repeat(B, 1), special.repeat(B, 1), starts.repeat(B, 1), seeded_generator(7), **kw)
     ref = torch.stack([mask_sequence(ids[0], special[0], starts[0], seeded_generator(8, s), **kw)[1]
                        for s in range(B)])
     units = word_units(special[0].tolist(), starts[0].tolist())
@@ -280,13 +276,13 @@ def test_mask_rows_whole_word_statistics_match_the_reference(ngram):
 
 
 def test_mask_rows_ngram_lengths_follow_inverse_n():
-    # as test_ngram_lengths_follow_inverse_n, through mask_rows: rows of 1000 one-token words,
+    # as test_ngram_lengths_follow_inverse_n, through mask_rows_vectorised: rows of 1000 one-token words,
     # budget 10; a masked run of length n is a span of n (runs of adjacent spans are rare)
     B, T = 300, 1002
     ids = torch.randint(10, 1000, (B, T), generator=torch.Generator().manual_seed(0))
     ids[:, 0], ids[:, -1] = CLS, SEP
     special = torch.isin(ids, SPECIAL)
-    _, labels = mask_rows(ids, special, torch.ones_like(special), seeded_generator(3), mask_id=MASK,
+    _, labels = mask_rows_vectorised(ids, special, torch.ones_like(special), seeded_generator(3), mask_id=MASK,
                           random_ids=RANDOM_IDS, mlm_probability=0.01, max_predictions=None, ngram=3)
     sel = (labels != IGNORE_INDEX).int()
     assert (sel.sum(1) == 10).all()

@@ -1,11 +1,12 @@
 """build_instances + InstanceStore on real text and real tokenizers: keys and formats, static vs
-dynamic masks, determinism, resume, rank slicing, held-out documents, caching, errors."""
+dynamic masks drawn per batch from unmasked rows, determinism, resume, rank slicing, held-out
+documents, caching, errors."""
 import numpy as np
 import pytest
 import torch
 
-from bertology.data import InstanceStore, build_instances
-from bertology.data.masking import IGNORE_INDEX, mask_rows, seeded_generator
+from bertology.data import InstanceStore, TokenizedCorpus, build_instances
+from bertology.data.masking import IGNORE_INDEX, RowDraws, mask_rows_vectorised, seeded_generator
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,8 @@ def test_dupe_factor_gives_different_masks_of_the_same_text(small_corpus, wordpi
     two = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
                           cache_dir=cache, show_progress=False)
     assert 1.8 < len(two) / len(one) < 2.2
-    labels = np.asarray(two.arrays["labels"])
+    every = np.arange(len(two))
+    labels = two.masker(two.rows(every), seed=7, step=0, instances=every)["labels"]
     assert (labels != IGNORE_INDEX).any(1).all()  # every instance has predictions
 
 
@@ -116,36 +118,50 @@ def test_dynamic_masks_change_with_step_and_are_deterministic(roberta_store):
 
 
 def _mask_kw(store):
-    c = store.config
-    return dict(mask_id=store.mask_id, random_ids=store.random_ids, mlm_probability=c.mlm_probability,
-                max_predictions=c.max_predictions_per_seq, ngram=c.ngram)
+    m, r = store.masker, store.recipe
+    return dict(mask_id=m.mask_id, random_ids=m.random_ids, mlm_probability=r.mlm_probability,
+                max_predictions=r.max_predictions, ngram=r.ngram)
 
 
-def test_static_masks_are_chunks_masked_with_seed_2_chunk(small_corpus, wordpiece, tmp_path):
-    # the documented contract: instances 4096c .. 4096(c+1)-1 are masked together by mask_rows with
-    # a generator seeded by (seed, 2, c), so a build is a function of the seed and instance order
+def test_the_store_keeps_text_and_static_masks_are_instance_seeded(small_corpus, wordpiece, tmp_path):
+    # the documented contract: the store holds unmasked rows; instance i is masked by the vectorised
+    # masker with a generator of its own, keyed (seed, 2, i), so a build is a function of the seed and
+    # the instance order, and its masks are the same in whatever batch the instance comes
     kw = dict(max_seq_length=16, dupe_factor=2, seed=7, show_progress=False)
     store = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "a", **kw)
-    assert len(store) > 4096  # two chunks, the second one partial
-    ids, labels = torch.from_numpy(np.asarray(store.arrays["input_ids"], dtype=np.int64)), \
-        torch.from_numpy(np.asarray(store.arrays["labels"], dtype=np.int64))
-    original = torch.where(labels != IGNORE_INDEX, labels, ids)
-    for c in range(2):
-        rows = original[4096 * c:4096 * (c + 1)]
-        masked, lab = mask_rows(rows, torch.isin(rows, store.special_ids), None, seeded_generator(7, 2, c),
-                                **_mask_kw(store))
-        assert torch.equal(masked, ids[4096 * c:4096 * (c + 1)]) and torch.equal(lab, labels[4096 * c:4096 * (c + 1)])
+    assert "labels" not in store.arrays and len(store) > 4096
+    for step in (0, 1000):
+        idx = store.indices(step, 64)
+        rows = torch.from_numpy(np.asarray(store.arrays["input_ids"], dtype=np.int64)[idx])
+        masked, lab = mask_rows_vectorised(rows, torch.isin(rows, store.special_ids), None,
+                                           RowDraws([(7, 2, int(i)) for i in idx]), **_mask_kw(store))
+        b = store.batch(step, 64)
+        assert torch.equal(b["input_ids"], masked) and torch.equal(b["labels"], lab)
+        assert torch.equal(torch.where(lab != IGNORE_INDEX, lab, b["input_ids"]), rows)  # the text, unmasked
     again = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "b", **kw)
     assert again.dir != store.dir
     assert all(np.array_equal(np.asarray(v), np.asarray(again.arrays[k])) for k, v in store.arrays.items())
+
+
+def test_an_earlier_layout_is_refused_with_the_directory_named(tmp_path):
+    old = tmp_path / "instances-old"
+    old.mkdir()
+    (old / "meta.json").write_text('{"config": {}, "arrays": {}}')
+    with pytest.raises(ValueError, match="instances-old: an instance store of an earlier bertology.*delete the directory"):
+        InstanceStore(old)
+    tokens = tmp_path / "tokens-old"
+    tokens.mkdir()
+    (tokens / "meta.json").write_text('{"files": [], "format": "lines", "arrays": {}}')
+    with pytest.raises(ValueError, match="tokens-old: a tokenized corpus of an earlier bertology.*delete the directory"):
+        TokenizedCorpus(tokens)
 
 
 @pytest.mark.parametrize("world", [1, 3])
 def test_dynamic_masks_are_the_global_batch_masked_with_seed_3_step(roberta_store, world):
     raw = torch.from_numpy(np.asarray(roberta_store.arrays["input_ids"], dtype=np.int64))
     rows = raw[roberta_store.indices(4, 12, seed=5)]
-    masked, labels = mask_rows(rows, torch.isin(rows, roberta_store.special_ids), None, seeded_generator(5, 3, 4),
-                               **_mask_kw(roberta_store))
+    masked, labels = mask_rows_vectorised(rows, torch.isin(rows, roberta_store.special_ids), None, seeded_generator(5, 3, 4),
+                                           **_mask_kw(roberta_store))
     for r in range(world):
         b = roberta_store.batch(4, 12, seed=5, rank=r, world_size=world)
         assert torch.equal(b["input_ids"], masked[r::world]) and torch.equal(b["labels"], labels[r::world])
@@ -156,7 +172,7 @@ def test_batch_is_independent_of_history_and_survives_reopening(roberta_store, b
         ref = store.batch(5, 8)
         for s in range(5):
             store.batch(s, 8)
-        again = InstanceStore.open(store.dir).batch(5, 8)  # e.g. a resumed process
+        again = InstanceStore(store.dir).batch(5, 8)  # e.g. a resumed process
         assert all(torch.equal(ref[k], again[k]) for k in ref)
         assert all(torch.equal(ref[k], store.batch(5, 8)[k]) for k in ref)
 
@@ -175,7 +191,7 @@ def test_albert_sop_and_whole_word_ngrams(albert_store, unigram):
     b = albert_store.batch(0, 64)
     assert sorted(b) == ["attention_mask", "input_ids", "labels", "sentence_order_label", "token_type_ids"]
     assert 0.35 < b["sentence_order_label"].float().mean() < 0.65
-    assert albert_store.config.ngram == 3 and albert_store.config.whole_word
+    assert albert_store.recipe.ngram == 3 and albert_store.recipe.whole_word
     # whole words: a masked token that continues a word (no ▁, not right after [CLS]/[SEP]) has
     # the token before it (same word) masked too
     boundary = {unigram.token_to_id("[CLS]"), unigram.token_to_id("[SEP]")}
@@ -208,8 +224,8 @@ def test_heldout_documents_never_reach_training(small_corpus, bytelevel_bpe, cac
     held = grams(store.heldout.arrays["input_ids"])
     assert held and not held & grams(store.arrays["input_ids"])
     assert held <= grams(full.arrays["input_ids"])  # the test could fail: the full store has them
-    train2, held2 = full.split_heldout(2)
-    assert train2.dir == store.dir and held2.dir == store.heldout.dir  # same split, from the cache
+    again = build_instances([small_corpus], bytelevel_bpe, "roberta", heldout=2, **kw)
+    assert again.dir == store.dir and again.heldout.dir == store.heldout.dir  # same split, from the cache
 
 
 def test_cache_is_reused_and_atomic(small_corpus, wordpiece, cache, bert_store):

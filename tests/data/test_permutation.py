@@ -9,14 +9,14 @@ import torch
 
 import bertology
 from bertology.cli import main
-from bertology.data.instances import Segment
-from bertology.data.permutation import (PermutationData, PermutationSettings, Specials, Stream, batchify,
+from bertology.data.instances import Segment, SpecialTokens
+from bertology.data.permutation import (PermutationData, PermutationSettings, Stream, batchify,
                                         block_order, build_stream, permutation_mask, sample_spans)
 from bertology.models import XLNetConfig, XLNetLMHeadModel
 from bertology.train.plm import PermutationLMObjective
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECIALS = Specials(sep=3, cls=4, eod=2)
+SPECIALS = SpecialTokens(cls=4, sep=3, mask=5, pad=0, all_ids=(0, 2, 3, 4, 5), eod=2)
 SETTINGS = PermutationSettings(seq_len=32, reuse_len=16, num_predict=6, perm_size=8)
 
 

@@ -26,80 +26,52 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from ..models.family import get_family
+from .arrays import ArrayWriter
+from .masking import seeded_generator
 
 @dataclass(frozen=True)
 class SpecialTokens:
+    """The ids of the family record's special tokens (models/family.py: the one record of them)."""
     cls: int
     sep: int
     mask: int
     pad: int
     all_ids: tuple[int, ...]  # every special id of the tokenizer: never masked, never a random replacement
+    eod: int | None = None    # end of document (XLNet's streams)
 
 
 def special_tokens(tokenizer, family: str) -> SpecialTokens:
     """The family's special token ids, or a ValueError naming every token the tokenizer lacks."""
     roles = get_family(family).specials
-    names = (roles.cls, roles.sep, roles.mask, roles.pad)
-    ids = [tokenizer.token_to_id(t) for t in names]
-    missing = [t for t, i in zip(names, ids) if i is None]
+    names = {role: getattr(roles, role) for role in ("cls", "sep", "mask", "pad", "eod") if getattr(roles, role)}
+    ids = {role: tokenizer.token_to_id(t) for role, t in names.items()}
+    missing = [names[role] for role, i in ids.items() if i is None]
     if missing:
         raise ValueError(f"the tokenizer lacks the {family!r} family's special token(s) "
-                         f"{', '.join(repr(t) for t in missing)} (needs {', '.join(names)})")
-    specials = {a.content for a in getattr(tokenizer, "added_tokens", []) if a.special} | set(names)
+                         f"{', '.join(repr(t) for t in missing)} (needs {', '.join(names.values())})")
+    specials = {a.content for a in getattr(tokenizer, "added_tokens", []) if a.special} | set(names.values())
     all_ids = tuple(sorted({tokenizer.token_to_id(t) for t in specials} - {None}))
-    return SpecialTokens(*ids, all_ids=all_ids)
+    return SpecialTokens(**ids, all_ids=all_ids)
 
 
 # ---------------------------------------------------------------------------------------- words
 
-def word_style(tokenizer) -> tuple[str, str]:
-    """How a tokenizer's token strings mark words: ("prefix", "##") continuation pieces carry
-    the prefix (WordPiece); ("start", "Ġ" | "▁") word-initial pieces carry the marker
-    (byte-level BPE, SentencePiece / Unigram); ("end", "</w>") word-final pieces carry it
-    (character BPE with an end-of-word suffix)."""
-    model = tokenizer.model
-    kind = type(model).__name__
-    if kind == "WordPiece":
-        return "prefix", model.continuing_subword_prefix
-    if kind == "BPE":
-        if getattr(model, "continuing_subword_prefix", None):
-            return "prefix", model.continuing_subword_prefix
-        if getattr(model, "end_of_word_suffix", None):
-            return "end", model.end_of_word_suffix
-        # SentencePiece-style BPE marks word starts with "▁"; otherwise byte-level "Ġ"
-        return ("start", "▁") if "Metaspace" in repr(tokenizer.pre_tokenizer) else ("start", "Ġ")
-    if kind == "Unigram":
-        return "start", "▁"
-    raise ValueError(f"cannot tell word boundaries for a tokenizer model of type {kind!r}")
+def word_starts(word_ids: Sequence[int | None]) -> list[bool]:
+    """Whether each token of ONE sentence starts a word, from the encoding's word_ids (the
+    pre-tokenizer's words): a token starts a word when its word differs from the token before's;
+    the first token always does, and so does a token of no word (an added token).
 
-
-def word_starts(tokens: Sequence[str], style: str, marker: str) -> list[bool]:
-    """Whether each token of ONE sentence starts a word; the sentence's first token always does.
-
-    >>> word_starts(["un", "##want", "##ed", ",", "run"], "prefix", "##")
+    >>> word_starts([0, 0, 0, 1, 2])       # un ##want ##ed , run
     [True, False, False, True, True]
-    >>> word_starts(["The", "Ġcat", "s", "Ġsat"], "start", "Ġ")
-    [True, True, False, True]
-    >>> word_starts(["▁un", "want", "▁it"], "start", "▁")
-    [True, False, True]
-    >>> word_starts(["lo", "w</w>", "er</w>"], "end", "</w>")
-    [True, False, True]
+    >>> word_starts([0, 1, 1, None, 2])
+    [True, True, False, True, True]
     """
-    if style == "prefix":
-        out = [not t.startswith(marker) for t in tokens]
-    elif style == "start":
-        out = [t.startswith(marker) for t in tokens]
-    elif style == "end":
-        out = [True] + [prev.endswith(marker) for prev in tokens[:-1]]
-    else:
-        raise ValueError(f"unknown word style {style!r}")
-    if out:
-        out[0] = True
-    return out
+    return [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
 
 
 @dataclass
@@ -120,13 +92,13 @@ class Segment:
         return Segment(ids, starts)
 
 
-def tokenize_document(sentences: Iterable[str], tokenizer, style: tuple[str, str]) -> list[Segment]:
+def tokenize_document(sentences: Iterable[str], tokenizer) -> list[Segment]:
     """Encode each sentence (no special tokens); sentences with no tokens are dropped."""
     out = []
     for s in sentences:
         enc = tokenizer.encode(s, add_special_tokens=False)
         if enc.ids:
-            out.append(Segment(list(enc.ids), word_starts(enc.tokens, *style)))
+            out.append(Segment(list(enc.ids), word_starts(enc.word_ids)))
     return out
 
 
@@ -323,3 +295,58 @@ def pack_sentences(documents: Iterable[list[Segment]], max_num_tokens: int, cros
 def assemble_single(seq: Segment, sp: SpecialTokens) -> tuple[list[int], list[int], list[bool]]:
     """<s> tokens </s> (or [CLS] tokens [SEP]): (ids, token type ids, word starts)."""
     return [sp.cls, *seq.ids, sp.sep], [0] * (len(seq) + 2), [False, *seq.starts, False]
+
+
+# ------------------------------------------------------------------------- writing the instances
+
+def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, specials: SpecialTokens,
+                    where: str) -> dict:
+    """Write the unmasked instances of documents `doc_ids` of a tokenized corpus under recipe `r`
+    into `tmp` (an arrays.ArrayWriter directory); returns its meta."""
+    T, pairs = r.max_seq_length, r.pair_task is not None
+    spec = {"input_ids": ("int32", (T,)), "lengths": ("int32", ())}
+    if get_family(r.family).segments:
+        spec["token_type_ids"] = ("int8", (T,))
+    if r.whole_word:
+        spec["word_start"] = ("uint8", (T,))
+    if pairs:
+        spec["sentence_label"] = ("int8", ())
+    w = ArrayWriter(tmp, spec)
+    count = 0
+
+    def emit(ids, types, starts, label=None):
+        nonlocal count
+        pad = T - len(ids)
+        w.add(input_ids=ids + [specials.pad] * pad, lengths=len(ids))
+        if r.whole_word:
+            w.add(word_start=starts + [False] * pad)
+        if "token_type_ids" in spec:
+            w.add(token_type_ids=types + [0] * pad)
+        if label is not None:
+            w.add(sentence_label=label)
+        count += 1
+
+    for dupe in range(r.dupe_factor):
+        rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
+        docs = corpus.documents(doc_ids)
+        if pairs:
+            task = r.pair_task
+            window = DocumentWindow(r.negative_window)
+            pending = (cur for doc in docs for cur in window.push(doc))
+            for cur in _chain(pending, window):
+                for p in create_pair_instances(cur, T - 3, r.short_seq_prob, task, rng,
+                                               window if task == "nsp" else None):
+                    emit(*assemble_pair(p, specials), label=p.label)
+        else:
+            for seq in pack_sentences(docs, T - 2, r.packing == "full-sentences", specials.sep):
+                emit(*assemble_single(seq, specials))
+    arrays = w.close()
+    if count == 0:
+        raise ValueError(f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
+                         f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={T}")
+    return {"arrays": arrays, "recipe": r.to_dict()}
+
+
+def _chain(pending, window: DocumentWindow):
+    yield from pending
+    yield from window.drain()

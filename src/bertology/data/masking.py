@@ -6,9 +6,8 @@ For one sequence (`mask_sequence`):
    [UNK], ...) are never selected.
 2. Units: with whole_word=False every candidate token is a unit; with whole_word=True a unit is
    a word, i.e. a run of candidates that starts at a word-start token (or right after a special
-   token) - so all pieces of a word are masked together. Word starts come from the token
-   strings (`instances.word_starts`): WordPiece "##" pieces continue a word, byte-level BPE "Ġ"
-   and SentencePiece "▁" pieces start one.
+   token) - so all pieces of a word are masked together. Word starts come from the encodings'
+   word_ids (`instances.word_starts`): the pieces of one pre-tokenized word form one word.
 3. Budget: num_to_predict = min(max_predictions, max(1, round(mlm_probability * #candidates))).
 4. Spans (ALBERT's n-gram masking; ngram=1 is BERT's): visit the units in a random order; at
    each, draw a span length n in 1..ngram with p(n) ∝ 1/n (truncated to the units left in the
@@ -19,12 +18,13 @@ For one sequence (`mask_sequence`):
    10% -> left unchanged (so the model cannot learn that only [MASK] positions matter).
 6. Labels: the original id at selected positions, -100 (ignored by the loss) elsewhere.
 
-`mask_sequence` / `mask_batch` (row by row) are the readable reference. `mask_rows` is the same
-procedure for a whole (N, T) batch at once, with torch ops over all rows and one generator for
-the batch (what `InstanceStore` uses): the units' random visiting order is an argsort of random
+`mask_sequence` / `mask_rows_reference` (row by row) are the readable reference.
+`mask_rows_vectorised` is the same procedure for a whole (N, T) batch at once, with torch ops over
+all rows (what `masker.Masker` uses): the units' random visiting order is an argsort of random
 keys, and `select_spans_rows` takes exactly the spans `select_spans` takes in that order. Its
-results depend on the batch as a whole (a row's draws depend on its place in the batch), so a
-data-parallel rank masks the global batch and keeps its rows.
+randomness comes from one generator for the batch (a row's draws then depend on its place in the
+batch, so a data-parallel rank masks the global batch and keeps its rows) or from `RowDraws`, a
+generator per row keyed by the row alone (static masks: an instance's mask wherever it appears).
 
     >>> g = torch.Generator().manual_seed(0)
     >>> ids = torch.tensor([101, 7, 8, 9, 10, 11, 12, 13, 102])
@@ -226,17 +226,53 @@ def select_spans_rows(unit_sizes: torch.Tensor, order: torch.Tensor, draws: torc
     return covered[:, :U]
 
 
-def replace_tokens(input_ids: torch.Tensor, selected: torch.Tensor, generator: torch.Generator, mask_id: int,
-                   random_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+class RowDraws:
+    """The random numbers of `mask_rows_vectorised` drawn row by row, each row from a numpy
+    generator seeded by that row's key: a row's mask is then a function of its key alone, whatever
+    batch it is in (static masking keys a row by (seed, 2, instance)). Same calls as a
+    torch.Generator's (`rand`, `randint`), through `_draws`."""
+
+    def __init__(self, keys):
+        self.rngs = [np.random.default_rng([int(k) for k in key]) for key in keys]
+
+    def rand(self, shape, dtype=torch.float32) -> torch.Tensor:
+        if not self.rngs:
+            return torch.zeros(shape, dtype=dtype)
+        return torch.from_numpy(np.stack([g.random(shape[1]) for g in self.rngs])).to(dtype)
+
+    def randint(self, high: int, shape) -> torch.Tensor:
+        if not self.rngs:
+            return torch.zeros(shape, dtype=torch.long)
+        return torch.from_numpy(np.stack([g.integers(high, size=shape[1]) for g in self.rngs]))
+
+
+class _TorchDraws:
+    def __init__(self, generator: torch.Generator):
+        self.g = generator
+
+    def rand(self, shape, dtype=torch.float32) -> torch.Tensor:
+        return torch.rand(shape, generator=self.g, dtype=dtype)
+
+    def randint(self, high: int, shape) -> torch.Tensor:
+        return torch.randint(high, shape, generator=self.g)
+
+
+def _draws(source: "torch.Generator | RowDraws"):
+    return _TorchDraws(source) if isinstance(source, torch.Generator) else source
+
+
+def replace_tokens(input_ids: torch.Tensor, selected: torch.Tensor, generator: "torch.Generator | RowDraws",
+                   mask_id: int, random_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Steps 5-6: (masked input ids, labels) given a boolean `selected` of the same shape."""
     labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
-    r = torch.rand(input_ids.shape, generator=generator)
+    draw = _draws(generator)
+    r = draw.rand(input_ids.shape)
     # 80% of the selected tokens -> [MASK]
     to_mask = selected & (r < 0.8)
     # 10% -> a random token from random_ids (which holds no special token)
     to_random = selected & (r >= 0.8) & (r < 0.9)
     # the remaining 10% keep their original token
-    pick = torch.randint(len(random_ids), input_ids.shape, generator=generator)
+    pick = draw.randint(len(random_ids), input_ids.shape)
     out = torch.where(to_mask, torch.full_like(input_ids, mask_id), input_ids)
     out = torch.where(to_random, random_ids.to(input_ids.dtype)[pick], out)
     return out, labels
@@ -262,9 +298,10 @@ def mask_sequence(input_ids: torch.Tensor, special_mask: torch.Tensor, word_star
     return replace_tokens(input_ids, selected, generator, mask_id, random_ids)
 
 
-def mask_batch(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
+def mask_rows_reference(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
                generator: torch.Generator | Sequence[torch.Generator], **kw) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mask a batch (B, T) row by row. `generator`: one for all rows, or one per row."""
+    """The reference: mask a batch (B, T) row by row with `mask_sequence`. `generator`: one for all
+    rows, or one per row."""
     gens = [generator] * len(input_ids) if isinstance(generator, torch.Generator) else list(generator)
     if len(gens) != len(input_ids):
         raise ValueError(f"got {len(gens)} generators for {len(input_ids)} rows")
@@ -275,10 +312,10 @@ def mask_batch(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: 
     return out, labels
 
 
-
-def mask_rows(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
-              generator: torch.Generator, *, mask_id: int, random_ids: torch.Tensor, mlm_probability: float = 0.15,
-              max_predictions: int | None = 20, ngram: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_rows_vectorised(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
+                         generator: "torch.Generator | RowDraws", *, mask_id: int, random_ids: torch.Tensor,
+                         mlm_probability: float = 0.15, max_predictions: int | None = 20, ngram: int = 1
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask a batch (N, T) all at once: the module docstring's steps for every row, as
     `mask_sequence` does them, with torch ops over the whole batch and one generator.
 
@@ -289,8 +326,8 @@ def mask_rows(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: t
 
     >>> ids = torch.tensor([[101, 7, 8, 9, 10, 102, 0], [101, 11, 12, 102, 13, 14, 102]])
     >>> special = (ids >= 101) | (ids == 0)
-    >>> masked, labels = mask_rows(ids, special, None, torch.Generator().manual_seed(0), mask_id=103,
-    ...                            random_ids=torch.arange(1, 100), mlm_probability=0.5)
+    >>> masked, labels = mask_rows_vectorised(ids, special, None, torch.Generator().manual_seed(0), mask_id=103,
+    ...                                       random_ids=torch.arange(1, 100), mlm_probability=0.5)
     >>> (labels != -100).sum(1).tolist(), bool((labels[special] == -100).all())
     ([2, 2], True)
     """
@@ -311,14 +348,15 @@ def mask_rows(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: t
     unit = (unit_start.cumsum(1) - 1).clamp(min=0)  # (N, T): the unit of each candidate position
     unit_sizes = torch.zeros(N, T, dtype=torch.long).scatter_add_(1, unit, candidate.long())  # (N, U=T)
     n_units = unit_start.sum(1)
-    keys = torch.rand(N, T, generator=generator, dtype=torch.float64)
+    draw = _draws(generator)
+    keys = draw.rand((N, T), torch.float64)
     keys = torch.where(torch.arange(T) < n_units[:, None], keys, 2.0)
     order = torch.argsort(keys, dim=1, stable=True)
-    draws = torch.rand(N, T, generator=generator, dtype=torch.float64) if ngram > 1 else torch.zeros(N, T)
+    draws = draw.rand((N, T), torch.float64) if ngram > 1 else torch.zeros(N, T)
     budget = _budgets(candidate.sum(1), mlm_probability, max_predictions)
     chosen = select_spans_rows(unit_sizes, order, draws, budget, ngram)  # (N, U)
     selected = candidate & chosen.gather(1, unit)
-    return replace_tokens(input_ids, selected, generator, mask_id, random_ids)
+    return replace_tokens(input_ids, selected, draw, mask_id, random_ids)
 
 
 def token_weights(counts: torch.Tensor, smoothing: float = 0.7) -> torch.Tensor:

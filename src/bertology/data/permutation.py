@@ -34,7 +34,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from .instances import Segment
+from .instances import Segment, SpecialTokens
 
 
 @dataclass(frozen=True)
@@ -285,14 +285,7 @@ def permutation_mask(order: np.ndarray, targets: np.ndarray, functional: np.ndar
     return (own[:, None] <= rank[None, :]) & ~plain[None, :]
 
 
-@dataclass(frozen=True)
-class Specials:
-    sep: int
-    cls: int
-    eod: int
-
-
-def make_example(rows: Stream, row: int, position: int, s: PermutationSettings, specials: Specials,
+def make_example(rows: Stream, row: int, position: int, s: PermutationSettings, specials: SpecialTokens,
                  rng: np.random.Generator, reverse: bool = False) -> dict[str, np.ndarray]:
     """The example of batch row `row` whose reuse part starts at `position` of that row's stream."""
     ids, starts, sentence = rows.ids[row], rows.starts[row], rows.sentence[row]
@@ -327,7 +320,7 @@ class PermutationData:
     the memory starts empty. `row` numbers the global batch rows, so that a micro-batch or a rank
     finds its rows' memory."""
 
-    def __init__(self, stream: Stream, settings: PermutationSettings, specials: Specials, batch_size: int,
+    def __init__(self, stream: Stream, settings: PermutationSettings, specials: SpecialTokens, batch_size: int,
                  seed: int = 0):
         self.settings, self.specials, self.batch_size, self.seed = settings, specials, batch_size, seed
         self.rows = batchify(stream, batch_size, settings.bi_data)

@@ -80,6 +80,7 @@ def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -
 
 def run(args) -> int:
     from ..hardware import cpu_summary, precision_probe, precision_reason
+    from ..models import get_family
 
     out = Path(args.out)
     say = say_to(args.quiet)
@@ -126,7 +127,7 @@ def run(args) -> int:
     pretrained = out / "pretrain"
     starts = []
     for family in FAMILIES:
-        pooling = "cls" if family == "xlnet" else "mean"  # XLNet's sentence head is its own summary
+        pooling = "cls" if get_family(family).summary_head else "mean"  # XLNet's head is its own summary
         starts += [Start(family, pretrained / family, pooling=pooling),
                    Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling)]
     starts += [Start(W2V, pretrained / W2V), Start(STUDENT, out / "distill" / "minilm")]

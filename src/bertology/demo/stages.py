@@ -83,11 +83,9 @@ def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, sa
         algorithm = get_family(family).tokenizer_algorithm
         t0 = time.perf_counter()
         if not (resume and path.is_file()):
-            # WordPiece by frequency, as Hugging Face's trainer and Google's vocabularies behave: the
-            # likelihood criterion (bertology's default) needs ~2x the tokens per word at these sizes.
-            extra = {"criterion": "frequency"} if family == "bert" else {}
-            train([str(c) for c in corpus], family=get_family(family).tokenizer, vocab_size=plan.vocab_size,
-                  show_progress=False, **extra).save(path)
+            record = get_family(family)  # its tokenizer options too (BERT's WordPiece by frequency)
+            train([str(c) for c in corpus], family=record.tokenizer, vocab_size=plan.vocab_size,
+                  show_progress=False, **dict(record.tokenizer_options)).save(path)
         tok = Tokenizer.load(path)
         rows[family] = {"tokenizer": algorithm, "vocab": tok.vocab_size, "tokens_per_word": tokens_per_word(tok, dev_texts)}
         say(f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
@@ -111,12 +109,14 @@ def recipe(family: str, corpus: list[str], tokenizer: str | None, out_dir: str, 
     memory 3/4 of the sequence) scaled from the original's. With `minutes`, warmup (10%) and decay
     follow the clock (--time-budget), so the schedule ends when the minutes do.
     """
+    from ..data.recipe import PLM
+    from ..models import get_family
     from ..train.pretrain import PretrainOptions
 
     if steps is None and minutes is None:
         raise ValueError("recipe needs steps or minutes")
     predictions = max(1, round(0.3 * seq_len))
-    objective = (dict(num_predict=predictions) if family == "xlnet" else
+    objective = (dict(num_predict=predictions) if get_family(family).pretraining.objective == PLM else
                  dict(mlm_probability=0.3, max_predictions=predictions, dupe_factor=2))
     every = dict(eval_every=100, log_every=10) if steps is None else dict(eval_every=max(1, steps // 5),
                                                                              log_every=max(1, steps // 40))
@@ -161,7 +161,7 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
     )
     say(f"   {name:<12} {summary['objective']:<8} {summary['parameters']:>10,} parameters  {row['pretraining_tokens']:>11,} "
         f"tokens in {summary['train_seconds']:.0f} s ({row['tokens_per_s']:,.0f}/s)  held-out "
-        f"{'PLM' if family == 'xlnet' else 'MLM'} accuracy {row['mlm_accuracy']:.3f} (unigram {row['unigram_accuracy']:.3f})"
+        f"{'PLM' if summary['objective'] == 'plm' else 'MLM'} accuracy {row['mlm_accuracy']:.3f} (unigram {row['unigram_accuracy']:.3f})"
         + (f"  pair accuracy {row['pair_accuracy']:.3f}" if row["pair_accuracy"] is not None else ""))
     return row
 

@@ -28,6 +28,7 @@ class Specials:
     sep: str
     mask: str
     pad: str
+    eod: str | None = None  # ends each document of a text stream (XLNet: </s>; its tokenizer has no <eod>)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class Family:
     specials: Specials
     pretraining: Pretraining | None = None  # None: not pretrained from scratch here (DistilBERT is distilled)
     task_heads: tuple[tuple[str, str], ...] = ()  # (task's head, this family's) where they differ
+    # options its tokenizer is trained with when a job trains one (tokenizers.train keyword arguments)
+    tokenizer_options: tuple[tuple[str, Any], ...] = ()
+    summary_head: bool = False  # its sentence head is its own sequence summary (XLNet): no mean pooling
 
     def task_head(self, head: str) -> str:
         """The head a fine-tuning task builds: get_family("xlnet").task_head("ForQuestionAnswering") is its
@@ -83,7 +87,10 @@ _BERT_SPECIALS = Specials(cls="[CLS]", sep="[SEP]", mask="[MASK]", pad="[PAD]")
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("bert", BertConfig, "Bert", ("ForPreTraining", "ForNextSentencePrediction") + _TASK_HEADS, hf_names.BERT,
            tokenizer="bert", tokenizer_algorithm="WordPiece", specials=_BERT_SPECIALS,
-           pretraining=Pretraining("mlm+nsp", "pairs", "static")),
+           pretraining=Pretraining("mlm+nsp", "pairs", "static"),
+           # WordPiece by frequency, Hugging Face's rule: the likelihood criterion (the default of
+           # `tokenizer train`) needs more tokens per word at the small vocabularies jobs train
+           tokenizer_options=(("criterion", "frequency"),)),
     Family("roberta", RobertaConfig, "Roberta", _TASK_HEADS, hf_names.ROBERTA,
            tokenizer="roberta", tokenizer_algorithm="byte-level BPE",
            specials=Specials(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>"),
@@ -97,9 +104,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("xlnet", XLNetConfig, "XLNet", ("LMHeadModel", "ForSequenceClassification", "ForTokenClassification",
                                            "ForQuestionAnsweringSimple", "ForQuestionAnswering", "ForMultipleChoice"),
            hf_names.XLNET, tokenizer="xlnet", tokenizer_algorithm="Unigram",
-           specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>"),
+           specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>", eod="</s>"),
            pretraining=Pretraining("plm", "streams", "permutation"),
-           task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),)),
+           task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),), summary_head=True),
 )}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 

@@ -176,7 +176,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
 
 
 def _check_pooling(o: FinetuneOptions, model_type: str) -> None:
-    if o.pooling == "mean" and model_type == "xlnet":
+    if o.pooling == "mean" and get_family(model_type).summary_head:
         raise ValueError("--pooling mean: XLNet's sentence head is its own sequence summary (config summary_type); "
                          "mean pooling covers bert, roberta, albert and distilbert")
 
@@ -296,12 +296,9 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
                 atomic_write_json(tmp / "best.json", best)
         return scores
 
-    args = TrainingArguments(
-        out_dir=str(out), steps=steps, batch_size=o.batch_size, lr=o.lr, warmup_steps=round(o.warmup_ratio * steps),
-        weight_decay=o.weight_decay, bf16=o.bf16, seed=o.seed, log_every=o.log_every,
-        eval_every=steps_per_epoch if dev else None, keep_last=o.keep_checkpoints, quiet=o.quiet,
-        save_every=steps_per_epoch, stop_at=o.stop_at, overwrite=overwrite, compile=o.compile,
-    )
+    args = TrainingArguments.from_options(
+        o, out, overwrite, steps=steps, warmup_steps=round(o.warmup_ratio * steps), keep_last=o.keep_checkpoints,
+        eval_every=steps_per_epoch if dev else None, save_every=steps_per_epoch)
     if not resume:
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     groups = parameter_groups(model, o.weight_decay)

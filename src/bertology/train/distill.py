@@ -22,9 +22,8 @@ from typing import Any
 
 import torch
 
-from ..data import FORMATS, build_instances
-from ..data.masking import IGNORE_INDEX, mask_by_weight, seeded_generator, token_weights
-from ..data.store import check_corpus_documents
+from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents
+from ..data.masking import token_weights
 from ..hardware import bf16_pays, check_bf16_requested, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
 from ..models import get_family, load
@@ -36,7 +35,7 @@ from . import distributed as dist
 from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
 from .sentence_distill import TEXT_UNITS, build_student, read_texts, run_sentence_distillation, split_texts
 from .student import STUDENTS, init_student, parts
-from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, seeded
+from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
 
 
 @dataclass
@@ -112,12 +111,13 @@ class DistillOptions(RunOptions):
                 raise ValueError(f"{', '.join(given)}: for --target sentence; a --target tokens student is the teacher's "
                                  "layers, its vocabulary and width (use --layers / --depth)")
 
-    def training_arguments(self, out: Path, overwrite: bool) -> TrainingArguments:
-        """The Trainer's arguments, for either target."""
-        return TrainingArguments(
-            out_dir=str(out), batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup,
-            weight_decay=self.weight_decay, accumulation=self.accumulation, max_grad_norm=self.max_grad_norm,
-            bf16=self.bf16, seed=self.seed, overwrite=overwrite, **self.run_arguments(self.steps))
+    def recipe(self) -> Recipe:
+        """What the student learns from: DistilBERT's MLM over full sentences, masked per batch
+        (uniform: BERT's dynamic masks; smoothed: p ∝ count^-0.7)."""
+        return Recipe.resolve(self.student, objective="mlm", packing="full-sentences",
+                              masking="smoothed" if self.masking == "smoothed" else "dynamic",
+                              max_seq_length=self.seq_len, mlm_probability=self.mlm_probability,
+                              max_predictions=max(1, round(self.seq_len * self.mlm_probability)))
 
     def alphas(self) -> Alphas:
         """The loss weights with each target's defaults filled in (alpha_ce: see distill())."""
@@ -236,27 +236,19 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
         set_dropout(student, o.dropout)
     if dist.is_main() and not resume:
         tokenizer.save(out / "tokenizer.json")
-    store = build_instances(
-        o.corpus, tokenizer, family=o.student, max_seq_length=o.seq_len, objective="mlm", packing="full-sentences",
-        masking="dynamic", dupe_factor=1, mlm_probability=o.mlm_probability,
-        max_predictions_per_seq=max(1, round(o.seq_len * o.mlm_probability)), seed=o.seed, cache_dir=out / "cache",
-        format=o.format, heldout=_heldout(o), show_progress=not o.quiet and dist.is_main())
+    recipe = o.recipe()
+    store = build_store(o.corpus, tokenizer, replace(recipe, masking="dynamic"), seed=o.seed, cache_dir=out / "cache",
+                        format=o.format, heldout=_heldout(o), show_progress=not o.quiet and dist.is_main())
     if store.num_instances < o.batch_size:
         raise ValueError(f"{', '.join(o.corpus)}: {store.num_instances} sequences of length {o.seq_len}, fewer than one "
                          f"batch of {o.batch_size}; use a larger corpus or a smaller --batch-size / --seq-len")
-    weights = token_weights(store.token_counts(student.config.vocab_size)) if o.masking == "smoothed" else None
+    if recipe.masking == "smoothed":  # weights from the training text's counts: known once the store is built
+        m = store.masker
+        store = store.masked_by(Masker(recipe, m.mask_id, m.special_ids, m.random_ids,
+                                       token_weights(store.token_counts(student.config.vocab_size))))
 
     def batches(step: int) -> dict[str, torch.Tensor]:
-        batch = store.batch(step, o.batch_size)
-        if weights is None:
-            return batch
-        # DistilBERT's smoothed masking: undo the store's mask, draw positions ∝ count^-0.7 over the batch
-        ids = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
-        candidates = batch["attention_mask"].bool() & ~torch.isin(ids, store.special_ids)
-        batch["input_ids"], batch["labels"] = mask_by_weight(
-            ids, candidates, weights, seeded_generator(o.seed, 4, step), mask_id=store.mask_id,
-            random_ids=store.random_ids, mlm_probability=o.mlm_probability)
-        return batch
+        return store.batch(step, o.batch_size)
 
     evaluate = None
     if store.heldout is not None and store.heldout.num_instances:
@@ -267,17 +259,14 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
         def evaluate(m):
             return evaluate_student(m, teacher, eval_batches)
 
-    trainer = Trainer(student, o.training_arguments(out, overwrite), batches, objective, evaluate,
+    trainer = Trainer(student, TrainingArguments.from_options(o, out, overwrite), batches, objective, evaluate,
                       save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     summary = {
         "teacher": o.teacher, "teacher_architecture": teacher.architecture, "architecture": student.architecture,
         "layers": o.layer_list() or "default", "parameters": student.num_parameters(),
         "teacher_parameters": teacher.num_parameters(), "alphas": asdict(objective.alphas),
-        "teacher_bf16": objective.teacher_bf16, "steps": result["step"], "interrupted": result["interrupted"],
-        "notes": notes, "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
-        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
-        "options": asdict(o),
+        "teacher_bf16": objective.teacher_bf16, "notes": notes, **run_summary(trainer, result), "options": asdict(o),
     }
     if dist.is_main() and not result["interrupted"]:
         student.save(out)

@@ -15,8 +15,10 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..data.permutation import PermutationData, PermutationSettings, Specials, build_stream
-from ..data.store import heldout_count, tokenize_corpus
+from ..data.instances import special_tokens
+from ..data.permutation import PermutationData, build_stream
+from ..data.recipe import Recipe
+from ..data.tokenized import split_documents, tokenize_corpus
 from ..io import atomic_path, atomic_write_json
 from ..models import get_family, task_class
 from ..models.heads import IGNORE, init_bias_from_counts
@@ -24,7 +26,7 @@ from ..models.params import count
 from ..nn import set_dropout
 from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
-from .trainer import Trainer, TrainingArguments, checkpoints
+from .trainer import Trainer, TrainingArguments, checkpoints, run_summary
 
 MEMS_FILE = "mems.safetensors"
 MODEL_INPUTS = ("input_ids", "token_type_ids", "perm_mask", "target_mapping", "labels")
@@ -95,54 +97,37 @@ def evaluate_plm(model, batches: list[dict[str, torch.Tensor]]) -> dict[str, flo
     return {"plm_loss": loss / targets, "plm_accuracy": correct / targets, "perplexity": math.exp(min(loss / targets, 50))}
 
 
-def settings_from_options(o) -> PermutationSettings:
-    """The data recipe from `bertology pretrain` options: the original's proportions at --seq-len."""
-    return PermutationSettings.scaled(o.seq_len, reuse_len=o.reuse_len, num_predict=o.num_predict,
-                                      perm_size=o.perm_size, bi_data=o.bi_data)
-
-
-def check_options(o) -> None:
-    """XLNet's options, before any write: the recipe's sizes, and no option of the MLM recipes."""
-    for name in ("objective", "packing", "masking", "ngram", "max_predictions"):
-        if getattr(o, name) is not None:
-            raise ValueError(f"--{name.replace('_', '-')} is an MLM option; XLNet pretrains by permutation LM "
-                             "(--reuse-len, --num-predict, --perm-size, --mem-len, --bi-data)")
-    if o.whole_word:
-        raise ValueError("--whole-word is an MLM option; XLNet's targets are word-aligned spans already")
-    settings_from_options(o)
-    if o.bi_data and o.batch_size % 2:
+def check_batch(o, recipe: Recipe) -> None:
+    """--bi-data runs half the batch rows backwards: the batch splits in two."""
+    if recipe.permutation.bi_data and o.batch_size % 2:
         raise ValueError(f"--bi-data: --batch-size {o.batch_size} must be even (forward and backward rows)")
 
 
-def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, heldout: float | int) -> dict[str, Any]:
+def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, overwrite: bool,
+                            heldout: float | int) -> dict[str, Any]:
     """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/."""
-    settings = settings_from_options(o)
-    record = get_family("xlnet")
-    ids = {name: tok.token_to_id(name) for name in (record.specials.sep, record.specials.cls, record.specials.pad, "</s>")}
-    missing = [name for name, i in ids.items() if i is None]
-    if missing:
-        raise ValueError(f"tokenizer lacks {', '.join(missing)}, which XLNet's examples are built with")
-    specials = Specials(sep=ids["<sep>"], cls=ids["<cls>"], eod=ids["</s>"])
+    settings = recipe.permutation
+    record = get_family(recipe.family)
+    specials = special_tokens(tok, recipe.family)  # XLNet's examples are built with <sep>, <cls> and </s>
     corpus = tokenize_corpus(o.corpus, tok, out / "cache" / "tokens", o.format, show_progress=not o.quiet)
-    n = corpus.num_documents
-    held = set(torch.randperm(n, generator=torch.Generator().manual_seed(o.seed))[:heldout_count(n, heldout)].tolist())
-    train_docs = (corpus.document(d) for d in range(n) if d not in held)
-    data = PermutationData(build_stream(train_docs, specials.eod), settings, specials, o.batch_size, o.seed)
+    train_docs, held = split_documents(corpus.num_documents, heldout, o.seed, ", ".join(map(str, o.corpus)))
+    data = PermutationData(build_stream(corpus.documents(train_docs), specials.eod), settings, specials, o.batch_size,
+                           o.seed)
 
     overrides = dict(mem_len=o.mem_len if o.mem_len is not None else settings.seq_len * 3 // 4,
                      reuse_len=settings.reuse_len, bi_data=settings.bi_data)
-    config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=ids["<pad>"],
+    config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=specials.pad,
                            **{**overrides, **o.config_overrides})
     config.max_position_embeddings = max(settings.seq_len, 64)
-    model = task_class("xlnet", "LMHeadModel")(config)
+    model = task_class(recipe.family, recipe.head)(config)
     model = model if o.dropout is None else set_dropout(model, o.dropout)
-    counts = corpus.token_counts(config.vocab_size, (d for d in range(n) if d not in held))
+    counts = corpus.token_counts(config.vocab_size, train_docs)
     if o.unigram_prior and not resume:
         init_bias_from_counts(model.lm_loss.bias, counts)
 
     evaluate = None
     if held:
-        held_stream = build_stream((corpus.document(d) for d in sorted(held)), specials.eod)
+        held_stream = build_stream(corpus.documents(held), specials.eod)
         try:
             held_data = PermutationData(held_stream, settings, specials, o.batch_size, o.seed + 1)
         except ValueError:
@@ -154,11 +139,7 @@ def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, he
             evaluate = lambda m: {**evaluate_plm(m, eval_batches), **unigram}  # noqa: E731
 
     objective = PermutationLMObjective()
-    args = TrainingArguments(
-        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
-        weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
-        seed=o.seed, overwrite=overwrite, **o.run_arguments(o.steps),
-    )
+    args = TrainingArguments.from_options(o, out, overwrite)
 
     def save_extra(d: Path) -> None:
         tok.save(d / "tokenizer.json")
@@ -170,14 +151,12 @@ def pretrain_permutation_lm(o, out: Path, tok, resume: bool, overwrite: bool, he
     started = trainer.step
     result = trainer.train(resume=resume)
     summary = {
-        "family": "xlnet", "preset": o.preset, "architecture": model.architecture, "objective": "plm",
-        "parameters": model.num_parameters(), "steps": result["step"], "resumed_from": started if resume else None,
-        "tokens": result["step"] * o.batch_size * o.seq_len, "train_seconds": trainer.elapsed_s,
-        "interrupted": result["interrupted"], "steps_per_epoch": data.steps_per_epoch,
+        "family": recipe.family, "preset": o.preset, "architecture": model.architecture, "objective": recipe.objective,
+        "parameters": model.num_parameters(), "resumed_from": started if resume else None,
+        "tokens": result["step"] * o.batch_size * o.seq_len, "steps_per_epoch": data.steps_per_epoch,
         "recipe": {**settings.__dict__, "mem_len": config.mem_len},
         "flops_per_token": count(model.config, seq_length=settings.seq_len).flops_per_token["total"],
-        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
-        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
+        **run_summary(trainer, result),
     }
     if not result["interrupted"]:
         model.save(out)

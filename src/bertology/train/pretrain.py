@@ -2,7 +2,9 @@
 
 Each family's defaults follow its paper (its record's `pretraining`, models/family.py): BERT MLM + NSP, static masks
 over pairs; RoBERTa MLM only, dynamic masks over FULL-SENTENCES packing, byte-level BPE; ALBERT
-MLM + SOP with n-gram masking, factorized embeddings and shared layers. Every one is overridable.
+MLM + SOP with n-gram masking, factorized embeddings and shared layers; XLNet permutation LM over
+streams of text with memory (train/plm.py). Every one is overridable. The options become one
+`data.recipe.Recipe`, resolved and validated once; the job dispatches on its objective.
 
 The output directory ends up holding config.json + model.safetensors + tokenizer.json (loadable
 by bertology.load and transformers' AutoModelForPreTraining / AutoModelForMaskedLM), metrics.jsonl,
@@ -17,8 +19,8 @@ from typing import Any
 
 import torch
 
-from ..data import FORMATS, build_instances
-from ..data.store import MASKINGS, OBJECTIVES, PACKINGS, check_corpus_documents
+from ..data import FORMATS, build_store, check_corpus_documents
+from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, Recipe
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_write_json, claim_output_dir
 from ..models.init_embeddings import init_token_embeddings, read_init_vectors
@@ -29,9 +31,9 @@ from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, P
 from . import distributed as dist
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
-from .plm import check_options as check_xlnet_options, pretrain_permutation_lm
+from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
 from ..tokenizers import Tokenizer, train
-from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, seeded
+from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
 
 @dataclass
 class PretrainOptions(RunOptions):
@@ -99,17 +101,16 @@ def _tokenizer(o: PretrainOptions, out: Path, resume: bool, given):
     if given is not None:
         tok = given
     elif dist.is_main():
-        # BERT's WordPiece by frequency (Hugging Face's rule): the likelihood criterion, bertology's
-        # default for `tokenizer train`, needs ~1.8x the tokens per word at these vocabulary sizes.
-        extra = {"criterion": "frequency"} if o.family == "bert" else {}
-        tok = train(o.corpus, family=get_family(o.family).tokenizer, vocab_size=o.vocab_size, show_progress=not o.quiet, **extra)
+        record = get_family(o.family)
+        tok = train(o.corpus, family=record.tokenizer, vocab_size=o.vocab_size, show_progress=not o.quiet,
+                    **dict(record.tokenizer_options))
     if dist.is_main():
         tok.save(saved)
     dist.barrier()
     return Tokenizer.load(saved)
 
 
-def _model(o: PretrainOptions, tok, objective: str):
+def _model(o: PretrainOptions, tok, recipe: Recipe):
     record = get_family(o.family)
     pad = tok.token_to_id(record.specials.pad)
     if pad is None:
@@ -117,13 +118,13 @@ def _model(o: PretrainOptions, tok, objective: str):
     config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad, **o.config_overrides)
     if "max_position_embeddings" not in o.config_overrides:  # sized to the sequences (checked against the preset)
         config.max_position_embeddings = max(o.seq_len + config.position_offset, 64)
-    head = "ForPreTraining" if objective in ("mlm+nsp", "mlm+sop") else "ForMaskedLM"
-    model = task_class(o.family, head)(config)
+    model = task_class(o.family, recipe.head)(config)
     return model if o.dropout is None else set_dropout(model, o.dropout)
 
 
-def _check_model_options(o: PretrainOptions) -> None:
-    """The preset, the config overrides and --seq-len against the preset's positions, before any work."""
+def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
+    """The preset, the config overrides, --seq-len against the preset's positions and the
+    objective against the family's heads, before any work."""
     record = get_family(o.family)
     try:
         config = record.preset(o.preset, **o.config_overrides)
@@ -132,9 +133,7 @@ def _check_model_options(o: PretrainOptions) -> None:
     if o.seq_len > config.max_length:
         raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
                          f"{o.family}-{o.preset} preset")
-    own = sorted({"mlm", record.pretraining.objective})  # a pair objective needs the family's own pair head
-    if o.objective not in (None, *own):
-        raise ValueError(f"{o.family} has no {o.objective} head; --objective {' or '.join(own)}")
+    recipe.check_model()
 
 
 def _heldout(o: PretrainOptions) -> float | int:
@@ -148,11 +147,11 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     tokenizer, and the output directory (a directory of the user's is refused; an earlier run of
     ours is continued with `resume` or started afresh with `overwrite`).
     """
-    _check_model_options(o)
-    if o.family == "xlnet":
-        check_xlnet_options(o)
-    nsp = (o.objective or get_family(o.family).pretraining.objective) == "mlm+nsp"
-    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp)
+    recipe = Recipe.from_options(o)  # the options' recipe, validated once; every step below reads it
+    _check_model_options(o, recipe)
+    if recipe.objective == PLM:
+        check_permutation_batch(o, recipe)
+    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=recipe.pair_task == "nsp")
     # a bad tokenizer file fails now, not after the output directory is set up
     given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
@@ -165,43 +164,31 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
-        return _pretrain(o, out, resume, overwrite, given, vectors)
+        return _pretrain(o, recipe, out, resume, overwrite, given, vectors)
 
 
-def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, given, vectors=None) -> dict[str, Any]:
+def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overwrite: bool, given,
+              vectors=None) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
-    if o.family == "xlnet":  # permutation LM over streams of text, memory carried: train/plm.py
-        return pretrain_permutation_lm(o, out, tok, resume, overwrite, _heldout(o))
-
-    def build():
-        return build_instances(
-            o.corpus, tok, family=o.family, max_seq_length=o.seq_len, objective=o.objective, packing=o.packing,
-            masking=o.masking, dupe_factor=o.dupe_factor, whole_word=o.whole_word, ngram=o.ngram,
-            mlm_probability=o.mlm_probability, max_predictions_per_seq=o.max_predictions or max(1, round(o.seq_len * o.mlm_probability)),
-            seed=o.seed, cache_dir=out / "cache", format=o.format,
-            heldout=_heldout(o), show_progress=not o.quiet and dist.is_main(),
-        )
+    if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
+        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, _heldout(o))
 
     if not dist.is_main():
         dist.barrier()  # rank 0 builds the cache, the others then open it
-    store = build()
+    store = build_store(o.corpus, tok, recipe, seed=o.seed, cache_dir=out / "cache", format=o.format,
+                        heldout=_heldout(o), show_progress=not o.quiet and dist.is_main())
     if dist.is_main():
         dist.barrier()
     if store.num_instances < o.batch_size:
         raise ValueError(f"{', '.join(o.corpus)}: {store.num_instances} instances of length {o.seq_len}, fewer than one batch "
                          f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor")
-    objective_name = store.config.objective  # the family default, unless overridden
-    model = _model(o, tok, objective_name)
+    model = _model(o, tok, recipe)
     init = (init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
             if vectors is not None and not resume else None)  # on resume the checkpoint holds the embedding
     counts = store.token_counts(model.config.vocab_size)
     if o.unigram_prior and not resume:
         model.mlm.init_bias_from_counts(counts)
-    args = TrainingArguments(
-        out_dir=str(out), batch_size=o.batch_size, lr=o.lr, warmup_steps=o.warmup, schedule=o.schedule,
-        weight_decay=o.weight_decay, accumulation=o.accumulation, max_grad_norm=o.max_grad_norm, bf16=o.bf16,
-        seed=o.seed, overwrite=overwrite, **o.run_arguments(o.steps),
-    )
+    args = TrainingArguments.from_options(o, out, overwrite)
     heldout = store.heldout
     evaluate = None
     if heldout is not None and heldout.num_instances:
@@ -220,15 +207,12 @@ def _pretrain(o: PretrainOptions, out: Path, resume: bool, overwrite: bool, give
     started = trainer.step
     result = trainer.train(resume=resume)
     summary = {
-        "family": o.family, "preset": o.preset, "architecture": model.architecture, "objective": objective_name,
-        "parameters": model.num_parameters(), "steps": result["step"], "resumed_from": started if resume else None,
-        "tokens": result["step"] * o.batch_size * o.seq_len, "train_seconds": trainer.elapsed_s,
-        "interrupted": result["interrupted"], "instances": store.num_instances,
+        "family": o.family, "preset": o.preset, "architecture": model.architecture, "objective": recipe.objective,
+        "parameters": model.num_parameters(), "resumed_from": started if resume else None,
+        "tokens": result["step"] * o.batch_size * o.seq_len, "instances": store.num_instances,
         "init_embeddings": init.summary() if init is not None else None,
         "flops_per_token": count(model.config, seq_length=o.seq_len).flops_per_token["total"],
-        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
-        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
-        "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
+        **run_summary(trainer, result), "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
     }
     if dist.is_main() and not result["interrupted"]:
         model.save(out)  # the final model, next to tokenizer.json

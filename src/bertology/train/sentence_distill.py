@@ -20,13 +20,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from ..data import iter_documents
-from ..data.masking import mask_by_weight, seeded_generator
-from ..data.store import heldout_count
+from ..data import Masker, Recipe, iter_documents, special_tokens
+from ..data.tokenized import heldout_count, split_documents
 from ..io import atomic_path, atomic_write_json
 from ..models import PreTrainedModel, from_config, get_family, task_class
 from ..models.checkpoint import save as save_checkpoint_layout
@@ -35,7 +35,7 @@ from ..nn import set_dropout
 from ..tokenizers import Tokenizer
 from .objectives import SentenceDistillationObjective, evaluate_sentence_student
 from .student import parts
-from .trainer import Trainer
+from .trainer import Trainer, TrainingArguments, run_summary
 
 TEXT_UNITS = ("document", "sentence")
 
@@ -81,18 +81,15 @@ def read_texts(files: list[str], format: str, unit: str) -> list[list[str]]:
 
 
 def split_texts(documents: list[list[str]], heldout: float | int, seed: int, where: str) -> tuple[list[str], list[str]]:
-    """(training texts, held-out texts): whole documents held out, chosen by a seeded permutation."""
+    """(training texts, held-out texts): whole documents held out, chosen by the seed."""
     n = len(documents)
     held = heldout_count(n, heldout)
     if n == 0:
         raise ValueError(f"corpus file(s) {where} hold no text")
     if held >= n:
         raise ValueError(f"--heldout {heldout:g} sets aside {held} of the {n} documents of {where}, leaving none to train on")
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
-    chosen = set(order[:held])
-    train = [t for i, d in enumerate(documents) if i not in chosen for t in d]
-    test = [t for i, d in enumerate(documents) if i in chosen for t in d]
-    return train, test
+    train_docs, held_docs = split_documents(n, heldout, seed, where)  # the one held-out rule
+    return [t for i in train_docs for t in documents[i]], [t for i in held_docs for t in documents[i]]
 
 
 def _encode(tokenizer: Tokenizer, texts: list[str], seq_len: int, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -106,15 +103,11 @@ class SentenceBatches:
     step (an epoch's order is a permutation seeded by (seed, epoch)), as resume and data parallelism need."""
 
     def __init__(self, texts: list[str], student_tok: Tokenizer, teacher_tok: Tokenizer, batch_size: int,
-                 seq_len: int, seed: int, mlm_probability: float | None = None, specials: tuple[str, ...] = ()):
+                 seq_len: int, seed: int, masker: Masker | None = None):
         self.texts, self.student_tok, self.teacher_tok = texts, student_tok, teacher_tok
-        self.batch_size, self.seq_len, self.seed, self.mlm_probability = batch_size, seq_len, seed, mlm_probability
+        self.batch_size, self.seq_len, self.seed, self.masker = batch_size, seq_len, seed, masker
         self.per_epoch = len(texts) // batch_size
         self._order: tuple[int, list[int]] | None = None
-        special_ids = {student_tok.token_to_id(t) for t in specials} - {None}
-        self.special_ids = torch.tensor(sorted(special_ids), dtype=torch.long)
-        self.mask_id = student_tok.token_to_id(specials[2]) if len(specials) > 2 else None
-        self.random_ids = torch.tensor([i for i in range(student_tok.vocab_size) if i not in special_ids])
 
     def indices(self, step: int) -> list[int]:
         epoch, k = divmod(step, self.per_epoch)
@@ -125,13 +118,10 @@ class SentenceBatches:
 
     def encode(self, texts: list[str], step: int = 0) -> dict[str, torch.Tensor]:
         batch = {**_encode(self.student_tok, texts, self.seq_len), **_encode(self.teacher_tok, texts, self.seq_len, "teacher_")}
-        if self.mlm_probability:
-            ids = batch["input_ids"]
-            candidates = batch["attention_mask"].bool() & ~torch.isin(ids, self.special_ids)
-            weights = torch.ones(self.student_tok.vocab_size)
-            batch["masked_input_ids"], batch["labels"] = mask_by_weight(
-                ids, candidates, weights, seeded_generator(self.seed, 5, step), mask_id=self.mask_id,
-                random_ids=self.random_ids, mlm_probability=self.mlm_probability)
+        if self.masker is not None:  # the student's own MLM reads a masked copy; the embeddings the plain text
+            rows = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+            masked = self.masker(rows, seed=self.seed, step=step, instances=np.arange(len(texts)))
+            batch["masked_input_ids"], batch["labels"] = masked["input_ids"], masked["labels"]
         return batch
 
     def __call__(self, step: int) -> dict[str, torch.Tensor]:
@@ -151,6 +141,16 @@ def build_student(family: str, preset: str, tokenizer: Tokenizer, seq_len: int, 
     return task_class(family, "ForMaskedLM")(config) if with_mlm else from_config(config, record.backbone)
 
 
+def student_masker(o, tokenizer: Tokenizer) -> Masker:
+    """The student's MLM masks: ⌈mlm_probability · #tokens⌉ positions of each batch, uniformly (smoothed
+    masking with equal weights)."""
+    recipe = Recipe.resolve(o.student, objective="mlm", packing="full-sentences", masking="smoothed",
+                            max_seq_length=o.seq_len, mlm_probability=o.mlm_probability)
+    sp = special_tokens(tokenizer, o.student)
+    random_ids = torch.tensor(sorted(set(range(tokenizer.vocab_size)) - set(sp.all_ids)))
+    return Masker(recipe, sp.mask, torch.tensor(sp.all_ids), random_ids, weights=torch.ones(tokenizer.vocab_size))
+
+
 def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: Tokenizer, objective: SentenceDistillationObjective,
                               texts: tuple[list[str], list[str]], out: Path, resume: bool, overwrite: bool,
                               notes: list[str]) -> dict[str, Any]:
@@ -163,9 +163,8 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
     model = SentenceStudent(student, teacher.config.hidden_size)
     if not resume:
         student_tok.save(out / "tokenizer.json")
-    specials = get_family(o.student).specials
     batches = SentenceBatches(train_texts, student_tok, teacher_tok, o.batch_size, o.seq_len, o.seed,
-                              o.mlm_probability if with_mlm else None, (specials.cls, specials.sep, specials.mask, specials.pad))
+                              student_masker(o, student_tok) if with_mlm else None)
     evaluate, final_eval = None, {}
     if heldout_texts:
         size = min(o.batch_size, len(heldout_texts))
@@ -177,7 +176,7 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         def evaluate(m):
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
-    trainer = Trainer(model, o.training_arguments(out, overwrite), batches, objective, evaluate,
+    trainer = Trainer(model, TrainingArguments.from_options(o, out, overwrite), batches, objective, evaluate,
                       save_extra=lambda d: student_tok.save(d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     if evaluate is not None:
@@ -187,12 +186,9 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         "architecture": student.architecture, "preset": o.preset, "parameters": student.num_parameters(),
         "projection_parameters": sum(p.numel() for p in model.projection.parameters()),
         "teacher_parameters": teacher.num_parameters(), "vocab_size": student_tok.vocab_size,
-        "alphas": asdict(objective.alphas), "teacher_bf16": objective.teacher_bf16, "steps": result["step"],
-        "train_seconds": trainer.elapsed_s, "interrupted": result["interrupted"], "train_texts": len(train_texts),
-        "heldout_texts": len(heldout_texts),
-        "heldout_cosine": final_eval.get("eval/cosine"), "notes": notes,
-        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
-        "eval": final_eval, "options": asdict(o),
+        "alphas": asdict(objective.alphas), "teacher_bf16": objective.teacher_bf16, "train_texts": len(train_texts),
+        "heldout_texts": len(heldout_texts), "heldout_cosine": final_eval.get("eval/cosine"), "notes": notes,
+        **run_summary(trainer, result), "eval": final_eval, "options": asdict(o),
     }
     if not result["interrupted"]:
         model.save_student(out)

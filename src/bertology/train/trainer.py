@@ -115,6 +115,29 @@ class TrainingArguments:
             budget_schedule(self.schedule, self.budget_warmup)
         self.betas = tuple(self.betas)
 
+    @classmethod
+    def from_options(cls, o, out: Path | str, overwrite: bool, **decided: Any) -> "TrainingArguments":
+        """The one place a job's options become the Trainer's arguments: every field the options
+        carry under the same name (lr, batch_size, seed, …; `warmup` as warmup_steps), a RunOptions'
+        `run_arguments` (steps, logging, checkpoints, time budget), then what the job `decided`
+        itself (fine-tuning: steps from its epochs, warmup from its ratio, …)."""
+        taken = {f: getattr(o, f) for f in cls.__dataclass_fields__ if f not in ("out_dir", "steps") and hasattr(o, f)}
+        if hasattr(o, "warmup"):
+            taken["warmup_steps"] = o.warmup
+        if isinstance(o, RunOptions):
+            taken.update(o.run_arguments(o.steps))
+        return cls(out_dir=str(out), **{**taken, "overwrite": overwrite, **decided})
+
+
+def run_summary(trainer: "Trainer", result: dict[str, Any]) -> dict[str, Any]:
+    """What every job's summary.json says about its run: steps, interruption, time, the last
+    training and evaluation metrics."""
+    return {
+        "steps": result["step"], "interrupted": result["interrupted"], "train_seconds": trainer.elapsed_s,
+        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
+        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
+    }
+
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """BERT's rule: decay every weight matrix and embedding, never biases or LayerNorm parameters."""
