@@ -45,8 +45,8 @@ class Padding:
     round M' up to a multiple of ROW_MULTIPLE (their results are never read back, so they change
     nothing but the matrix shapes). Attention gathers the projections back to (B, T) around SDPA
     (`spread`), with a copy of a real token's row at each padding position: finite, masked out as
-    a key and dropped as a query, so it changes nothing, and one gather is 3× faster than zeroing
-    (B·T, 3H) and scattering the real rows into it.
+    a key and dropped as a query, so it changes nothing, and one gather costs less than zeroing
+    (B·T, 3H) and scattering the real rows into it (bench/encoder.py measures the packed path).
     """
 
     batch: int

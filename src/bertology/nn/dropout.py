@@ -1,12 +1,10 @@
 """Dropout whose mask costs a quarter of a random draw per element.
 
-`F.dropout` on CPU draws one Bernoulli variate per element (`bernoulli_`, ~6 ns each): in a
-BERT training step with dropout 0.1 that was the largest single op, 12–17% of the step, more
-than any matrix product. Here four 16-bit keep/drop decisions come from each 64-bit draw of
-torch's own generator (so `torch.manual_seed` still decides every mask), compared against a
-threshold in one vectorised pass: the forward pass takes a third of `F.dropout`'s time (BERT-base
-attention probabilities, 16 × 12 × 128 × 128 in bf16: 7.2 against 21.2 ms on 2 threads), the
-backward pass is the same multiply.
+`F.dropout` on CPU draws one Bernoulli variate per element (`bernoulli_`): in a BERT training
+step with dropout that can be the largest single op, more than any matrix product. Here four
+16-bit keep/drop decisions come from each 64-bit draw of torch's own generator (so
+`torch.manual_seed` still decides every mask), compared against a threshold in one vectorised
+pass, a fraction of the random draws; the backward pass is the same multiply.
 
 The drop probability is rounded to a multiple of 2⁻¹⁶ (0.1 → 6554/65536 = 0.100006) and the kept
 values are scaled by the inverse of the realised keep probability, so E[dropout(x)] = x exactly.

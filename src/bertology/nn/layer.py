@@ -43,14 +43,15 @@ class FeedForwardBlock(nn.Module):
 
 
 class TransformerLayer(nn.Module):
+    """One depth of a BERT encoder: its two blocks under one index, so parameter names follow the
+    checkpoint layout (`layers.{i}.attention`, `layers.{i}.ffn`). It has no forward of its own: an
+    encoder runs the blocks in the order its `schedule()` yields them, which is what lets ALBERT
+    share the attention and feed-forward blocks across depths independently."""
+
     def __init__(self, attention: AttentionBlock, ffn: FeedForwardBlock):
         super().__init__()
         self.attention = attention
         self.ffn = ffn
-
-    def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
-        x, probs = self.attention(x, padding, need_weights)
-        return self.ffn(x), probs
 
 
 def set_dropout(model: nn.Module, p: float) -> nn.Module:

@@ -3,7 +3,7 @@ sparse SGD updates of the rows they touch, as the C tools and gensim's Cython do
 
 They are compiled by numba (the optional extra `bertology[wordvec]`) with `nogil`, so the trainers
 run them in several Python threads over disjoint jobs at once, lock-free ("Hogwild"), as gensim's
-workers do; without numba the same functions run as plain Python (correct, ~100× slower), and
+workers do; without numba the same functions run as plain Python (correct, but far slower), and
 `COMPILED` says which. Randomness inside a job comes from the C tool's linear congruential
 generator, seeded per job by the caller's numpy Generator.
 """
