@@ -3,6 +3,7 @@ asked for on a CPU that emulates it."""
 import warnings
 
 import pytest
+import torch
 
 from bertology import hardware
 
@@ -54,3 +55,14 @@ def test_the_trainer_warns_when_asked_for_emulated_bf16(probe, tmp_path):
     model = torch.nn.Linear(2, 2)
     with pytest.warns(RuntimeWarning, match="does not multiply bf16 natively"):
         Trainer(model, TrainingArguments(out_dir=str(tmp_path), steps=1, batch_size=1, bf16=True), lambda s: {}, None)
+
+
+def test_resolve_device_takes_what_is_asked_and_names_a_missing_gpu(monkeypatch):
+    from bertology.hardware import resolve_device
+    said = []
+    assert resolve_device("cpu") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto", said.append) == torch.device("cpu") and said == []
+    for spec, message in (("cuda", "no CUDA GPU"), ("cuda:1", "no CUDA GPU"), ("gpu", "expected auto, cpu, cuda")):
+        with pytest.raises(ValueError, match=message):
+            resolve_device(spec)

@@ -78,3 +78,25 @@ def cpu_summary() -> str:
     return (f"{name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {torch.get_num_threads()} threads; matmul "
             f"fp32 {p['fp32_gflops']:.0f} GFLOP/s, bf16 {p['bf16_gflops']:.0f} GFLOP/s → "
             f"{'bf16' if p['bf16_pays'] else 'fp32'}")
+
+
+def resolve_device(spec: str = "auto", say=None) -> torch.device:
+    """The device a job runs on: 'auto' takes the first CUDA GPU when there is one (and says so
+    through `say`), else the CPU; 'cpu', 'cuda' and 'cuda:N' are taken as asked, and a GPU that is
+    not there is an error naming it rather than a silent fall back to the CPU."""
+    if spec == "auto":
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        if say is not None and device.type == "cuda":
+            say(f"device auto: {torch.cuda.get_device_name(device)} ({device}); --device cpu to stay on the CPU")
+        return device
+    if spec != "cpu" and not (spec == "cuda" or (spec.startswith("cuda:") and spec[5:].isdigit())):
+        raise ValueError(f"--device {spec!r}: expected auto, cpu, cuda or cuda:N")
+    device = torch.device(spec)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {spec}: no CUDA GPU is available to this process (torch {torch.__version__})")
+        index = device.index or 0
+        if index >= torch.cuda.device_count():
+            raise ValueError(f"--device {spec}: only {torch.cuda.device_count()} CUDA GPU(s) here")
+        device = torch.device("cuda", index)
+    return device

@@ -40,6 +40,7 @@ POSITIVE_NUMBER = Check("> 0", lambda v: v > 0)
 PROBABILITY = Check("in [0, 1]", lambda v: 0 <= v <= 1)
 DROPOUT = Check("in [0, 1)", lambda v: 0 <= v < 1)
 MASKING_RATE = Check("in (0, 1]", lambda v: 0 < v <= 1)
+DEVICE = Check("auto, cpu, cuda or cuda:N", lambda v: v in ("auto", "cpu", "cuda") or (v.startswith("cuda:") and v[5:].isdigit()))
 FRACTION_OR_COUNT = Check("a fraction in [0, 1) or a whole count ≥ 1", lambda v: v >= 0 and (v < 1 or float(v).is_integer()))
 
 
