@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-integration test-gpu test-all bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,8 +17,18 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/bertology demo
 
+# Tiers (markers in pyproject.toml): `test` = unit, parity, property and known-answer tests, one
+# worker per core (each worker one thread, so the cores are not oversubscribed); `test-integration` =
+# whole jobs, subprocesses, torchrun and the browser, one at a time (some run on the clock);
+# `test-gpu` = what needs a CUDA GPU (skipped without one); `test-all` = everything, slow runs included.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n auto
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest -q -m 'integration and not slow'
+
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -q -m gpu
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ''

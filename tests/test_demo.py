@@ -6,6 +6,8 @@ import pytest
 
 from bertology.cli import main
 
+pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
+
 FAMILIES = ("bert", "roberta", "albert", "xlnet")
 MODELS = (*FAMILIES, "bert+word2vec", "minilm→tiny")
 REFERENCES = ("bag-of-words", "word2vec average", "MiniLM embeddings (frozen)")

@@ -1,7 +1,8 @@
-"""bertology: BERT and its variants, their tokenizers and word vectors, from scratch.
+"""bertology: BERT and its variants (RoBERTa, ALBERT, DistilBERT, XLNet), their tokenizers and word
+vectors, from scratch.
 
     >>> import bertology
-    >>> model = bertology.load("path/to/hf-model-dir")       # any BERT / RoBERTa / ALBERT / DistilBERT
+    >>> model = bertology.load("path/to/hf-model-dir")       # BERT / RoBERTa / ALBERT / DistilBERT / XLNet
     >>> model.save("out-dir")                                  # loads in transformers with the same outputs
 
 Names are imported on first use, so that `import bertology` (and the tokenizer commands, which

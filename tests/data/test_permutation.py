@@ -219,6 +219,7 @@ def _run(corpus, out, *extra):
                  "--log-every", "1", "--heldout", "2", "--quiet", *extra])
 
 
+@pytest.mark.integration
 def test_pretrain_resumes_exactly_with_its_memory(corpus, tmp_path, capsys):
     assert _run(corpus, tmp_path / "whole", "--eval-every", "3") == 0
     assert "held-out PLM accuracy" in capsys.readouterr().out
@@ -235,6 +236,7 @@ def test_pretrain_resumes_exactly_with_its_memory(corpus, tmp_path, capsys):
     assert 0 < summary["eval"]["eval/unigram_accuracy"] < 1 and summary["eval"]["eval/unigram_loss"] > 0
 
 
+@pytest.mark.integration
 def test_pretrain_starts_the_lm_bias_at_the_unigram_prior(corpus, tmp_path):
     """As for MLM: the output bias starts at the log unigram distribution, unless --no-unigram-prior."""
     assert _run(corpus, tmp_path / "prior", "--steps", "1", "--lr", "1e-9", "--warmup", "0") == 0

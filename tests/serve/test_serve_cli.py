@@ -1,5 +1,6 @@
 """`bertology serve`: the CLI stays light, mistakes exit 2 naming the culprit, SIGTERM lets every
 queued request finish and then exits 0."""
+import pytest
 import json
 import re
 import socket
@@ -44,6 +45,7 @@ def queue_depth(url: str) -> int:
         return int(re.search(r"^bertology_queue_depth (\d+)$", r.read().decode(), re.M).group(1))
 
 
+@pytest.mark.integration
 def test_sigterm_answers_every_queued_request_then_exits_0(checkpoints):
     # the worker holds its first batch open for 3 s, so the requests are still queued when SIGTERM comes
     with Server(checkpoints["classify"], "--max-wait-ms", "3000") as server:

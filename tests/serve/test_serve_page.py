@@ -8,6 +8,8 @@ import urllib.request
 import pytest
 from live import Chromium, Server, find_chromium
 
+pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
+
 SENTENCE = "The cat sat on the [MASK]."
 
 

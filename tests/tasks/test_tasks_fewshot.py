@@ -93,6 +93,7 @@ def test_options_that_do_not_fit_the_task_or_model_fail_before_writing(tmp_path)
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.integration
 def test_mean_pooling_and_reinit_through_finetune(tmp_path):
     import bertology
 

@@ -35,6 +35,7 @@ def _options(tmp_path, **kw):
     return FinetuneOptions(**{**base, **kw})
 
 
+@pytest.mark.integration
 def test_a_tiny_model_learns_a_separable_task_and_saves_hf_layout(tmp_path):
     summary = finetune(_options(tmp_path))
     assert summary["dev"]["accuracy"] == 1.0 and summary["labels"] == ["animals", "money"]
@@ -54,6 +55,7 @@ def test_a_tiny_model_learns_a_separable_task_and_saves_hf_layout(tmp_path):
         assert (theirs(**inputs).logits - pipe.model(**inputs).logits).abs().max() < 1e-5
 
 
+@pytest.mark.integration
 def test_finetune_evaluate_predict_commands(tmp_path, capsys):
     o = _options(tmp_path)
     args = ["finetune", "--model", "bert-tiny", "--tokenizer", TOKENIZER, "--task", "classify", "--train", o.train,
@@ -89,6 +91,7 @@ def test_dev_labels_never_seen_in_training(tmp_path):
         finetune(_options(tmp_path, dev=str(dev), epochs=1))
 
 
+@pytest.mark.integration
 def test_tagging_and_qa_train_from_the_cli(tmp_path, fixtures_dir):
     common = ["--model", "bert-tiny", "--tokenizer", TOKENIZER, "--epochs", "2", "--batch-size", "8", "--quiet"]
     ner = str(fixtures_dir / "ner_bio.conll")
@@ -107,6 +110,7 @@ def test_squad_v2_models_keep_no_answer_after_loading(tmp_path, fixtures_dir):
     assert bertology.Pipeline.load(tmp_path / "qa").task.allows_no_answer
 
 
+@pytest.mark.integration
 def test_from_scratch_is_the_directory_architecture_with_fresh_weights(tmp_path):
     finetune(_options(tmp_path, epochs=1))
     trained = bertology.load(tmp_path / "out")
@@ -122,6 +126,7 @@ def test_from_scratch_is_the_directory_architecture_with_fresh_weights(tmp_path)
     assert twin_a["architecture"] == twin_b["architecture"] == "BertForSequenceClassification"
 
 
+@pytest.mark.integration
 def test_an_interrupted_fine_tuning_resumes_exactly(tmp_path):
     full = finetune(_options(tmp_path, out_dir=str(tmp_path / "full"), epochs=3))
     stopped = finetune(_options(tmp_path, out_dir=str(tmp_path / "part"), epochs=3, stop_at=5))

@@ -9,6 +9,7 @@ from bertology.tasks.grid import finetune_grid
 from test_tasks_finetune import _options, _toy
 
 
+@pytest.mark.integration
 def test_grid_chooses_on_dev_and_keeps_one_run(tmp_path):
     test = _toy(tmp_path / "test.tsv", 32, 2)
     result = finetune_grid(_options(tmp_path), str(test), lrs=(1e-7, 2e-3), seeds=(0, 1))
@@ -49,6 +50,7 @@ def test_grid_from_the_command_line(tmp_path, capsys):
     assert "--seeds '0,x': not comma-separated numbers" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_grid_keeps_per_item_predictions_and_the_ensemble(tmp_path):
     import torch
 

@@ -131,6 +131,7 @@ def _options(teacher_dir, corpus, out, **kw):
     return DistillOptions(**{**base, **kw})
 
 
+@pytest.mark.integration
 def test_the_teacher_is_learnt_faster_than_by_mlm_alone(teacher_dir, corpus, tmp_path):
     distilled = distill(_options(teacher_dir, corpus, tmp_path / "distilled", depth=1))
     alone = distill(_options(teacher_dir, corpus, tmp_path / "alone", depth=1, alpha_ce=0.0, alpha_cos=0.0))
@@ -147,6 +148,7 @@ def test_the_teacher_is_learnt_faster_than_by_mlm_alone(teacher_dir, corpus, tmp
     assert distilled["parameters"] < distilled["teacher_parameters"] and alone["alphas"]["ce"] == 0.0
 
 
+@pytest.mark.integration
 def test_smoothed_masking_and_exact_resume(teacher_dir, corpus, tmp_path):
     full = distill(_options(teacher_dir, corpus, tmp_path / "full", masking="smoothed", steps=8))
     assert distill(_options(teacher_dir, corpus, tmp_path / "split", masking="smoothed", steps=8, stop_at=3))["interrupted"]

@@ -20,6 +20,8 @@ from bertology.io import RUN_MARKER
 from bertology.models import read_config, read_weights
 from bertology.train.trainer import checkpoints
 
+pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = "import sys; from bertology.cli import main; sys.exit(main(sys.argv[1:]))"
 

@@ -132,6 +132,7 @@ def test_batches_are_a_pure_function_of_the_step(corpus, teacher_dir, student_to
     assert sorted(i for s in range(16) for i in a.indices(s)) == sorted(a._order[1][:256])
 
 
+@pytest.mark.integration
 def test_the_student_moves_towards_its_teacher_and_reloads_as_reported(teacher_dir, corpus, student_tok, tmp_path):
     out = tmp_path / "student"
     summary = distill(_options(teacher_dir, corpus, student_tok, out, steps=30, eval_every=1000))
@@ -166,6 +167,7 @@ def test_the_student_moves_towards_its_teacher_and_reloads_as_reported(teacher_d
     assert load_for_task(out, "ForSequenceClassification", ["a", "b"]).config.num_labels == 2
 
 
+@pytest.mark.integration
 def test_exact_resume_with_the_projection_and_the_mlm_term(teacher_dir, corpus, student_tok, tmp_path):
     kw = dict(steps=8, alpha_mlm=0.5, save_every=4)
     whole = distill(_options(teacher_dir, corpus, student_tok, tmp_path / "whole", **kw))

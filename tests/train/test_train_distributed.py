@@ -5,11 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import bertology
 
 from ddp_worker import main as run_single
+
+pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
 HERE = Path(__file__).parent
 

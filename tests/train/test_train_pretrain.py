@@ -9,6 +9,8 @@ import transformers
 import bertology
 from bertology.cli import main
 
+pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

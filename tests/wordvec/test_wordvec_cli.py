@@ -16,6 +16,7 @@ def corpus(tmp_path_factory, test_data):
     return path
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,extra", [("skipgram", []), ("cbow", ["--hs", "--negative", "0"]),
                                              ("glove", ["--epochs", "3"])])
 def test_train_then_eval_similar_plot(tmp_path, corpus, capsys, algorithm, extra):
