@@ -1,13 +1,17 @@
 """`bertology demo --quick` runs end to end: every stage, every table row and plot, the label
 curve with its intervals, and a resume that reuses every stage."""
 import json
+from pathlib import Path
 
 import pytest
 
 from bertology.cli import main
+from bertology.demo.curve import twin
+from bertology.tasks.grid import GridResult
 
 pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
+TEST = Path(__file__).parents[1] / "data" / "debian-sections" / "test.tsv"
 FAMILIES = ("bert", "roberta", "albert", "xlnet")
 MODELS = (*FAMILIES, "bert+word2vec", "minilm→tiny")
 REFERENCES = ("bag-of-words", "word2vec average", "MiniLM embeddings (frozen)")
@@ -39,7 +43,27 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
                 assert set(p["vs_bag_of_words"]) == {"diff", "ci95", "significant"}
     for r in results[:5]:
         assert r["pretraining_tokens"] > 0 and r["pretraining_tokens"] % (16 * 32) == 0 and r["pretraining_seconds"] > 0
-        assert 0.0 <= r["test_accuracy"] <= 1.0 and 0.0 <= r["random_init_test_accuracy"] <= 1.0
+        # every family was evaluated on held-out text, against the unigram baseline of the same tokens
+        assert 0.0 < r["mlm_accuracy"] < 1.0 and 0.0 <= r["unigram_accuracy"] < 1.0, r["model"]
+    # The reference lines do not depend on the budget: logistic regressions on the same seed-0 subsets
+    # (known answers of a 500-item test set; the tolerance is three items, for the CPU's rounding).
+    reference = {r["model"]: {p["labels_per_class"]: p["test_accuracy"] for p in r["label_curve"]} for r in results}
+    assert reference["bag-of-words"] == {10: pytest.approx(0.42, abs=0.006), None: pytest.approx(0.692, abs=0.006)}
+    assert reference["MiniLM embeddings (frozen)"] == {10: pytest.approx(0.662, abs=0.006),
+                                                        None: pytest.approx(0.744, abs=0.006)}
+    # Every accuracy in the report is recomputed from the predictions each fine-tuning kept.
+    gold = [line.split("\t")[-1] for line in TEST.read_text(encoding="utf-8").splitlines()[1:]]
+    for r in results[:6]:
+        twin_of = r["model"] if r["model"] in FAMILIES else "bert"  # the other starts share BERT's twin
+        for name, accuracy in ((r["model"], "test_accuracy"), (twin(twin_of), "random_init_test_accuracy")):
+            for point in r["label_curve"]:
+                count = "all" if point["labels_per_class"] is None else str(point["labels_per_class"])
+                grid = GridResult.load(out / "finetune" / name.replace(" ", "-").strip("()") / count)
+                assert [grid.labels[g] for g in grid.test_gold] == gold, name
+                assert point[accuracy] == pytest.approx(sum(grid.correct()) / len(gold)), (name, count)
+                for run in grid.runs:
+                    hits = sum(grid.labels[p] == g for p, g in zip(run["test_predictions"], gold))
+                    assert run["test"] == pytest.approx(hits / len(gold)), (name, count, run["seed"])
     assert results[4]["init_embeddings"]["copied"] > 0  # word2vec rows went into the embedding
     student = results[5]
     assert student["parameters"] < student["teacher_parameters"] / 10 and student["inference_speedup"] > 1

@@ -144,8 +144,6 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
         options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir), None,
                          plan.bf16, minutes=seconds / 60, batch_size=plan.batch_size, seq_len=plan.seq_len,
                          preset=plan.preset, quiet=True, **extra)
-        if plan.corpus_bytes:
-            options.heldout = 3
         summary = pretrain(options, resume=continue_run)
         if summary["interrupted"]:
             return None
