@@ -12,7 +12,7 @@ import json
 import math
 import shutil
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,8 @@ def run_model(model, features: Features, batch_size: int = 64, bf16: bool = Fals
         inputs = to_device({k: v for k, v in model_inputs(model, batch).items() if k not in LABEL_KEYS}, device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             out = model(**inputs)
+        if device.type != "cpu":  # post-processing reads the outputs beside the features, on the CPU
+            out = replace(out, **{k: v.cpu() for k, v in vars(out).items() if isinstance(v, torch.Tensor)})
         outputs.append(out)
     return outputs
 

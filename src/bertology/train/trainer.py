@@ -188,8 +188,8 @@ def seeded(seed: int) -> Iterator[None]:
 
 
 def _cuda_devices() -> list[int]:
-    """The GPUs whose random state fork_rng keeps: those already in use (asking an unused one for its
-    state would start CUDA on it)."""
+    """The GPUs whose random state fork_rng keeps: all of them once CUDA has started (torch.manual_seed
+    seeds them all), none before (asking for a state would start CUDA in a CPU job)."""
     return list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
 
 
