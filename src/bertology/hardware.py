@@ -1,8 +1,10 @@
-"""What this CPU does well, measured rather than assumed: its name, its matrix-product flags, and a
-same-run probe of fp32 against bf16 matrix products.
+"""What this CPU (or CUDA GPU) does well, measured rather than assumed: its name, its matrix-product
+flags, and a same-run probe of fp32 against bf16 matrix products.
 
 bf16 autocast pays only where the CPU multiplies bf16 natively (AMX, AVX512-BF16); on AVX2-only
 CPUs (AMD Zen, older Intel) it is emulated and slower than fp32, so precision is chosen by a probe.
+A GPU gets the same rule (`cuda_precision`): its half precision (bf16 from Ampere on, else fp16)
+against fp32 with TF32 matrix products where it has them.
 """
 from __future__ import annotations
 
@@ -78,6 +80,49 @@ def cpu_summary() -> str:
     return (f"{name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {torch.get_num_threads()} threads; matmul "
             f"fp32 {p['fp32_gflops']:.0f} GFLOP/s, bf16 {p['bf16_gflops']:.0f} GFLOP/s → "
             f"{'bf16' if p['bf16_pays'] else 'fp32'}")
+
+
+HALF_PAYS = 1.5  # a half precision is chosen where its matrix products run at least this many times fp32's
+
+
+def cuda_matmul_tflops(device: torch.device, dtype: torch.dtype, n: int = 4096, repeats: int = 20) -> float:
+    """Measured TFLOP/s of an n×n matrix product in `dtype` on CUDA `device` (fp32 under the
+    TF32 setting in force), timed between two synchronisations after one warm-up."""
+    a, b = torch.randn(n, n, device=device).to(dtype), torch.randn(n, n, device=device).to(dtype)
+    a @ b
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    torch.cuda.synchronize(device)
+    return 2 * n ** 3 * repeats / (time.perf_counter() - start) / 1e12
+
+
+@lru_cache(maxsize=None)
+def cuda_precision(device: torch.device) -> dict[str, object]:
+    """What a training job on CUDA `device` runs in, measured now: fp32 (TF32 matrix products where
+    the GPU has them, compute capability ≥ 8.0) against the half precision it multiplies natively
+    (bf16 from Ampere on; fp16 before, which needs a gradient scaler). The half precision is picked
+    where it runs ≥ HALF_PAYS× fp32; `reason` says so in words."""
+    major, minor = torch.cuda.get_device_capability(device)
+    name = torch.cuda.get_device_name(device)
+    tf32 = major >= 8
+    half, half_name = (torch.bfloat16, "bf16") if major >= 8 else (torch.float16, "fp16")
+    previous = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32 as a fp32 run would multiply
+        fp32 = cuda_matmul_tflops(device, torch.float32)
+        fast = cuda_matmul_tflops(device, half)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    pays = fast >= HALF_PAYS * fp32
+    pick = half_name if pays else "fp32"
+    fp32_name = "fp32 (TF32 matrix products)" if tf32 else "fp32"
+    return {"gpu": name, "capability": f"{major}.{minor}", "tf32": tf32, "half": half_name,
+            "fp32_tflops": round(fp32, 1), "half_tflops": round(fast, 1), "pick": pick,
+            "reason": f"{pick if pays else fp32_name}: {half_name} matrix products run at {fast / max(fp32, 1e-9):.2f}× "
+                      f"{fp32_name}'s speed on {name} (compute capability {major}.{minor}; measured now; "
+                      f"{half_name} needs ≥ {HALF_PAYS}×)"}
 
 
 def resolve_device(spec: str = "auto", say=None) -> torch.device:

@@ -20,7 +20,8 @@ HERE = Path(__file__).parent
 def test_two_processes_equal_one(tmp_path):
     steps = 4
     run_single(str(tmp_path / "single"), steps)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1",  # the sources under test, then the worker's helpers
+           "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(HERE)]))}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(HERE / "ddp_worker.py"), str(tmp_path / "ddp"), str(steps)]
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -12,7 +12,7 @@ import json
 import math
 import shutil
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,9 @@ import torch
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
 from ..models import get_family, load, load_backbone, read_config, resolve_preset, task_model
 from ..models.heads import IGNORE, POOLINGS
-from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
+from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
+from ..train.device import model_device, say, to_device
 from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
 from . import TASKS
 from .base import Features, Task
@@ -49,7 +50,10 @@ class FinetuneOptions:
     stride: int = option(64, "overlap of QA context windows", check=NON_NEGATIVE)
     warmup_ratio: float = option(0.1, "share of the steps spent warming up", check=PROBABILITY)
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
-    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX)")
+    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the "
+                               "precision is measured and said)")
+    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
+                         check=DEVICE)
     seed: int = option(0, "seeds the new head, the example order and dropout")
     columns: dict[str, str] = option(default_factory=dict, cli=False)  # text_column, pair_column, label_column …
     quiet: bool = option(False, "no progress bar")
@@ -80,18 +84,19 @@ class TaskObjective:
     def __init__(self, per_token: bool):
         self.per_token = per_token
 
-    def _count(self, batch) -> int:
+    def _count(self, batch) -> int | torch.Tensor:
+        """Labelled tokens (a tensor: on the GPU it is read at log steps, not now) or sequences."""
         if self.per_token:
-            return int((batch["labels"] != IGNORE).sum())
+            return (batch["labels"] != IGNORE).sum()
         return next(iter(batch.values())).shape[0]
 
     def totals(self, batch):
-        return {"count": max(1, self._count(batch))}
+        return {"count": max(1, int(self._count(batch)))}  # the global batch, on the CPU
 
     def __call__(self, model, batch, totals):
         out = model(**batch)
         share = self._count(batch) / totals["count"]
-        return out.loss * share, {"loss": float(out.loss.detach()) * share}
+        return out.loss * share, {"loss": out.loss.detach().double() * share}
 
 
 def load_tokenizer(model_dir: str | None, tokenizer: str | None):
@@ -124,11 +129,14 @@ LABEL_VOCABULARY = {"classify", "pair", "tag"}  # tasks whose labels are names m
 def run_model(model, features: Features, batch_size: int = 64, bf16: bool = False) -> list[Any]:
     model.eval()
     outputs = []
+    device = model_device(model)  # featurised on the CPU, run where the model is
     for start in range(0, len(features), batch_size):
         batch = features.batch(range(start, min(start + batch_size, len(features))))
-        inputs = {k: v for k, v in model_inputs(model, batch).items() if k not in LABEL_KEYS}
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        inputs = to_device({k: v for k, v in model_inputs(model, batch).items() if k not in LABEL_KEYS}, device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             out = model(**inputs)
+        if device.type != "cpu":  # post-processing reads the outputs beside the features, on the CPU
+            out = replace(out, **{k: v.cpu() for k, v in vars(out).items() if isinstance(v, torch.Tensor)})
         outputs.append(out)
     return outputs
 
@@ -227,9 +235,10 @@ def _check_labels(task: Task, labels: list[str] | None, split: str, examples) ->
 def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Fine-tune (or, with `resume`, continue an interrupted run in o.out_dir exactly); returns the summary.
 
-    Everything is read and checked before the first write: the model, tokenizer, every split and
-    its labels, --max-length against the model's positions, and the output directory.
+    Everything is read and checked before the first write: the device, the model, tokenizer, every
+    split and its labels, --max-length against the model's positions, and the output directory.
     """
+    device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     task = TASKS[o.task]()
     out = Path(o.out_dir)
     _check_task_options(o, task)
@@ -252,11 +261,11 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
         dist.barrier()
         if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
             resume, overwrite = False, True
-        return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset)
+        return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset, device)
 
 
 def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labels, out: Path, resume: bool,
-              overwrite: bool, subset: list[int] | None = None) -> dict[str, Any]:
+              overwrite: bool, subset: list[int] | None = None, device: torch.device | None = None) -> dict[str, Any]:
     model.config.extra.update(bertology_task=task.name, bertology_columns=dict(o.columns),
                               bertology_max_length=o.max_length, bertology_stride=o.stride,
                               bertology_task_options=task_options(task))
@@ -298,7 +307,8 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
 
     args = TrainingArguments.from_options(
         o, out, overwrite, steps=steps, warmup_steps=round(o.warmup_ratio * steps), keep_last=o.keep_checkpoints,
-        eval_every=steps_per_epoch if dev else None, save_every=steps_per_epoch)
+        eval_every=steps_per_epoch if dev else None, save_every=steps_per_epoch,
+        **({"device": str(device)} if device is not None else {}))
     if not resume:
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     groups = parameter_groups(model, o.weight_decay)

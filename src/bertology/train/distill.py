@@ -24,7 +24,7 @@ import torch
 
 from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents
 from ..data.masking import token_weights
-from ..hardware import bf16_pays, check_bf16_requested, precision_reason
+from ..hardware import bf16_pays, check_bf16_requested, cuda_precision, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
 from ..models import get_family, load
 from ..nn import set_dropout
@@ -32,6 +32,7 @@ from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, P
                        option)
 from ..tokenizers import Tokenizer
 from . import distributed as dist
+from .device import say
 from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
 from .sentence_distill import TEXT_UNITS, build_student, read_texts, run_sentence_distillation, split_texts
 from .student import STUDENTS, init_student, parts
@@ -83,7 +84,8 @@ class DistillOptions(RunOptions):
                                    check=DROPOUT)
     accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
     max_grad_norm: float = option(5.0, "gradient clipping norm (DistilBERT: 5)", check=POSITIVE_NUMBER)
-    bf16: bool = option(False, "bf16 autocast for the student (pays where the CPU multiplies bf16 natively)")
+    bf16: bool = option(False, "bf16 autocast for the student (pays where the CPU multiplies bf16 natively; on a GPU "
+                               "the precision is measured and said)")
     teacher_precision: str = option("auto", "the teacher's inference: auto (bf16 where a same-run probe shows it pays), "
                                             "fp32 or bf16", choices=("auto", "fp32", "bf16"))
     seed: int = option(0, "seeds dropout, the instances and the masks")
@@ -163,7 +165,8 @@ def _teacher(o: DistillOptions):
 
 def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Run (or continue) a distillation job; returns its summary (also out/summary.json). Everything
-    is checked before the first write: options, teacher, layers, corpus, output directory."""
+    is checked before the first write: options, device, teacher, layers, corpus, output directory."""
+    device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     teacher, tokenizer = _teacher(o)
     notes = []
     alphas = o.alphas()
@@ -174,20 +177,29 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     if not any((alphas.ce, alphas.mlm, alphas.cos, alphas.mse)):
         raise ValueError("every --alpha-* is 0: nothing to learn from")
     teacher_bf16 = {"auto": None, "fp32": False, "bf16": True}[o.teacher_precision]
-    if teacher_bf16 is None:
+    if device.type == "cuda":  # the GPU's own probe: bf16 where it pays there (an fp16 GPU runs the teacher in fp32)
+        probe = cuda_precision(device)
+        if teacher_bf16 is None:
+            teacher_bf16 = probe["pick"] == "bf16"
+            notes.append(f"the teacher runs in {'bf16' if teacher_bf16 else 'fp32'} ({probe['reason']})")
+        elif teacher_bf16 and probe["half"] != "bf16":
+            raise ValueError(f"--teacher-precision bf16: {probe['gpu']} (compute capability {probe['capability']}) has "
+                             "no bf16; an Ampere or later GPU does (8.0)")
+    elif teacher_bf16 is None:
         teacher_bf16 = bf16_pays()
         notes.append(f"the teacher runs in {precision_reason()}")
     elif teacher_bf16:
         check_bf16_requested()
+    teacher.to(device)
     if o.target == "sentence":
-        return _distill_sentences(o, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite)
+        return _distill_sentences(o, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite, device)
     objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over, teacher_bf16)
     with seeded(o.seed):
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
     if o.seq_len > student.config.max_length:
         raise ValueError(f"--seq-len {o.seq_len} is longer than the teacher's {student.config.max_length} positions")
     check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=False)
-    dist.init_from_env()
+    dist.init_from_env(device)
     out = Path(o.out_dir)
     if dist.is_main():
         claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
@@ -195,11 +207,11 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     if resume and not checkpoints(out):  # killed before its first checkpoint: start again
         resume, overwrite = False, True
     with seeded(o.seed):
-        return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes)
+        return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes, device)
 
 
 def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, teacher_bf16: bool, notes: list[str],
-                       resume: bool, overwrite: bool) -> dict[str, Any]:
+                       resume: bool, overwrite: bool, device: torch.device) -> dict[str, Any]:
     """--target sentence: every check (tokenizer, preset, corpus, output directory) before the first write."""
     objective = SentenceDistillationObjective(teacher, alphas, teacher_bf16)
     if o.tokenizer is not None:
@@ -227,11 +239,11 @@ def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, 
         resume, overwrite = False, True
     with seeded(o.seed):
         return run_sentence_distillation(o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts),
-                                         out, resume, overwrite, notes)
+                                         out, resume, overwrite, notes, device)
 
 
 def _distill(o: DistillOptions, teacher, tokenizer, student, objective: DistillationObjective, out: Path,
-             resume: bool, overwrite: bool, notes: list[str]) -> dict[str, Any]:
+             resume: bool, overwrite: bool, notes: list[str], device: torch.device) -> dict[str, Any]:
     if o.dropout is not None:
         set_dropout(student, o.dropout)
     if dist.is_main() and not resume:
@@ -259,7 +271,8 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
         def evaluate(m):
             return evaluate_student(m, teacher, eval_batches)
 
-    trainer = Trainer(student, TrainingArguments.from_options(o, out, overwrite), batches, objective, evaluate,
+    trainer = Trainer(student, TrainingArguments.from_options(o, out, overwrite, device=str(device)), batches, objective,
+                      evaluate,
                       save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     summary = {

@@ -2,7 +2,8 @@
 
 Every rank computes the same global batch and takes its rows rank::world; losses are divided by
 global counts, so all-reducing (summing) gradients gives the single-process gradient exactly up to
-floating-point summation order. With one process every function here is a no-op.
+floating-point summation order. With one process every function here is a no-op. On CUDA each
+process takes the GPU of its LOCAL_RANK (`rank_device`).
 """
 from __future__ import annotations
 
@@ -12,12 +13,36 @@ import torch
 import torch.distributed as td
 from torch import nn
 
+from ..hardware import resolve_device
 
-def init_from_env() -> bool:
-    """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR …); False if not under torchrun."""
-    if "WORLD_SIZE" not in os.environ or int(os.environ["WORLD_SIZE"]) <= 1 or td.is_initialized():
+
+def _launched() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def rank_device(spec: str = "auto", say=None) -> torch.device:
+    """The device of this process: `hardware.resolve_device(spec)`, except that under torchrun a
+    CUDA job takes cuda:LOCAL_RANK (one GPU per process). Only the first process `say`s."""
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = resolve_device(spec, say if local == 0 and int(os.environ.get("RANK", "0")) == 0 else None)
+    if device.type == "cuda" and _launched():
+        if spec.startswith("cuda:") and spec != f"cuda:{local}":
+            raise ValueError(f"--device {spec}: under torchrun every process takes the GPU of its LOCAL_RANK; "
+                             "give --device cuda (or auto)")
+        device = resolve_device(f"cuda:{local}")  # a LOCAL_RANK without its GPU is an error naming it
+    return device
+
+
+def init_from_env(device: torch.device | None = None) -> bool:
+    """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR …): NCCL for a CUDA
+    `device` (this process's GPU made current first, as NCCL needs), gloo on the CPU; without a device,
+    NCCL wherever CUDA is. False if not under torchrun."""
+    if not _launched() or td.is_initialized():
         return td.is_initialized()
-    td.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    cuda = device.type == "cuda" if device is not None else torch.cuda.is_available()
+    if cuda and device is not None:
+        torch.cuda.set_device(device)
+    td.init_process_group("nccl" if cuda else "gloo")
     return True
 
 
@@ -70,10 +95,13 @@ def all_reduce_tensor(tensor: torch.Tensor) -> None:
         td.all_reduce(tensor, op=td.ReduceOp.SUM)
 
 
-def all_reduce_sums(values: dict[str, float]) -> dict[str, float]:
+def all_reduce_sums(values: dict[str, torch.Tensor | float], device: torch.device | str = "cpu"
+                    ) -> dict[str, torch.Tensor | float]:
+    """Sum each value over ranks, in one message on `device` (where NCCL needs it); the sums come back
+    as 0-d tensors there, read when the caller logs them (no host sync here)."""
     if not active() or not values:
         return values
     keys = sorted(values)
-    t = torch.tensor([values[k] for k in keys], dtype=torch.float64)
+    t = torch.stack([torch.as_tensor(values[k], dtype=torch.float64, device=device) for k in keys])
     td.all_reduce(t, op=td.ReduceOp.SUM)
-    return dict(zip(keys, t.tolist()))
+    return dict(zip(keys, t.unbind()))

@@ -9,6 +9,10 @@ tokenizer matches the teacher's sentence embedding through a linear projection).
 Dividing by the global count (not the micro-batch's) makes the summed gradient of any split into
 micro-batches and ranks equal to the gradient of the whole batch: the basis of exact gradient
 accumulation and of data-parallel equivalence.
+
+`totals` reads the global batch on the CPU; a micro-batch's metrics are 0-d tensors on the model's
+device (the Trainer reads them at log steps, so a step never waits for the GPU to report them);
+the evaluations below move their batches to the model's device and return floats.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models.heads import IGNORE, mean_pool
+from .device import model_device, to_device
 from .student import parts
 
 PAIR_LABELS = ("next_sentence_label", "sentence_order_label")
@@ -43,16 +48,16 @@ class PretrainingObjective:
         # A micro-batch with no masked token contributes nothing (its mean would be NaN).
         loss = mlm_mean * (len(targets) / totals["masked"]) if len(targets) else logits.sum() * 0.0
         metrics = {
-            "mlm_loss": float(loss.detach()),
-            "mlm_accuracy": float((logits.argmax(-1) == targets).sum()) / totals["masked"],
+            "mlm_loss": loss.detach(),
+            "mlm_accuracy": (logits.argmax(-1) == targets).sum() / totals["masked"],
         }
         pair_name = next((k for k in PAIR_LABELS if k in batch), None)
         if pair_name is not None:
             pair_logits = out.seq_relationship_logits if out.seq_relationship_logits is not None else out.sop_logits
             pair_term = out.pair_loss * (pair_logits.shape[0] / totals["sequences"])
             loss = loss + pair_term
-            metrics["pair_loss"] = float(pair_term.detach())
-            metrics["pair_accuracy"] = float((pair_logits.argmax(-1) == batch[pair_name].view(-1)).sum()) / totals["sequences"]
+            metrics["pair_loss"] = pair_term.detach()
+            metrics["pair_accuracy"] = (pair_logits.argmax(-1) == batch[pair_name].view(-1)).sum() / totals["sequences"]
         metrics["loss"] = metrics["mlm_loss"] + metrics.get("pair_loss", 0.0)
         return loss, metrics
 
@@ -63,9 +68,11 @@ def evaluate_pretraining(model, batches: Iterable[dict[str, torch.Tensor]]) -> d
     objective = PretrainingObjective()
     sums: dict[str, float] = {}
     masked = sequences = 0
+    device = model_device(model)
     for batch in batches:
         totals = objective.totals(batch)
-        _, m = objective(model, batch, totals)
+        _, m = objective(model, to_device(batch, device), totals)
+        m = {k: float(v) for k, v in m.items()}
         masked += totals["masked"]
         sequences += totals["sequences"]
         sums["mlm_loss"] = sums.get("mlm_loss", 0.0) + m["mlm_loss"] * totals["masked"]
@@ -114,7 +121,7 @@ class DistillationObjective:
                              "set --alpha-ce 0 and --alpha-mse 0 (the hidden-state term still teaches)")
 
     def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
-        masked = int((batch["labels"] != IGNORE).sum())
+        masked = int((batch["labels"] != IGNORE).sum())  # on the CPU
         real = int(batch["attention_mask"].sum())
         return {"masked": max(1, masked), "real": max(1, real), "rows": max(1, masked if self.ce_over == "masked" else real)}
 
@@ -123,7 +130,8 @@ class DistillationObjective:
         labels, real = batch["labels"], batch["attention_mask"].bool()  # (B, T)
         masked = labels != IGNORE
         rows = masked if self.ce_over == "masked" else real  # where the soft targets are matched
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.teacher_bf16):
+        # on CUDA an fp32 teacher (teacher_bf16 False) leaves the student's autocast for its own
+        with torch.no_grad(), torch.autocast(labels.device.type, dtype=torch.bfloat16, enabled=self.teacher_bf16):
             h_t = self.teacher_backbone(**backbone_inputs(self.teacher_backbone, batch)).last_hidden_state.float()
             z_t = self.teacher_mlm(h_t[rows])[0].float() if self.teacher_mlm is not None else None  # (R, V)
         backbone, mlm = parts(student)
@@ -142,8 +150,8 @@ class DistillationObjective:
         if a.mse:
             terms["mse"] = F.mse_loss(z_s, z_t, reduction="sum") / totals["rows"]
         loss = sum(getattr(a, name) * term for name, term in terms.items())
-        metrics = {f"{name}_loss": float(term.detach()) for name, term in terms.items()}
-        metrics["loss"] = float(loss.detach())
+        metrics = {f"{name}_loss": term.detach() for name, term in terms.items()}
+        metrics["loss"] = loss.detach()
         return loss, metrics
 
 
@@ -156,7 +164,9 @@ def evaluate_student(student, teacher, batches) -> dict[str, float]:
     s_backbone, s_mlm = parts(student)
     correct = agree = masked_total = 0
     kl = 0.0
+    device = model_device(student)
     for batch in batches:
+        batch = to_device(batch, device)
         masked = batch["labels"] != IGNORE
         z_s = s_mlm(s_backbone(**backbone_inputs(s_backbone, batch)).last_hidden_state[masked])[0].float()
         correct += int((z_s.argmax(-1) == batch["labels"][masked]).sum())
@@ -205,8 +215,9 @@ class SentenceDistillationObjective:
         """(B, H_t) unit vectors: the batch's own teacher_embedding, else the teacher run on its encoding."""
         if "teacher_embedding" in batch:
             return batch["teacher_embedding"].float()
+        batch = to_device(batch, model_device(self.teacher))  # a held-out batch comes from the CPU
         inputs = {k[len("teacher_"):]: batch[k] for k in TEACHER_KEYS if k in batch}
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.teacher_bf16):
+        with torch.autocast(inputs["input_ids"].device.type, dtype=torch.bfloat16, enabled=self.teacher_bf16):
             h = self.teacher_backbone(**backbone_inputs(self.teacher_backbone, inputs)).last_hidden_state
         return F.normalize(mean_pool(h.float(), inputs["attention_mask"]), dim=-1)
 
@@ -233,9 +244,9 @@ class SentenceDistillationObjective:
             z = mlm(h[masked])[0].float()  # (M, V)
             terms["mlm"] = F.cross_entropy(z, batch["labels"][masked], reduction="sum") / totals["masked"]
         loss = sum(getattr(a, name) * term for name, term in terms.items())
-        metrics = {f"{name}_loss": float(term.detach()) for name, term in terms.items()}
-        metrics["cosine"] = float(F.cosine_similarity(p.detach(), t, dim=-1).sum()) / totals["sequences"]
-        metrics["loss"] = float(loss.detach())
+        metrics = {f"{name}_loss": term.detach() for name, term in terms.items()}
+        metrics["cosine"] = F.cosine_similarity(p.detach(), t, dim=-1).sum() / totals["sequences"]
+        metrics["loss"] = loss.detach()
         return loss, metrics
 
 
@@ -246,7 +257,9 @@ def evaluate_sentence_student(model, batches, teacher_embeddings: list[torch.Ten
     model.eval()
     cos = dist = 0.0
     n = 0
+    device = model_device(model)
     for batch, t in zip(batches, teacher_embeddings):
+        batch, t = to_device(batch, device), t.to(device)
         p = model.embed(batch).float()  # (B, H_t)
         cos += float(F.cosine_similarity(p, t, dim=-1).sum())
         dist += float((p - t).pow(2).sum())

@@ -25,6 +25,7 @@ from ..models.heads import IGNORE, init_bias_from_counts
 from ..models.params import count
 from ..nn import set_dropout
 from . import distributed as dist
+from .device import model_device, to_device
 from .diagnostics import unigram_accuracy, unigram_loss
 from .trainer import Trainer, TrainingArguments, checkpoints, run_summary
 
@@ -38,28 +39,29 @@ class PermutationLMObjective:
     def __init__(self):
         self.previous: list[torch.Tensor] | None = None  # per layer (M, B_global, H): the last step's memory
         self.latest: list[torch.Tensor] | None = None  # being written by this step's micro-batches
+        self.fresh = True  # this step starts every stream again (a new epoch): no memory
 
     def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
-        # called once per step, before its micro-batches: the memory written last step is now the past
+        # called once per step on the global batch (on the CPU), before its micro-batches: the memory
+        # written last step is now the past
         if self.latest is not None:
             self.previous, self.latest = self.latest, None
+        self.fresh = self.previous is None or bool(batch["first"][0])
         return {"targets": max(1, int((batch["labels"] != IGNORE).sum())), "sequences": batch["labels"].shape[0]}
 
     def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
         rows = batch["row"]
-        fresh = self.previous is None or bool(batch["first"][0])  # a new epoch starts every stream again
-        mems = None if fresh else [m[:, rows] for m in self.previous]
+        mems = None if self.fresh else [m[:, rows] for m in self.previous]
         out = model(**{k: batch[k] for k in MODEL_INPUTS}, mems=mems, use_mems=True)
         if self.latest is None:
             self.latest = [m.new_zeros(m.shape[0], totals["sequences"], m.shape[2]) for m in out.mems]
         for store, m in zip(self.latest, out.mems):
             store[:, rows] = m
         labels = batch["labels"]
-        targets = int((labels != IGNORE).sum())
+        targets = (labels != IGNORE).sum()  # a tensor: read at log steps, not now
         loss = out.loss * (targets / totals["targets"])
-        correct = int((out.logits.argmax(-1) == labels).sum())
-        return loss, {"plm_loss": float(loss.detach()), "loss": float(loss.detach()),
-                      "plm_accuracy": correct / totals["targets"]}
+        correct = (out.logits.argmax(-1) == labels).sum()
+        return loss, {"plm_loss": loss.detach(), "loss": loss.detach(), "plm_accuracy": correct / totals["targets"]}
 
     # ---- checkpoints ----------------------------------------------------------------------------
     def gather_for_checkpoint(self) -> None:
@@ -72,13 +74,13 @@ class PermutationLMObjective:
     def save(self, directory: Path) -> None:
         if self.latest is not None:
             with atomic_path(directory / MEMS_FILE) as tmp:
-                save_file({f"layer.{i}": m.contiguous() for i, m in enumerate(self.latest)}, str(tmp))
+                save_file({f"layer.{i}": m.contiguous().cpu() for i, m in enumerate(self.latest)}, str(tmp))
 
-    def load(self, directory: Path) -> None:
-        """The memory a checkpoint's last step left (none: the run stopped before its first step)."""
+    def load(self, directory: Path, device: torch.device | str = "cpu") -> None:
+        """The memory a checkpoint's last step left (none: the run stopped before its first step), on `device`."""
         file = directory / MEMS_FILE
         if file.is_file():
-            tensors = load_file(str(file))
+            tensors = load_file(str(file), device=str(device))
             self.latest = [tensors[f"layer.{i}"] for i in range(len(tensors))]
 
 
@@ -88,11 +90,12 @@ def evaluate_plm(model, batches: list[dict[str, torch.Tensor]]) -> dict[str, flo
     objective = PermutationLMObjective()
     loss = correct = 0.0
     targets = 0
+    device = model_device(model)
     for batch in batches:
         totals = objective.totals(batch)
-        l, m = objective(model, batch, totals)
+        l, m = objective(model, to_device(batch, device), totals)
         loss += float(l) * totals["targets"]
-        correct += m["plm_accuracy"] * totals["targets"]
+        correct += float(m["plm_accuracy"]) * totals["targets"]
         targets += totals["targets"]
     return {"plm_loss": loss / targets, "plm_accuracy": correct / targets, "perplexity": math.exp(min(loss / targets, 50))}
 
@@ -104,8 +107,9 @@ def check_batch(o, recipe: Recipe) -> None:
 
 
 def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, overwrite: bool,
-                            heldout: float | int) -> dict[str, Any]:
-    """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/."""
+                            heldout: float | int, device: torch.device) -> dict[str, Any]:
+    """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/,
+    on `device` (resolved by the pretraining job before anything was written)."""
     settings = recipe.permutation
     record = get_family(recipe.family)
     specials = special_tokens(tok, recipe.family)  # XLNet's examples are built with <sep>, <cls> and </s>
@@ -139,7 +143,7 @@ def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, ove
             evaluate = lambda m: {**evaluate_plm(m, eval_batches), **unigram}  # noqa: E731
 
     objective = PermutationLMObjective()
-    args = TrainingArguments.from_options(o, out, overwrite)
+    args = TrainingArguments.from_options(o, out, overwrite, device=str(device))
 
     def save_extra(d: Path) -> None:
         tok.save(d / "tokenizer.json")
@@ -147,7 +151,7 @@ def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, ove
 
     trainer = Trainer(model, args, data.batch, objective, evaluate, save_extra=save_extra)
     if resume and checkpoints(out):
-        objective.load(checkpoints(out)[-1])
+        objective.load(checkpoints(out)[-1], trainer.device)
     started = trainer.step
     result = trainer.train(resume=resume)
     summary = {

@@ -29,6 +29,7 @@ from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
                        check_options, option)
 from . import distributed as dist
+from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
@@ -60,7 +61,8 @@ class PretrainOptions(RunOptions):
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
     accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
     max_grad_norm: float = option(1.0, "gradient clipping norm", check=POSITIVE_NUMBER)
-    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX)")
+    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the "
+                               "precision is measured and said)")
     seed: int = option(0, "seeds the model's initial weights, the instances and the masks")
     objective: str | None = option(None, "default: the family's", choices=OBJECTIVES)
     masking: str | None = option(None, "default: static (BERT, ALBERT), dynamic (RoBERTa)", choices=MASKINGS)
@@ -143,10 +145,11 @@ def _heldout(o: PretrainOptions) -> float | int:
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json).
 
-    Everything is checked before the first write: the options, the corpus files, a given
-    tokenizer, and the output directory (a directory of the user's is refused; an earlier run of
-    ours is continued with `resume` or started afresh with `overwrite`).
+    Everything is checked before the first write: the options, the device, the corpus files, a
+    given tokenizer, and the output directory (a directory of the user's is refused; an earlier run
+    of ours is continued with `resume` or started afresh with `overwrite`).
     """
+    device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     recipe = Recipe.from_options(o)  # the options' recipe, validated once; every step below reads it
     _check_model_options(o, recipe)
     if recipe.objective == PLM:
@@ -156,7 +159,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
                if o.init_embeddings is not None else None)
-    dist.init_from_env()
+    dist.init_from_env(device)
     out = Path(o.out_dir)
     if dist.is_main():
         claim_output_dir(out, "pretrain", resume=resume, overwrite=overwrite)
@@ -164,14 +167,14 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
-        return _pretrain(o, recipe, out, resume, overwrite, given, vectors)
+        return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors)
 
 
 def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overwrite: bool, given,
-              vectors=None) -> dict[str, Any]:
+              device: torch.device, vectors=None) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
     if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
-        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, _heldout(o))
+        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, _heldout(o), device)
 
     if not dist.is_main():
         dist.barrier()  # rank 0 builds the cache, the others then open it
@@ -188,7 +191,7 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
     counts = store.token_counts(model.config.vocab_size)
     if o.unigram_prior and not resume:
         model.mlm.init_bias_from_counts(counts)
-    args = TrainingArguments.from_options(o, out, overwrite)
+    args = TrainingArguments.from_options(o, out, overwrite, device=str(device))
     heldout = store.heldout
     evaluate = None
     if heldout is not None and heldout.num_instances:

@@ -153,7 +153,7 @@ def student_masker(o, tokenizer: Tokenizer) -> Masker:
 
 def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: Tokenizer, objective: SentenceDistillationObjective,
                               texts: tuple[list[str], list[str]], out: Path, resume: bool, overwrite: bool,
-                              notes: list[str]) -> dict[str, Any]:
+                              notes: list[str], device: torch.device | str = "cpu") -> dict[str, Any]:
     """The job after every check (distill.distill): build the student, train it with the projection, write it."""
     train_texts, heldout_texts = texts
     with_mlm = bool(objective.alphas.mlm)
@@ -176,7 +176,8 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
         def evaluate(m):
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
-    trainer = Trainer(model, TrainingArguments.from_options(o, out, overwrite), batches, objective, evaluate,
+    trainer = Trainer(model, TrainingArguments.from_options(o, out, overwrite, device=str(device)), batches, objective,
+                      evaluate,
                       save_extra=lambda d: student_tok.save(d / "tokenizer.json"))
     result = trainer.train(resume=resume)
     if evaluate is not None:

@@ -13,6 +13,11 @@ The Trainer does AdamW with BERT's decoupled weight decay (not on biases and Lay
 warmup then linear decay, gradient accumulation, clipping, bf16 autocast, periodic evaluation,
 JSON-lines metrics, a progress bar, atomic checkpoints (last K kept), exact resume, SIGINT /
 SIGTERM → checkpoint and clean exit, and data parallelism over torch.distributed.
+
+It runs on the CPU or a CUDA GPU (`device`; device.py): batches are built on the CPU (a step ahead
+on CUDA) and copied; on CUDA the precision is measured and said (bf16 or fp16 autocast, the latter
+with a gradient scaler, or fp32 with TF32 matrix products), and the step's metrics stay on the GPU
+until a log step reads them, so no micro-step waits for the device.
 """
 from __future__ import annotations
 
@@ -31,11 +36,11 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from ..hardware import check_bf16_requested
 from ..io import atomic_dir, atomic_write_text
 from ..models.checkpoint import load_state, read_weights
-from ..options import POSITIVE, POSITIVE_NUMBER, Check, option
+from ..options import DEVICE, POSITIVE, POSITIVE_NUMBER, Check, option
 from . import distributed as dist
+from .device import PRECISIONS, BatchFeed, choose_precision, say, to_device
 from .schedules import budget_schedule, schedule
 
 Batch = dict[str, torch.Tensor]
@@ -62,6 +67,8 @@ class RunOptions:
                                        check=POSITIVE_NUMBER, metavar="MINUTES")
     budget_warmup: float = option(0.1, "share of --time-budget spent warming up (linear schedule)",
                                   check=Check("in [0, 1)", lambda v: 0 <= v < 1))
+    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
+                         check=DEVICE)
 
     def run_arguments(self, steps: int | None) -> dict[str, Any]:
         """The TrainingArguments these options decide, for a job to add its own to. `steps` None:
@@ -101,6 +108,12 @@ class TrainingArguments:
     # schedule follows the elapsed share of them; elapsed time is kept in checkpoints across resumes
     time_budget_s: float | None = None
     budget_warmup: float = 0.1  # share of the time budget spent warming up (linear schedule)
+    # auto: a CUDA GPU when there is one; cpu, cuda, cuda:N (under torchrun: cuda:LOCAL_RANK per process)
+    device: str = "auto"
+    # auto: the CPU as `bf16` says; on CUDA measured (hardware.cuda_precision); fp32, bf16, fp16 (CUDA) as asked
+    precision: str = "auto"
+    # build the next batch on a worker thread during the step (None: on CUDA, where the CPU is otherwise idle)
+    prefetch: bool | None = None
 
     def __post_init__(self):
         if self.steps < 1:
@@ -109,6 +122,8 @@ class TrainingArguments:
             raise ValueError(f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
                              f"world size {dist.world_size()}")
         schedule(self.schedule, self.steps, self.warmup_steps)  # an unknown name fails here, before any write
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if self.time_budget_s is not None:
             if not self.time_budget_s > 0:
                 raise ValueError(f"time budget must be > 0 seconds, got {self.time_budget_s}")
@@ -118,9 +133,9 @@ class TrainingArguments:
     @classmethod
     def from_options(cls, o, out: Path | str, overwrite: bool, **decided: Any) -> "TrainingArguments":
         """The one place a job's options become the Trainer's arguments: every field the options
-        carry under the same name (lr, batch_size, seed, …; `warmup` as warmup_steps), a RunOptions'
+        carry under the same name (lr, batch_size, seed, device, …; `warmup` as warmup_steps), a RunOptions'
         `run_arguments` (steps, logging, checkpoints, time budget), then what the job `decided`
-        itself (fine-tuning: steps from its epochs, warmup from its ratio, …)."""
+        itself (fine-tuning: steps from its epochs, warmup from its ratio, …; the device it resolved)."""
         taken = {f: getattr(o, f) for f in cls.__dataclass_fields__ if f not in ("out_dir", "steps") and hasattr(o, f)}
         if hasattr(o, "warmup"):
             taken["warmup_steps"] = o.warmup
@@ -167,9 +182,15 @@ def checkpoints(out_dir: str | Path) -> list[Path]:
 def seeded(seed: int) -> Iterator[None]:
     """torch's global random state seeded with `seed` inside the block and restored after it: for
     what draws from it (weight initialisation, dropout) without changing the caller's stream."""
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=_cuda_devices()):
         torch.manual_seed(seed)
         yield
+
+
+def _cuda_devices() -> list[int]:
+    """The GPUs whose random state fork_rng keeps: all of them once CUDA has started (torch.manual_seed
+    seeds them all), none before (asking for a state would start CUDA in a CPU job)."""
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
 
 
 class Trainer:
@@ -179,14 +200,20 @@ class Trainer:
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
         self.clock = clock  # the time budget's clock (a test passes one it controls)
         self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
-        if args.bf16:
-            check_bf16_requested()
+        self.device = dist.rank_device(args.device, say)
+        self.cuda = self.device.type == "cuda"
+        self.precision = choose_precision(self.device, args.precision, args.bf16)
+        if self.precision.reason:
+            say(f"precision {self.precision.reason}")
+        # fp16's gradient scaler (a no-op object elsewhere keeps one code path); its scale is checkpointed
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision.scaled)
+        model.to(self.device)
         if args.compile:
             model.compile_blocks(inference=False)
         self.evaluate_fn, self.save_extra = evaluate, save_extra
         self.out = Path(args.out_dir)
         # fused: one kernel over all parameters (the default per-tensor loop costs more than the
-        # model's own step for small models with large embedding tables)
+        # model's own step for small models with large embedding tables), on the CPU and on CUDA
         # param_groups: the job's own (a group's "lr" is its peak rate); default BERT's decay rule at args.lr
         groups = param_groups if param_groups is not None else parameter_groups(model, args.weight_decay)
         self.optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=args.betas,
@@ -199,6 +226,8 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
         self.step = 0
         self.forward_backward_s = 0.0
+        self._timed: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # CUDA: forward/backward not yet read
+        self._last_loss: tuple[int, torch.Tensor] | None = None  # CUDA: (step, loss) not yet checked finite
         self.history: list[dict[str, Any]] = []  # every metrics line written, for callers and tests
         self._stop_signal: int | None = None
         dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
@@ -216,6 +245,7 @@ class Trainer:
         gather = getattr(self.objective, "gather_for_checkpoint", None)  # state spread over ranks (XLNet's memory)
         if gather is not None:
             gather()
+        self._check_finite()  # never a checkpoint of weights a diverged step has spoilt
         if not dist.is_main():
             dist.barrier()
             return None
@@ -231,7 +261,7 @@ class Trainer:
         return final
 
     def _trainer_state(self) -> dict[str, Any]:
-        return {
+        state = {
             "step": self.step,
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
@@ -240,6 +270,13 @@ class Trainer:
             "args": json.dumps(asdict(self.args), default=str),
             "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
         }
+        if self.cuda:
+            # dropout's stream on the GPU: this device's generator. Every rank seeds and draws alike, so
+            # rank 0's state is every rank's (as with the CPU's), and no other GPU is touched for it.
+            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
+        if self.scaler.is_enabled():
+            state["grad_scaler"] = self.scaler.state_dict()
+        return state
 
     def resume(self, checkpoint: Path | None = None) -> int:
         """Continue from the newest checkpoint (or `checkpoint`): weights, optimizer, schedule, rngs, data position."""
@@ -247,7 +284,8 @@ class Trainer:
         if checkpoint is None:
             raise FileNotFoundError(f"{self.checkpoint_dir}: no checkpoint to resume from")
         try:
-            state = torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
+            # the optimizer's moments straight onto the run's device (the random states are read back on the CPU)
+            state = torch.load(checkpoint / "trainer_state.pt", map_location=self.device, weights_only=True)
         except Exception as e:
             raise ValueError(f"{checkpoint / 'trainer_state.pt'}: corrupt or unreadable checkpoint ({e})") from None
         ours = json.dumps(self.model.config.to_dict(), sort_keys=True, default=str)
@@ -264,7 +302,11 @@ class Trainer:
         self.elapsed_s = float(state.get("elapsed_s", 0.0))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])  # train() forks the global state: the caller's is untouched
+        torch.set_rng_state(state["torch_rng"].cpu())  # train() forks the global state: the caller's is untouched
+        if self.cuda and "cuda_rng" in state:  # a checkpoint written on the CPU resumes on the GPU from a fresh stream
+            torch.cuda.set_rng_state(state["cuda_rng"].cpu(), self.device)
+        if self.scaler.is_enabled() and "grad_scaler" in state:
+            self.scaler.load_state_dict(state["grad_scaler"])
         self.step = int(state["step"])
         self._truncate_metrics(self.step)
         return self.step
@@ -289,35 +331,66 @@ class Trainer:
         atomic_write_text(self.metrics_file, "".join(line + "\n" for line in keep))
 
     # ---- the loop -----------------------------------------------------------------------------
-    def train_step(self, global_batch: Batch) -> dict[str, float]:
+    def shard(self, global_batch: Batch) -> Batch:
+        """This rank's rows of the global batch (all of them in one process)."""
+        return {k: v[dist.rank()::dist.world_size()] for k, v in global_batch.items()}
+
+    def train_step(self, global_batch: Batch, shard: Batch | None = None) -> dict[str, torch.Tensor | float]:
+        """One optimizer step on `global_batch` (on the CPU; `shard`: this rank's rows of it, pinned,
+        when built ahead). Metrics come back as 0-d tensors on the device, read at log steps."""
         args = self.args
-        shard = {k: v[dist.rank()::dist.world_size()] for k, v in global_batch.items()}  # this rank's rows
-        totals = self.objective.totals(global_batch)
+        totals = self.objective.totals(global_batch)  # counted on the CPU: no wait for the device
+        shard = to_device(self.shard(global_batch) if shard is None else shard, self.device)
         micro = shard[next(iter(shard))].shape[0] // args.accumulation
-        metrics: dict[str, float] = {}
+        metrics: dict[str, torch.Tensor | float] = {}
         self.model.train()
         started = time.perf_counter()
+        if self.cuda:  # the GPU's own clock: the host returns from a kernel launch long before the kernel ends
+            self._timed.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+            self._timed[-1][0].record()
         for i in range(args.accumulation):
             part = {k: v[i * micro:(i + 1) * micro] for k, v in shard.items()}
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            with self.precision.autocast():
                 loss, m = self.objective(self.model, part, totals)
-            loss.backward()
-            for k, v in m.items():
-                metrics[k] = metrics.get(k, 0.0) + float(v)
-        self.forward_backward_s += time.perf_counter() - started
+            self.scaler.scale(loss).backward()
+            for k, v in m.items():  # summed in float64, as Python floats were: the same numbers on the CPU
+                v = v.detach().double() if isinstance(v, torch.Tensor) else v
+                metrics[k] = metrics[k] + v if k in metrics else v
+        if self.cuda:
+            self._timed[-1][1].record()
+        else:
+            self.forward_backward_s += time.perf_counter() - started
         dist.all_reduce_gradients(self.model)
-        metrics = dist.all_reduce_sums(metrics)
+        metrics = dist.all_reduce_sums(metrics, self.device)
         if "loss" in metrics:
-            finite_or_raise(metrics["loss"], f"loss at step {self.step + 1}")
+            self._last_loss = (self.step + 1, metrics["loss"])
+            if not self.cuda:  # free on the CPU; on the GPU read at log steps and checkpoints (a NaN stays NaN)
+                self._check_finite()
+        self.scaler.unscale_(self.optimizer)  # fp16: clip the true gradients, not the scaled ones
         if args.max_grad_norm is not None:
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
-            metrics["grad_norm"] = float(norm)
+            metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
         metrics["lr"] = self.scheduler.get_last_lr()[0]
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)  # fp16: skipped where the scaled gradients overflowed
+        self.scaler.update()
         self._tick()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return metrics
+
+    def _check_finite(self) -> None:
+        """Raise if the last step's loss is not finite (a host sync on the GPU: at log steps and checkpoints)."""
+        if self._last_loss is not None:
+            step, loss = self._last_loss
+            self._last_loss = None
+            finite_or_raise(float(loss), f"loss at step {step}")
+
+    def _forward_backward_s(self) -> float:
+        """Seconds of forward and backward so far (CUDA: the timed steps' events, read now, once)."""
+        if self._timed:
+            self._timed[-1][1].synchronize()
+            self.forward_backward_s += sum(a.elapsed_time(b) for a, b in self._timed) / 1000
+            self._timed.clear()
+        return self.forward_backward_s
 
     def _tick(self) -> None:
         """Bring elapsed_s up to now (the time budget's clock; the schedule reads it)."""
@@ -335,7 +408,7 @@ class Trainer:
     def train(self, resume: bool = False) -> dict[str, Any]:
         """Train to args.steps (or continue the newest checkpoint with `resume`). Dropout draws from
         a fork of torch's global random state, so the caller's state is as it was afterwards."""
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[self.device.index] if self.cuda else []), self.precision.matmuls():
             return self._train(resume)
 
     def _train(self, resume: bool) -> dict[str, Any]:
@@ -357,22 +430,32 @@ class Trainer:
         started, tokens = time.perf_counter(), 0
         self._last_tick = self.clock()
         self.forward_backward_s = 0.0  # of the wall time since `started`: the rest is data, optimizer, logging
+        self._timed.clear()
+        ahead = args.prefetch if args.prefetch is not None else self.cuda
+        feed = BatchFeed(self.batches, self.shard, pin=self.cuda, ahead=ahead, last_step=args.steps)
         try:
             while self.step < args.steps and not self.out_of_time:
-                global_batch = self.batches(self.step)
-                metrics = self.train_step(global_batch)
+                global_batch, shard = feed(self.step)
+                metrics = self.train_step(global_batch, shard)
                 self.step += 1
                 tokens += int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
-                elapsed = time.perf_counter() - started
-                metrics["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
-                metrics["outside_forward_backward"] = 1 - self.forward_backward_s / elapsed if elapsed > 0 else 0.0
-                if args.time_budget_s is not None:
-                    metrics["elapsed_s"] = self.elapsed_s
+                last = self.step == args.steps or self.out_of_time
+                logged = self.step % args.log_every == 0 or last
                 if bar is not None:
                     bar.update(1 if args.time_budget_s is None else min(args.time_budget_s, self.elapsed_s) - bar.n)
-                    bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.3f}", tok_s=f"{metrics['tokens_per_s']:.0f}")
-                last = self.step == args.steps or self.out_of_time
-                if self.step % args.log_every == 0 or last:
+                if logged or not self.cuda:  # on the GPU, which is still at work, metrics are read at log steps
+                    self._check_finite()
+                    metrics = {k: float(v) for k, v in metrics.items()}  # the host sync of a log step
+                    elapsed = time.perf_counter() - started
+                    metrics["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
+                    metrics["outside_forward_backward"] = (1 - self._forward_backward_s() / elapsed
+                                                           if elapsed > 0 else 0.0)
+                    if args.time_budget_s is not None:
+                        metrics["elapsed_s"] = self.elapsed_s
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.3f}",
+                                        tok_s=f"{metrics['tokens_per_s']:.0f}")
+                if logged:
                     self.log({"step": self.step, **metrics})
                 if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or last):
                     self.log({"step": self.step, **{f"eval/{k}": v for k, v in self.run_evaluation().items()}})
@@ -386,6 +469,7 @@ class Trainer:
             self.save_checkpoint()
             return {"step": self.step, "interrupted": False}
         finally:
+            feed.close()
             if bar is not None:
                 bar.close()
             for s, handler in previous.items():
@@ -393,8 +477,9 @@ class Trainer:
 
     @torch.no_grad()
     def run_evaluation(self) -> dict[str, float]:
+        """The job's evaluation of the model, on its device, in the run's precision."""
         self.model.eval()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.args.bf16):
+        with self.precision.autocast():
             return self.evaluate_fn(self.model)
 
 
