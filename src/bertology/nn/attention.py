@@ -68,8 +68,8 @@ class Padding:
     @classmethod
     def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool,
               varlen: bool | None = None) -> "Padding":
-        """`varlen` None: attention over the packed rows where the mask is on CUDA (on the CPU, the
-        padded SDPA runs faster than the variable-length one)."""
+        """`varlen` None: attention over the packed rows where the mask is on CUDA (on the CPU the
+        jagged SDPA is a loop over the sequences, where the padded one is a single call)."""
         if attention_mask is None or bool(attention_mask.all()):
             return cls(batch, length, None, None)
         keep = attention_mask.bool()
@@ -163,7 +163,7 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets:
     tensor([[1., 0., 0.]])
     """
     if q.is_cuda and dropout == 0.0 and q.dtype in (torch.float16, torch.bfloat16):
-        from torch.nn.attention.varlen import varlen_attn  # here: importing it costs a second at start-up
+        from torch.nn.attention.varlen import varlen_attn  # on first use: its import registers custom ops, slowly
 
         return varlen_attn(q, k, v, offsets, offsets, longest, longest)
     if not q.is_cuda:  # the CPU's kernel (a loop over sequences) wants each tensor's rows contiguous
