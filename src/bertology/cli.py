@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .options import OptionError, add_arguments, from_args
+from .options import DeviceOptions, OptionError, add_arguments, from_args
 from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
 from .wordvec import cli as wordvec_cli
@@ -121,10 +121,21 @@ def _distill(args) -> int:
     return 0
 
 
+def _device(args, say):
+    """The device of --device, resolved (a GPU asked for and absent fails here, before any work)."""
+    from .hardware import resolve_device
+
+    return resolve_device(from_args(DeviceOptions, args).device, say)
+
+
+def _to_stderr(message: str) -> None:  # notes beside predictions and scores, which go to stdout
+    print(message, file=sys.stderr, flush=True)
+
+
 def _evaluate(args) -> int:
     from .tasks.pipeline import Pipeline
 
-    pipe = Pipeline.load(args.model)
+    pipe = Pipeline.load(args.model, _device(args, _to_stderr))
     scores = pipe.evaluate(pipe.read(args.data, **_columns(args)))
     for k, v in scores.items():
         print(f"{k:<24}{v:.4f}")
@@ -134,7 +145,7 @@ def _evaluate(args) -> int:
 def _predict(args) -> int:
     from .tasks.pipeline import Pipeline
 
-    pipe = Pipeline.load(args.model)
+    pipe = Pipeline.load(args.model, _device(args, _to_stderr))
     if args.data:
         examples = pipe.read(args.data, **_columns(args))
     elif args.text:
@@ -254,6 +265,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, metavar="DIR")
     p.add_argument("--data", required=True, metavar="FILE")
     _add_columns(p)
+    add_arguments(p, DeviceOptions)
     p.set_defaults(func=_evaluate)
 
     p = sub.add_parser("predict", help="predictions of a fine-tuned model on texts or a file")
@@ -262,6 +274,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--pair", help="second text for every TEXT (pair tasks)")
     p.add_argument("--data", metavar="FILE")
     _add_columns(p)
+    add_arguments(p, DeviceOptions)
     p.set_defaults(func=_predict)
 
     p = sub.add_parser("attention", help="draw attention weights over a text's tokens (PNG grid or interactive HTML)")
@@ -287,6 +300,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="write into a non-empty --out that is not an earlier demo's (nothing there is deleted)")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast even where the CPU has fast bf16")
     p.add_argument("--quiet", action="store_true")
+    add_arguments(p, DeviceOptions)
     p.set_defaults(func=_demo)
 
     tokenizer_cli.register(sub)

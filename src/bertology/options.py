@@ -134,3 +134,13 @@ def from_args(cls: type, args: argparse.Namespace, **fixed: Any):
     """The dataclass `cls` from parsed arguments (fields the parser has) and `fixed` values."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **fixed})
+
+
+@dataclass
+class DeviceOptions:
+    """`--device` of the commands whose other arguments are plain flags (evaluate, predict, demo)."""
+    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
+                         check=DEVICE)
+
+    def __post_init__(self):
+        check_options(self)

@@ -67,3 +67,19 @@ def test_sigterm_answers_every_queued_request_then_exits_0(checkpoints):
     assert status == 0 and "stopped by SIGTERM" in tail
     assert sorted(answers) == sorted(texts)
     assert all(code == 200 and len(ranked) == 3 for code, ranked in answers.values())
+
+
+def test_device_cuda_without_a_gpu_fails_before_the_port_is_held(checkpoints, capsys):
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the error where no CUDA GPU is")
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    assert main(["serve", "--model", str(checkpoints["backbone"]), "--port", str(port), "--device", "cuda"]) == 2
+    assert "--device cuda: no CUDA GPU is available" in capsys.readouterr().err
+    with socket.create_server(("127.0.0.1", port)):  # free: nothing was bound
+        pass
+    assert main(["serve", "--model", str(checkpoints["backbone"]), "--device", "tpu"]) == 2
+    assert "--device 'tpu': must be auto, cpu, cuda or cuda:N" in capsys.readouterr().err

@@ -18,6 +18,9 @@ default 20; plan.py says how it is spent).
    and runs/demo/results.json (one object per model, a `label_curve` in each).
 
 `--quick` is a smoke test (about two minutes); Ctrl-C checkpoints, and `--resume` continues.
+`--device` runs every stage on a GPU (auto takes one when there is one): batches grow and the
+model size is chosen by a throughput probe (probe.py, plan.choose_preset); the report says which
+device, preset and how many pretraining tokens.
 """
 from __future__ import annotations
 
@@ -79,24 +82,44 @@ def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -
 
 
 def run(args) -> int:
-    from ..hardware import cpu_summary, precision_probe, precision_reason
+    import torch
+
+    from ..hardware import cpu_summary, precision_probe, precision_reason, resolve_device
     from ..models import get_family
+    from ..options import DeviceOptions
+    from ..tasks.forward import inference_dtype
 
     out = Path(args.out)
     say = say_to(args.quiet)
     minilm_path()  # the teacher track's teacher: missing, it fails now rather than after the pretraining
+    device = resolve_device(DeviceOptions(args.device).device, say)  # a GPU that is not there: before any write
     budget = Budget(60 * (1.5 if args.quick and args.budget_minutes is None else args.budget_minutes or 20.0))
     claim_demo_dir(out, args.resume, args.overwrite)
-    plan = Plan.make(args.quick, bf16=not args.fp32 and bool(precision_probe()["bf16_pays"]))
-    say(f"bertology demo → {out}  (budget {budget.seconds / 60:g} min{', quick' if args.quick else ''}: {plan.preset} "
-        f"models, {plan.batch_size} × {plan.seq_len} tokens a step, {'bf16' if plan.bf16 else 'fp32'})\n   "
-        f"{cpu_summary()}\n   precision: {'fp32 (--fp32)' if args.fp32 else precision_reason()}")
+    if device.type == "cuda":
+        bf16 = not args.fp32 and inference_dtype(device) == torch.bfloat16
+        where = f"{torch.cuda.get_device_name(device)} ({device})"
+        precision = "fp32 (--fp32)" if args.fp32 else f"{'bf16' if bf16 else 'fp16'} autocast (this GPU's)"
+    else:
+        bf16 = not args.fp32 and bool(precision_probe()["bf16_pays"])
+        where, precision = cpu_summary(), "fp32 (--fp32)" if args.fp32 else precision_reason()
+    plan = Plan.make(args.quick, bf16=bf16, device=str(device))
+    models_of = "models sized by a throughput probe" if plan.probes_presets else f"{plan.preset} models"
+    say(f"bertology demo → {out}  (budget {budget.seconds / 60:g} min{', quick' if args.quick else ''}: {models_of}, "
+        f"{plan.batch_size} × {plan.seq_len} tokens a step, {'bf16' if plan.bf16 else 'fp32'})\n   "
+        f"{where}\n   precision: {precision}")
     resume_hint = "continue with: bertology demo --resume" + (" --quick" if args.quick else "") + (
         f" --out {out}" if str(out) != "runs/demo" else "")
 
     corpus = corpus_files(out, plan.corpus_bytes)
     say("\n1/4 tokenizers and word vectors, trained on data/debian-descriptions")
     rows = train_tokenizers(out, plan, corpus, args.resume, say)
+    slots = len(FAMILIES) + 2  # every family, the word2vec start and the teacher track's student
+    if plan.probes_presets:
+        from .probe import sized_plan
+
+        say(f"   throughput probe on {device}: a few pretraining steps of each candidate preset")
+        seconds = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S) / slots
+        plan = sized_plan(plan, out, seconds, args.resume, say)
     vectors = word_vectors(out, plan, corpus, args.resume, say)
 
     models = [(f, f, {}) for f in FAMILIES] + [(W2V, "bert", {"init_embeddings": str(vectors)})]
@@ -139,5 +162,6 @@ def run(args) -> int:
     report = write_report(out, plan, rows, student, curves, references, budget)
     print("\n" + report["table"])
     print(f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}; "
-          f"wall time {budget.spent() / 60:.1f} min of {budget.seconds / 60:g}")
+          f"wall time {budget.spent() / 60:.1f} min of {budget.seconds / 60:g}; {plan.preset} models on {plan.device}, "
+          f"{report['tokens']:,} pretraining tokens")
     return 0

@@ -75,7 +75,7 @@ def run_grid(start: Start, count: int | None, epochs: float, lrs: tuple[float, .
     options = FinetuneOptions(
         model=str(start.model), from_scratch=start.from_scratch, task="classify", train=str(task_file(data, "train")),
         dev=str(task_file(data, "dev")), out_dir=str(out), epochs=epochs, batch_size=32, max_length=plan.finetune_length, bf16=plan.bf16, quiet=True, labels_per_class=count,
-        pooling=start.pooling)
+        pooling=start.pooling, device=plan.device)
     return finetune_grid(options, str(task_file(data, "test")), lrs, plan.seeds, overwrite=True)
 
 

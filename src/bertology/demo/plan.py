@@ -5,6 +5,10 @@ to pretraining, split evenly between the models and each enforced by the Trainer
 (`--time-budget`: the learning-rate schedule follows elapsed time, so every model ends its decay
 when its share ends, on a fast CPU or a slow one); the rest goes to fine-tuning, whose label
 counts are run in order of importance while the measured cost of what remains fits.
+
+On a GPU the same minutes buy far more tokens: batches are larger, and the model size is chosen from
+a throughput probe (`choose_preset`) so that each model sees enough tokens for its size. On the CPU
+the plan is the tiny one, unprobed.
 """
 from __future__ import annotations
 
@@ -19,6 +23,9 @@ PRIORITY = (10, None, 30, 100)  # the order the counts get time: the seed's few-
 SEEDS = (0, 1, 2, 3, 4)
 LEARNING_RATES = (1e-3, 3e-3)  # random init and pretrained starts want different rates: both run, dev chooses
 REPORT_RESERVE_S = 30.0  # plots, attention maps and tables at the end
+GPU_PRESETS = ("tiny", "mini", "small", "base")  # the probe's candidates, smallest first
+GPU_BATCH_SIZE = 512  # sequences a pretraining step on a GPU: a tiny batch leaves a GPU waiting on kernel launches
+TOKENS_PER_PARAMETER = 20.0  # the least a model should see for its size (Hoffmann et al. 2022's compute-optimal ratio)
 
 
 def label_name(count: int | None) -> str:
@@ -66,14 +73,23 @@ class Plan:
     label_counts: tuple[int | None, ...]  # in PRIORITY order
     bf16: bool
     pretrain_share: float = 0.55  # of the time left after the tokenizers: pretraining, the rest fine-tuning
+    device: str = "cpu"  # where every stage runs: "cpu", "cuda:N"
 
     @classmethod
-    def make(cls, quick: bool, bf16: bool) -> "Plan":
+    def make(cls, quick: bool, bf16: bool, device: str = "cpu") -> "Plan":
+        """The CPU's plan (tiny models), or on a GPU the same with GPU_BATCH_SIZE sequences a step (not
+        --quick, a smoke test); the preset on a GPU is then chosen by `choose_preset`."""
         if quick:
             return cls(quick=True, preset="tiny", vocab_size=2000, corpus_bytes=400_000, seq_len=32, batch_size=16,
-                       finetune_length=32, seeds=(0, 1), learning_rates=(3e-3,), label_counts=(10, None), bf16=bf16)
-        return cls(quick=False, preset="tiny", vocab_size=8000, corpus_bytes=None, seq_len=32, batch_size=64,
-                   finetune_length=32, seeds=SEEDS, learning_rates=LEARNING_RATES, label_counts=PRIORITY, bf16=bf16)
+                       finetune_length=32, seeds=(0, 1), learning_rates=(3e-3,), label_counts=(10, None), bf16=bf16,
+                       device=device)
+        return cls(quick=False, preset="tiny", vocab_size=8000, corpus_bytes=None, seq_len=32,
+                   batch_size=64 if device == "cpu" else GPU_BATCH_SIZE, finetune_length=32, seeds=SEEDS,
+                   learning_rates=LEARNING_RATES, label_counts=PRIORITY, bf16=bf16, device=device)
+
+    @property
+    def probes_presets(self) -> bool:
+        return self.device != "cpu" and not self.quick
 
     def epochs(self, examples: int) -> float:
         """Passes over `examples` labelled examples: about 64 optimizer steps of 32 at least (a
@@ -82,6 +98,27 @@ class Plan:
         if self.quick:
             return 2.0 if examples < 200 else 1.0
         return float(min(30, max(5, math.ceil(64 * 32 / examples))))
+
+
+def choose_preset(measured: dict[str, tuple[float, int]], seconds: float,
+                  tokens_per_parameter: float = TOKENS_PER_PARAMETER) -> str:
+    """The largest preset that sees at least `tokens_per_parameter` tokens per parameter in a pretraining
+    slot of `seconds`, from {preset: (measured tokens/s, parameters)}; the smallest where none does.
+
+    Why this rule: a fixed budget trains a larger model on fewer tokens, and a model far from the tokens
+    its size needs is undertrained, fine-tuning worse than a smaller one trained longer (Hoffmann et
+    al. 2022 put the compute-optimal ratio near 20 tokens per parameter). So the probe's measured speed
+    of each candidate on this device turns the slot into tokens, and the model grows only while the
+    tokens keep up with it: on the CPU, or a slow GPU, that leaves the tiny preset.
+
+    >>> choose_preset({"tiny": (2e6, 1e6), "mini": (1.5e6, 7e6), "small": (3e5, 2.5e7)}, 100)
+    'mini'
+    >>> choose_preset({"tiny": (1e4, 1e6), "mini": (3e3, 7e6)}, 100)
+    'tiny'
+    """
+    order = sorted(measured, key=lambda preset: measured[preset][1])  # smallest first
+    fitting = [p for p in order if measured[p][0] * seconds >= tokens_per_parameter * measured[p][1]]
+    return fitting[-1] if fitting else order[0]
 
 
 def run_passes(examples: int, epochs: float, dev: int, test: int) -> float:

@@ -188,10 +188,12 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
         write_attention(images[-1], model, tok, ATTENTION_SENTENCE)
     images.append(plot_parameter_breakdown(breakdown, out / "parameters.png"))
     text = tables(rows, listed, counts)
+    tokens = sum(r.get("pretraining_tokens", 0) for r in rows.values())
     body = [
         "# bertology demo report", "",
         f"{plan.preset} models pretrained on data/debian-descriptions for an equal share of a {budget.seconds / 60:g}-minute "
-        f"budget ({plan.batch_size} × {plan.seq_len} tokens a step, {'bf16 autocast' if plan.bf16 else 'fp32'}); "
+        f"budget on {plan.device} ({plan.batch_size} × {plan.seq_len} tokens a step, "
+        f"{'bf16 autocast' if plan.bf16 else 'fp32'}; {tokens:,} pretraining tokens in all); "
         f"fine-tuned on class-balanced subsets of data/debian-sections, lr ∈ "
         f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}} chosen on mean dev accuracy, {len(plan.seeds)} seeds "
         f"ensembled; total wall time {budget.spent() / 60:.1f} min.", "",
@@ -202,4 +204,4 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
     ]
     path = out / "report.md"
     atomic_write_text(path, "\n".join(body))
-    return {"table": text, "path": path, "images": images}
+    return {"table": text, "path": path, "images": images, "tokens": tokens}

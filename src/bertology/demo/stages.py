@@ -143,7 +143,7 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
         # the Trainer's clock starts after the instances are built: the caller gives later models what is left
         options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir), None,
                          plan.bf16, minutes=seconds / 60, batch_size=plan.batch_size, seq_len=plan.seq_len,
-                         preset=plan.preset, quiet=True, **extra)
+                         preset=plan.preset, quiet=True, device=plan.device, **extra)
         summary = pretrain(options, resume=continue_run)
         if summary["interrupted"]:
             return None
@@ -190,7 +190,7 @@ def teacher_track(out: Path, plan: Plan, corpus: list[Path], seconds: float, res
             teacher=str(minilm_path()), corpus=[str(c) for c in corpus], out_dir=str(run_dir), target="sentence",
             student="bert", preset=plan.preset, tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
             time_budget=seconds / 60, batch_size=plan.batch_size, seq_len=2 * plan.seq_len, lr=1e-3, warmup=10,
-            bf16=plan.bf16, heldout=64, eval_every=100, eval_batches=1, log_every=10, quiet=True)
+            bf16=plan.bf16, heldout=64, eval_every=100, eval_batches=1, log_every=10, quiet=True, device=plan.device)
         summary = distill(options, resume=continue_run)
         if summary["interrupted"]:
             return None

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import torch
+
+from ..hardware import resolve_device
 from . import albert, bert, distilbert, roberta, xlnet, xlnet_qa
 from .base import PreTrainedModel
 from .checkpoint import load_state, read_config, read_weights
@@ -35,12 +38,16 @@ def from_config(config: EncoderConfig, architecture: str | None = None) -> PreTr
 
 
 def load(path: str | os.PathLike, architecture: str | None = None, strict: bool = True,
-         compile: bool = False) -> PreTrainedModel:
+         compile: bool = False, device: str | torch.device = "cpu", say=None) -> PreTrainedModel:
     """Read a local Hugging Face directory into the bertology model its config's `architectures` names.
 
     `strict=False` turns missing keys (left randomly initialised) and unexpected keys into warnings.
     `compile=True` compiles its blocks for inference (`PreTrainedModel.compile_blocks`).
+    `device`: where the model is put: "cpu" (the default: it takes CPU tensors, as a plain torch
+    module does), "cuda", "cuda:N", a torch.device, or "auto" (a CUDA GPU when there is one, said
+    through `say`); a GPU asked for and absent is an error before anything is read.
     """
+    device = device if isinstance(device, torch.device) else resolve_device(device, say)
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: not a model directory" + ("" if path.exists() else " (it does not exist)"))
@@ -51,7 +58,7 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
         raise ValueError(f"{path / 'config.json'}: {e}") from None
     tensors, source = read_weights(path)
     load_state(model, tensors, source, strict)
-    model.eval()
+    model.to(device).eval()
     return model.compile_blocks(inference=True) if compile else model
 
 

@@ -116,6 +116,8 @@ class BertModel(EncoderModel):
         # Linear layers and LayerNorms run on real tokens only; padded positions of the outputs
         # are then zeros. Set False to compute padded positions too, as transformers does.
         self.skip_padding = True
+        # Attention over the packed rows themselves (no gather back to (B, T)): None = on CUDA.
+        self.varlen_attention: bool | None = None
         self.init_weights()
 
     # Families override these three to change what they differ in.
@@ -137,7 +139,7 @@ class BertModel(EncoderModel):
         self.check_inputs(input_ids, attention_mask, token_type_ids, position_ids)
         B, T = input_ids.shape
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
-        padding = Padding.build(attention_mask, B, T, pack=self.skip_padding)
+        padding = Padding.build(attention_mask, B, T, pack=self.skip_padding, varlen=self.varlen_attention)
         x, hidden_states, attentions = self.encoder(padding.pack(x), padding, output_hidden_states, output_attentions)
         last = padding.unpack(x)  # (B, T, H)
         pooled = self.pooler(last) if self.pooler is not None else None

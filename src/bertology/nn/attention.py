@@ -7,6 +7,9 @@ explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can
 `output_attentions` and for drawing attention maps) and, in training on CPU, dropped out with
 `dropout.dropout` (SDPA would fall back to the same product written out, but draw its mask with
 `bernoulli_`, at three times the cost).
+
+Over packed activations on CUDA, attention skips padding too (`varlen_attention`): each sequence's
+rows attend among themselves through a variable-length kernel, with no gather back to (B, T).
 """
 from __future__ import annotations
 
@@ -47,6 +50,10 @@ class Padding:
     (`spread`), with a copy of a real token's row at each padding position: finite, masked out as
     a key and dropped as a query, so it changes nothing, and one gather costs less than zeroing
     (B·T, 3H) and scattering the real rows into it (bench/encoder.py measures the packed path).
+
+    With `varlen` (by default on CUDA) the packed rows also carry `offsets`, where each sequence
+    starts, and attention runs over the rows as they are (`varlen_attention`); the rounding copies
+    form one more sequence of their own, so that their rows stay finite without reading a real one.
     """
 
     batch: int
@@ -55,9 +62,14 @@ class Padding:
     indices: torch.Tensor | None  # (M',) flat positions in B·T: the M real tokens, then copies; None when not packed
     real: int = 0  # M, the number of real tokens (the first M of `indices`)
     rows: torch.Tensor | None = None  # (B·T,) each position's row in the packed activations (0 at padding)
+    offsets: torch.Tensor | None = None  # (B+1,) or (B+2,) int32: where each sequence starts in the packed rows
+    longest: int = 0  # a bound on the longest sequence of `offsets` (the kernels' grid), known without a sync
 
     @classmethod
-    def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool) -> "Padding":
+    def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool,
+              varlen: bool | None = None) -> "Padding":
+        """`varlen` None: attention over the packed rows where the mask is on CUDA (on the CPU the
+        jagged SDPA is a loop over the sequences, where the padded one is a single call)."""
         if attention_mask is None or bool(attention_mask.all()):
             return cls(batch, length, None, None)
         keep = attention_mask.bool()
@@ -70,7 +82,13 @@ class Padding:
             indices = torch.cat([indices, indices[:extra].repeat(-(-extra // max(1, real)))[:extra]])
         flat = keep.flatten()
         rows = torch.where(flat, flat.cumsum(0) - 1, 0)
-        return cls(batch, length, keep[:, None, None, :], indices, real, rows)
+        if not (attention_mask.is_cuda if varlen is None else varlen):
+            return cls(batch, length, keep[:, None, None, :], indices, real, rows)
+        ends = keep.sum(1, dtype=torch.int32).cumsum(0, dtype=torch.int32)  # (B,)
+        bounds = [torch.zeros(1, dtype=torch.int32, device=ends.device), ends]
+        if extra:  # the copies: a sequence of their own after the real ones
+            bounds.append(torch.full((1,), real + extra, dtype=torch.int32, device=ends.device))
+        return cls(batch, length, keep[:, None, None, :], indices, real, rows, torch.cat(bounds), max(length, extra))
 
     @property
     def packed(self) -> bool:
@@ -114,15 +132,48 @@ class MultiHeadSelfAttention(nn.Module):
         self, x: torch.Tensor, padding: Padding, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         B, T, N, D = padding.batch, padding.length, self.num_heads, self.head_size
+        p = self.dropout if self.training else 0.0
+        if padding.offsets is not None and not need_weights:  # packed rows in, packed rows out
+            q, k, v = self.qkv(x).view(-1, 3, N, D).unbind(1)  # each (M', N, D)
+            y = varlen_attention(q, k, v, padding.offsets, padding.longest, p)  # (M', N, D)
+            return self.out(y.reshape(-1, N * D)), None
         qkv = padding.spread(self.qkv(x))  # (B, T, 3H)
         q, k, v = qkv.view(B, T, 3, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
-        p = self.dropout if self.training else 0.0
         if need_weights or (p > 0 and draws_own_masks(x)):
             y, probs = explicit_attention(q, k, v, padding.key_mask, p)
         else:
             y, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=padding.key_mask, dropout_p=p), None
         y = y.transpose(1, 2).reshape(B, T, N * D)  # (B, T, H)
         return self.out(padding.pack(y)), (probs if need_weights else None)
+
+
+@torch.compiler.disable  # a compiled block runs this eagerly: the jagged shapes change every batch
+def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets: torch.Tensor, longest: int,
+                     dropout: float = 0.0) -> torch.Tensor:
+    """Attention within each sequence of packed rows: q, k, v (M, N, D), sequence i the rows
+    offsets[i]:offsets[i + 1]; returns (M, N, D).
+
+    In half precision on CUDA without dropout, flash attention's variable-length kernel reads the
+    rows as they are (`varlen_attn`); otherwise SDPA over jagged nested tensors viewed on the same
+    rows (flash, memory-efficient or cuDNN kernels on CUDA, which also draw dropout; on the CPU a
+    loop over the sequences, so that the CPU tests check this path against the padded one).
+
+    >>> q = k = v = torch.eye(3)[:, None, :]            # 3 rows, 1 head, D = 3
+    >>> varlen_attention(q, k, v, torch.tensor([0, 1, 3], dtype=torch.int32), 2)[0]
+    tensor([[1., 0., 0.]])
+    """
+    if q.is_cuda and dropout == 0.0 and q.dtype in (torch.float16, torch.bfloat16):
+        from torch.nn.attention.varlen import varlen_attn  # on first use: its import registers custom ops, slowly
+
+        return varlen_attn(q, k, v, offsets, offsets, longest, longest)
+    if not q.is_cuda:  # the CPU's kernel (a loop over sequences) wants each tensor's rows contiguous
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+
+    def jagged(x: torch.Tensor) -> torch.Tensor:  # (M, N, D) → (S, N, j, D), a view of the same rows
+        return torch.nested.nested_tensor_from_jagged(x, offsets, min_seqlen=1, max_seqlen=longest).transpose(1, 2)
+
+    y = F.scaled_dot_product_attention(jagged(q), jagged(k), jagged(v), dropout_p=dropout)
+    return y.transpose(1, 2).values()
 
 
 def explicit_attention(

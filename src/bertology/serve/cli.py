@@ -30,14 +30,20 @@ def _serve(args) -> int:
     except ImportError as e:
         raise ValueError(f"bertology serve needs the serve extra ({e.name} is missing): "
                          "pip install 'bertology[serve]'") from None
+    from ..hardware import resolve_device
     from .engine import Engine
 
-    # a bad model fails before the port is held
-    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16, options.compile)
+    # a GPU that is not there, then a bad model, fail before the port is held
+    notes: list[str] = []  # said after the line with the address, which clients read first
+    device = resolve_device(options.device, notes.append)
+    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16, options.compile, device)
     sock = _listen(options.host, options.port)
     host, port = sock.getsockname()[:2]
     print(f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "
-          f"{', '.join('/' + e for e in sorted(engine.endpoints))}) on http://{host}:{port}/", flush=True)
+          f"{', '.join('/' + e for e in sorted(engine.endpoints))}) [{engine.device}, {engine.precision}] on "
+          f"http://{host}:{port}/", flush=True)
+    for note in notes:
+        print(f"bertology serve: {note}", flush=True)
     config = uvicorn.Config(create_app(engine, options), log_level="warning" if options.quiet else "info",
                             access_log=not options.quiet, timeout_graceful_shutdown=None)
     # uvicorn catches SIGTERM / SIGINT, stops accepting, lets the requests in flight finish (the batcher drains

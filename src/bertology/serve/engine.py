@@ -8,6 +8,9 @@ worker thread calls `prepare` and `run`, so the model and the tokenizer have one
                                        raises ApiError for this request alone
     run(op, requests) -> results       one forward pass for every request of a batch, one result each
 
+The model runs on the device it was loaded to (`Engine.load(..., device="cuda")`); requests are
+tokenized on the CPU and each batch copied there once (tasks/forward.py).
+
 Endpoints by head: every model serves /embed (its encoder's vectors), /tokenize and /attention;
 an MLM head adds /fill-mask, a sequence classifier (classify, pair, regress) /predict, a token
 classifier /tag, a QA head /qa.
@@ -23,6 +26,7 @@ from ..hardware import check_bf16_requested
 from ..models import family_of, load
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
+from ..tasks.forward import device_of, precision_name
 from ..tasks.inference import MLM_HEADS, embed, fill_mask, mask_token_of, tagged_entities, word_spans
 from ..tasks.pipeline import Pipeline
 from ..viz import attention_weights
@@ -40,7 +44,10 @@ KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("
 
 class Engine:
     def __init__(self, model, tokenizer, name: str = "model", pooling: str = "mean", bf16: bool = False):
+        self.device = device_of(model)
+        bf16 = bf16 and self.device.type == "cpu"  # a GPU's autocast is always on (tasks/forward.py)
         self.model, self.tokenizer, self.name, self.pooling, self.bf16 = model.eval(), tokenizer, name, pooling, bf16
+        self.precision = precision_name(self.device, bf16)
         if bf16:
             check_bf16_requested()
             model.store_linear_weights()  # what autocast would cast them to on every request, cast once
@@ -60,9 +67,10 @@ class Engine:
 
     @classmethod
     def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean", bf16: bool = False,
-             compile: bool = False) -> "Engine":
-        """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer."""
-        model = load(path, compile=compile)
+             compile: bool = False, device: str | torch.device = "cpu") -> "Engine":
+        """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer,
+        the model on `device`."""
+        model = load(path, compile=compile, device=device)
         name = Path(path).resolve().name
         return cls(model, load_tokenizer(str(path), tokenizer), name, pooling, bf16)
 
@@ -76,7 +84,7 @@ class Engine:
                       if self.kind == "classifier" and labels else {"embedding": {"pooling": self.pooling}})
         return {
             "model_id": self.name, "model_type": model_type,
-            "model_dtype": "bfloat16 (autocast)" if self.bf16 else str(next(self.model.parameters()).dtype)[6:],
+            "model_dtype": self.precision, "device": str(self.device),
             "architecture": self.model.architecture, "family": self.family.name, "head": self.head, "kind": self.kind,
             "task": self.pipeline.task.name if self.pipeline else None, "labels": labels,
             "parameters": sum(p.numel() for p in self.model.parameters()),

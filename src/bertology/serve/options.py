@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import NON_NEGATIVE, POSITIVE, Check, check_options, option
+from ..options import DEVICE, NON_NEGATIVE, POSITIVE, Check, check_options, option
 
 PORT = Check("in [0, 65535] (0: any free port)", lambda v: 0 <= v <= 65535)
 HOST = Check("a host name or address", lambda v: bool(v.strip()))
@@ -27,8 +27,11 @@ class ServeOptions:
     max_client_batch_size: int = option(32, "inputs in one request; more are refused (413)", check=POSITIVE)
     max_concurrent_requests: int = option(512, "requests queued or running; more are refused (429)", check=POSITIVE)
     max_body_bytes: int = option(2_000_000, "request body size; larger ones are refused (413)", check=POSITIVE)
-    bf16: bool = option(False, "bf16 autocast for every forward pass: pays where the CPU multiplies bf16 natively "
-                               "(AMX; see bench/serve.py), answers differ from fp32 by about 1e-3")
+    bf16: bool = option(False, "bf16 autocast for every forward pass on the CPU: pays where the CPU multiplies bf16 "
+                               "natively (AMX; see bench/serve.py), answers differ from fp32 by about 1e-3 (on a GPU "
+                               "autocast is always on: bf16, or fp16 before Ampere)")
+    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
+                         check=DEVICE)
     compile: bool = option(False, "torch.compile the model's blocks with frozen weights (bench/encoder.py measures it); "
                                   "each new batch shape compiles first, for seconds, then runs faster")
     quiet: bool = option(False, "no access log")

@@ -7,6 +7,7 @@ an MLM head, and a tagger's word tags turned into entities with character spans.
 
 Texts are tokenized here without truncation unless `max_length` is given: the caller decides
 what happens to a text longer than the model's positions (the server refuses it or cuts it).
+Both run where the model is (tasks/forward.py) and answer on the CPU.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import torch
 from ..models import family_of
 from .conll import chunks
 from .finetune import model_inputs
+from .forward import device_of, precision, to_device
 
 POOLINGS = ("mean", "cls")
 MLM_HEADS = ("ForMaskedLM", "ForPreTraining")
@@ -55,10 +57,12 @@ def embed(model, tokenizer, texts: list[str], pooling: str = "mean", normalize: 
     """One vector per text, (len(texts), H) float32, from the model's encoder (any head's backbone)."""
     backbone = backbone_of(model)
     backbone.eval()
-    inputs = encode(tokenizer, texts, max_length)
-    out = backbone(**model_inputs(backbone, inputs))
+    device = device_of(backbone)
+    inputs = to_device(encode(tokenizer, texts, max_length), device)
+    with precision(device):
+        out = backbone(**model_inputs(backbone, inputs))
     vectors = pool(out.last_hidden_state.float(), inputs["attention_mask"], pooling)
-    return torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors
+    return (torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors).cpu()
 
 
 class MaskFill(NamedTuple):
@@ -85,20 +89,24 @@ def fill_mask(model, tokenizer, texts: list[str], top_k: int = 5, mask_token: st
         if not p:
             raise ValueError(f"input {i}: no {mask_token} token to fill in {texts[i]!r:.80}")
     model.eval()
+    device = device_of(model)
     ids = torch.tensor([e.ids for e in encodings])
     inputs = {"input_ids": ids, "token_type_ids": torch.tensor([e.type_ids for e in encodings]),
               "attention_mask": torch.tensor([e.attention_mask for e in encodings])}
-    out = model(**model_inputs(model, inputs))
+    with precision(device):
+        out = model(**model_inputs(model, to_device(inputs, device)))
     logits = out.logits if getattr(out, "logits", None) is not None else out.prediction_logits  # (B, T, V)
+    at = [(b, t) for b, ts in enumerate(positions) for t in ts]  # every mask, in order
+    rows = torch.tensor(at, device=logits.device).T  # (2, masks): only their logits leave the device
+    top = logits[rows[0], rows[1]].float().softmax(-1).topk(min(top_k, logits.shape[-1]))
+    scores, tokens = iter(top.values.tolist()), iter(top.indices.tolist())
     results = []
     for b, (text, enc) in enumerate(zip(texts, encodings)):
         per_mask = []
         for t in positions[b]:
-            probs = logits[b, t].float().softmax(-1)
-            top = probs.topk(min(top_k, probs.shape[0]))
             start, end = enc.offsets[t]
             per_mask.append([])
-            for score, token in zip(top.values.tolist(), top.indices.tolist()):
+            for score, token in zip(next(scores), next(tokens)):
                 piece = tokenizer.decode([token])  # byte-level / Metaspace pieces carry the space before a word
                 if start == 0 or text[start - 1].isspace():
                     piece = piece.lstrip()

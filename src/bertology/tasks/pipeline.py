@@ -7,6 +7,9 @@
 Inputs by task: classify / regress — a string (or a (text, pair) tuple); pair — (text, pair);
 tag — a string (split on whitespace) or a list of words; qa — {"question", "context"} or a
 tuple; choice — {"context", "choices"} or a tuple. A list of inputs gives a list of predictions.
+
+The Pipeline runs where its model is (`Pipeline.load(path, device="cuda")`): inputs are made on the
+CPU and copied to the model's device a batch at a time (tasks/forward.py).
 """
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ from typing import Any
 
 import torch
 
+from ..hardware import resolve_device
 from . import TASKS
 from .base import Example
-from .finetune import evaluate_examples, load_finetuned, predict_examples, run_model
+from .finetune import LABEL_VOCABULARY, load_finetuned
+from .forward import run_model
 
 # the task a head serves when config.json records none (a checkpoint written by transformers)
 HEAD_TASKS = {"ForSequenceClassification": "classify", "ForTokenClassification": "tag",
@@ -54,8 +59,12 @@ class Pipeline:
         self.columns = dict(columns or {})  # the training files' column names, for reading new files
 
     @classmethod
-    def load(cls, path: str | Path) -> "Pipeline":
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", say=None) -> "Pipeline":
+        """A directory written by `finetune`, its model on `device` (as `bertology.load` takes it:
+        "cpu", "cuda", "cuda:N" or "auto", which says through `say` when it takes a GPU)."""
+        device = device if isinstance(device, torch.device) else resolve_device(device, say)
         model, task, tokenizer, columns = load_finetuned(path)
+        model.to(device)
         extra = model.config.extra
         return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64),
                    columns)
@@ -90,11 +99,16 @@ class Pipeline:
         """Examples from a file laid out like the training data (`columns` override its column names)."""
         return self.task.read(path, **{**self.columns, **columns})
 
-    def predict_examples(self, examples: list[Example]) -> list[Any]:
-        return predict_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride, self.bf16)
+    def predict_examples(self, examples: list[Example], label2id: dict[str, int] | None = None) -> list[Any]:
+        """Featurize, run the model on its device, post-process. With `label2id`, labels are checked against it."""
+        features = self.task.featurize(examples, self.tokenizer, self.max_length, label2id, self.stride)
+        outputs = run_model(self.model, features, bf16=self.bf16)
+        return self.task.predict(outputs, features, examples, self.model.config.id2label)
 
     def evaluate(self, examples: list[Example]) -> dict[str, float]:
-        return evaluate_examples(self.model, self.task, self.tokenizer, examples, self.max_length, self.stride)
+        """The task's metrics; a label the model was never trained on is an error naming its file and line."""
+        label2id = self.model.config.label2id if self.task.name in LABEL_VOCABULARY else None
+        return self.task.metrics(self.predict_examples(examples, label2id), examples)
 
     def __call__(self, inputs: Any) -> Any:
         single = not isinstance(inputs, list)  # a list is always a batch (for tagging: of sentences)

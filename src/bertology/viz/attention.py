@@ -38,14 +38,15 @@ class AttentionWeights:
 def attention_weights(model, tokenizer, text: str, pair: str | None = None) -> AttentionWeights:
     """Run the model's encoder on one input and return its attention probabilities."""
     backbone = getattr(model, "backbone", model)
+    device = next(backbone.parameters()).device  # the inputs go where the model is; the weights come back
     enc = tokenizer.encode(text, pair)
-    ids = torch.tensor([enc.ids])
+    ids = torch.tensor([enc.ids], device=device)
     kwargs = {"input_ids": ids, "output_attentions": True}
     if backbone.config.type_vocab_size > 1:
-        kwargs["token_type_ids"] = torch.tensor([enc.type_ids])
+        kwargs["token_type_ids"] = torch.tensor([enc.type_ids], device=device)
     backbone.eval()
     out = backbone(**kwargs)
-    weights = torch.stack([a[0] for a in out.attentions]).float()  # (L, N, T, T)
+    weights = torch.stack([a[0] for a in out.attentions]).float().cpu()  # (L, N, T, T)
     return AttentionWeights(list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], weights)
 
 
