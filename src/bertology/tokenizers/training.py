@@ -49,6 +49,7 @@ class Recipe:
     decoder: Callable[[], object | None]
     template: Callable[[Tokenizer], object | None] = lambda tok: None
     required: tuple[str, ...] = ()        # specials the template / padding refers to
+    lstrip: tuple[str, ...] = ()          # specials that take the space before them (roberta-base's <mask>)
     trainer_defaults: dict = field(default_factory=dict)
     finish: Callable[[Tokenizer], None] = lambda tok: None
 
@@ -77,7 +78,7 @@ RECIPES: dict[str, Recipe] = {
         lambda: pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True),
         lambda: decoders.ByteLevel(),
         lambda tok: post_processors.roberta_processing(*_ids(tok, "<s>", "</s>")),
-        required=("<s>", "</s>")),
+        required=("<s>", "</s>"), lstrip=("<mask>",)),
     "albert": Recipe(
         "unigram", ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>",
         lambda: normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
@@ -183,7 +184,7 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike] | None = None, 
 
     model = trainer.train_from_counts(word_counts)
     tok = Tokenizer(model, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=recipe.decoder())
-    tok.add_special_tokens([AddedToken(t, special=True, lstrip=(t == "<mask>" and family == "roberta"))
+    tok.add_special_tokens([AddedToken(t, special=True, lstrip=t in recipe.lstrip)
                             for t in specials])
     tok.post_processor = recipe.template(tok)
     recipe.finish(tok)
