@@ -41,11 +41,12 @@ from .masking import (IGNORE_INDEX, RowDraws, mask_rows_reference, mask_rows_vec
                       select_spans_rows, word_units)
 from .recipe import Recipe
 from .store import InstanceStore, build_instances, build_store
-from .tokenized import TokenizedCorpus, check_corpus_documents, heldout_count, split_documents, tokenize_corpus
+from .tokenized import (TokenizedCorpus, check_corpus_documents, heldout_count, heldout_value, split_documents,
+                        tokenize_corpus)
 
 __all__ = [
     "Recipe", "build_instances", "build_store", "InstanceStore", "Masker",
-    "TokenizedCorpus", "tokenize_corpus", "split_documents", "heldout_count", "check_corpus_documents",
+    "TokenizedCorpus", "tokenize_corpus", "split_documents", "heldout_count", "heldout_value", "check_corpus_documents",
     "iter_documents", "split_sentences", "count_documents", "FORMATS",
     "create_pair_instances", "pack_sentences", "truncate_pair", "DocumentWindow", "PairInstance", "Segment",
     "SpecialTokens", "special_tokens", "word_starts", "tokenize_document",

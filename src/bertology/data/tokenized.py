@@ -101,6 +101,16 @@ def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", er
     return TokenizedCorpus(build_cached(Path(directory), build))
 
 
+def heldout_value(heldout: float) -> float | int:
+    """A --heldout option as the split functions take it: a whole number ≥ 1 is a count of
+    documents, anything below 1 a fraction.
+
+    >>> heldout_value(3.0), heldout_value(0.02)
+    (3, 0.02)
+    """
+    return int(heldout) if heldout >= 1 else heldout
+
+
 def heldout_count(n_docs: int, heldout: float | int) -> int:
     """How many of `n_docs` documents `heldout` (a fraction in (0, 1), or a count) sets aside.
 

@@ -152,14 +152,6 @@ def predict_features(model, task: Task, features: Features, examples, bf16: bool
     return task.predict(run_model(model, features, bf16=bf16), features, examples, model.config.id2label)
 
 
-def evaluate_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int,
-                      bf16: bool = False) -> dict[str, float]:
-    """The task's metrics; a label the model was never trained on is an error naming its file and line."""
-    label2id = model.config.label2id if task.name in LABEL_VOCABULARY else None
-    predictions = predict_examples(model, task, tokenizer, examples, max_length, stride, bf16, label2id)
-    return task.metrics(predictions, examples)
-
-
 def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     path = Path(o.model)
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)

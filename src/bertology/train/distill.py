@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents
+from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents, heldout_value
 from ..data.masking import token_weights
 from ..hardware import bf16_pays, check_bf16_requested, cuda_precision, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
@@ -145,10 +145,6 @@ def _given(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-def _heldout(o: DistillOptions) -> float | int:
-    return int(o.heldout) if o.heldout >= 1 else o.heldout
-
-
 def _teacher(o: DistillOptions):
     """(teacher model, its tokenizer), checked to share one vocabulary."""
     path = Path(o.teacher)
@@ -198,7 +194,7 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
     if o.seq_len > student.config.max_length:
         raise ValueError(f"--seq-len {o.seq_len} is longer than the teacher's {student.config.max_length} positions")
-    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=False)
+    check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=False)
     dist.init_from_env(device)
     out = Path(o.out_dir)
     if dist.is_main():
@@ -226,8 +222,8 @@ def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, 
         raise ValueError(f"--alpha-mlm {alphas.mlm}: the student's tokenizer has no "
                          f"{get_family(o.student).specials.mask} token to mask with")
     where = ", ".join(map(str, o.corpus))
-    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=False)
-    train_texts, heldout_texts = split_texts(read_texts(o.corpus, o.format, o.text_unit), _heldout(o), o.seed, where)
+    check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=False)
+    train_texts, heldout_texts = split_texts(read_texts(o.corpus, o.format, o.text_unit), heldout_value(o.heldout), o.seed, where)
     if len(train_texts) < o.batch_size:
         raise ValueError(f"{where}: {len(train_texts)} training texts, fewer than one batch of {o.batch_size}")
     if dist.world_size() > 1:
@@ -250,7 +246,7 @@ def _distill(o: DistillOptions, teacher, tokenizer, student, objective: Distilla
         tokenizer.save(out / "tokenizer.json")
     recipe = o.recipe()
     store = build_store(o.corpus, tokenizer, replace(recipe, masking="dynamic"), seed=o.seed, cache_dir=out / "cache",
-                        format=o.format, heldout=_heldout(o), show_progress=not o.quiet and dist.is_main())
+                        format=o.format, heldout=heldout_value(o.heldout), show_progress=not o.quiet and dist.is_main())
     if store.num_instances < o.batch_size:
         raise ValueError(f"{', '.join(o.corpus)}: {store.num_instances} sequences of length {o.seq_len}, fewer than one "
                          f"batch of {o.batch_size}; use a larger corpus or a smaller --batch-size / --seq-len")

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..data import FORMATS, build_store, check_corpus_documents
+from ..data import FORMATS, build_store, check_corpus_documents, heldout_value
 from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, Recipe
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_write_json, claim_output_dir
@@ -138,10 +138,6 @@ def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
     recipe.check_model()
 
 
-def _heldout(o: PretrainOptions) -> float | int:
-    return int(o.heldout) if o.heldout >= 1 else o.heldout
-
-
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json).
 
@@ -154,7 +150,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     _check_model_options(o, recipe)
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
-    check_corpus_documents(o.corpus, o.format, _heldout(o), nsp=recipe.pair_task == "nsp")
+    check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=recipe.pair_task == "nsp")
     # a bad tokenizer file fails now, not after the output directory is set up
     given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
@@ -174,12 +170,12 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
               device: torch.device, vectors=None) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
     if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
-        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, _heldout(o), device)
+        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device)
 
     if not dist.is_main():
         dist.barrier()  # rank 0 builds the cache, the others then open it
     store = build_store(o.corpus, tok, recipe, seed=o.seed, cache_dir=out / "cache", format=o.format,
-                        heldout=_heldout(o), show_progress=not o.quiet and dist.is_main())
+                        heldout=heldout_value(o.heldout), show_progress=not o.quiet and dist.is_main())
     if dist.is_main():
         dist.barrier()
     if store.num_instances < o.batch_size:
