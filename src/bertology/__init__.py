@@ -2,8 +2,11 @@
 vectors, from scratch.
 
     >>> import bertology
-    >>> model = bertology.load("path/to/hf-model-dir")       # BERT / RoBERTa / ALBERT / DistilBERT / XLNet
-    >>> model.save("out-dir")                                  # loads in transformers with the same outputs
+    >>> model = bertology.load("path/to/hf-model-dir")       # doctest: +SKIP
+    >>> model.save("out-dir")                                  # doctest: +SKIP
+
+`load` reads a BERT, RoBERTa, ALBERT, DistilBERT or XLNet directory; what `save` writes loads in
+transformers with the same outputs.
 
 Names are imported on first use, so that `import bertology` (and the tokenizer commands, which
 need no torch) start fast.

@@ -129,7 +129,7 @@ def split_documents(n_docs: int, heldout: float | int, seed: int, where: str) ->
     of every objective.
 
     >>> split_documents(5, 2, seed=0, where="corpus.txt")
-    ([1, 2, 4], [0, 3])
+    ([0, 1, 2], [3, 4])
     """
     if heldout == 0:
         return list(range(n_docs)), []

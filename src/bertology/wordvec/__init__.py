@@ -2,7 +2,7 @@
 and GloVe, trained by compiled loops on a few threads, with gensim-compatible vectors and evaluation.
 
     >>> from bertology.wordvec import TrainOptions, train              # doctest: +SKIP
-    >>> vectors, stats = train(TrainOptions(corpus=["text.txt"], algorithm="skipgram"))
+    >>> vectors, stats = train(TrainOptions(corpus=["text.txt"], algorithm="skipgram"))  # doctest: +SKIP
     >>> vectors.most_similar("paris", topn=3)                           # doctest: +SKIP
 
 Modules: vocab (counts, subsampling, noise table, Huffman tree), corpus (reading and encoding
