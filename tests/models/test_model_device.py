@@ -5,7 +5,8 @@ import torch
 
 import bertology
 from bertology.models import get_family, task_class
-from bertology.tasks.forward import inference_dtype, precision, precision_name, to_cpu, to_device
+from bertology.tasks.forward import inference_dtype, precision, precision_name, to_cpu
+from bertology.train.device import to_device
 
 FAMILIES = ["bert", "roberta", "albert", "distilbert"]
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where no CUDA GPU is")

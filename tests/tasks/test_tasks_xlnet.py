@@ -10,7 +10,8 @@ import torch
 
 from bertology.models import get_family, task_class
 from bertology.tasks import TASKS
-from bertology.tasks.finetune import load_tokenizer, model_inputs, predict_examples
+from bertology.tasks.finetune import load_tokenizer, predict_examples
+from bertology.tasks.forward import model_inputs
 from bertology.tokenizers import train
 from bertology.viz.attention import attention_weights
 

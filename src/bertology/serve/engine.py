@@ -26,9 +26,10 @@ from ..hardware import check_bf16_requested
 from ..models import family_of, load
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
-from ..tasks.forward import device_of, precision_name
+from ..tasks.forward import precision_name
 from ..tasks.inference import MLM_HEADS, embed, fill_mask, mask_token_of, tagged_entities, word_spans
 from ..tasks.pipeline import Pipeline
+from ..train.device import model_device
 from ..viz import attention_weights
 from .schemas import (
     ApiError, AttentionRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest, TagRequest, TokenizeRequest,
@@ -44,7 +45,7 @@ KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("
 
 class Engine:
     def __init__(self, model, tokenizer, name: str = "model", pooling: str = "mean", bf16: bool = False):
-        self.device = device_of(model)
+        self.device = model_device(model)
         bf16 = bf16 and self.device.type == "cpu"  # a GPU's autocast is always on (tasks/forward.py)
         self.model, self.tokenizer, self.name, self.pooling, self.bf16 = model.eval(), tokenizer, name, pooling, bf16
         self.precision = precision_name(self.device, bf16)

@@ -12,7 +12,7 @@ import json
 import math
 import shutil
 import warnings
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,12 @@ from ..models import get_family, load, load_backbone, read_config, resolve_prese
 from ..models.heads import IGNORE, POOLINGS
 from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
-from ..train.device import model_device, say, to_device
+from ..train.device import say
 from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
 from . import TASKS
 from .base import Features, Task
 from .fewshot import head_lr_groups, head_parameters, reinit_top_layers
+from .forward import model_inputs, run_model
 from .subsets import balanced_subset
 
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
@@ -114,31 +115,7 @@ def load_tokenizer(model_dir: str | None, tokenizer: str | None):
     return tok
 
 
-def model_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Drop token_type_ids for families without token types (DistilBERT) or with one (RoBERTa)."""
-    if model.config.type_vocab_size <= 1:
-        batch = {k: v for k, v in batch.items() if k != "token_type_ids"}
-    return batch
-
-
-LABEL_KEYS = ("labels", "start_positions", "end_positions")
 LABEL_VOCABULARY = {"classify", "pair", "tag"}  # tasks whose labels are names mapped through label2id
-
-
-@torch.no_grad()
-def run_model(model, features: Features, batch_size: int = 64, bf16: bool = False) -> list[Any]:
-    model.eval()
-    outputs = []
-    device = model_device(model)  # featurised on the CPU, run where the model is
-    for start in range(0, len(features), batch_size):
-        batch = features.batch(range(start, min(start + batch_size, len(features))))
-        inputs = to_device({k: v for k, v in model_inputs(model, batch).items() if k not in LABEL_KEYS}, device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            out = model(**inputs)
-        if device.type != "cpu":  # post-processing reads the outputs beside the features, on the CPU
-            out = replace(out, **{k: v.cpu() for k, v in vars(out).items() if isinstance(v, torch.Tensor)})
-        outputs.append(out)
-    return outputs
 
 
 def predict_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int, bf16: bool = False,

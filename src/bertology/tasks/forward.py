@@ -14,13 +14,17 @@ from typing import Any
 
 import torch
 
+from ..train.device import model_device, to_device
 from .base import Features
-from .finetune import LABEL_KEYS, model_inputs
+
+LABEL_KEYS = ("labels", "start_positions", "end_positions")
 
 
-def device_of(model: torch.nn.Module) -> torch.device:
-    """Where the model's weights are (the CPU for a model without any)."""
-    return next((p.device for p in model.parameters()), torch.device("cpu"))
+def model_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Drop token_type_ids for families without token types (DistilBERT) or with one (RoBERTa)."""
+    if model.config.type_vocab_size <= 1:
+        batch = {k: v for k, v in batch.items() if k != "token_type_ids"}
+    return batch
 
 
 def inference_dtype(device: torch.device) -> torch.dtype | None:
@@ -46,13 +50,6 @@ def precision_name(device: torch.device, bf16: bool = False) -> str:
     return f"{str(dtype)[6:]} (autocast)" if dtype is not None else "float32"
 
 
-def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    """CPU tensors onto `device`: pinned, then copied without blocking the host; the same dict on the CPU."""
-    if device.type == "cpu":
-        return batch
-    return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
-
-
 def to_cpu(output: Any) -> Any:
     """A model output (dataclass) with every tensor, and every tensor of a tuple field, on the CPU."""
     def move(value):
@@ -69,12 +66,12 @@ def to_cpu(output: Any) -> Any:
 def run_model(model, features: Features, batch_size: int = 64, bf16: bool = False) -> list[Any]:
     """The model's outputs over `features`, batch by batch on the model's device, each back on the CPU."""
     model.eval()
-    device = device_of(model)
+    device = model_device(model)
     outputs = []
     for start in range(0, len(features), batch_size):
         batch = features.batch(range(start, min(start + batch_size, len(features))))
         inputs = {k: v for k, v in model_inputs(model, batch).items() if k not in LABEL_KEYS}
         with precision(device, bf16):
-            out = model(**to_device(inputs, device))
+            out = model(**to_device(inputs, device, pin=True))
         outputs.append(out if device.type == "cpu" else to_cpu(out))
     return outputs

@@ -18,8 +18,8 @@ import torch
 
 from ..models import family_of
 from .conll import chunks
-from .finetune import model_inputs
-from .forward import device_of, precision, to_device
+from ..train.device import model_device, to_device
+from .forward import model_inputs, precision
 
 POOLINGS = ("mean", "cls")
 MLM_HEADS = ("ForMaskedLM", "ForPreTraining")
@@ -57,8 +57,8 @@ def embed(model, tokenizer, texts: list[str], pooling: str = "mean", normalize: 
     """One vector per text, (len(texts), H) float32, from the model's encoder (any head's backbone)."""
     backbone = backbone_of(model)
     backbone.eval()
-    device = device_of(backbone)
-    inputs = to_device(encode(tokenizer, texts, max_length), device)
+    device = model_device(backbone)
+    inputs = to_device(encode(tokenizer, texts, max_length), device, pin=True)
     with precision(device):
         out = backbone(**model_inputs(backbone, inputs))
     vectors = pool(out.last_hidden_state.float(), inputs["attention_mask"], pooling)
@@ -89,12 +89,12 @@ def fill_mask(model, tokenizer, texts: list[str], top_k: int = 5, mask_token: st
         if not p:
             raise ValueError(f"input {i}: no {mask_token} token to fill in {texts[i]!r:.80}")
     model.eval()
-    device = device_of(model)
+    device = model_device(model)
     ids = torch.tensor([e.ids for e in encodings])
     inputs = {"input_ids": ids, "token_type_ids": torch.tensor([e.type_ids for e in encodings]),
               "attention_mask": torch.tensor([e.attention_mask for e in encodings])}
     with precision(device):
-        out = model(**model_inputs(model, to_device(inputs, device)))
+        out = model(**model_inputs(model, to_device(inputs, device, pin=True)))
     logits = out.logits if getattr(out, "logits", None) is not None else out.prediction_logits  # (B, T, V)
     at = [(b, t) for b, ts in enumerate(positions) for t in ts]  # every mask, in order
     rows = torch.tensor(at, device=logits.device).T  # (2, masks): only their logits leave the device

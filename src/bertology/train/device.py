@@ -29,15 +29,17 @@ def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def to_device(batch: Batch, device: torch.device) -> Batch:
-    """`batch` on `device`; a copy from pinned memory does not block (nothing happens on the CPU)."""
+def to_device(batch: Batch, device: torch.device, pin: bool = False) -> Batch:
+    """`batch` on `device`; a copy from pinned memory does not block (nothing happens on the CPU).
+    `pin` pins it first, for a batch that was not built in pinned memory (BatchFeed's are)."""
     if device.type == "cpu":
         return batch
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    return {k: (v.pin_memory() if pin else v).to(device, non_blocking=True) for k, v in batch.items()}
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
+    """Where the model's weights are (the CPU for a model without any)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
 
 
 @dataclass(frozen=True)
