@@ -99,6 +99,12 @@ def cuda_matmul_tflops(device: torch.device, dtype: torch.dtype, n: int = 4096, 
 
 
 @lru_cache(maxsize=None)
+def cuda_half_dtype(device: torch.device) -> torch.dtype:
+    """The half precision CUDA `device` multiplies natively: bf16 from Ampere (compute capability 8.0)
+    on, fp16 before. (torch.cuda.is_bf16_supported asks about the current GPU, not this one.)"""
+    return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
+
+
 def cuda_precision(device: torch.device) -> dict[str, object]:
     """What a training job on CUDA `device` runs in, measured now: fp32 (TF32 matrix products where
     the GPU has them, compute capability ≥ 8.0) against the half precision it multiplies natively
@@ -107,7 +113,8 @@ def cuda_precision(device: torch.device) -> dict[str, object]:
     major, minor = torch.cuda.get_device_capability(device)
     name = torch.cuda.get_device_name(device)
     tf32 = major >= 8
-    half, half_name = (torch.bfloat16, "bf16") if major >= 8 else (torch.float16, "fp16")
+    half = cuda_half_dtype(device)
+    half_name = "bf16" if half == torch.bfloat16 else "fp16"
     previous = torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32 as a fp32 run would multiply

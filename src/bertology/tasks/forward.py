@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..hardware import cuda_half_dtype
 from ..train.device import model_device, to_device
 from .base import Features
 
@@ -29,10 +30,7 @@ def model_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
 
 def inference_dtype(device: torch.device) -> torch.dtype | None:
     """The autocast dtype of inference on `device`: bf16 on a GPU that has it, else fp16; None on the CPU."""
-    if device.type != "cuda":
-        return None
-    # torch.cuda.is_bf16_supported asks about the current GPU, not this one; Ampere (8.x) and later multiply bf16
-    return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
+    return cuda_half_dtype(device) if device.type == "cuda" else None
 
 
 def precision(device: torch.device, bf16: bool = False) -> AbstractContextManager:
