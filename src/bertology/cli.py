@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import __version__
 from .options import DeviceOptions, OptionError, add_arguments, from_args
 from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
@@ -231,6 +232,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="bertology",
         description="BERT, RoBERTa, ALBERT, DistilBERT, XLNet, their tokenizers and word vectors: pretrain, distil, "
                     "fine-tune, inspect, serve, and move checkpoints to and from Hugging Face layout.")
+    parser.add_argument("--version", action="version", version=f"bertology {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("params", help="parameter table and forward FLOPs per token of presets or configs")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..progress import progress_bar
 from .arrays import ArrayWriter, build_cached, open_arrays
 from .corpus import check_files, count_documents, iter_documents
 from .instances import Segment, tokenize_document
@@ -82,8 +83,7 @@ def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", er
         w.add(sent_offsets=0, doc_offsets=0)
         docs = iter_documents(files, format, errors)
         if show_progress:
-            from tqdm import tqdm
-            docs = tqdm(docs, desc="tokenizing", unit="doc")
+            docs = progress_bar(docs, desc="tokenizing", unit="doc")
         for doc in docs:
             segments = tokenize_document(doc, tokenizer)
             if not segments:

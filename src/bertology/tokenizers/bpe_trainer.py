@@ -28,8 +28,8 @@ import itertools
 from collections import defaultdict
 from typing import Iterable
 
-from tqdm.auto import tqdm
 
+from ..progress import progress_bar
 from .bpe import BPE
 
 # A pair (a, b) of symbol ids is packed into one int, a << SHIFT | b: int dict keys hash faster
@@ -217,11 +217,11 @@ def initial_vocab(word_counts: dict[str, int], special_tokens: Iterable[str], li
     return vocab, id_to_token, words, counts
 
 
-def progress_bar(show: bool, total: int, desc: str):
-    """A tqdm bar over merges, or None when not shown."""
+def merges_bar(show: bool, total: int, desc: str):
+    """A progress bar over merges, or None when not shown."""
     if not show:
         return None
-    return tqdm(total=total, desc=desc, unit="merge")
+    return progress_bar(total=total, desc=desc, unit="merge")
 
 
 def count_pairs(words: list[list[int]], counts: list[int]):
@@ -250,7 +250,7 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
     heapq.heapify(heap)
     del where
     merges: list[tuple[int, int]] = []
-    bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
+    bar = merges_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
     heappush, heappop = heapq.heappush, heapq.heappop
     while len(id_to_token) < vocab_size and heap:
         negc, k, _, pos = heappop(heap)

@@ -20,9 +20,9 @@ import os
 from collections import Counter
 from typing import Iterable
 
-from tqdm.auto import tqdm
 
 # (CorpusError, open_corpus and compression are imported from here too: io.py is their home)
+from ..progress import progress_bar
 from ..io import CorpusError, compression, iter_files, iter_lines, open_corpus  # noqa: F401
 from .fast.counting import word_counter
 
@@ -45,7 +45,7 @@ def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_
     """
     bar = None
     if show_progress:
-        bar = tqdm(total=total_chars, desc="Count words", unit="char", unit_scale=True)
+        bar = progress_bar(total=total_chars, desc="Count words", unit="char", unit_scale=True)
     counter = word_counter(normalizer, pre_tokenizer)
     try:
         if counter is not None:
@@ -134,7 +134,7 @@ def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str
     if workers > 1 and total >= parallel_min_bytes and can_fork:
         bar = None
         if show_progress:
-            bar = tqdm(total=total, desc="Count words", unit="B", unit_scale=True)
+            bar = progress_bar(total=total, desc="Count words", unit="B", unit_scale=True)
         try:
             words = _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, workers, bar)
         finally:

@@ -25,8 +25,8 @@ import unicodedata
 
 import numpy as np
 import regex
-from tqdm.auto import tqdm
 
+from ..progress import progress_bar
 from .unigram import UNK_PENALTY, Unigram
 
 METASPACE = "▁"  # the space marker of SentencePiece-style pieces
@@ -458,7 +458,7 @@ class UnigramTrainer:
                                              and self.unk_token not in self.special_tokens)
         desired = int(self.vocab_size * 1.1)
         self.history = []  # (live pieces, objective = -mean log-likelihood per word) per EM step
-        bar = tqdm(desc="Unigram EM", unit="step", disable=not self.show_progress)
+        bar = progress_bar(desc="Unigram EM", unit="step", disable=not self.show_progress)
         with bar, np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             lat = Lattices(src, dst, len(codes), self.first, self.last, word_of)
             del src, dst

@@ -31,7 +31,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from .bpe_trainer import (MASK, SHIFT, add_token, count_pairs, get_stats, initial_vocab, merge, merge_word,
-                          merged_token, progress_bar, symbolize, train_bpe)
+                          merged_token, merges_bar, symbolize, train_bpe)
 from .wordpiece import WordPiece
 
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
@@ -329,7 +329,7 @@ def train_wordpiece(word_counts: dict[str, int], vocab_size: int = 30000, min_fr
     vocab, id_to_token, words, counts = initial_vocab(
         word_counts, special_tokens, limit_alphabet, initial_alphabet, continuing_subword_prefix,
         None, vocab_size)
-    bar = progress_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
+    bar = merges_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
     LikelihoodMerges(words, counts, min_frequency).run(vocab, id_to_token, vocab_size, continuing_subword_prefix, bar)
     if bar is not None:
         bar.close()

@@ -25,7 +25,6 @@ import json
 import math
 import shutil
 import signal
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
+from ..progress import progress_bar
 from ..io import atomic_dir, atomic_write_text
 from ..models.checkpoint import load_state, read_weights
 from ..options import DEVICE, POSITIVE, POSITIVE_NUMBER, Check, option
@@ -484,14 +484,12 @@ class Trainer:
 
 
 def _progress(args: TrainingArguments, start: int, elapsed_s: float):
-    if args.quiet or not dist.is_main() or not sys.stderr.isatty():
+    if args.quiet or not dist.is_main():
         return None
-    from tqdm import tqdm
-
     if args.time_budget_s is not None:  # a budgeted run's length is its time, not its steps
-        return tqdm(total=args.time_budget_s, initial=min(elapsed_s, args.time_budget_s), desc="train", unit="s",
+        return progress_bar(total=args.time_budget_s, initial=min(elapsed_s, args.time_budget_s), desc="train", unit="s",
                     dynamic_ncols=True, bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{postfix}]")
-    return tqdm(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+    return progress_bar(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
 
 
 def finite_or_raise(value: float, what: str) -> float:

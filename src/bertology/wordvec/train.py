@@ -6,11 +6,11 @@ encode), train word2vec or GloVe, write the vectors atomically.
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import numpy as np
 
+from ..progress import progress_bar
 from ..tokenizers import Tokenizer
 from .corpus import Corpus, LineSentences, PieceSentences
 from .options import TrainOptions
@@ -19,11 +19,10 @@ from .vocab import Vocab
 
 
 def _bar(total: int | None, desc: str, quiet: bool):
-    """A tqdm bar counting words (with words/s), or None when quiet or not on a terminal."""
-    if quiet or not sys.stderr.isatty():
+    """A progress bar counting words (with words/s), or None when quiet."""
+    if quiet:
         return None
-    from tqdm import tqdm
-    return tqdm(total=total, desc=desc, unit=" words", unit_scale=True, leave=False)
+    return progress_bar(total=total, desc=desc, unit=" words", unit_scale=True, leave=False)
 
 
 def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
@@ -42,8 +41,8 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
 
     start = time.perf_counter()
     bar = _bar(None, "vocabulary", options.quiet)
-    vocab = Vocab.build(sentences, options.min_count, options.max_vocab_size, bar.update if bar else None)
-    if bar:
+    vocab = Vocab.build(sentences, options.min_count, options.max_vocab_size, bar.update if bar is not None else None)
+    if bar is not None:
         bar.close()
     if vocab.total_words == 0:
         raise ValueError(f"{files}: the corpus has no words")
@@ -61,9 +60,9 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
         from .word2vec import word2vec as fit
         bar = _bar(corpus.raw_words * options.epoch_count, options.algorithm, options.quiet)
     try:
-        vectors, stats = fit(corpus, vocab, options, rng, bar.update if bar else None)
+        vectors, stats = fit(corpus, vocab, options, rng, bar.update if bar is not None else None)
     finally:
-        if bar:
+        if bar is not None:
             bar.close()
     if out is not None:
         vectors.save(out, binary=True if options.binary else None)
