@@ -21,6 +21,7 @@ _WHERE = {
     "load": "models", "CheckpointError": "models", "load_for_task": "models", "save": "models",
     "from_config": "models", "BertConfig": "models", "RobertaConfig": "models", "AlbertConfig": "models",
     "DistilBertConfig": "models", "EncoderConfig": "models",
+    "save_sentence_transformers": "models.sentence_layout",
     "Tokenizer": "tokenizers",
     "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
 }

