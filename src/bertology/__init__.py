@@ -22,7 +22,7 @@ _WHERE = {
     "from_config": "models", "BertConfig": "models", "RobertaConfig": "models", "AlbertConfig": "models",
     "DistilBertConfig": "models", "EncoderConfig": "models",
     "Tokenizer": "tokenizers",
-    "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
+    "export_onnx": "export.onnx", "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
 }
 __all__ = list(_WHERE)
 
