@@ -4,15 +4,15 @@ accumulation (VNNI / AMX-INT8 where the CPU has them), results back in fp32.
 
 The kernel is PyTorch's dynamic quantized linear (fbgemm / oneDNN through torch.ao's operators): it
 quantizes, multiplies and dequantizes in one call, where torch._int_mm with the quantization written
-out around it spends more time in the elementwise passes than in the product (bench/ort.py's notes).
+out around it in eager PyTorch spent more time in the elementwise passes than in the product.
 Two choices differ from torch.ao's `quantize_dynamic`, both for accuracy:
   - the activations use the full 8 bits where the CPU multiplies u8·s8 without saturating (VNNI,
     AMX); torch.ao always drops one bit (`reduce_range`), which AVX2's 16-bit intermediate needs;
   - the feed-forward down projection (its input is the GELU output, a few tokens with far larger
     values than the rest) scales each token to the same range before the per-call quantization
     and back after, so that one token's outlier does not coarsen every other token's steps.
-On all-MiniLM-L6-v2 those two take the sentence vectors' cosine to fp32 from below 0.97 to above 0.99
-(tests/models/test_model_int8.py checks the 0.99).
+Without them all-MiniLM-L6-v2's sentence vectors drift from fp32's by more than the 0.99 cosine that
+tests/models/test_model_int8.py holds them to (README, Export and int8, has the measurements).
 """
 from __future__ import annotations
 
