@@ -95,6 +95,13 @@ def test_xlnet_is_refused_with_the_reason_and_nothing_written(head, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_int8_model_is_refused(tmp_path):
+    model = tiny("bert", "Model")
+    model.quantize_int8()
+    with pytest.raises(ValueError, match="export the fp32 model"):
+        export_onnx(model, tmp_path / "out")
+
+
 def test_existing_out_is_refused_unless_overwrite(tmp_path):
     model = tiny("distilbert", "ForSequenceClassification")
     (tmp_path / "out").mkdir()

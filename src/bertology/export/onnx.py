@@ -30,6 +30,7 @@ from torch import nn
 from ..io import atomic_dir, atomic_write_text
 from ..models import family_of
 from ..nn import MultiHeadSelfAttention, Padding
+from ..nn.int8 import is_int8
 from ..tasks.forward import model_inputs
 
 OPSET = 17  # LayerNormalization is one op from 17 on: onnxruntime fuses it with the residual (SkipLayerNormalization)
@@ -64,6 +65,9 @@ def check_exportable(model) -> None:
             "table from the sequence length as Python numbers (torch.arange over T), which a trace records as "
             "constants, so the graph would only run at the traced length; its memory (mems) and two-stream "
             "inputs have no ONNX signature either. Serve it with `bertology serve` instead.")
+    if is_int8(model):
+        raise ValueError(f"{model.architecture} has int8 linear layers: export the fp32 model (export --int8 "
+                         "quantizes the graph itself)")
     if getattr(model.config, "bi_data", False):
         raise ValueError(f"{model.architecture}: bi_data models are not exported")
 
@@ -96,7 +100,7 @@ class EagerAttention(nn.Module):
 
 def traceable(model: nn.Module) -> nn.Module:
     """A copy of `model` that computes every position (no packing) through `EagerAttention`."""
-    model = copy.deepcopy(model).float().eval()
+    model = copy.deepcopy(model).cpu().float().eval()
     for module in list(model.modules()):
         if hasattr(module, "skip_padding"):
             module.skip_padding = False
