@@ -58,7 +58,8 @@ class Int8Linear(nn.Module):
         # each cost many times more, the first a slow kernel, the second a new tensor as large as x)
         s = torch.maximum(x.amax(-1, keepdim=True), x.amin(-1, keepdim=True).neg_()).clamp_(min=1e-12)
         y = torch.ops.quantized.linear_dynamic(x * s.reciprocal(), self.packed, reduce_range=self.reduce_range)
-        return y.mul_(s) if self.bias is None else torch.addcmul(self.bias, y, s)
+        y = y.mul_(s)  # in place: y is this call's own, and a new (…, out) tensor costs its page faults
+        return y if self.bias is None else y.add_(self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, int8 per channel, "
