@@ -44,3 +44,22 @@ def test_exported_graph_equals_the_pipeline(checkpoints, tmp_path):
     logits = session.run(["logits"], feed)[0]
     expected = torch.stack(pipe.logits(examples)).numpy()
     assert np.abs(logits - expected).max() <= 1e-4
+
+
+def test_predict_and_evaluate_int8_from_the_cli(checkpoints, tmp_path, capsys):
+    from bertology.cli import main
+
+    assert main(["predict", "--model", str(checkpoints["classify"]), "--device", "cpu", "--int8", "a game"]) == 0
+    said = capsys.readouterr()
+    assert said.err.startswith("int8: 8 linear layers") and said.out.endswith("\ta game\n")
+    data = tmp_path / "test.tsv"
+    data.write_text("text\tlabel\na game\tgames\nmail for all\tmail\n")
+    assert main(["evaluate", "--model", str(checkpoints["classify"]), "--data", str(data), "--int8"]) == 0
+    assert "accuracy" in capsys.readouterr().out
+
+
+def test_export_onnx_is_top_level():
+    import bertology
+    from bertology.export.onnx import export_onnx
+
+    assert bertology.export_onnx is export_onnx
