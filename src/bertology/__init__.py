@@ -23,7 +23,7 @@ _WHERE = {
     "DistilBertConfig": "models", "EncoderConfig": "models",
     "save_sentence_transformers": "models.sentence_layout",
     "Tokenizer": "tokenizers",
-    "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
+    "export_onnx": "export.onnx", "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
 }
 __all__ = list(_WHERE)
 

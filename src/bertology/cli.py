@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import __version__
 from .options import DeviceOptions, OptionError, add_arguments, from_args
+from .export import cli as export_cli
 from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
 from .wordvec import cli as wordvec_cli
@@ -136,7 +137,7 @@ def _to_stderr(message: str) -> None:  # notes beside predictions and scores, wh
 def _evaluate(args) -> int:
     from .tasks.pipeline import Pipeline
 
-    pipe = Pipeline.load(args.model, _device(args, _to_stderr))
+    pipe = Pipeline.load(args.model, _device(args, _to_stderr), _to_stderr, quantize="int8" if args.int8 else None)
     scores = pipe.evaluate(pipe.read(args.data, **_columns(args)))
     for k, v in scores.items():
         print(f"{k:<24}{v:.4f}")
@@ -146,7 +147,7 @@ def _evaluate(args) -> int:
 def _predict(args) -> int:
     from .tasks.pipeline import Pipeline
 
-    pipe = Pipeline.load(args.model, _device(args, _to_stderr))
+    pipe = Pipeline.load(args.model, _device(args, _to_stderr), _to_stderr, quantize="int8" if args.int8 else None)
     if args.data:
         examples = pipe.read(args.data, **_columns(args))
     elif args.text:
@@ -267,6 +268,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, metavar="DIR")
     p.add_argument("--data", required=True, metavar="FILE")
     _add_columns(p)
+    p.add_argument("--int8", action="store_true", help="the model's linear layers as dynamic int8 layers (CPU only: "
+                   "int8 weights per output channel, activations quantized per call; see README, Export and int8)")
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_evaluate)
 
@@ -276,6 +279,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--pair", help="second text for every TEXT (pair tasks)")
     p.add_argument("--data", metavar="FILE")
     _add_columns(p)
+    p.add_argument("--int8", action="store_true", help="the model's linear layers as dynamic int8 layers (CPU only: "
+                   "int8 weights per output channel, activations quantized per call; see README, Export and int8)")
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_predict)
 
@@ -307,6 +312,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     tokenizer_cli.register(sub)
     serve_cli.register(sub)
+    export_cli.register(sub)
     wordvec_cli.register(sub)
     return parser
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import torch
 
-FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")
+FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2", "amx_int8", "avx512_vnni", "avx_vnni")  # the last three: int8 (nn/int8.py)
 
 
 def cpu_name_and_flags() -> tuple[str, list[str]]:

@@ -14,6 +14,8 @@ from .checkpoint import load_state, read_config, read_weights
 from .config import EncoderConfig
 from .family import get_family
 
+QUANTIZE = (None, "int8")  # what `load(..., quantize=)` accepts
+
 # every model class of the family files, by its name (= transformers' architecture name)
 ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
     name: cls for module in (bert, roberta, albert, distilbert, xlnet, xlnet_qa) for name, cls in vars(module).items()
@@ -38,7 +40,8 @@ def from_config(config: EncoderConfig, architecture: str | None = None) -> PreTr
 
 
 def load(path: str | os.PathLike, architecture: str | None = None, strict: bool = True,
-         compile: bool = False, device: str | torch.device = "cpu", say=None) -> PreTrainedModel:
+         compile: bool = False, device: str | torch.device = "cpu", say=None,
+         quantize: str | None = None) -> PreTrainedModel:
     """Read a local Hugging Face directory into the bertology model its config's `architectures` names.
 
     `strict=False` turns missing keys (left randomly initialised) and unexpected keys into warnings.
@@ -46,7 +49,14 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     `device`: where the model is put: "cpu" (the default: it takes CPU tensors, as a plain torch
     module does), "cuda", "cuda:N", a torch.device, or "auto" (a CUDA GPU when there is one, said
     through `say`); a GPU asked for and absent is an error before anything is read.
+    `quantize="int8"`: the blocks' linear layers as dynamic int8 layers for CPU inference
+    (`PreTrainedModel.quantize_int8`; what stays fp32 is said through `say`); not with `compile`.
     """
+    if quantize not in QUANTIZE:
+        raise ValueError(f"quantize={quantize!r}: choose one of {', '.join(map(str, QUANTIZE))}")
+    if quantize and compile:
+        raise ValueError("int8 and compile do not combine (the compiled blocks would not run the quantized layers); "
+                         "choose one")
     device = device if isinstance(device, torch.device) else resolve_device(device, say)
     path = Path(path)
     if not path.is_dir():
@@ -59,6 +69,10 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     tensors, source = read_weights(path)
     load_state(model, tensors, source, strict)
     model.to(device).eval()
+    if quantize == "int8":
+        for note in model.quantize_int8():
+            if say is not None:
+                say(note)
     return model.compile_blocks(inference=True) if compile else model
 
 

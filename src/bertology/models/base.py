@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import ClassVar
 
 import torch
 from torch import nn
 
+from ..nn.int8 import is_int8, quantize_linear_int8
 from .checkpoint import save
 from .config import EncoderConfig
 
@@ -75,6 +77,36 @@ class PreTrainedModel(nn.Module):
             if isinstance(module, nn.Linear) and not any(id(p) in kept for p in module.parameters(recurse=False)):
                 module.to(dtype)
         return self
+
+    def quantize_int8(self) -> list[str]:
+        """The linear layers of every block (attention and feed-forward, where nearly all the compute
+        is) as dynamic int8 layers (`nn.int8`), in place, for inference on the CPU. Embeddings,
+        LayerNorms, the pooler and the heads stay fp32 (the MLM decoder shares its weight with the
+        embeddings). Returns what was done, in words; a block weight that is not a linear layer (XLNet's
+        relative attention) stays fp32 and is named, with a warning.
+        """
+        if any(p.device.type != "cpu" for p in self.parameters()):
+            raise ValueError(f"{self.architecture}: int8 quantization is for the CPU; the model is on "
+                             f"{next(self.parameters()).device}")
+        if is_int8(self):
+            raise ValueError(f"{self.architecture} is already quantized to int8")
+        blocks = [m for m in self.modules() if getattr(type(m), "compile_unit", False)]
+        if any(getattr(b, "_compiled_call_impl", None) is not None for b in blocks):  # set by nn.Module.compile
+            raise ValueError(f"{self.architecture}: quantize before compiling, not after (int8 and compile_blocks "
+                             "do not combine)")
+        linear_weights = {id(m.weight) for b in blocks for m in b.modules() if isinstance(m, nn.Linear)}
+        unquantized = sorted({name.rsplit(".", 1)[-1] for b in blocks for name, p in b.named_parameters()
+                              if p.dim() >= 2 and id(p) not in linear_weights})
+        self.eval()
+        count = sum(quantize_linear_int8(b) for b in dict.fromkeys(blocks))  # a shared block (ALBERT) once
+        notes = [f"int8: {count} linear layers in {len(set(map(id, blocks)))} blocks quantized (weights per output "
+                 "channel, activations per call); embeddings, LayerNorms, pooler and head stay fp32"]
+        if unquantized:
+            note = (f"{self.architecture}: the block weights {', '.join(unquantized)} are not linear layers and stay "
+                    "fp32 (only the linear layers are quantized)")
+            warnings.warn(note, RuntimeWarning, stacklevel=2)
+            notes.append(note)
+        return notes
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # shared (tied) parameters count once

@@ -36,7 +36,10 @@ def _serve(args) -> int:
     # a GPU that is not there, then a bad model, fail before the port is held
     notes: list[str] = []  # said after the line with the address, which clients read first
     device = resolve_device(options.device, notes.append)
-    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16, options.compile, device)
+    if options.int8 and device.type != "cpu":
+        raise ValueError(f"--int8 is for the CPU; the model would run on {device} (pass --device cpu)")
+    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16, options.compile, device,
+                         quantize="int8" if options.int8 else None, say=notes.append)
     sock = _listen(options.host, options.port)
     host, port = sock.getsockname()[:2]
     print(f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "

@@ -24,6 +24,7 @@ import torch
 
 from ..hardware import check_bf16_requested
 from ..models import family_of, load
+from ..nn.int8 import is_int8
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
 from ..tasks.forward import precision_name
@@ -48,7 +49,7 @@ class Engine:
         self.device = model_device(model)
         bf16 = bf16 and self.device.type == "cpu"  # a GPU's autocast is always on (tasks/forward.py)
         self.model, self.tokenizer, self.name, self.pooling, self.bf16 = model.eval(), tokenizer, name, pooling, bf16
-        self.precision = precision_name(self.device, bf16)
+        self.precision = precision_name(self.device, bf16) + (" + int8 linear layers" if is_int8(model) else "")
         if bf16:
             check_bf16_requested()
             model.store_linear_weights()  # what autocast would cast them to on every request, cast once
@@ -68,10 +69,11 @@ class Engine:
 
     @classmethod
     def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean", bf16: bool = False,
-             compile: bool = False, device: str | torch.device = "cpu") -> "Engine":
+             compile: bool = False, device: str | torch.device = "cpu", quantize: str | None = None,
+             say=None) -> "Engine":
         """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer,
-        the model on `device`."""
-        model = load(path, compile=compile, device=device)
+        the model on `device` (`quantize="int8"`: its linear layers int8, on the CPU; notes through `say`)."""
+        model = load(path, compile=compile, device=device, quantize=quantize, say=say)
         name = Path(path).resolve().name
         return cls(model, load_tokenizer(str(path), tokenizer), name, pooling, bf16)
 

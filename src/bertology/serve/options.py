@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import DEVICE, NON_NEGATIVE, POSITIVE, Check, check_options, option
+from ..options import DEVICE, OptionError, NON_NEGATIVE, POSITIVE, Check, check_options, option
 
 PORT = Check("in [0, 65535] (0: any free port)", lambda v: 0 <= v <= 65535)
 HOST = Check("a host name or address", lambda v: bool(v.strip()))
@@ -30,6 +30,9 @@ class ServeOptions:
     bf16: bool = option(False, "bf16 autocast for every forward pass on the CPU: pays where the CPU multiplies bf16 "
                                "natively (AMX; see bench/serve.py), answers differ from fp32 by about 1e-3 (on a GPU "
                                "autocast is always on: bf16, or fp16 before Ampere)")
+    int8: bool = option(False, "the model's linear layers as dynamic int8 layers (CPU only: int8 weights per output "
+                               "channel, activations quantized per call; bench/ort.py measures speed and accuracy); "
+                               "not with --bf16 or --compile")
     device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
                          check=DEVICE)
     compile: bool = option(False, "torch.compile the model's blocks with frozen weights (bench/encoder.py measures it); "
@@ -38,3 +41,6 @@ class ServeOptions:
 
     def __post_init__(self):
         check_options(self)
+        if self.int8 and (self.bf16 or self.compile):
+            raise OptionError(f"--int8 with {'--bf16' if self.bf16 else '--compile'}: choose one (the int8 layers run "
+                              "their own kernels, which neither autocast nor compile reach)")

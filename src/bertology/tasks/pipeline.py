@@ -59,12 +59,21 @@ class Pipeline:
         self.columns = dict(columns or {})  # the training files' column names, for reading new files
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu", say=None) -> "Pipeline":
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", say=None,
+             quantize: str | None = None) -> "Pipeline":
         """A directory written by `finetune`, its model on `device` (as `bertology.load` takes it:
-        "cpu", "cuda", "cuda:N" or "auto", which says through `say` when it takes a GPU)."""
+        "cpu", "cuda", "cuda:N" or "auto", which says through `say` when it takes a GPU).
+        `quantize="int8"`: its blocks' linear layers as dynamic int8 layers (CPU only; what stays fp32
+        is said through `say`)."""
         device = device if isinstance(device, torch.device) else resolve_device(device, say)
+        if quantize not in (None, "int8"):
+            raise ValueError(f"quantize={quantize!r}: choose None or 'int8'")
         model, task, tokenizer, columns = load_finetuned(path)
         model.to(device)
+        if quantize == "int8":
+            for note in model.quantize_int8():
+                if say is not None:
+                    say(note)
         extra = model.config.extra
         return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64),
                    columns)
