@@ -21,7 +21,7 @@ _WHERE = {
     "load": "models", "CheckpointError": "models", "load_for_task": "models", "save": "models",
     "from_config": "models", "BertConfig": "models", "RobertaConfig": "models", "AlbertConfig": "models",
     "DistilBertConfig": "models", "EncoderConfig": "models",
-    "save_sentence_transformers": "models.sentence_layout",
+    "save_sentence_transformers": "export.sentence_layout",
     "Tokenizer": "tokenizers",
     "export_onnx": "export.onnx", "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
 }

