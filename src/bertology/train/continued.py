@@ -254,9 +254,9 @@ def extended_tokenizer(old: Tokenizer, chosen: list[tuple[str, list[int], int]],
                              f"embedding table {base} rows; new pieces would not get the next ids")
         scores = [s for _, s in model["vocab"]]
         for piece, ids, _ in chosen:
-            # its old pieces' summed score plus a margin: Viterbi takes the new piece wherever its span
-            # would otherwise be those pieces
-            model["vocab"].append([piece, sum(scores[i] for i in ids if i < len(scores)) + 0.5])
+            # its old pieces' summed score plus a margin per piece saved: Viterbi takes the new piece wherever
+            # its span would otherwise be those pieces, or other new pieces (each saves fewer)
+            model["vocab"].append([piece, sum(scores[i] for i in ids if i < len(scores)) + 0.5 * (len(ids) - 1)])
             pieces.append(piece)
             old_ids.append(ids)
     elif kind == "BPE":
@@ -317,17 +317,14 @@ def grow_vocabulary(model, old_ids: list[list[int]]) -> torch.nn.Module:
     config = copy.deepcopy(model.config)
     config.vocab_size = V + len(old_ids)
     grown = type(model)(config)
-    index = torch.zeros(len(old_ids), V)  # (N, V): row i averages the old rows of new id i
-    for i, ids in enumerate(old_ids):
-        index[i, ids] = 1.0 / len(ids)
     state = grown.state_dict()
     for name, value in model.state_dict().items():
         target = state[name]
         if value.shape == target.shape:
             target.copy_(value)
         elif value.shape[0] == V and target.shape[0] == config.vocab_size and value.shape[1:] == target.shape[1:]:
-            flat = value.reshape(V, -1).double()
-            new_rows = (index.double() @ flat).reshape(len(old_ids), *value.shape[1:])
+            # a piece that occurs twice in a split counts twice in its mean
+            new_rows = torch.stack([value[torch.tensor(ids)].double().mean(0) for ids in old_ids])  # (N, …)
             target.copy_(torch.cat([value, new_rows.to(value.dtype)]))
         else:
             raise ValueError(f"{name}: shape {tuple(value.shape)} does not grow with the vocabulary to {tuple(target.shape)}")
