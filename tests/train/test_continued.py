@@ -163,6 +163,10 @@ def test_text_column_of_a_labelled_file(tmp_path):
     (tmp_path / "t.jsonl").write_text('{"text": "Third.", "label": 1}\n')
     assert read_text_column([str(tmp_path / "t.tsv"), str(tmp_path / "t.jsonl")], "text") == [
         ["First text.", "It has two sentences."], ["Second one."], ["Third."]]
+    import gzip
+
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(b'text,label\n"A quoted, compressed text.",x\n'))
+    assert read_text_column([str(tmp_path / "t.csv.gz")], "text") == [["A quoted, compressed text."]]
     with pytest.raises(ValueError, match=r"t.tsv.*'body'.*'label', 'text'"):
         read_text_column([str(tmp_path / "t.tsv")], "body")
 
