@@ -15,7 +15,8 @@ from bertology.train.continued import (check_init, extend_vocabulary, grow_vocab
                                        start_model)
 from bertology.train.pretrain import PretrainOptions, pretrain
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import wiki_head
+
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 HEADS = {"bert": "ForPreTraining", "roberta": "ForMaskedLM", "albert": "ForPreTraining", "xlnet": "LMHeadModel"}
 AUTO = {"bert": "AutoModelForPreTraining", "roberta": "AutoModelForMaskedLM", "albert": "AutoModelForPreTraining",
@@ -24,11 +25,7 @@ AUTO = {"bert": "AutoModelForPreTraining", "roberta": "AutoModelForMaskedLM", "a
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """About 60 kB of data/wiki.txt, cut at a document boundary."""
-    text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    path = tmp_path_factory.mktemp("corpus") / "wiki-head.txt"
-    path.write_text(text[:text.index("\n\n", 60_000) + 1], encoding="utf-8")
-    return path
+    return wiki_head(tmp_path_factory.mktemp("corpus"), 60_000)
 
 
 def checkpoint(root: Path, family: str, corpus: Path, head: str | None = None, vocab_size: int = 300) -> Path:
