@@ -182,6 +182,7 @@ def inputs_dir(tmp_path_factory, corpus):
     (w / "t.tsv").write_text("label\ttext\na\tSome text.\n")
     task_class("distilbert", "ForMaskedLM")(get_family("distilbert").preset("tiny")).save(w / "distil")
     train(corpus, family="bert", vocab_size=600).save(w / "big.json")
+    train(corpus, family="bert", vocab_size=150).save(w / "small.json")
     return w
 
 
@@ -196,6 +197,8 @@ def inputs_dir(tmp_path_factory, corpus):
     (lambda w, c: dict(init=str(c), family="roberta"), r"--family roberta contradicts --init .*, a bert checkpoint"),
     (lambda w, c: dict(init=str(c), tokenizer=str(w / "big.json")), r"tokenizer .*big.json has \d+ entries, but "
                                                                      r"the embedding table of --init .* has \d+ rows"),
+    (lambda w, c: dict(init=str(c), tokenizer=str(w / "small.json")), r"tokenizer .*small.json has \d+ entries, "
+                                                                       r"but the embedding table .* has \d+ rows"),
     (lambda w, c: dict(extend_vocab=10), r"--extend-vocab 10: needs --init DIR"),
     (lambda w, c: dict(init=str(c), text_column="body", corpus=[str(w / "t.tsv")]), r"t.tsv.*no column 'body'|'body'"),
 ])

@@ -112,15 +112,18 @@ def check_init(o, head: str) -> Start:
     except (FileNotFoundError, ValueError) as e:
         flag = "--tokenizer" if o.tokenizer is not None else where
         raise type(e)(f"{flag}: no tokenizer could be read ({e})") from None
-    check_tokenizer(tok, config, source, where)
+    check_tokenizer(tok, config, source, where, exact=o.tokenizer is not None)
     tok.no_truncation()  # the run's sequences decide lengths, not the settings a checkpoint ships with
     tok.no_padding()
     return Start(path, config, tok, source, tensors, weights)
 
 
-def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: str) -> None:
-    """The tokenizer's ids fit the checkpoint's embedding table and it pads with the checkpoint's pad id."""
-    if tok.vocab_size > config.vocab_size:
+def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: str, exact: bool = True) -> None:
+    """The tokenizer's ids fit the checkpoint's embedding table and it pads with the checkpoint's pad id.
+    `exact`: as many entries as the table has rows (a tokenizer the user gives: another vocabulary of a
+    smaller size would fit and still mean other words); the directory's own may be smaller (some
+    checkpoints pad their table to a round size)."""
+    if tok.vocab_size > config.vocab_size or (exact and tok.vocab_size != config.vocab_size):
         raise ValueError(f"tokenizer {source} has {tok.vocab_size} entries, but the embedding table of {where} has "
                          f"{config.vocab_size} rows: they do not belong together")
     record = get_family(config.model_type)
