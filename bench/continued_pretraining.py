@@ -75,11 +75,17 @@ def tiny_and_tapt(out: Path, args) -> tuple[dict, dict]:
               criterion="frequency").save(tok)
     base = recipe("bert", CORPORA["debian"], str(tok), str(out / TINY), None, args.bf16, minutes=args.tiny_minutes,
                   batch_size=64, seq_len=32, preset="tiny", quiet=True)
-    tiny = pretrain(base, overwrite=True)
-    tapt_options = replace(base, out_dir=str(out / TAPT), init=str(out / TINY), preset=None, tokenizer=None,
+    tiny = reused(out / TINY, args) or pretrain(base, overwrite=True)
+    tapt_options = replace(base, out_dir=str(out / TAPT), init=str(out / TINY), preset=None, tokenizer=None, vocab_size=None,
                            corpus=[str(TASK / "train.tsv")], text_column="text", time_budget=args.tapt_minutes,
                            heldout=0.02, dupe_factor=5)
-    return tiny, pretrain(tapt_options, overwrite=True)
+    return tiny, reused(out / TAPT, args) or pretrain(tapt_options, overwrite=True)
+
+
+def reused(run: Path, args) -> dict | None:
+    """With --reuse, the summary of a finished pretraining run in `run` (None: run it)."""
+    done = run / "summary.json"
+    return json.loads(done.read_text()) if args.reuse and done.is_file() else None
 
 
 def speed(out: Path, args) -> dict:
@@ -127,6 +133,7 @@ def main() -> int:
     parser.add_argument("--speed-steps", type=int, default=8)
     parser.add_argument("--speed-rounds", type=int, default=3)
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: speed, dapt, tapt")
+    parser.add_argument("--reuse", action="store_true", help="reuse finished pretraining runs found in --out")
     parser.add_argument("--out", default="runs/continued")
     args = parser.parse_args()
     args.bf16 = bf16_pays()
@@ -148,7 +155,7 @@ def main() -> int:
         starts.append(Start(MINILM, minilm_path()))
         for name, extend in ((DAPT, None), (DAPT_EXT, args.extend_vocab)):
             t0 = time.perf_counter()
-            summary = dapt(out / name, args, extend)
+            summary = reused(out / name, args) or dapt(out / name, args, extend)
             row = {"seconds": time.perf_counter() - t0, "steps": summary["steps"], "tokens": summary["tokens"],
                    "tokens_per_s": summary["final"].get("tokens_per_s"), "eval": summary["eval"],
                    "extension": (summary["init"] or {}).get("extension")}
