@@ -27,3 +27,13 @@ def synthetic_batches(batch_size=8, length=12, seed=0, fixed=False):
         return {"input_ids": inputs, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
                 "labels": labels, "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=g)}
     return batch
+
+
+def wiki_head(directory, chars: int):
+    """The first `chars` characters or so of data/wiki.txt, cut at a document boundary, as a file in `directory`."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "data" / "wiki.txt").read_text(encoding="utf-8")
+    path = Path(directory) / "wiki-head.txt"
+    path.write_text(text[:text.index("\n\n", chars) + 1], encoding="utf-8")
+    return path

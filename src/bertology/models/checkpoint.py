@@ -161,6 +161,18 @@ def _listed(kind: str, keys: list[str]) -> str:
     return f"{kind} keys {keys[:8]}{' …' if len(keys) > 8 else ''} ({len(keys)} in all)"
 
 
+def absent_parameters(model, tensors: dict[str, torch.Tensor]) -> list[str]:
+    """The model's parameter names (bertology's) that `tensors` (transformers' names) do not hold:
+    what `load_state` would call missing, before anything is copied. A job starting from a
+    checkpoint asks which heads it must build new (an encoder-only directory has no MLM head)."""
+    config = model.config
+    bare = not hasattr(model, "backbone")
+    tensors = _rebase(tensors, config, bare, backbone_only=True)  # a bare backbone's names as the model's
+    tied = _tied(model)
+    return [name for name in model.state_dict() if name not in tied
+            and any(n not in tensors for n in hf_names(name, config, bare))]
+
+
 def load_state(model, tensors: dict[str, torch.Tensor], source: str, strict: bool = True,
                backbone_only: bool = False) -> None:
     """Copy `tensors` (transformers' names) into `model`; `backbone_only` leaves the heads as they are.

@@ -22,6 +22,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..io import compression, open_corpus
+
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
 
@@ -89,14 +91,14 @@ class Table:
 def file_format(path: str, format: str | None = None) -> str:
     """"csv", "tsv" or "jsonl", from `format` or the extension.
 
-    >>> file_format("train.tsv"), file_format("dev.jsonl"), file_format("x.txt", "csv")
+    >>> file_format("train.tsv"), file_format("dev.jsonl.gz"), file_format("x.txt", "csv")
     ('tsv', 'jsonl', 'csv')
     """
     if format is not None:
         if format not in ("csv", "tsv", "jsonl"):
             raise ValueError(f"{path}: unknown format {format!r}; use csv, tsv or jsonl")
         return format
-    ext = os.path.splitext(path)[1].lower()
+    ext = os.path.splitext(path[:-len(os.path.splitext(path)[1])] if compression(path) else path)[1].lower()
     if ext not in FORMATS:
         raise ValueError(f"{path}: cannot tell the format from the extension {ext or '(none)'!r}; "
                          f"use one of {', '.join(sorted(FORMATS))}")
@@ -105,11 +107,12 @@ def file_format(path: str, format: str | None = None) -> str:
 
 def read_text(path: str | os.PathLike) -> str:
     """A task file's text, or an error naming the file: missing, a directory, or not UTF-8 (with
-    the offset of the first bad byte). A byte-order mark is dropped, not read as part of a name."""
+    the offset of the first bad byte). A byte-order mark is dropped, not read as part of a name.
+    A .gz, .xz or .bz2 file is read through its decompressor (io.open_corpus)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path}: a directory, not a data file")
-    with open(path, "rb") as f:
+    with open_corpus(path) as f:
         data = f.read()
     try:
         return data.decode("utf-8-sig")

@@ -107,9 +107,10 @@ def check_batch(o, recipe: Recipe) -> None:
 
 
 def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, overwrite: bool,
-                            heldout: float | int, device: torch.device) -> dict[str, Any]:
+                            heldout: float | int, device: torch.device, build=None) -> dict[str, Any]:
     """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/,
-    on `device` (resolved by the pretraining job before anything was written)."""
+    on `device` (resolved by the pretraining job before anything was written). `build(head, tok,
+    **config fields)` → (model, whether its LM bias is new): a run continued from a checkpoint (--init)."""
     settings = recipe.permutation
     record = get_family(recipe.family)
     specials = special_tokens(tok, recipe.family)  # XLNet's examples are built with <sep>, <cls> and </s>
@@ -120,13 +121,17 @@ def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, ove
 
     overrides = dict(mem_len=o.mem_len if o.mem_len is not None else settings.seq_len * 3 // 4,
                      reuse_len=settings.reuse_len, bi_data=settings.bi_data)
-    config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=specials.pad,
-                           **{**overrides, **o.config_overrides})
-    config.max_position_embeddings = max(settings.seq_len, 64)
-    model = task_class(recipe.family, recipe.head)(config)
-    model = model if o.dropout is None else set_dropout(model, o.dropout)
+    if build is None:
+        config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=specials.pad,
+                               **{**overrides, **o.config_overrides})
+        config.max_position_embeddings = max(settings.seq_len, 64)
+        model = task_class(recipe.family, recipe.head)(config)
+        model, new_bias = (model if o.dropout is None else set_dropout(model, o.dropout)), True
+    else:
+        model, new_bias = build(recipe.head, tok, **overrides)
+        config = model.config
     counts = corpus.token_counts(config.vocab_size, train_docs)
-    if o.unigram_prior and not resume:
+    if o.unigram_prior and not resume and new_bias:
         init_bias_from_counts(model.lm_loss.bias, counts)
 
     evaluate = None

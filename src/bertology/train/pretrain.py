@@ -13,7 +13,8 @@ checkpoints/ and the instance cache.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+import tempfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
                        check_options, option)
 from . import distributed as dist
+from .continued import (INIT_RECORD, Extension, Start, check_init, check_resume, extend_vocabulary, grow_vocabulary,
+                        read_text_column, resumed_model, start_model, write_init_record, write_text_corpus)
 from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
@@ -42,9 +45,11 @@ class PretrainOptions(RunOptions):
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
                                     ".gz, .xz, .bz2 read as they are", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
-    preset: str = option("mini", "tiny, mini, small, medium, base, large")
+    preset: str | None = option(None, "tiny, mini, small, medium, base, large (default mini; with --init: the "
+                                      "checkpoint's architecture)")
     tokenizer: str | None = option(None, "tokenizer.json or directory; default: train the family's tokenizer on the corpus")
-    vocab_size: int = option(8000, "for a trained tokenizer", check=POSITIVE)
+    vocab_size: int | None = option(None, "for a trained tokenizer (default 8000; with --extend-vocab: the domain "
+                                          "tokenizer's, default the checkpoint's)", check=POSITIVE)
     steps: int | None = option(None, "optimizer steps (default 1000; with --time-budget a cap, default none)",
                                check=POSITIVE)
     batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
@@ -86,10 +91,29 @@ class PretrainOptions(RunOptions):
     init_embeddings: str | None = option(None, "start the token embedding from these word vectors, keyed by the "
                                                "tokenizer's pieces (`wordvec train --tokenizer`); not on --resume",
                                          metavar="VECTORS")
+    init: str | None = option(None, "continue pretraining this checkpoint (a Hugging Face or bertology model "
+                                    "directory): its config, weights and tokenizer instead of --preset", metavar="DIR")
+    extend_vocab: int | None = option(None, "with --init: add the N most frequent pieces of a tokenizer trained on the "
+                                            "corpus that the checkpoint's splits into several, each row the mean of "
+                                            "its pieces'", check=POSITIVE, metavar="N")
+    text_column: str | None = option(None, "read the --corpus files as CSV / TSV / JSON lines and pretrain on this "
+                                           "column's texts, a record a document (task-adaptive pretraining)",
+                                     metavar="NAME")
     config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
 
     def __post_init__(self):
         check_options(self)
+        if self.init is None:
+            if self.extend_vocab is not None:
+                raise ValueError(f"--extend-vocab {self.extend_vocab}: needs --init DIR, the checkpoint whose "
+                                 "vocabulary it extends")
+            self.preset = self.preset or "mini"
+            self.vocab_size = self.vocab_size or 8000
+        if self.extend_vocab is not None and not self.corpus:
+            raise ValueError(f"--extend-vocab {self.extend_vocab}: needs --corpus, the text the new pieces come from")
+
+
+TASK_CORPUS = "task-corpus.txt"  # --text-column: the labelled file's texts, a record a document
 
 
 def _tokenizer(o: PretrainOptions, out: Path, resume: bool, given):
@@ -124,6 +148,28 @@ def _model(o: PretrainOptions, tok, recipe: Recipe):
     return model if o.dropout is None else set_dropout(model, o.dropout)
 
 
+def _builder(o: PretrainOptions, start: Start, extension: Extension | None, resume: bool):
+    """How an --init run builds its model, for the MLM job and the permutation-LM job alike:
+    (head, the run's tokenizer, config fields that shape no weight) → (model, whether its output bias is new)."""
+    def build(head: str, tok, **overrides):
+        if resume:  # the run's own checkpoint holds every weight, the grown vocabulary's too
+            model, new = resumed_model(start, head, max(start.config.vocab_size, tok.vocab_size), **overrides), []
+        else:
+            model, new = start_model(start, head, **overrides)
+            if new:
+                say(f"--init {start.path}: no {', '.join(new)} in the checkpoint: built new (the family's "
+                    "initialisation, the MLM decoder tied to the word embeddings"
+                    + (", the output bias from the corpus's unigram prior)" if o.unigram_prior else ")"))
+            else:
+                say(f"--init {start.path}: every weight of {model.architecture} taken from the checkpoint")
+            if extension is not None:
+                model = grow_vocabulary(model, extension.old_ids)
+                say(str(extension))
+        model = model if o.dropout is None else set_dropout(model, o.dropout)
+        return model, bool({"mlm", "lm_loss"} & set(new))
+    return build
+
+
 def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
     """The preset, the config overrides, --seq-len against the preset's positions and the
     objective against the family's heads, before any work."""
@@ -142,35 +188,67 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json).
 
     Everything is checked before the first write: the options, the device, the corpus files, a
-    given tokenizer, and the output directory (a directory of the user's is refused; an earlier run
-    of ours is continued with `resume` or started afresh with `overwrite`).
+    given tokenizer, an --init checkpoint against the options, and the output directory (a
+    directory of the user's is refused; an earlier run of ours is continued with `resume` or
+    started afresh with `overwrite`).
     """
+    with tempfile.TemporaryDirectory() as staging:  # a labelled file's texts, until the output directory is ours
+        return _checked_pretrain(o, resume, overwrite, Path(staging))
+
+
+def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging: Path) -> dict[str, Any]:
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     recipe = Recipe.from_options(o)  # the options' recipe, validated once; every step below reads it
-    _check_model_options(o, recipe)
+    start = check_init(o, recipe.head) if o.init is not None else None  # the checkpoint read and checked against the options
+    if start is None:
+        _check_model_options(o, recipe)
+    else:
+        recipe.check_model()
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
+    documents = None
+    if o.text_column is not None:  # task-adaptive: the texts of a labelled file are the corpus
+        documents = read_text_column(o.corpus, o.text_column)
+        write_text_corpus(documents, staging / TASK_CORPUS)
+        o = replace(o, corpus=[str(staging / TASK_CORPUS)], format="lines")
     check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=recipe.pair_task == "nsp")
     # a bad tokenizer file fails now, not after the output directory is set up
-    given = Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
+    given = start.tokenizer if start is not None else Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
                if o.init_embeddings is not None else None)
     dist.init_from_env(device)
     out = Path(o.out_dir)
+    continuing = resume and out.is_dir() and bool(checkpoints(out))
+    if continuing:
+        check_resume(o, out)  # the same --init (or none) as the run it continues
+    extension = None
+    if start is not None and o.extend_vocab and not continuing:
+        extension = extend_vocabulary(start.tokenizer, o.corpus, o.extend_vocab, o.family, start.config.vocab_size,
+                                      o.vocab_size, show_progress=not o.quiet and dist.is_main())
+        given = extension.tokenizer
     if dist.is_main():
         claim_output_dir(out, "pretrain", resume=resume, overwrite=overwrite)
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
+    if documents is not None:  # the labelled file's texts, kept with the run (a resume reads them there)
+        if dist.is_main():
+            write_text_corpus(documents, out / TASK_CORPUS)
+        dist.barrier()
+        o = replace(o, corpus=[str(out / TASK_CORPUS)])
+    if not resume and dist.is_main():
+        write_init_record(o, out, extension)
+    build = _builder(o, start, extension, resume) if start is not None else None
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
-        return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors)
+        return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors, build, extension)
 
 
 def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overwrite: bool, given,
-              device: torch.device, vectors=None) -> dict[str, Any]:
+              device: torch.device, vectors=None, build=None, extension=None) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
     if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
-        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device)
+        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device,
+                                       build=build)
 
     if not dist.is_main():
         dist.barrier()  # rank 0 builds the cache, the others then open it
@@ -181,11 +259,11 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
     if store.num_instances < o.batch_size:
         raise ValueError(f"{', '.join(o.corpus)}: {store.num_instances} instances of length {o.seq_len}, fewer than one batch "
                          f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor")
-    model = _model(o, tok, recipe)
+    model, new_bias = build(recipe.head, tok) if build is not None else (_model(o, tok, recipe), True)
     init = (init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
             if vectors is not None and not resume else None)  # on resume the checkpoint holds the embedding
     counts = store.token_counts(model.config.vocab_size)
-    if o.unigram_prior and not resume:
+    if o.unigram_prior and not resume and new_bias:  # a head loaded from --init keeps its trained bias
         model.mlm.init_bias_from_counts(counts)
     args = TrainingArguments.from_options(o, out, overwrite, device=str(device))
     heldout = store.heldout
@@ -210,6 +288,7 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
         "parameters": model.num_parameters(), "resumed_from": started if resume else None,
         "tokens": result["step"] * o.batch_size * o.seq_len, "instances": store.num_instances,
         "init_embeddings": init.summary() if init is not None else None,
+        "init": None if o.init is None else {"path": o.init, "extension": extension.summary() if extension else None},
         "flops_per_token": count(model.config, seq_length=o.seq_len).flops_per_token["total"],
         **run_summary(trainer, result), "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
     }

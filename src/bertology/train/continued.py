@@ -1,0 +1,381 @@
+"""Continued pretraining (domain- or task-adaptive, DAPT / TAPT): a run that starts from a checkpoint
+directory, a Hugging Face one or one bertology wrote, instead of a preset.
+
+    bertology pretrain --family bert --init minilm/ --corpus domain.txt --out dapt/ --objective mlm
+    bertology pretrain --family bert --init minilm/ --corpus train.tsv --text-column text --out tapt/
+
+What the directory gives: the config (the architecture, so --preset and --vocab-size contradict it),
+the weights, and the tokenizer (or --tokenizer, whose vocabulary must fit the embedding table). The
+objective is the family's (BERT MLM + NSP, ALBERT MLM + SOP, RoBERTa MLM, XLNet the permutation LM;
+--objective mlm drops the pair task). A head the directory has is loaded; one it lacks (an encoder-only
+checkpoint such as all-MiniLM-L6-v2 has no MLM head) is built new: the family's own initialisation, its
+decoder tied to the word embeddings, its bias from the corpus's unigram prior, and the log says so.
+
+Vocabulary extension (`--extend-vocab N`): the family's tokenizer kind is trained on the corpus (its
+text normalized as the checkpoint's tokenizer normalizes it), and the N most frequent of its
+word-initial pieces that the checkpoint's tokenizer splits into two pieces or more are added to the
+checkpoint's vocabulary (WordPiece and Unigram: one entry each; byte-level BPE: the merges that build
+the piece from the checkpoint's pieces, an intermediate piece counting as one of the N). Each new row
+of the token embedding, and of every other vocabulary-sized tensor (the MLM bias; an untied decoder),
+is the mean of the rows of the piece's old pieces: the rule most practitioners use (the new piece
+starts where the model already "reads" the word, so nothing it knew is disturbed), and a new id
+has ids ≥ the old vocabulary size, so every old row keeps its place (transformers'
+`resize_token_embeddings` layout).
+
+Nothing here is a second training loop or a second model class: the model is the family's own,
+and the job (pretrain.py, plm.py) runs it as it runs a preset's, at the same speed.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..data.corpus import split_sentences
+from ..io import atomic_write_json, atomic_write_text, iter_files
+from ..models import PRETRAINABLE, get_family, task_class
+from ..models.checkpoint import CheckpointError, absent_parameters, load_state, read_config, read_weights
+from ..models.config import EncoderConfig
+from ..tasks.readers import read_table
+from ..tokenizers import Tokenizer, train
+from ..tokenizers.corpus import count_words_in_files
+
+INIT_RECORD = "init.json"  # in the output directory: which checkpoint (and extension) the run continues
+
+
+@dataclass
+class Start:
+    """What `--init DIR` gives a run, checked before anything is written."""
+    path: Path
+    config: EncoderConfig
+    tokenizer: Tokenizer
+    tokenizer_source: str
+    tensors: dict[str, torch.Tensor] = field(repr=False, default_factory=dict)
+    source: str = ""  # the weights file, for messages
+
+
+def check_init(o, head: str) -> Start:
+    """Read and check `--init DIR` against the run's options (train.pretrain.PretrainOptions): the
+    directory is a model of a family pretrained here, no option contradicts it, the tokenizer fits
+    its embedding table, its weights hold a whole backbone for the job's `head` model. Each error names
+    the option and the directory."""
+    path = Path(o.init)
+    where = f"--init {path}"
+    if not path.is_dir():
+        raise FileNotFoundError(f"{where}: not a model directory" + ("" if path.exists() else " (it does not exist)"))
+    try:
+        config = read_config(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{where}: no config.json, so not a model directory (a Hugging Face or bertology "
+                                "model directory holds config.json and its weights)") from None
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    family = config.model_type
+    if family not in PRETRAINABLE:
+        raise ValueError(f"{where}: a {family} checkpoint; bertology continues pretraining {', '.join(PRETRAINABLE)}"
+                         + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else ""))
+    if o.family != family:
+        raise ValueError(f"--family {o.family} contradicts {where}, a {family} checkpoint")
+    shape = f"a {family} checkpoint of {config.num_hidden_layers} layers, hidden size {config.hidden_size}"
+    if o.preset is not None:
+        raise ValueError(f"--preset {o.preset} contradicts {where} ({shape}): the architecture comes from the "
+                         "checkpoint; drop --preset")
+    if o.vocab_size is not None and not o.extend_vocab:
+        raise ValueError(f"--vocab-size {o.vocab_size} contradicts {where}, whose vocabulary has {config.vocab_size} "
+                         "entries; drop --vocab-size (with --extend-vocab it sizes the domain tokenizer)")
+    if o.config_overrides:
+        raise ValueError(f"config overrides {sorted(o.config_overrides)} contradict {where}: the config comes from "
+                         "the checkpoint")
+    if o.init_embeddings is not None:
+        raise ValueError(f"--init-embeddings {o.init_embeddings} contradicts {where}: the token embedding comes "
+                         "from the checkpoint")
+    if family != "xlnet" and o.seq_len > config.max_length:  # XLNet's positions are relative: any length
+        raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of {where}")
+    try:
+        tensors, weights = read_weights(path)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{where}: {e}") from None
+    missing = [n for n in absent_parameters(task_class(family, head)(config), tensors)
+               if n.startswith("backbone.") and ".pooler." not in n]
+    if missing:
+        raise CheckpointError(f"{where}: {weights} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a "
+                              f"complete {family} model")
+    source = o.tokenizer if o.tokenizer is not None else str(path)
+    try:
+        tok = Tokenizer.load(source)
+    except (FileNotFoundError, ValueError) as e:
+        flag = "--tokenizer" if o.tokenizer is not None else where
+        raise type(e)(f"{flag}: no tokenizer could be read ({e})") from None
+    check_tokenizer(tok, config, source, where, exact=o.tokenizer is not None)
+    tok.no_truncation()  # the run's sequences decide lengths, not the settings a checkpoint ships with
+    tok.no_padding()
+    return Start(path, config, tok, source, tensors, weights)
+
+
+def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: str, exact: bool = True) -> None:
+    """The tokenizer's ids fit the checkpoint's embedding table and it pads with the checkpoint's pad id.
+    `exact`: as many entries as the table has rows (a tokenizer the user gives: another vocabulary of a
+    smaller size would fit and still mean other words); the directory's own may be smaller (some
+    checkpoints pad their table to a round size)."""
+    if tok.vocab_size > config.vocab_size or (exact and tok.vocab_size != config.vocab_size):
+        raise ValueError(f"tokenizer {source} has {tok.vocab_size} entries, but the embedding table of {where} has "
+                         f"{config.vocab_size} rows: they do not belong together")
+    record = get_family(config.model_type)
+    pad = tok.token_to_id(record.specials.pad)
+    if pad is None:
+        raise ValueError(f"tokenizer {source} has no {record.specials.pad} token, which {config.model_type} pads with")
+    if config.pad_token_id is not None and pad != config.pad_token_id:
+        raise ValueError(f"tokenizer {source} gives {record.specials.pad} id {pad}, but {where}'s config has "
+                         f"pad_token_id {config.pad_token_id}: they do not belong together")
+
+
+# ---- the model -------------------------------------------------------------------------------------
+
+def head_modules(model) -> set[str]:
+    """The top-level modules of a task model outside its backbone (mlm, pair, lm_loss)."""
+    return {name for name, _ in model.named_children() if name != "backbone"}
+
+
+def start_model(start: Start, head: str, **overrides) -> tuple[torch.nn.Module, list[str]]:
+    """The family's `head` model with the checkpoint's weights; returns it and the head modules the
+    checkpoint did not hold (built new, as the family initialises them). `overrides` set run-time
+    config fields that shape no weight (XLNet's mem_len, reuse_len, bi_data)."""
+    config = copy.deepcopy(start.config)
+    for k, v in overrides.items():
+        setattr(config, k, v)
+    model = task_class(config.model_type, head)(config)
+    config.architectures = [model.architecture]
+    tensors, source = start.tensors, start.source
+    absent = absent_parameters(model, tensors)  # check_init made sure the backbone is whole
+    heads = {n.split(".")[0] for n, _ in model.state_dict().items() if not n.startswith("backbone.")}
+    new = sorted({n.split(".")[0] for n in absent if not n.startswith("backbone.")})
+    with warnings.catch_warnings():  # what is absent was listed above; extra heads (NSP when training MLM) are dropped
+        warnings.simplefilter("ignore")
+        load_state(model, tensors, source, strict=False, backbone_only=True)  # a bare backbone's names too
+        if set(new) != heads:  # some head is in the checkpoint (a task checkpoint, names prefixed)
+            load_state(model, tensors, source, strict=False)
+    if any(".pooler." in n for n in absent):
+        new.append("backbone.pooler")
+    return model, new
+
+
+def resumed_model(start: Start, head: str, vocab_size: int, **overrides) -> torch.nn.Module:
+    """The model of a resumed --init run: the checkpoint's architecture with the run's vocabulary
+    (grown by an extension); its weights come from the run's own checkpoint."""
+    config = copy.deepcopy(start.config)
+    for k, v in {"vocab_size": vocab_size, **overrides}.items():
+        setattr(config, k, v)
+    return task_class(config.model_type, head)(config)
+
+
+# ---- vocabulary extension --------------------------------------------------------------------------
+
+@dataclass
+class Extension:
+    """What --extend-vocab added: the new pieces (in id order), each new id's old pieces, and the
+    tokens per word of the corpus before and after."""
+    tokenizer: Tokenizer
+    pieces: list[str]
+    old_ids: list[list[int]]  # per new id, the checkpoint's ids of its pieces
+    base: int                 # the first new id (the checkpoint's vocabulary size)
+    tokens_per_word_before: float
+    tokens_per_word_after: float
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {"added": len(self.pieces), "first_id": self.base, "pieces": self.pieces[:50],
+                "tokens_per_word_before": self.tokens_per_word_before,
+                "tokens_per_word_after": self.tokens_per_word_after,
+                "init": "mean of the checkpoint's rows of the piece's old pieces"}
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.pieces[:10]) + (", …" if len(self.pieces) > 10 else "")
+        return (f"--extend-vocab: {len(self.pieces)} pieces added (ids {self.base}…{self.base + len(self.pieces) - 1}: "
+                f"{shown}), each row the mean of its old pieces' rows; the corpus tokenizes to "
+                f"{self.tokens_per_word_before:.3f} → {self.tokens_per_word_after:.3f} tokens per word")
+
+
+def _word_start(piece: str, model_json: dict) -> bool:
+    """A piece that begins a word: no WordPiece continuation prefix (a SentencePiece ▁ or byte-level Ġ piece
+    is word-initial when it carries the mark; pieces inside words are left alone)."""
+    kind = model_json["type"]
+    if kind == "WordPiece":
+        return not piece.startswith(model_json.get("continuing_subword_prefix") or "##")
+    return piece.startswith(("▁", "Ġ"))
+
+
+def tokens_per_word(tok: Tokenizer, words: dict[str, int]) -> float:
+    """Σ count × pieces of each pre-tokenized word / Σ count (special tokens not counted)."""
+    total = sum(words.values())
+    return sum(c * len(tok.model.tokenize(w)) for w, c in words.items()) / max(1, total)
+
+
+def choose_pieces(old: Tokenizer, domain: Tokenizer, words: dict[str, int], n: int) -> list[tuple[str, list[int], int]]:
+    """The n most frequent word-initial pieces of the `domain` tokenizer over `words` (the corpus's
+    pre-tokenized words and counts, as `old` normalizes them) that `old` lacks and splits into ≥ 2
+    pieces: (piece, its old ids, its count), most frequent first (ties by the piece)."""
+    spec = old.model.to_json()
+    counts: Counter[str] = Counter()
+    for w, c in words.items():
+        pieces = domain.model.tokenize(w)
+        if pieces:
+            counts[pieces[0].value] += c
+    normalize = old.normalizer.normalize_str if old.normalizer is not None else (lambda s: s)
+    chosen = []
+    for piece, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(chosen) == n:
+            break
+        if old.token_to_id(piece) is not None or not _word_start(piece, spec) or normalize(piece) != piece:
+            continue
+        split = old.model.tokenize(piece)
+        if len(split) >= 2 and all(t.id is not None for t in split):
+            chosen.append((piece, [t.id for t in split], c))
+    return chosen
+
+
+def extended_tokenizer(old: Tokenizer, chosen: list[tuple[str, list[int], int]], base: int) -> tuple[Tokenizer, list[str], list[list[int]]]:
+    """`old` with the chosen pieces at ids base, base+1, …; returns it, the new pieces in id order and
+    each one's old ids (byte-level BPE adds the intermediate pieces of each merge chain too)."""
+    data = old.to_json()
+    model = data["model"]
+    pieces, old_ids = [], []
+    kind = model["type"]
+    if kind == "WordPiece":
+        for piece, ids, _ in chosen:
+            model["vocab"][piece] = base + len(pieces)
+            pieces.append(piece)
+            old_ids.append(ids)
+    elif kind == "Unigram":
+        if len(model["vocab"]) != base:
+            raise ValueError(f"--extend-vocab: the Unigram vocabulary has {len(model['vocab'])} pieces but the "
+                             f"embedding table {base} rows; new pieces would not get the next ids")
+        scores = [s for _, s in model["vocab"]]
+        for piece, ids, _ in chosen:
+            # its old pieces' summed score plus a margin per piece saved: Viterbi takes the new piece wherever
+            # its span would otherwise be those pieces, or other new pieces (each saves fewer)
+            model["vocab"].append([piece, sum(scores[i] for i in ids if i < len(scores)) + 0.5 * (len(ids) - 1)])
+            pieces.append(piece)
+            old_ids.append(ids)
+    elif kind == "BPE":
+        vocab, merges = model["vocab"], model["merges"]
+        n = len(chosen)
+        for piece, ids, _ in chosen:
+            parts = [old.id_to_token(i) for i in ids]
+            chain = [parts[0]]
+            for part in parts[1:]:
+                chain.append(chain[-1] + part)  # each merge builds the next prefix of the piece
+            needed = [c for c in chain[1:] if c not in vocab]
+            if len(pieces) + len(needed) > n:  # an intermediate piece counts as one of the n
+                continue
+            for left, part, merged in zip(chain, parts[1:], chain[1:]):
+                merges.append([left, part])  # ranked after every old merge: old words split as before
+                if merged not in vocab:
+                    vocab[merged] = base + len(pieces)
+                    pieces.append(merged)
+                    old_ids.append([t.id for t in old.model.tokenize(merged)])
+    else:
+        raise ValueError(f"--extend-vocab: a {kind} tokenizer cannot be extended")
+    tok = Tokenizer.from_json(data)
+    for piece, i in zip(pieces, range(base, base + len(pieces))):
+        if tok.token_to_id(piece) != i:
+            raise ValueError(f"--extend-vocab: {piece!r} would get id {tok.token_to_id(piece)}, not {i}; the "
+                             "tokenizer's ids are not contiguous with the embedding table")
+    return tok, pieces, old_ids
+
+
+def extend_vocabulary(old: Tokenizer, corpus: list[str], n: int, family: str, base: int,
+                      vocab_size: int | None = None, show_progress: bool = False) -> Extension:
+    """Train the family's tokenizer kind on `corpus` (normalized as `old` normalizes) with `vocab_size`
+    pieces (default: as many as `old`), choose up to n new pieces and build the extended tokenizer."""
+    record = get_family(family)
+    normalize = old.normalizer.normalize_str if old.normalizer is not None else None
+    lines = (normalize(line) if normalize else line for line in iter_files(corpus))
+    domain = train(lines=lines, family=record.tokenizer, vocab_size=vocab_size or old.vocab_size,
+                   show_progress=show_progress, **dict(record.tokenizer_options))
+    words = count_words_in_files(corpus, old.normalizer, old.pre_tokenizer, show_progress=show_progress)
+    chosen = choose_pieces(old, domain, words, n)
+    if not chosen:
+        raise ValueError(f"--extend-vocab {n}: no piece of the tokenizer trained on {', '.join(corpus)} is new to "
+                         "the checkpoint's vocabulary; the corpus needs no extension")
+    tok, pieces, old_ids = extended_tokenizer(old, chosen, base)
+    tok.no_truncation()
+    tok.no_padding()
+    return Extension(tok, pieces, old_ids, base, tokens_per_word(old, words), tokens_per_word(tok, words),
+                     {p: c for p, _, c in chosen})
+
+
+@torch.no_grad()
+def grow_vocabulary(model, old_ids: list[list[int]]) -> torch.nn.Module:
+    """The same model with len(old_ids) more vocabulary entries: every tensor with a vocabulary-sized
+    first dimension (the token embedding; the MLM / LM bias; an untied decoder) keeps its rows and gains
+    one per new id, the mean of the rows at that id's old pieces. A new model object (its tied decoder
+    tied again); the old one is left as it was."""
+    V = model.config.vocab_size
+    config = copy.deepcopy(model.config)
+    config.vocab_size = V + len(old_ids)
+    grown = type(model)(config)
+    state = grown.state_dict()
+    for name, value in model.state_dict().items():
+        target = state[name]
+        if value.shape == target.shape:
+            target.copy_(value)
+        elif value.shape[0] == V and target.shape[0] == config.vocab_size and value.shape[1:] == target.shape[1:]:
+            # a piece that occurs twice in a split counts twice in its mean
+            new_rows = torch.stack([value[torch.tensor(ids)].double().mean(0) for ids in old_ids])  # (N, …)
+            target.copy_(torch.cat([value, new_rows.to(value.dtype)]))
+        else:
+            raise ValueError(f"{name}: shape {tuple(value.shape)} does not grow with the vocabulary to {tuple(target.shape)}")
+    return grown
+
+
+# ---- the run's record, for --resume ----------------------------------------------------------------
+
+def init_record(o) -> dict:
+    return {"init": os.path.abspath(o.init) if o.init else None, "extend_vocab": o.extend_vocab}
+
+
+def check_resume(o, out: Path) -> None:
+    """`--resume` continues the same run: the --init it started from (and its --extend-vocab), or none."""
+    file = out / INIT_RECORD
+    saved = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {"init": None, "extend_vocab": None}
+    mine = init_record(o)
+    if saved["init"] != mine["init"]:
+        if mine["init"] is None:
+            raise ValueError(f"--resume {out}: the run there continued --init {saved['init']}; pass the same --init")
+        if saved["init"] is None:
+            raise ValueError(f"--init {o.init} with --resume: the run in {out} started from a preset, not from "
+                             f"{o.init}; continue it without --init, or choose another --out")
+        raise ValueError(f"--init {o.init} with --resume: the run in {out} continued --init {saved['init']}")
+    if saved["extend_vocab"] != mine["extend_vocab"]:
+        raise ValueError(f"--extend-vocab {o.extend_vocab} with --resume: the run in {out} used --extend-vocab "
+                         f"{saved['extend_vocab']}")
+
+
+def write_init_record(o, out: Path, extension: Extension | None) -> None:
+    atomic_write_json(out / INIT_RECORD, {**init_record(o), **({"extension": extension.summary()} if extension else {})})
+
+
+# ---- a labelled file's text column as the corpus (TAPT) ----------------------------------------------
+
+def read_text_column(files: list[str], column: str) -> list[list[str]]:
+    """Each record's text in `column` of CSV / TSV / JSON-lines files, as a document of sentences.
+    Errors name the file and line (a missing column lists those present)."""
+    documents = []
+    for path in files:
+        table = read_table(path)
+        table.require(text_column=column)
+        for row in table.rows:
+            text = " ".join(row.text(column).split())
+            documents.append(split_sentences(text) or [text])
+    return documents
+
+
+def write_text_corpus(documents: list[list[str]], file: Path) -> None:
+    """One sentence per line, a blank line between documents: the corpus format pretraining reads."""
+    atomic_write_text(file, "\n\n".join("\n".join(d) for d in documents) + "\n")

@@ -1,0 +1,69 @@
+"""`bertology pretrain --init` as a user runs it: a tiny BERT pretrained, then continued on the task's
+own texts (TAPT, --text-column) with an extended vocabulary; the result resumes exactly, loads in
+transformers and fine-tunes."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+import bertology
+from bertology.cli import main
+
+pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAIN = ROOT / "data" / "debian-sections" / "train.tsv"
+COMMON = ["--steps", "6", "--batch-size", "8", "--seq-len", "32", "--warmup", "2", "--log-every", "1", "--quiet",
+          "--dupe-factor", "1", "--heldout", "20", "--save-every", "3"]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    out = tmp_path_factory.mktemp("base") / "bert"
+    assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(TRAIN), "--text-column", "text",
+                 "--out", str(out), "--vocab-size", "600", *COMMON]) == 0
+    return out
+
+
+def _tapt(base, out, *extra):
+    return main(["pretrain", "--family", "bert", "--init", str(base), "--corpus", str(TRAIN), "--text-column", "text",
+                 "--out", str(out), "--extend-vocab", "30", "--vocab-size", "1500", *COMMON, *extra])
+
+
+def _losses(out):
+    return [json.loads(l)["loss"] for l in (Path(out) / "metrics.jsonl").read_text().splitlines() if '"loss"' in l]
+
+
+def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path, capsys):
+    assert _tapt(base, tmp_path / "full") == 0
+    err = capsys.readouterr().err
+    assert "every weight of BertForPreTraining taken from the checkpoint" in err and "30 pieces added" in err
+    summary = json.loads((tmp_path / "full" / "summary.json").read_text())
+    ext = summary["init"]["extension"]
+    assert ext["added"] == 30 and ext["tokens_per_word_after"] < ext["tokens_per_word_before"]
+
+    assert _tapt(base, tmp_path / "split", "--stop-at", "3") == 130
+    assert _tapt(base, tmp_path / "split", "--resume") == 0
+    assert _losses(tmp_path / "split") == _losses(tmp_path / "full")
+    capsys.readouterr()
+    # a resume without the --init the run started from is refused
+    assert main(["pretrain", "--family", "bert", "--corpus", str(TRAIN), "--text-column", "text", "--out",
+                 str(tmp_path / "split"), *COMMON, "--resume"]) == 2
+    assert "continued --init" in capsys.readouterr().err
+
+    ours = bertology.load(tmp_path / "full")
+    theirs = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "full").eval()
+    assert ours.config.vocab_size == theirs.config.vocab_size == 630
+    tok = bertology.Tokenizer.load(tmp_path / "full")
+    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
+    x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    keep = x["attention_mask"].bool()
+    with torch.no_grad():
+        assert (ours(**x).prediction_logits - theirs(**x).prediction_logits)[keep].abs().max() < 1e-5
+
+    dev = ROOT / "data" / "debian-sections" / "dev.tsv"
+    assert main(["finetune", "--model", str(tmp_path / "full"), "--task", "classify", "--train", str(TRAIN), "--dev",
+                 str(dev), "--out", str(tmp_path / "ft"), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
+    assert (tmp_path / "ft" / "config.json").is_file()
