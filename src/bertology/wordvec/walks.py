@@ -244,7 +244,7 @@ class Walks:
 
     def __init__(self, graph: Graph, options: TrainOptions, rng: np.random.Generator):
         self.graph, self.walk_length = graph, options.walk_length
-        node2vec = options.walk == "node2vec"
+        node2vec = options.walk == "node2vec" and (options.p, options.q) != (1.0, 1.0)  # α ≡ 1: first-order
         self.mode = DEEPWALK if not node2vec else REJECTION if options.sampler in ("auto", "rejection") else ALIAS
         self.inv_p, self.inv_q = 1.0 / options.p, 1.0 / options.q
         weighted = graph.weights is not None
@@ -330,7 +330,7 @@ def node_vectors(graph: Graph, options: TrainOptions, rng: np.random.Generator, 
         raise ValueError("the graph has no edges")
     start = time.perf_counter()
     walks = Walks(graph, options, rng)
-    counts, sizes, cache = walks.count(options.workers)
+    counts, sizes, cache = walks.count(options.workers, CACHE_BYTES)
     walk_seconds = time.perf_counter() - start
 
     order = np.argsort(-counts, kind="stable")
