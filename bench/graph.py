@@ -332,7 +332,7 @@ def part_karate(a, py_ours: str) -> None:
         (d / "ba.edg").write_text("".join(f"{u}\t{v}\n" for u, v in ba.edges()))
         deg = [x for _, x in ba.degree()]
         print(f"karate club (34 nodes) and Barabási–Albert (3,000 nodes, Σ degree² {sum(x * x for x in deg):,}): ours "
-              f"against the node2vec package, p={a.p} q={a.q}, 10 walks × 80, window 10, 32 dimensions, 1 epoch, "
+              f"against the node2vec package, p={a.p} q={a.q}, 10 walks × 80, window 10, 32 dimensions, 5 epochs, "
               f"{a.workers} threads, seeds {list(range(a.seeds))}")
 
         def loo_accuracy(path: str) -> float:
@@ -353,7 +353,7 @@ def part_karate(a, py_ours: str) -> None:
                 for name, child, python in [("ours", "ours-e2e", py_ours), ("node2vec package", "node2vec-e2e", py_ours)]:
                     out = str(d / f"{child}.txt")
                     r = run_child(python, a, child, edges, out=out, seed=seed, num_walks=10, walk_length=80, window=10,
-                                  dim=32, epochs=1)
+                                  dim=32, epochs=5)
                     if graph == "karate":
                         r["accuracy"] = loo_accuracy(out)
                     rows.setdefault(name, []).append(r)
