@@ -315,7 +315,7 @@ def part_karate(a, py_ours: str) -> None:
     sys.path.insert(0, str(ROOT / "src"))
     import networkx as nx
     import torch
-    from bertology.tasks.baseline import fit_logistic_regression
+    from bertology.tasks.baseline import leave_one_out_accuracy
     from bertology.wordvec.vectors import KeyedVectors
 
     try:
@@ -339,13 +339,7 @@ def part_karate(a, py_ours: str) -> None:
             kv = KeyedVectors.load(path)
             nodes = sorted(faction, key=int)
             X = torch.nn.functional.normalize(torch.from_numpy(kv.vectors[[kv.key_to_index[n] for n in nodes]]), dim=1)
-            y = torch.tensor([faction[n] for n in nodes])
-            right = 0
-            for i in range(len(nodes)):
-                keep = torch.arange(len(nodes)) != i
-                W, b = fit_logistic_regression(X[keep], y[keep], 2, 1e-2)
-                right += int((X[i] @ W + b).argmax() == y[i])
-            return right / len(nodes)
+            return leave_one_out_accuracy(X, torch.tensor([faction[n] for n in nodes]))
 
         for graph, edges in [("karate", str(d / "karate.edg")), ("Barabási–Albert", str(d / "ba.edg"))]:
             rows = {}

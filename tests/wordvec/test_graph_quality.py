@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bertology.tasks.base import Example
-from bertology.tasks.baseline import KeyedVectorBaseline, fit_logistic_regression
+from bertology.tasks.baseline import KeyedVectorBaseline, leave_one_out_accuracy
 from bertology.tasks.readers import read_table
 from bertology.wordvec.graph import Graph
 from bertology.wordvec.options import TrainOptions
@@ -27,13 +27,7 @@ def faction_accuracy(kv, faction: dict[str, int]) -> float:
     """Leave-one-out logistic regression on unit-length node vectors."""
     nodes = sorted(faction, key=int)
     X = torch.nn.functional.normalize(torch.from_numpy(np.stack([kv[n] for n in nodes])), dim=1)
-    y = torch.tensor([faction[n] for n in nodes])
-    right = 0
-    for i in range(len(nodes)):
-        keep = torch.arange(len(nodes)) != i
-        W, b = fit_logistic_regression(X[keep], y[keep], 2, 1e-2)
-        right += int((X[i] @ W + b).argmax() == y[i])
-    return right / len(nodes)
+    return leave_one_out_accuracy(X, torch.tensor([faction[n] for n in nodes]))
 
 
 @pytest.mark.integration

@@ -104,16 +104,21 @@ def alias_fill(weight, begin, end, prob, alias, small, large):
 
 
 @jit
+def alias_scratch(indptr):
+    """alias_fill's two scratch arrays, as long as the widest row."""
+    widest = 0
+    for v in range(len(indptr) - 1):
+        widest = max(widest, indptr[v + 1] - indptr[v])
+    return np.empty(widest, np.int64), np.empty(widest, np.int64)
+
+
+@jit
 def node_alias_tables(indptr, weights):
     """First-order alias tables, one per node over its out-edges: prob (E,), alias (E,) local."""
     n = len(indptr) - 1
     prob = np.empty(len(weights), np.float64)
     alias = np.empty(len(weights), np.int32)
-    widest = 0
-    for v in range(n):
-        widest = max(widest, indptr[v + 1] - indptr[v])
-    small = np.empty(widest, np.int64)
-    large = np.empty(widest, np.int64)
+    small, large = alias_scratch(indptr)
     for v in range(n):
         alias_fill(weights, indptr[v], indptr[v + 1], prob, alias, small, large)
     return prob, alias
@@ -155,11 +160,7 @@ def edge_alias_tables(indptr, indices, weights, weighted, inv_p, inv_q):
     w = np.empty(total, np.float64)
     prob = np.empty(total, np.float64)
     alias = np.empty(total, np.int32)
-    widest = 0
-    for v in range(n):
-        widest = max(widest, indptr[v + 1] - indptr[v])
-    small = np.empty(widest, np.int64)
-    large = np.empty(widest, np.int64)
+    small, large = alias_scratch(indptr)
     for t in range(n):
         for e in range(indptr[t], indptr[t + 1]):
             v = indices[e]
