@@ -28,7 +28,7 @@ from typing import Iterable
 import numpy as np
 
 from ..io import CorpusError
-from .corpus import _check_files, read_lines
+from .corpus import check_files, read_lines
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Graph:
     def read(cls, paths: Iterable[str | os.PathLike], directed: bool = False) -> "Graph":
         """The graph of edge-list files (.gz, .xz, .bz2 read as such), by the rules above."""
         paths = [os.fspath(p) for p in paths]
-        _check_files(paths)
+        check_files(paths)
         edges = []
         for path in paths:
             for line_no, line in enumerate(read_lines([path]), 1):

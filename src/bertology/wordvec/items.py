@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .corpus import Corpus, _check_files, read_lines
+from .corpus import Corpus, check_files, read_lines
 
 
 class Baskets:
@@ -27,7 +27,7 @@ class Baskets:
     def __init__(self, paths: Iterable[str | os.PathLike]):
         self.paths = [os.fspath(p) for p in paths]
         self._given: list[list[str]] | None = None
-        _check_files(self.paths)
+        check_files(self.paths)
 
     @classmethod
     def of(cls, baskets: Iterable[Iterable[str]]) -> "Baskets":
