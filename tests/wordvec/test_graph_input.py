@@ -118,3 +118,20 @@ def test_graph_cli_trains_answers_and_reports_missing_nodes(tmp_path, capsys):
     assert "11 nodes, 21 edges (undirected; 1 self-loops dropped" in said and "have no vector: lonely" in said
     assert main(["wordvec", "similar", str(out), "l3", "--topn", "3"]) == 0
     assert all(line.split("\t")[1].startswith("l") for line in capsys.readouterr().out.splitlines())
+
+
+@pytest.mark.parametrize("text, argv, culprit", [
+    ("a\tb\nb\n", [], "line 2"),
+    ("a\tb\n", ["--q", "0"], "--q 0.0"),
+    ("a\ta\n", [], "no edges"),
+])
+def test_graph_cli_bad_input_is_one_message_and_nothing_written(tmp_path, capsys, text, argv, culprit):
+    from bertology.cli import main
+
+    path = write(tmp_path, "edges.tsv", text)
+    out = tmp_path / "nodes.txt"
+    try:
+        status = main(["wordvec", "train", "--graph", *argv, "--out", str(out), path])
+    except SystemExit as e:
+        status = e.code
+    assert status == 2 and culprit in capsys.readouterr().err and not out.exists()
