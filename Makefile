@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: the CPU build on this disk; an unpinned torch pulls a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev,serve]'
+	# test-only reference for graph walks; its metadata pins numpy < 2, yet it runs beside numpy 2
+	$(BIN)/pip install --quiet --no-deps node2vec==0.5.0
 	touch $(STAMP)
 
 demo: $(STAMP)

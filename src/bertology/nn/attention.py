@@ -1,6 +1,8 @@
-"""Multi-head scaled dot-product self-attention over padded or packed batches.
+"""Multi-head scaled dot-product attention: self-attention over padded or packed batches, and
+cross-attention, where queries come from one sequence and keys and values from another (a source).
 
-Shapes: B batch, T length, H hidden, N heads, D head size (H = N·D), M real (non-padding) tokens.
+Shapes: B batch, T length, H hidden, N heads, D head size (H = N·D), M real (non-padding) tokens;
+cross-attention: S source length, K source hidden size.
 
 Two paths compute the same thing: the fast path calls `F.scaled_dot_product_attention`; the
 explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can be returned (for
@@ -147,6 +149,66 @@ class MultiHeadSelfAttention(nn.Module):
         return self.out(padding.pack(y)), (probs if need_weights else None)
 
 
+class MultiHeadCrossAttention(nn.Module):
+    """Attention as a query over a source: Attention(query, source) = Σᵢ similarity(query, keyᵢ) · valueᵢ,
+    the similarity softmax(q·kᵢ/√D) over the source's real positions. Queries are projected from x,
+    keys and values (one fused projection) from the source, which has its own length S, hidden
+    size K and padding mask; then an output projection. The same two paths as self-attention: SDPA,
+    and the explicit product that returns the (B, N, T, S) weights.
+
+    A toy source of three keys and values, and a query most like the second key (one head, no
+    projections: `explicit_attention` is the formula itself):
+
+    >>> keys = torch.tensor([[1., 0.], [0., 1.], [-1., 0.]])             # (S, D)
+    >>> values = torch.tensor([[10., 0.], [0., 10.], [-10., 0.]])
+    >>> query = torch.tensor([[0., 2.]])                                  # (T, D)
+    >>> out, weights = explicit_attention(query[None, None], keys[None, None], values[None, None], None)
+    >>> weights[0, 0].round(decimals=2)                                   # similarity(query, keyᵢ), summing to 1
+    tensor([[0.1600, 0.6700, 0.1600]])
+    >>> bool(torch.allclose(out[0, 0], weights[0, 0] @ values))           # Σᵢ similarityᵢ · valueᵢ
+    True
+
+    `plot_attention(cross_attention_weights(...))` (viz/attention.py) draws such weights, the
+    queries as rows and the source as columns.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0, source_size: int | None = None):
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads {num_heads}")
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.q = nn.Linear(hidden_size, hidden_size)
+        self.kv = nn.Linear(source_size or hidden_size, 2 * hidden_size)
+        self.out = nn.Linear(hidden_size, hidden_size)
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, source: torch.Tensor, source_mask: torch.Tensor | None = None,
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T, H) attends to source (B, S, K); source_mask (B, S), true or 1 at real positions
+        (None: all real). Returns (B, T, H) and, with need_weights, the (B, N, T, S) probabilities.
+        A source with no real position gives no weights to average: that is an error, not NaNs."""
+        (B, T, _), S, N, D = x.shape, source.shape[1], self.num_heads, self.head_size
+        if source.shape[0] != B:
+            raise ValueError(f"cross-attention: {B} query sequences but {source.shape[0]} sources")
+        key_mask = None
+        if source_mask is not None:
+            if source_mask.shape != (B, S):
+                raise ValueError(f"source_mask has shape {tuple(source_mask.shape)}, expected {(B, S)}")
+            keep = source_mask.bool()
+            if not bool(keep.any(1).all()):
+                raise ValueError("source_mask: a source has no real position to attend to")
+            key_mask = None if bool(keep.all()) else keep[:, None, None, :]  # (B, 1, 1, S)
+        p = self.dropout if self.training else 0.0
+        q = self.q(x).view(B, T, N, D).transpose(1, 2)  # (B, N, T, D)
+        k, v = self.kv(source).view(B, S, 2, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, S, D)
+        if need_weights or (p > 0 and draws_own_masks(x)):
+            y, probs = explicit_attention(q, k, v, key_mask, p)
+        else:
+            y, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, dropout_p=p), None
+        return self.out(y.transpose(1, 2).reshape(B, T, N * D)), (probs if need_weights else None)
+
+
 @torch.compiler.disable  # a compiled block runs this eagerly: the jagged shapes change every batch
 def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets: torch.Tensor, longest: int,
                      dropout: float = 0.0) -> torch.Tensor:
@@ -179,14 +241,15 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets:
 def explicit_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None, dropout: float = 0.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q·kᵀ/√D, masked) · v, returning the output and the (B, N, T, T) probabilities.
+    """softmax(q·kᵀ/√D, masked) · v, returning the output and the (B, N, T, S) probabilities
+    (S = T in self-attention; key_mask (B, 1, 1, S) true where a key may be attended to).
 
     >>> q = k = v = torch.ones(1, 1, 2, 4)
     >>> explicit_attention(q, k, v, None)[1]
     tensor([[[[0.5000, 0.5000],
               [0.5000, 0.5000]]]])
     """
-    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # (B, N, T, T); scaling q is the smaller pass
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # (B, N, T, S); scaling q is the smaller pass
     if key_mask is not None:
         scores = scores.masked_fill_(~key_mask, torch.finfo(scores.dtype).min)
     probs = scores.softmax(dim=-1)

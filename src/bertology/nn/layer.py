@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .activations import activation
-from .attention import MultiHeadSelfAttention, Padding
+from .attention import MultiHeadCrossAttention, MultiHeadSelfAttention, Padding
 from .dropout import Dropout
 
 
@@ -65,6 +65,6 @@ def set_dropout(model: nn.Module, p: float) -> nn.Module:
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = p
-        elif isinstance(module, MultiHeadSelfAttention):
+        elif isinstance(module, (MultiHeadSelfAttention, MultiHeadCrossAttention)):
             module.dropout = p
     return model

@@ -23,7 +23,15 @@ import torch
 class AttentionWeights:
     tokens: list[str]
     special: list[bool]
-    weights: torch.Tensor  # (L, N, T, T): every layer, every head, queries × keys
+    weights: torch.Tensor  # (L, N, T, T): every layer, every head, queries × keys; cross-attention (L, N, T, S)
+    key_tokens: list[str] | None = None   # cross-attention: the source's tokens (None: the keys are `tokens`)
+    key_special: list[bool] | None = None
+
+    @property
+    def keys(self) -> tuple[list[str], list[bool]]:
+        if self.key_tokens is None:
+            return self.tokens, self.special
+        return self.key_tokens, self.key_special or [False] * len(self.key_tokens)
 
     @property
     def num_layers(self) -> int:
@@ -50,6 +58,22 @@ def attention_weights(model, tokenizer, text: str, pair: str | None = None) -> A
     return AttentionWeights(list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], weights)
 
 
+def cross_attention_weights(queries: list[str], source: list[str], weights: torch.Tensor) -> AttentionWeights:
+    """Weights of one cross-attention, (N, T, S) or (T, S), as one layer for `plot_attention`: the
+    query tokens as rows, the source's as columns (MultiHeadCrossAttention's need_weights output
+    for one example, or explicit_attention's).
+
+    >>> aw = cross_attention_weights(["q"], ["k1", "k2"], torch.tensor([[0.25, 0.75]]))
+    >>> aw.weights.shape, aw.keys[0]
+    (torch.Size([1, 1, 1, 2]), ['k1', 'k2'])
+    """
+    w = weights.detach().float().cpu()
+    w = w.view(1, 1, *w.shape) if w.dim() == 2 else w[None]
+    if w.shape[-2:] != (len(queries), len(source)):
+        raise ValueError(f"weights of shape {tuple(weights.shape)} for {len(queries)} queries and {len(source)} source tokens")
+    return AttentionWeights(list(queries), [False] * len(queries), w, list(source), [False] * len(source))
+
+
 def _check(aw: AttentionWeights, layer: int | None, head: int | None) -> None:
     if layer is not None and not 0 <= layer < aw.num_layers:
         raise ValueError(f"layer {layer} does not exist: the model has layers 0..{aw.num_layers - 1}")
@@ -70,19 +94,20 @@ def plot_attention(aw: AttentionWeights, layer: int | None = None, head: int | N
     cols = math.ceil(math.sqrt(len(heads)))
     rows = math.ceil(len(heads) / cols)
     T = len(aw.tokens)
-    size = max(3.0, 0.22 * T)
+    key_tokens, key_special = aw.keys
+    size = max(3.0, 0.22 * max(T, len(key_tokens)))
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for ax in axes.flat[len(heads):]:
         ax.axis("off")
     for ax, h in zip(axes.flat, heads):
         ax.imshow(aw.weights[layer, h].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
         ax.set_title(f"layer {layer} head {h}", fontsize=9)
-        ax.set_xticks(range(T))
+        ax.set_xticks(range(len(key_tokens)))
         ax.set_yticks(range(T))
-        ax.set_xticklabels(aw.tokens, rotation=90, fontsize=7)
+        ax.set_xticklabels(key_tokens, rotation=90, fontsize=7)
         ax.set_yticklabels(aw.tokens, fontsize=7)
-        for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
-            for label, special in zip(labels, aw.special):
+        for labels, specials in ((ax.get_xticklabels(), key_special), (ax.get_yticklabels(), aw.special)):
+            for label, special in zip(labels, specials):
                 if special:
                     label.set_color("crimson")
     fig.suptitle("attention: rows attend to columns (special tokens in red)", fontsize=10)

@@ -7,7 +7,8 @@ and GloVe, trained by compiled loops on a few threads, with gensim-compatible ve
 
 Modules: vocab (counts, subsampling, noise table, Huffman tree), corpus (reading and encoding
 text), word2vec, glove, vectors (KeyedVectors, word2vec formats), evaluate (analogies, word
-pairs), train (the whole job), plot (2-D PCA picture), cli. Submodules load on first use, so
+pairs), train (the whole job), plot (2-D PCA picture), cli; items (item2vec's baskets), graph
+(edge lists as CSR), walks (DeepWalk / node2vec walks streamed to word2vec's trainer). Submodules load on first use, so
 `import bertology.wordvec` stays light (no numba, no matplotlib).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ _EXPORTS = {
     "TrainOptions": "options", "Vocab": "vocab", "Corpus": "corpus", "LineSentences": "corpus",
     "KeyedVectors": "vectors", "word2vec": "word2vec", "glove": "glove", "train": "train",
     "evaluate_analogies": "evaluate", "evaluate_pairs": "evaluate",
+    "Baskets": "items", "Graph": "graph", "Walks": "walks", "node_vectors": "walks",
 }
 
 __all__ = sorted(_EXPORTS)

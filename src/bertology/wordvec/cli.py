@@ -6,6 +6,9 @@
     bertology wordvec similar vectors.txt paris --topn 5
     bertology wordvec similar vectors.txt king woman --negative man   # king − man + woman
     bertology wordvec plot vectors.txt --out capitals.png
+    bertology wordvec train --items --out items.txt baskets.txt          # item2vec: one basket a line
+    bertology wordvec train --graph --p 1 --q 0.5 --out nodes.txt edges.tsv   # node2vec on an edge list
+    bertology wordvec similar nodes.txt libc6 --topn 5                   # node vectors answer as word vectors do
 
 Nothing heavy is imported here: numba, matplotlib and the trainers load inside the commands.
 """
@@ -27,7 +30,13 @@ def _train(args) -> int:
         speed = (f"{s['words_per_s']:,.0f} words/s" if "words_per_s" in s else
                  f"{s['cooccurrences']:,} co-occurrences counted at {s['count_words_per_s']:,.0f} words/s, "
                  f"final cost {s['cost'][-1]:.4f}")
-        unit = "pieces" if s["tokenizer"] else "words"
+        unit = "pieces" if s["tokenizer"] else "items" if s["items"] else "nodes" if s["graph"] else "words"
+        if s["graph"]:
+            print(f"{s['walk']}: {s['nodes']:,} nodes, {s['edges']:,} edges ({'directed' if s['directed'] else 'undirected'}; "
+                  f"{s['self_loops']:,} self-loops dropped, {s['duplicates']:,} duplicate edges merged); {s['walks']:,} walks, "
+                  f"{s['walk_nodes']:,} steps in {s['walk_seconds']:.1f} s ({s['sampler']} sampling)"
+                  + (f"; {len(s['missing']):,} nodes no walk visits have no vector: {', '.join(s['missing'][:5])}"
+                     + (" …" if len(s["missing"]) > 5 else "") if s["missing"] else ""))
         print(f"{s['algorithm']}: {s['vocabulary']:,} {unit} in the vocabulary, {s['corpus_words']:,} in the corpus; "
               f"trained in {s['seconds']:.1f} s ({speed})" + (f"; vectors written to {s['out']}" if s["out"] else ""))
     return 0
@@ -103,8 +112,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("wordvec", help="train word2vec / GloVe vectors, evaluate them, query neighbours")
     sub = p.add_subparsers(dest="wordvec_command", required=True)
 
-    t = sub.add_parser("train", help="skip-gram / CBOW (negative sampling, hierarchical softmax) or GloVe on text files")
-    t.add_argument("corpus", nargs="+", metavar="FILE", help="UTF-8 text, one sentence a line (.gz, .xz, .bz2 read as such)")
+    t = sub.add_parser("train", help="skip-gram / CBOW (negative sampling, hierarchical softmax) or GloVe on text files; "
+                                     "item2vec on baskets (--items); DeepWalk / node2vec on edge lists (--graph)")
+    t.add_argument("corpus", nargs="+", metavar="FILE", help="UTF-8 text, one sentence a line (.gz, .xz, .bz2 read as such); "
+                                                              "with --items one basket a line; with --graph an edge list")
     add_arguments(t, TrainOptions)
     t.set_defaults(func=_train)
 

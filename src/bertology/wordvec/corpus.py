@@ -25,7 +25,8 @@ from ..io import CorpusError, open_corpus
 MAX_SENTENCE_LENGTH = 10_000
 
 
-def _check_files(paths: list[str]) -> None:
+def check_files(paths: list[str]) -> None:
+    """Fail before anything is read when a path is missing or not a file."""
     for p in paths:
         if not os.path.isfile(p):
             raise FileNotFoundError(f"{p}: no such file" if not os.path.exists(p) else f"{p}: not a file")
@@ -53,7 +54,7 @@ class LineSentences:
     def __init__(self, paths: Iterable[str | os.PathLike], lowercase: bool = False):
         self.paths = [os.fspath(p) for p in paths]
         self.lowercase = lowercase
-        _check_files(self.paths)
+        check_files(self.paths)
 
     def __iter__(self) -> Iterator[list[str]]:
         for line in read_lines(self.paths):
@@ -80,7 +81,7 @@ class PieceSentences:
     def __init__(self, paths: Iterable[str | os.PathLike], tokenizer):
         self.paths = [os.fspath(p) for p in paths]
         self.tokenizer = tokenizer
-        _check_files(self.paths)
+        check_files(self.paths)
         self._ids: list[np.ndarray] | None = None  # per non-empty line, once the first pass has finished
         self._pieces = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
 

@@ -95,12 +95,29 @@ def _output_layer(h, target, alpha, work, syn1neg, syn1, noise, h_offsets, h_cod
 
 
 @_jit
+def context_span(i, n, window, shrink, state):
+    """The context of position i in a sentence of n words: positions [lo, hi) other than i; returns
+    (lo, hi, rng state). word2vec's dynamic window (`shrink`) spans window - b on each side, b drawn
+    uniformly from [0, window), so near words count more; without it (item2vec, with a window as long
+    as the longest basket) the context is the whole sentence. The draw is made either way, so both
+    consume the generator alike.
+
+    >>> context_span(2, 5, 5, False, np.uint64(1))[:2]      # the whole basket
+    (0, 5)
+    """
+    state = lcg(state)
+    b = np.int64((state >> _SHIFT) % np.uint64(window)) if shrink else np.int64(0)
+    return max(0, i - window + b), min(n, i + window + 1 - b), state
+
+
+@_jit
 def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end, keep, noise,
-                 h_offsets, h_codes, h_points, sg, hs, negative, window, cbow_mean,
+                 h_offsets, h_codes, h_points, sg, hs, negative, window, shrink, cbow_mean,
                  alpha0, min_alpha, raw_offset, raw_total, seed, table, buf, work, neu1):
     """Train on sentences [s_begin, s_end). The learning rate falls linearly from alpha0 to
     min_alpha over raw_total words read (raw_offset of them before this job's corpus pass).
-    Returns the number of words trained on after subsampling."""
+    `shrink`: word2vec's dynamic window (see `context_span`). Returns the number of words trained
+    on after subsampling."""
     state = np.uint64(seed) & _MASK48
     size = syn0.shape[1]
     effective = 0
@@ -118,9 +135,7 @@ def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end
             n += 1
         effective += n
         for i in range(n):
-            state = lcg(state)
-            b = np.int64((state >> _SHIFT) % np.uint64(window))   # dynamic window: span window - b
-            lo, hi = max(0, i - window + b), min(n, i + window + 1 - b)
+            lo, hi, state = context_span(i, n, window, shrink, state)
             if sg:
                 for j in range(lo, hi):   # skip-gram: each context word's vector predicts the centre word
                     if j == i:

@@ -13,6 +13,8 @@ import numpy as np
 from ..progress import progress_bar
 from ..tokenizers import Tokenizer
 from .corpus import Corpus, LineSentences, PieceSentences
+from .graph import Graph
+from .items import Baskets, basket_window
 from .options import TrainOptions
 from .vectors import KeyedVectors
 from .vocab import Vocab
@@ -33,8 +35,12 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
     out = options.out
     if out is not None and os.path.isdir(out):
         raise IsADirectoryError(f"--out {out}: is a directory; give a file name")
+    if options.graph:
+        return _train_graph(options)
     if options.tokenizer is not None:  # a bad tokenizer file fails here, before the corpus is read
         sentences = PieceSentences(options.corpus, Tokenizer.load(options.tokenizer))
+    elif options.items:
+        sentences = Baskets(options.corpus)
     else:
         sentences = LineSentences(options.corpus, lowercase=options.lowercase)
     files = ", ".join(options.corpus)
@@ -59,13 +65,37 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
     else:
         from .word2vec import word2vec as fit
         bar = _bar(corpus.raw_words * options.epoch_count, options.algorithm, options.quiet)
+    # item2vec: every item of a basket in every other's context (a window as long as the longest basket, not shrunk)
+    context = dict(window=basket_window(corpus), shrink=False) if options.items else {}
     try:
-        vectors, stats = fit(corpus, vocab, options, rng, bar.update if bar is not None else None)
+        vectors, stats = fit(corpus, vocab, options, rng, bar.update if bar is not None else None, **context)
     finally:
         if bar is not None:
             bar.close()
     if out is not None:
         vectors.save(out, binary=True if options.binary else None)
-    summary = {"algorithm": options.algorithm, "tokenizer": options.tokenizer, "vocabulary": len(vocab), "corpus_words": vocab.total_words,
+    summary = {"algorithm": options.algorithm, "items": options.items, "graph": False, "tokenizer": options.tokenizer, "vocabulary": len(vocab), "corpus_words": vocab.total_words,
                "sentences": vocab.sentences, "prepare_seconds": prepare_seconds, **stats, "out": out}
+    return vectors, summary
+
+
+def _train_graph(options: TrainOptions) -> tuple[KeyedVectors, dict]:
+    """--graph: read the edge lists, walk, train; the summary adds the graph's and the walks' counts."""
+    from .walks import node_vectors
+
+    graph = Graph.read(options.corpus, directed=options.directed)
+    start = time.perf_counter()
+    bar = _bar(None, options.walk, options.quiet)
+    try:
+        update = bar.update if bar is not None else None
+        vectors, stats = node_vectors(graph, options, np.random.default_rng(options.seed), update)
+    finally:
+        if bar is not None:
+            bar.close()
+    if options.out is not None:
+        vectors.save(options.out, binary=True if options.binary else None)
+    summary = {"algorithm": options.algorithm, "items": False, "graph": True, "walk": options.walk, "tokenizer": None,
+               "vocabulary": len(vectors), "corpus_words": stats["walk_nodes"], "sentences": stats["walks"],
+               "prepare_seconds": stats["walk_seconds"], **stats, "total_seconds": time.perf_counter() - start,
+               "out": options.out}
     return vectors, summary

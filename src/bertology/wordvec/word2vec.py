@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -50,15 +52,35 @@ def subsampling_thresholds(counts: np.ndarray, sample: float) -> np.ndarray:
     return np.where(p >= 1.0, kernels.KEEP_ALWAYS, np.round(p * 2 ** 32)).astype(np.int64)
 
 
-def word2vec(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random.Generator,
-             progress=None) -> tuple[KeyedVectors, dict]:
+@dataclass
+class Jobs:
+    """One epoch of training input cut into jobs: `piece(j)` gives job j's sentences as
+    (tokens, starts, raw_before, s_begin, s_end), the arrays of `Corpus` and the range of sentences
+    to train on. A corpus in memory is sliced (`corpus_jobs`); graph walks are generated inside the
+    job that trains on them (walks.py), so no more than a job's walks per thread are ever held."""
+    count: int        # jobs per epoch
+    raw_words: int    # words read per epoch, rare ones included (the learning rate's clock)
+    piece: Callable[[int], tuple]
+
+
+def corpus_jobs(corpus: Corpus) -> Jobs:
+    bounds = job_bounds(corpus)
+    return Jobs(len(bounds) - 1, corpus.raw_words,
+                lambda j: (corpus.tokens, corpus.starts, corpus.raw_before, bounds[j], bounds[j + 1]))
+
+
+def word2vec(corpus: Corpus | Jobs, vocab: Vocab, options: TrainOptions, rng: np.random.Generator,
+             progress=None, window: int | None = None, shrink: bool = True) -> tuple[KeyedVectors, dict]:
     """Train skip-gram (options.algorithm == "skipgram") or CBOW vectors; returns the vectors and
     {"raw_words", "effective_words", "seconds", "words_per_s"} (words read per second of training).
-    `progress(words)` is called after each job with the words it read."""
+    `progress(words)` is called after each job with the words it read. `window` overrides the
+    options' window and `shrink=False` turns word2vec's dynamic window off (item2vec)."""
     if options.algorithm not in ("skipgram", "cbow"):
         raise ValueError(f"--algorithm {options.algorithm!r}: word2vec trains skipgram or cbow")
     if len(vocab) == 0:
         raise ValueError("the vocabulary is empty: no word occurs --min-count times")
+    jobs = corpus_jobs(corpus) if isinstance(corpus, Corpus) else corpus
+    window = window or options.window_size
     V, D = len(vocab), options.vector_size
     syn0 = ((rng.random((V, D), dtype=np.float32) - 0.5) / D).astype(np.float32)
     syn1neg = np.zeros((V, D), dtype=np.float32)
@@ -67,36 +89,36 @@ def word2vec(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random
     noise = alias_table(vocab.counts, options.ns_exponent) if options.negative else np.zeros((1, 2), np.int64)
     keep = subsampling_thresholds(vocab.counts, options.sample)
 
-    bounds = job_bounds(corpus)
-    per_epoch = len(bounds) - 1
+    per_epoch = jobs.count
     epochs = options.epoch_count
     seeds = rng.integers(1, 2 ** 48, size=epochs * per_epoch, dtype=np.int64)
-    raw_total = float(max(corpus.raw_words * epochs, 1))
+    raw_total = float(max(jobs.raw_words * epochs, 1))
     scratch = {}
     effective = [0]
 
-    def job(k: int) -> int:
+    def job(k: int) -> tuple[int, int]:
         epoch, j = divmod(k, per_epoch)
         ident = threading.get_ident()
         if ident not in scratch:   # per-thread buffers: the subsampled sentence, dL/dh, the CBOW mean
             scratch[ident] = (np.empty(MAX_SENTENCE_LENGTH, np.int32), np.empty(D, np.float32), np.empty(D, np.float32))
         buf, work, neu1 = scratch[ident]
-        return kernels.word2vec_job(
-            syn0, syn1neg, syn1, corpus.tokens, corpus.starts, corpus.raw_before, bounds[j], bounds[j + 1], keep,
+        tokens, starts, raw_before, begin, end = jobs.piece(j)
+        trained = kernels.word2vec_job(
+            syn0, syn1neg, syn1, tokens, starts, raw_before, begin, end, keep,
             noise, tree.offsets, tree.codes, tree.points, options.algorithm == "skipgram", options.hs,
-            options.negative, options.window_size, not options.cbow_sum, options.alpha, options.min_alpha,
-            float(epoch * corpus.raw_words), raw_total, int(seeds[k]), kernels.EXP_TABLE, buf, work, neu1)
+            options.negative, window, shrink, not options.cbow_sum, options.alpha, options.min_alpha,
+            float(epoch * jobs.raw_words), raw_total, int(seeds[k]), kernels.EXP_TABLE, buf, work, neu1)
+        return trained, int(raw_before[end] - raw_before[begin])
 
-    def done(k: int, n: int) -> None:
-        effective[0] += n
+    def done(k: int, result: tuple[int, int]) -> None:
+        effective[0] += result[0]
         if progress is not None:
-            j = k % per_epoch
-            progress(int(corpus.raw_before[bounds[j + 1]] - corpus.raw_before[bounds[j]]))
+            progress(result[1])
 
     start = time.perf_counter()
     run_jobs(epochs * per_epoch, job, options.workers, done)
     seconds = time.perf_counter() - start
-    raw = corpus.raw_words * epochs
+    raw = jobs.raw_words * epochs
     stats = {"raw_words": raw, "effective_words": effective[0], "seconds": seconds,
              "words_per_s": raw / seconds if seconds > 0 else float("inf")}
     return KeyedVectors(list(vocab.words), syn0, vocab.counts.copy()), stats
