@@ -24,6 +24,7 @@ from ..models.heads import IGNORE, POOLINGS
 from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
 from ..train.device import say
+from ..train.resume import same_run
 from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
 from . import TASKS
 from .base import Features, Task
@@ -32,6 +33,11 @@ from .forward import model_inputs, run_model
 from .subsets import balanced_subset
 
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
+
+# what may differ on --resume (train/resume.py): the horizon (--epochs extends the run) and how it reports / runs
+RESUME_MAY_CHANGE = frozenset({"epochs", "quiet", "log_every", "keep_checkpoints", "stop_at", "compile", "device",
+                               "out_dir"})
+
 
 @dataclass
 class FinetuneOptions:
@@ -230,6 +236,7 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
         dist.barrier()
         if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
             resume, overwrite = False, True
+        same_run(out, o, resume, RESUME_MAY_CHANGE)  # a resume that would change the run is refused before any write
         return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset, device)
 
 

@@ -33,6 +33,7 @@ from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, P
 from ..tokenizers import Tokenizer
 from . import distributed as dist
 from .device import say
+from .resume import same_run
 from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
 from .sentence_distill import TEXT_UNITS, build_student, read_texts, run_sentence_distillation, split_texts
 from .student import STUDENTS, init_student, parts
@@ -202,6 +203,7 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: start again
         resume, overwrite = False, True
+    same_run(out, o, resume)  # a resume with options that change the run is refused here, before any write
     with seeded(o.seed):
         return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes, device)
 
@@ -233,6 +235,7 @@ def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, 
     claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
     if resume and not checkpoints(out):
         resume, overwrite = False, True
+    same_run(out, o, resume)
     with seeded(o.seed):
         return run_sentence_distillation(o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts),
                                          out, resume, overwrite, notes, device)

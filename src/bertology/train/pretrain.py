@@ -33,6 +33,7 @@ from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
+from .resume import same_run
 from ..tokenizers import Tokenizer, train
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
 
@@ -162,6 +163,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
+    same_run(out, o, resume)  # a resume with options that change the run is refused here, before any write
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
         return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors)
 
