@@ -50,6 +50,13 @@ def world(tmp_path_factory):
     flipped = bytearray(weights)
     flipped[12] ^= 0x5B  # inside the JSON header: '"' becomes 'y'
     (w / "flipped" / "model.safetensors").write_bytes(bytes(flipped))
+    (w / "mismatched").mkdir()  # the classifier with a tokenizer of 700 more pieces than its embedding table
+    for f in ("config.json", "model.safetensors"):
+        shutil.copy(w / "classifier" / f, w / "mismatched" / f)
+    from bertology.tokenizers import Tokenizer
+    bigger = Tokenizer.load(w / "classifier" / "tokenizer.json")
+    bigger.add_tokens([f"piece{i}" for i in range(700)])
+    bigger.save(w / "mismatched" / "tokenizer.json")
     (w / "empty.txt").write_text("")
     (w / "binary.txt").write_bytes(bytes(range(256)) * 64)
     config = json.loads((w / "run" / "config.json").read_text())
@@ -113,6 +120,19 @@ CASES = {  # name: (arguments, text the message must contain)
         lambda w: ["params", str(w / "string-size.json")], "hidden_size must be a positive integer, got '128'"),
     "an empty corpus": (lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "empty.txt")], "empty.txt"),
     "a binary corpus": (lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "binary.txt")], "binary.txt"),
+    **{f"{command} with a tokenizer bigger than the model": (
+        arguments, "mismatched/tokenizer.json: 1,700 tokens with ids up to 1,699 ('piece699'), past the 1,000 rows")
+       for command, arguments in {
+           "finetune": lambda w: ["finetune", "--model", str(w / "mismatched"), "--task", "classify", "--train",
+                                  str(w / "train.tsv"), "--out", str(w / "o"), "--quiet"],
+           "evaluate": lambda w: ["evaluate", "--model", str(w / "mismatched"), "--data", str(w / "train.tsv")],
+           "predict": lambda w: ["predict", "--model", str(w / "mismatched"), "some text"],
+           "serve": lambda w: ["serve", "--model", str(w / "mismatched"), "--port", "0"],
+           "distill": lambda w: ["distill", "--teacher", str(w / "mismatched"), "--corpus", str(w / "corpus.txt"),
+                                 "--out", str(w / "o"), "--quiet"],
+           "attention": lambda w: ["attention", "--model", str(w / "mismatched"), "--text", "hi", "--out",
+                                   str(w / "a.png")],
+       }.items()},
     "an unknown family": (lambda w: ["pretrain", "--family", "gpt2", "--corpus", "x", "--out", "o"], "invalid choice"),
 }
 

@@ -182,11 +182,13 @@ def _add_columns(p) -> None:
 
 def _attention(args) -> int:
     from . import load
+    from .models import check_tokenizer
     from .tasks.finetune import load_tokenizer
     from .viz import write_attention
 
     model = load(args.model)
     tokenizer = load_tokenizer(args.model, args.tokenizer)
+    check_tokenizer(model.config, tokenizer, args.tokenizer or Path(args.model) / "tokenizer.json")
     aw = write_attention(args.out, model, tokenizer, args.text, args.pair, args.layer, args.head)
     print(f"{args.out}: {aw.num_layers} layers × {aw.num_heads} heads over {len(aw.tokens)} tokens: {' '.join(aw.tokens)}")
     return 0

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
-from ..models import get_family, load, load_backbone, read_config, resolve_preset, task_model
+from ..models import check_tokenizer, get_family, load, load_backbone, read_config, resolve_preset, task_model
 from ..models.heads import IGNORE, POOLINGS
 from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
@@ -140,6 +140,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)
     if path.is_dir():  # pretrained, or its random-init twin: the directory's architecture and tokenizer
         config = read_config(path)
+        check_tokenizer(config, tokenizer, o.tokenizer or path / "tokenizer.json")
     else:
         try:
             record, size = resolve_preset(o.model)
@@ -333,4 +334,6 @@ def load_finetuned(path: str | Path):
     if name not in TASKS:
         raise ValueError(f"{Path(path) / 'config.json'}: no bertology_task recorded; was it written by `bertology finetune`?")
     task = TASKS[name](**config.extra.get("bertology_task_options", {}))
-    return load(path), task, load_tokenizer(str(path), None), dict(config.extra.get("bertology_columns", {}))
+    tokenizer = load_tokenizer(str(path), None)
+    check_tokenizer(config, tokenizer, Path(path) / "tokenizer.json")
+    return load(path), task, tokenizer, dict(config.extra.get("bertology_columns", {}))

@@ -26,7 +26,7 @@ from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents,
 from ..data.masking import token_weights
 from ..hardware import bf16_pays, check_bf16_requested, cuda_precision, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
-from ..models import get_family, load
+from ..models import check_tokenizer, get_family, load
 from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, check_options,
                        option)
@@ -154,6 +154,7 @@ def _teacher(o: DistillOptions):
     if not (path / "tokenizer.json").is_file():
         raise FileNotFoundError(f"{path / 'tokenizer.json'}: missing; the student trains with its teacher's tokenizer")
     teacher, tokenizer = load(path), Tokenizer.load(path / "tokenizer.json")
+    check_tokenizer(teacher.config, tokenizer, path / "tokenizer.json")
     if tokenizer.vocab_size != teacher.config.vocab_size:
         raise ValueError(f"--teacher {o.teacher}: the tokenizer has {tokenizer.vocab_size:,} tokens, the model's vocabulary "
                          f"{teacher.config.vocab_size:,}: they do not belong together")
