@@ -57,6 +57,9 @@ def world(tmp_path_factory):
     bigger = Tokenizer.load(w / "classifier" / "tokenizer.json")
     bigger.add_tokens([f"piece{i}" for i in range(700)])
     bigger.save(w / "mismatched" / "tokenizer.json")
+    (w / "empty-folder" / ".hidden").mkdir(parents=True)
+    (w / "empty-folder" / ".hidden" / "notes.txt").write_text("hidden\n")
+    (w / "latin1-corpus.txt").write_bytes("Il fait beau.\nCaf\xe9 cr\xe8me.\n".encode("latin-1"))
     (w / "empty.txt").write_text("")
     (w / "binary.txt").write_bytes(bytes(range(256)) * 64)
     config = json.loads((w / "run" / "config.json").read_text())
@@ -133,6 +136,16 @@ CASES = {  # name: (arguments, text the message must contain)
            "attention": lambda w: ["attention", "--model", str(w / "mismatched"), "--text", "hi", "--out",
                                    str(w / "a.png")],
        }.items()},
+    "a folder with no files as corpus": (
+        lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "empty-folder")],
+        "empty-folder: a directory with no files in it"),
+    "a latin-1 corpus": (
+        lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "latin1-corpus.txt")],
+        "latin1-corpus.txt: byte offset 17: invalid UTF-8 byte(s) b'\\xe9' (invalid continuation byte); convert the "
+        "file to UTF-8 (e.g. iconv -f latin1 -t utf-8)\n"),
+    "a latin-1 corpus for a tokenizer": (
+        lambda w: ["tokenizer", "train", "--out", str(w / "o"), str(w / "latin1-corpus.txt")],
+        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass --replace-errors"),
     "an unknown family": (lambda w: ["pretrain", "--family", "gpt2", "--corpus", "x", "--out", "o"], "invalid choice"),
 }
 
@@ -145,7 +158,7 @@ def test_a_mistake_is_one_clear_message_and_changes_nothing(world, name, capsys)
         status = main(arguments(world))
         assert status == 2
     err = capsys.readouterr().err
-    assert culprit in err and "Traceback" not in err, err
+    assert culprit in err and "Traceback" not in err and "errors=" not in err, err
     after = snapshot(world)
     assert {k: v for k, v in after.items() if k not in before} == {}, "files were created"
     assert after == before, "files changed: " + ", ".join(k for k in before if after.get(k) != before[k])

@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .io import corpus_files
 from .options import DeviceOptions, OptionError, add_arguments, from_args
 from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
@@ -31,7 +32,7 @@ def _params(args) -> int:
 def _pretrain(args) -> int:
     from .train.pretrain import PretrainOptions, pretrain
 
-    options = from_args(PretrainOptions, args)
+    options = from_args(PretrainOptions, args, corpus=corpus_files(args.corpus, _to_stderr))
     summary = pretrain(options, resume=args.resume, overwrite=args.overwrite)
     final, evaluation = summary["final"], summary["eval"]
     print(f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "
@@ -104,7 +105,8 @@ def _finetune(args) -> int:
 def _distill(args) -> int:
     from .train.distill import DistillOptions, distill
 
-    summary = distill(from_args(DistillOptions, args), resume=args.resume, overwrite=args.overwrite)
+    summary = distill(from_args(DistillOptions, args, corpus=corpus_files(args.corpus, _to_stderr)), resume=args.resume,
+                      overwrite=args.overwrite)
     for note in summary["notes"]:
         print(f"note: {note}")
     final, evaluation = summary["final"], summary["eval"]

@@ -45,7 +45,7 @@ class DistillOptions(RunOptions):
     teacher: str = option(help="the teacher: a model directory holding tokenizer.json (any BERT, RoBERTa or DistilBERT)",
                           metavar="DIR")
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are", metavar="FILE")
+                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     target: str = option("tokens", "what is matched: tokens (DistilBERT: the teacher's predictions and hidden states, "
                                    "a student from its layers) or sentence (the teacher's mean-pooled, normalised "

@@ -41,7 +41,7 @@ from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_su
 class PretrainOptions(RunOptions):
     family: str = option(help="the model family", choices=PRETRAINABLE)
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are", metavar="FILE")
+                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     preset: str = option("mini", "tiny, mini, small, medium, base, large")
     tokenizer: str | None = option(None, "tokenizer.json or directory; default: train the family's tokenizer on the corpus")
