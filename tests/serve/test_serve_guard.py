@@ -146,7 +146,12 @@ def test_stalled_clients_are_cut_off_and_do_not_hold_sigterm(checkpoints):
         time.sleep(6)  # past --write-timeout
         got = read_all(stalled, 10)
         assert 0 < got.count(b"HTTP/1.1 200") < 60  # cut off, not served in full
+        gone = raw(server.url, b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 100\r\n\r\n{\"inputs\": ")
+        gone.close()  # a client that leaves mid-body
         assert main_is_healthy(server.url)
+        assert server.terminate() == 0
+    assert "Traceback" not in server.process.stdout.read()  # nothing above was a server error
     with Server(checkpoints["mlm"], "--read-timeout", "600", "--write-timeout", "600", "--shutdown-grace", "1") as server:
         hanging = raw(server.url, b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                                   b"Content-Length: 100\r\n\r\n{")  # the body never comes

@@ -16,7 +16,7 @@ from importlib import resources
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -51,6 +51,8 @@ async def read_json(request: Request, limit: int, timeout: float | None = None):
     except TimeoutError:
         raise ApiError(408, "Timeout", f"the body did not arrive within --read-timeout {timeout:g}s "
                                        f"({len(body):,} bytes came)") from None
+    except ClientDisconnect:  # the client left mid-body: an answer nobody reads, counted, not a server error
+        raise ApiError(400, "Validation", f"the client closed the connection after {len(body):,} bytes of its body") from None
     try:
         return json.loads(body)
     except ValueError as e:  # UnicodeDecodeError included
