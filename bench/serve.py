@@ -322,7 +322,7 @@ def soak_request(i: int, items: list[str], rng) -> tuple[str, str, bytes]:
     if kind == "invalid":
         return kind, *rng.choice([("/embed", b"{not json"), ("/embed", json.dumps({"inputs": 42}).encode()),
                                   ("/embed", json.dumps({"inputs": ""}).encode()), ("/nowhere", b"{}"),
-                                  ("/embed", json.dumps({"inputs": " ".join([text] * 40)}).encode()),
+                                  ("/embed", json.dumps({"inputs": "word " * 1200}).encode()),  # > 512 tokens
                                   ("/embed", json.dumps({"inputs": "x", "normalize": "yes"}).encode())])
     return kind, *rng.choice([("/embed", json.dumps({"inputs": "word " * (MAX_BODY // 4)}).encode()),
                               ("/embed", json.dumps({"inputs": ["a text"] * 64}).encode())])
@@ -387,6 +387,7 @@ def soak(args) -> None:
     counter = iter(range(args.soak_requests))
     stop_at = time.perf_counter() + args.deadline
     rss_at: dict[str, int] = {"start": rss_kib(server.process.pid)}
+    timeline: list[tuple[int, int]] = []  # (requests done, RSS KiB) every tenth of the run
 
     def client(seed: int) -> None:
         rng = random.Random(seed)
@@ -406,6 +407,8 @@ def soak(args) -> None:
                 records.append((i, kind, status, seconds, time.perf_counter()))
                 if len(records) == 1000:
                     rss_at["after 1,000"] = rss_kib(server.process.pid)
+                if len(records) % max(1, args.soak_requests // 10) == 0:
+                    timeline.append((len(records), rss_kib(server.process.pid)))
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(args.soak_clients)]
     started = time.perf_counter()
@@ -439,7 +442,10 @@ def soak(args) -> None:
     windows = [timed[k * tenth:(k + 1) * tenth] for k in range(10) if timed[k * tenth:(k + 1) * tenth]]
     p99s = [statistics.quantiles([r[3] for r in w], n=100)[98] * 1000 if len(w) > 1 else w[0][3] * 1000 for w in windows]
     print("p99 of the valid requests, tenth by tenth of the run (ms): " + " ".join(f"{p:.0f}" for p in p99s))
-    print("server RSS (MiB): " + ", ".join(f"{k} {v / 1024:.1f}" for k, v in rss_at.items()))
+    print("server RSS (MiB): " + ", ".join(f"{k} {v / 1024:.1f}" for k, v in rss_at.items()) + "; by requests done: "
+          + " ".join(f"{n:,}:{v / 1024:.0f}" for n, v in timeline))
+    for r in wrong_valid[:3] + wrong_invalid[:3]:
+        print(f"  request {r[0]} ({r[1]}): status {r[2]}: {soak_request(r[0], items, random.Random(r[0]))[1:2]}")
     rss_ok = "after 1,000" in rss_at and rss_at["end"] <= 1.10 * rss_at["after 1,000"]
     p99_ok = p99s[-1] <= 1.5 * statistics.median(p99s)
     complete = len(records) + len(failures) == args.soak_requests

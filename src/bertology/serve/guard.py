@@ -118,8 +118,10 @@ def guarded_h11(read_timeout: float, write_timeout: float):
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            if self.transport.is_closing():  # the answer ended the connection: no next request to wait for
+                return
             self._arm_head()
-            if not self.transport.is_closing() and self.transport.get_write_buffer_size() > 0:
+            if self.transport.get_write_buffer_size() > 0:
                 self._arm_write()  # the answer still sits in our buffer: the client must take it in time
 
         def connection_lost(self, exc) -> None:
