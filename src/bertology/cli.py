@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .io import corpus_files
 from .options import DeviceOptions, OptionError, add_arguments, from_args
 from .export import cli as export_cli
 from .serve import cli as serve_cli
@@ -33,7 +34,7 @@ def _params(args) -> int:
 def _pretrain(args) -> int:
     from .train.pretrain import PretrainOptions, pretrain
 
-    options = from_args(PretrainOptions, args)
+    options = from_args(PretrainOptions, args, corpus=corpus_files(args.corpus, _to_stderr))
     summary = pretrain(options, resume=args.resume, overwrite=args.overwrite)
     final, evaluation = summary["final"], summary["eval"]
     print(f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "
@@ -106,7 +107,8 @@ def _finetune(args) -> int:
 def _distill(args) -> int:
     from .train.distill import DistillOptions, distill
 
-    summary = distill(from_args(DistillOptions, args), resume=args.resume, overwrite=args.overwrite)
+    summary = distill(from_args(DistillOptions, args, corpus=corpus_files(args.corpus, _to_stderr)), resume=args.resume,
+                      overwrite=args.overwrite)
     for note in summary["notes"]:
         print(f"note: {note}")
     final, evaluation = summary["final"], summary["eval"]
@@ -184,11 +186,13 @@ def _add_columns(p) -> None:
 
 def _attention(args) -> int:
     from . import load
+    from .models import check_tokenizer
     from .tasks.finetune import load_tokenizer
     from .viz import write_attention
 
     model = load(args.model)
     tokenizer = load_tokenizer(args.model, args.tokenizer)
+    check_tokenizer(model.config, tokenizer, args.tokenizer or Path(args.model) / "tokenizer.json")
     aw = write_attention(args.out, model, tokenizer, args.text, args.pair, args.layer, args.head)
     print(f"{args.out}: {aw.num_layers} layers × {aw.num_heads} heads over {len(aw.tokens)} tokens: {' '.join(aw.tokens)}")
     return 0

@@ -140,7 +140,48 @@ _ERRORS = ("strict", "replace")
 
 
 class CorpusError(ValueError):
-    """Unreadable training text: names the file and the byte offset at fault."""
+    """Unreadable training text: names the file and the byte offset at fault. `invalid_utf8` marks an
+    undecodable byte, which a command that can replace such bytes adds its own option to the message for."""
+    invalid_utf8 = False
+
+
+def corpus_files(paths: Iterable[str | os.PathLike], say=None) -> list[str]:
+    """`paths` with each directory replaced by the files under it (hidden ones skipped), in name order, as a
+    folder of documents is read; `say(note)` is told what each directory became. A file stays as it is.
+
+    >>> corpus_files(["notes.txt"])
+    ['notes.txt']
+    """
+    files: list[str] = []
+    for p in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+        if not os.path.isdir(p):
+            files.append(os.fspath(p))
+            continue
+        root = Path(p)
+        found = sorted((f for f in root.rglob("*") if f.is_file()
+                        and not any(part.startswith(".") for part in f.relative_to(root).parts)),
+                       key=lambda f: f.relative_to(root).as_posix())
+        if not found:
+            raise CorpusError(f"{os.fspath(p)}: a directory with no files in it")
+        files.extend(map(str, found))
+        if say is not None:
+            names = [f.relative_to(root).as_posix() for f in found]
+            shown = ", ".join(names[:3]) + (f", … {names[-1]}" if len(names) > 4 else
+                                            "".join(f", {n}" for n in names[3:]))
+            say(f"{os.fspath(p)}: a directory: reading its {len(found)} file(s) in name order ({shown})")
+    return files
+
+
+def check_corpus_paths(files: Iterable[str | os.PathLike]) -> list[str]:
+    """The paths, each checked to be a readable file: a missing one and a directory get their own message."""
+    files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    for p in files:
+        if os.path.isdir(p):
+            raise CorpusError(f"{os.fspath(p)}: a directory, not a file (the commands read the files in a directory; "
+                              "from Python, pass bertology.io.corpus_files([DIR]))")
+        if not os.path.isfile(p):
+            raise CorpusError(f"{os.fspath(p)}: no such file")
+    return [os.fspath(p) for p in files]
 
 
 # extension -> (name in messages, opener, the exceptions its decoder raises on bad data).
@@ -210,9 +251,11 @@ def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: b
                     line = raw.decode("utf-8", errors)
                 except UnicodeDecodeError as e:
                     bad = raw[e.start:e.end]
-                    raise CorpusError(
+                    error = CorpusError(
                         f"{os.fspath(path)}: {where} {offset + e.start}: invalid UTF-8 byte(s) "
-                        f"{bad!r} ({e.reason}); fix the file or pass errors='replace'") from None
+                        f"{bad!r} ({e.reason}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+                    error.invalid_utf8 = True
+                    raise error from None
                 offset += len(raw)
                 yield line if keep_newlines else line.rstrip("\r\n")
         except Exception as e:
@@ -228,8 +271,6 @@ def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not files:
         raise CorpusError("no training files given")
-    for p in files:
-        if not os.path.isfile(p):
-            raise CorpusError(f"{os.fspath(p)}: no such file")
+    check_corpus_paths(files)
     for p in files:
         yield from iter_lines(p, errors, keep_newlines)

@@ -102,3 +102,25 @@ def test_page_for_a_tagger_and_a_reader(checkpoints, browser):
         answer = post(server.url + "qa", {"question": "Where did the cat sit?", "context": context})
         assert marks(browser) == [answer["answer"]]
         assert answer["answer"] in browser.evaluate("document.getElementById('answer-title').textContent")
+
+
+def test_page_asks_for_the_key_of_a_keyed_server(checkpoints, browser):
+    with Server(checkpoints["classify"], "--api-key", "page-key-1") as server:
+        browser.open(server.url)
+        browser.wait_for("document.body !== null && document.body.dataset.state === 'key'")
+        assert browser.evaluate("document.getElementById('form').hidden && !document.getElementById('keyform').hidden")
+        browser.evaluate("document.getElementById('key').value = 'wrong'")
+        browser.evaluate("document.getElementById('usekey').click()")
+        browser.wait_for("document.getElementById('error').textContent.includes('unauthorized')")
+        browser.evaluate("document.getElementById('key').value = 'page-key-1'")
+        browser.evaluate("document.getElementById('usekey').click()")
+        browser.wait_for("document.body.dataset.state === 'ready'")
+        browser.evaluate("document.getElementById('text').focus()")
+        browser.type("A game with falling blocks")
+        browser.press_enter()
+        assert browser.wait_for("['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state") == "done"
+        request = urllib.request.Request(server.url + "predict", json.dumps({"inputs": "A game with falling blocks"}).encode(),
+                                         {"Content-Type": "application/json", "Authorization": "Bearer page-key-1"})
+        with urllib.request.urlopen(request, timeout=60) as r:
+            expected = json.loads(r.read())
+        assert bars(browser) == [[r["label"], f"{100 * r['score']:.1f}%"] for r in expected]

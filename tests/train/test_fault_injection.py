@@ -1,7 +1,8 @@
 """kill -9 at random moments, checkpoint writing included: a resumed run ends exactly where an
 uninterrupted one does, and a partial checkpoint is never taken for a complete one.
 
-`make test` runs a few trials per job; the slow suite runs 20 (DESIGN: exact resume, atomic writes).
+Every job that resumes: pretraining (MLM, and XLNet's permutation LM with its memory), distillation and
+fine-tuning. `make test` runs a few trials per job; the slow suite runs 20 (DESIGN: exact resume, atomic writes).
 """
 from __future__ import annotations
 
@@ -44,9 +45,14 @@ def inputs(tmp_path_factory):
     (d / "corpus.txt").write_text(text[:text.index("\n\n", 150_000) + 1], encoding="utf-8")
     finish("tokenizer", "train", "--family", "bert", "--vocab-size", "800", "--out", str(d / "tok"), "--quiet",
            str(d / "corpus.txt"))
+    finish("tokenizer", "train", "--family", "xlnet", "--vocab-size", "800", "--out", str(d / "xlnet-tok"), "--quiet",
+           str(d / "corpus.txt"))
     rows = (ROOT / "data" / "debian-sections" / "train.tsv").read_text(encoding="utf-8").splitlines()
     (d / "train.tsv").write_text("\n".join([rows[0]] + rows[1::10]) + "\n", encoding="utf-8")  # every section
     (d / "dev.tsv").write_text("\n".join([rows[0]] + rows[5::40]) + "\n", encoding="utf-8")
+    teacher = pretrain_args(d, d / "teacher")
+    teacher[teacher.index("--steps") + 1] = "2"
+    finish(*teacher)  # distillation's teacher: a tiny BERT with an MLM head
     return d
 
 
@@ -55,6 +61,19 @@ def pretrain_args(d: Path, out: Path) -> list[str]:
             str(d / "tok"), "--out", str(out), "--steps", "14", "--batch-size", "8", "--seq-len", "32", "--warmup", "2",
             "--log-every", "1", "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--dupe-factor", "1",
             "--quiet"]
+
+
+def xlnet_args(d: Path, out: Path) -> list[str]:
+    """XLNet's permutation LM: memory carried between steps and saved with each checkpoint (mems.safetensors)."""
+    return ["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(d / "corpus.txt"), "--tokenizer",
+            str(d / "xlnet-tok"), "--out", str(out), "--steps", "14", "--batch-size", "4", "--seq-len", "32",
+            "--warmup", "2", "--log-every", "1", "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--quiet"]
+
+
+def distill_args(d: Path, out: Path) -> list[str]:
+    return ["distill", "--teacher", str(d / "teacher"), "--corpus", str(d / "corpus.txt"), "--out", str(out),
+            "--steps", "14", "--batch-size", "8", "--seq-len", "32", "--warmup", "2", "--log-every", "1",
+            "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--teacher-precision", "fp32", "--quiet"]
 
 
 def finetune_args(d: Path, out: Path) -> list[str]:
@@ -109,8 +128,18 @@ def test_finetuning_survives_kill_9(inputs, tmp_path):
     assert final["dev"] == reference["dev"] and final["best_step"] == reference["best_step"]
 
 
+def test_xlnet_permutation_lm_survives_kill_9(inputs, tmp_path):
+    kill_and_resume(xlnet_args, inputs, tmp_path, trials=2, seed=3)
+    assert all((c / "mems.safetensors").is_file() for c in checkpoints(tmp_path / "trial-0"))
+
+
+def test_distillation_survives_kill_9(inputs, tmp_path):
+    kill_and_resume(distill_args, inputs, tmp_path, trials=2, seed=4)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("args_of", [pretrain_args, finetune_args], ids=["pretrain", "finetune"])
+@pytest.mark.parametrize("args_of", [pretrain_args, finetune_args, xlnet_args, distill_args],
+                         ids=["pretrain", "finetune", "xlnet", "distill"])
 def test_twenty_kills(inputs, tmp_path, args_of):
     kill_and_resume(args_of, inputs, tmp_path, trials=20, seed=2)
 

@@ -74,7 +74,7 @@ def test_resume_continues_exactly(corpus, tmp_path):
 
 def test_bad_input(corpus, tmp_path, capsys):
     assert _run(tmp_path / "missing.txt", tmp_path / "x", "bert") == 2
-    assert "corpus file(s) not found" in capsys.readouterr().err
+    assert "missing.txt: no such file" in capsys.readouterr().err
     tiny = tmp_path / "tiny.txt"
     tiny.write_text("One sentence.\nTwo sentences.\n\nAnother document here.\nAnd more.\n\n" * 3)
     assert _run(tiny, tmp_path / "y", "bert", "--tokenizer", str(ROOT / "tests" / "missing")) == 2

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 
 import regex
 
-from ..io import CorpusError, iter_lines
+from ..io import CorpusError, check_corpus_paths, iter_lines
 
 FORMATS = ("lines", "raw")
 
@@ -84,10 +84,7 @@ def check_files(files) -> list[str]:
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not files:
         raise CorpusError("no corpus files given")
-    missing = [os.fspath(p) for p in files if not os.path.isfile(p)]
-    if missing:
-        raise CorpusError(f"corpus file(s) not found: {', '.join(missing)}")
-    return [os.fspath(p) for p in files]
+    return check_corpus_paths(files)
 
 
 def iter_documents(files: str | os.PathLike | Iterable[str | os.PathLike], format: str = "lines",

@@ -15,7 +15,7 @@ from .bert import (
     BertForMaskedLM, BertForMultipleChoice, BertForNextSentencePrediction, BertForPreTraining,
     BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, BertModel,
 )
-from .checkpoint import CheckpointError, read_config, read_weights, save
+from .checkpoint import CheckpointError, check_tokenizer, read_config, read_weights, save
 from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig, XLNetConfig
 from .distilbert import (
     DistilBertForMaskedLM, DistilBertForMultipleChoice, DistilBertForQuestionAnswering,

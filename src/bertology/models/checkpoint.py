@@ -219,3 +219,38 @@ def load_state(model, tensors: dict[str, torch.Tensor], source: str, strict: boo
         if strict:
             raise CheckpointError(message + " (pass strict=False to load anyway, leaving missing weights random)")
         warnings.warn(message, stacklevel=3)
+
+
+# ---- a model and its tokenizer ---------------------------------------------------------------------
+
+def check_tokenizer(config: EncoderConfig, tokenizer, source: str | os.PathLike) -> None:
+    """Refuse (ValueError naming `source`, the tokenizer file) a tokenizer that does not belong to a model with
+    `config`: an id past the embedding table (vocabulary, added tokens and the special tokens the post-processor
+    inserts), a pad token other than config.json's pad_token_id, or truncation longer than the positions.
+
+    Every command that loads a model calls it right after loading, before it writes anything: otherwise a
+    mismatch surfaces mid-training as an index error, after the output directory was set up.
+    """
+    rows = config.vocab_size
+    vocab = tokenizer.get_vocab()
+    top_token, top = max(vocab.items(), key=lambda kv: kv[1], default=(None, -1))
+    if top >= rows:
+        raise ValueError(f"{source}: {len(vocab):,} tokens with ids up to {top:,} ({top_token!r}), past the "
+                         f"{rows:,} rows of the model's embedding table (config.json vocab_size): this tokenizer "
+                         "was not made for this model")
+    probe = tokenizer.encode("a", "b")  # the special tokens a post-processor inserts carry their own ids
+    if probe.ids and max(probe.ids) >= rows:
+        raise ValueError(f"{source}: its post-processor inserts id {max(probe.ids):,}, past the {rows:,} rows of the "
+                         "model's embedding table (config.json vocab_size)")
+    pad_token = family_of(config).specials.pad
+    pad_id = tokenizer.token_to_id(pad_token)
+    padding = getattr(tokenizer, "padding", None)
+    if padding is not None:
+        pad_token, pad_id = padding["pad_token"], padding["pad_id"]
+    if pad_id is not None and config.pad_token_id is not None and pad_id != config.pad_token_id:
+        raise ValueError(f"{source}: pads with {pad_token!r} = id {pad_id}, but config.json's pad_token_id is "
+                         f"{config.pad_token_id}: this tokenizer was not made for this model")
+    truncation = getattr(tokenizer, "truncation", None)
+    if truncation is not None and truncation["max_length"] > config.max_length:
+        raise ValueError(f"{source}: truncates to {truncation['max_length']} tokens, more than the model's "
+                         f"{config.max_length} positions (config.json max_position_embeddings)")

@@ -16,7 +16,7 @@ from importlib import resources
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -24,6 +24,7 @@ from ..viz import attention_html
 from . import schemas
 from .batching import Batcher, BatchLimits
 from .engine import Engine, error_of
+from .guard import CountCancelled, KeyRequired
 from .metrics import Metrics
 from .options import ServeOptions
 from .schemas import ApiError
@@ -34,16 +35,24 @@ PARSERS = {
 }
 
 
-async def read_json(request: Request, limit: int):
-    """The body as JSON, refusing (413) more than `limit` bytes whether or not Content-Length says so."""
+async def read_json(request: Request, limit: int, timeout: float | None = None):
+    """The body as JSON, refusing (413) more than `limit` bytes whether or not Content-Length says so, and
+    (408) a body that takes longer than `timeout` seconds to arrive."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise schemas.too_large(f"the body is {int(declared):,} bytes, more than --max-body-bytes {limit:,}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise schemas.too_large(f"the body is more than --max-body-bytes {limit:,} bytes")
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise schemas.too_large(f"the body is more than --max-body-bytes {limit:,} bytes")
+    except TimeoutError:
+        raise ApiError(408, "Timeout", f"the body did not arrive within --read-timeout {timeout:g}s "
+                                       f"({len(body):,} bytes came)") from None
+    except ClientDisconnect:  # the client left mid-body: an answer nobody reads, counted, not a server error
+        raise ApiError(400, "Validation", f"the client closed the connection after {len(body):,} bytes of its body") from None
     try:
         return json.loads(body)
     except ValueError as e:  # UnicodeDecodeError included
@@ -71,7 +80,7 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
         if op not in engine.endpoints:
             raise ApiError(404, "NotFound", f"{request.url.path}: the loaded {engine.model.architecture} does not serve "
                                             f"this; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
-        body = await read_json(request, options.max_body_bytes)
+        body = await read_json(request, options.max_body_bytes, options.read_timeout)
         parsed = parse(body)
         return parsed, await batcher.submit(op, parsed)
 
@@ -148,4 +157,13 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
     app.state.engine, app.state.batcher, app.state.metrics = engine, batcher, metrics
+    if options.api_key is not None:
+        known = {route.path for route in routes}  # counted per endpoint; any other path would grow the metrics
+
+        def refused(path: str, status: int) -> None:
+            if path in known:
+                metrics.request(path, status, 0.0)
+
+        app.add_middleware(KeyRequired, key=options.api_key, on_refused=refused)
+    app.add_middleware(CountCancelled, state=app.state)
     return app

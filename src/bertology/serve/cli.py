@@ -5,10 +5,12 @@ uvicorn and torch load inside `_serve`.
 """
 from __future__ import annotations
 
+import os
 import signal
 import socket
 
 from ..options import add_arguments, from_args
+from .guard import ENV_KEY, is_loopback
 from .options import ServeOptions
 
 
@@ -22,11 +24,12 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _serve(args) -> int:
-    options = from_args(ServeOptions, args)
+    options = from_args(ServeOptions, args, api_key=args.api_key if args.api_key is not None else os.environ.get(ENV_KEY))
     try:
         import uvicorn
 
         from .app import create_app
+        from .guard import guarded_h11
     except ImportError as e:
         raise ValueError(f"bertology serve needs the serve extra ({e.name} is missing): "
                          "pip install 'bertology[serve]'") from None
@@ -47,10 +50,16 @@ def _serve(args) -> int:
           f"http://{host}:{port}/", flush=True)
     for note in notes:
         print(f"bertology serve: {note}", flush=True)
+    if options.api_key is None and not is_loopback(host):
+        print(f"bertology serve: no --api-key: anyone who can reach {host}:{port} can use it (--allow-anonymous)",
+              flush=True)
+    # uvicorn's own limits: idle kept-alive connections close after 5 s, and the SIGTERM grace is bounded;
+    # guarded_h11 adds the two it lacks (a slow request head, an answer left unread)
     config = uvicorn.Config(create_app(engine, options), log_level="warning" if options.quiet else "info",
-                            access_log=not options.quiet, timeout_graceful_shutdown=None)
-    # uvicorn catches SIGTERM / SIGINT, stops accepting, lets the requests in flight finish (the batcher drains
-    # its queue), then raises the signal again for the handler it found: make that handler a note, not a death
+                            access_log=not options.quiet, timeout_graceful_shutdown=options.shutdown_grace,
+                            http=guarded_h11(options.read_timeout, options.write_timeout))
+    # uvicorn catches SIGTERM / SIGINT, stops accepting, lets the requests in flight finish within the grace (the
+    # batcher drains its queue), then raises the signal again for the handler it found: make that a note, not a death
     stopped: list[int] = []
     previous = {s: signal.signal(s, lambda number, frame: stopped.append(number)) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -58,8 +67,11 @@ def _serve(args) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    print(f"bertology serve: stopped{' by ' + signal.Signals(stopped[0]).name if stopped else ''}; "
-          "every request received was answered", flush=True)
+    app = config.app
+    cancelled = app.state.cancelled if hasattr(app, "state") else 0
+    print(f"bertology serve: stopped{' by ' + signal.Signals(stopped[0]).name if stopped else ''}; " +
+          (f"{cancelled} request(s) still running after --shutdown-grace {options.shutdown_grace:g}s were cancelled"
+           if cancelled else "every request received was answered"), flush=True)
     return 0
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from ..hardware import check_bf16_requested
-from ..models import family_of, load
+from ..models import check_tokenizer, family_of, load
 from ..nn.int8 import is_int8
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
@@ -75,7 +75,9 @@ class Engine:
         the model on `device` (`quantize="int8"`: its linear layers int8, on the CPU; notes through `say`)."""
         model = load(path, compile=compile, device=device, quantize=quantize, say=say)
         name = Path(path).resolve().name
-        return cls(model, load_tokenizer(str(path), tokenizer), name, pooling, bf16)
+        tok = load_tokenizer(str(path), tokenizer)
+        check_tokenizer(model.config, tok, tokenizer or Path(path) / "tokenizer.json")
+        return cls(model, tok, name, pooling, bf16)
 
     def info(self) -> dict[str, Any]:
         config = self.model.config

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import DEVICE, OptionError, NON_NEGATIVE, POSITIVE, Check, check_options, option
+from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check, OptionError, check_options, option
+from .guard import ENV_KEY, is_loopback, key_problem
 
 PORT = Check("in [0, 65535] (0: any free port)", lambda v: 0 <= v <= 65535)
 HOST = Check("a host name or address", lambda v: bool(v.strip()))
@@ -38,9 +39,25 @@ class ServeOptions:
     compile: bool = option(False, "torch.compile the model's blocks with frozen weights (bench/encoder.py measures it); "
                                   "each new batch shape compiles first, for seconds, then runs faster")
     quiet: bool = option(False, "no access log")
+    api_key: str | None = option(None, f"a key every request but /health must send as `Authorization: Bearer KEY` "
+                                       f"(401 otherwise); default ${ENV_KEY}, which keeps it out of process lists",
+                                 metavar="KEY")
+    allow_anonymous: bool = option(False, "serve a --host other machines can reach without --api-key")
+    read_timeout: float = option(30.0, "seconds a client may take to send a request's head (after connecting or "
+                                       "after its previous answer) and again its body; later: 408, connection closed",
+                                 check=POSITIVE_NUMBER)
+    write_timeout: float = option(30.0, "seconds a client may leave its answer unread before the connection is cut",
+                                  check=POSITIVE_NUMBER)
+    shutdown_grace: float = option(30.0, "on SIGTERM or Ctrl-C: seconds to answer the requests already received; "
+                                         "then the rest are cancelled and the server exits", check=NON_NEGATIVE)
 
     def __post_init__(self):
         check_options(self)
         if self.int8 and (self.bf16 or self.compile):
             raise OptionError(f"--int8 with {'--bf16' if self.bf16 else '--compile'}: choose one (the int8 layers run "
                               "their own kernels, which neither autocast nor compile reach)")
+        if self.api_key is not None and (why := key_problem(self.api_key)):
+            raise OptionError(f"--api-key: {why}")  # never echo the key itself
+        if self.api_key is None and not self.allow_anonymous and not is_loopback(self.host):
+            raise OptionError(f"--host {self.host}: other machines could use the server without a key; give "
+                              f"--api-key KEY (or set ${ENV_KEY}), or --allow-anonymous to serve them anyway")

@@ -19,11 +19,12 @@ from typing import Any
 import torch
 
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
-from ..models import get_family, load, load_backbone, read_config, resolve_preset, task_model
+from ..models import check_tokenizer, get_family, load, load_backbone, read_config, resolve_preset, task_model
 from ..models.heads import IGNORE, POOLINGS
 from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
 from ..train import distributed as dist
 from ..train.device import say
+from ..train.resume import same_run
 from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
 from . import TASKS
 from .base import Features, Task
@@ -32,6 +33,11 @@ from .forward import model_inputs, run_model
 from .subsets import balanced_subset
 
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
+
+# what may differ on --resume (train/resume.py): the horizon (--epochs extends the run) and how it reports / runs
+RESUME_MAY_CHANGE = frozenset({"epochs", "quiet", "log_every", "keep_checkpoints", "stop_at", "compile", "device",
+                               "out_dir"})
+
 
 @dataclass
 class FinetuneOptions:
@@ -134,6 +140,7 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     head_labels = labels if labels is not None else (1 if task.name == "regress" else None)
     if path.is_dir():  # pretrained, or its random-init twin: the directory's architecture and tokenizer
         config = read_config(path)
+        check_tokenizer(config, tokenizer, o.tokenizer or path / "tokenizer.json")
     else:
         try:
             record, size = resolve_preset(o.model)
@@ -230,6 +237,7 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
         dist.barrier()
         if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
             resume, overwrite = False, True
+        same_run(out, o, resume, RESUME_MAY_CHANGE)  # a resume that would change the run is refused before any write
         return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset, device)
 
 
@@ -326,4 +334,6 @@ def load_finetuned(path: str | Path):
     if name not in TASKS:
         raise ValueError(f"{Path(path) / 'config.json'}: no bertology_task recorded; was it written by `bertology finetune`?")
     task = TASKS[name](**config.extra.get("bertology_task_options", {}))
-    return load(path), task, load_tokenizer(str(path), None), dict(config.extra.get("bertology_columns", {}))
+    tokenizer = load_tokenizer(str(path), None)
+    check_tokenizer(config, tokenizer, Path(path) / "tokenizer.json")
+    return load(path), task, tokenizer, dict(config.extra.get("bertology_columns", {}))

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..io import CorpusError, corpus_files
 from .tokenizer import Tokenizer
 from .training import ALGORITHMS, FAMILIES, train
 
@@ -19,11 +20,17 @@ def _train(args) -> int:
     if args.special_tokens is not None:
         specials = [t for t in args.special_tokens.split(",") if t]
     start = time.perf_counter()
-    tok = train(args.files, algorithm=args.algorithm, vocab_size=args.vocab_size,
-                min_frequency=args.min_frequency, special_tokens=specials, family=args.family,
-                show_progress=not args.quiet and sys.stderr.isatty(),
-                errors="replace" if args.replace_errors else "strict",
-                **({"criterion": args.criterion} if args.criterion else {}))
+    files = corpus_files(args.files, lambda note: print(note, file=sys.stderr))
+    try:
+        tok = train(files, algorithm=args.algorithm, vocab_size=args.vocab_size,
+                    min_frequency=args.min_frequency, special_tokens=specials, family=args.family,
+                    show_progress=not args.quiet and sys.stderr.isatty(),
+                    errors="replace" if args.replace_errors else "strict",
+                    **({"criterion": args.criterion} if args.criterion else {}))
+    except CorpusError as e:
+        if not e.invalid_utf8:
+            raise
+        raise CorpusError(f"{e}, or pass --replace-errors to read such bytes as U+FFFD") from None
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
@@ -51,7 +58,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
 
     t = sub.add_parser("train", help="train BPE / byte-level BPE / WordPiece / Unigram on text files")
-    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly)")
+    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its files in name order")
     t.add_argument("--algorithm", choices=ALGORITHMS, default=None,
                    help="default: the family's, or wordpiece")
     t.add_argument("--family", choices=FAMILIES, default=None,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -188,4 +189,8 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike] | None = None, 
                             for t in specials])
     tok.post_processor = recipe.template(tok)
     recipe.finish(tok)
+    if tok.vocab_size < vocab_size:  # nothing smaller than asked without a word (sentencepiece's Unigram refuses it)
+        warnings.warn(f"vocab size {vocab_size:,}: the corpus yields only {tok.vocab_size:,} {algorithm} tokens (special "
+                      f"tokens included), so the vocabulary is that size; ask for at most {tok.vocab_size:,} or give "
+                      "more text", stacklevel=2)
     return tok

@@ -26,13 +26,14 @@ from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents,
 from ..data.masking import token_weights
 from ..hardware import bf16_pays, check_bf16_requested, cuda_precision, precision_reason
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
-from ..models import get_family, load
+from ..models import check_tokenizer, get_family, load
 from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, check_options,
                        option)
 from ..tokenizers import Tokenizer
 from . import distributed as dist
 from .device import say
+from .resume import same_run
 from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
 from .sentence_distill import TEXT_UNITS, build_student, read_texts, run_sentence_distillation, split_texts
 from .student import STUDENTS, init_student, parts
@@ -44,7 +45,7 @@ class DistillOptions(RunOptions):
     teacher: str = option(help="the teacher: a model directory holding tokenizer.json (any BERT, RoBERTa or DistilBERT)",
                           metavar="DIR")
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are", metavar="FILE")
+                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     target: str = option("tokens", "what is matched: tokens (DistilBERT: the teacher's predictions and hidden states, "
                                    "a student from its layers) or sentence (the teacher's mean-pooled, normalised "
@@ -153,6 +154,7 @@ def _teacher(o: DistillOptions):
     if not (path / "tokenizer.json").is_file():
         raise FileNotFoundError(f"{path / 'tokenizer.json'}: missing; the student trains with its teacher's tokenizer")
     teacher, tokenizer = load(path), Tokenizer.load(path / "tokenizer.json")
+    check_tokenizer(teacher.config, tokenizer, path / "tokenizer.json")
     if tokenizer.vocab_size != teacher.config.vocab_size:
         raise ValueError(f"--teacher {o.teacher}: the tokenizer has {tokenizer.vocab_size:,} tokens, the model's vocabulary "
                          f"{teacher.config.vocab_size:,}: they do not belong together")
@@ -202,6 +204,7 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: start again
         resume, overwrite = False, True
+    same_run(out, o, resume)  # a resume with options that change the run is refused here, before any write
     with seeded(o.seed):
         return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes, device)
 
@@ -233,6 +236,7 @@ def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, 
     claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
     if resume and not checkpoints(out):
         resume, overwrite = False, True
+    same_run(out, o, resume)
     with seeded(o.seed):
         return run_sentence_distillation(o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts),
                                          out, resume, overwrite, notes, device)

@@ -36,6 +36,7 @@ from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
+from .resume import same_run
 from ..tokenizers import Tokenizer, train
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
 
@@ -43,7 +44,7 @@ from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_su
 class PretrainOptions(RunOptions):
     family: str = option(help="the model family", choices=PRETRAINABLE)
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are", metavar="FILE")
+                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     preset: str | None = option(None, "tiny, mini, small, medium, base, large (default mini; with --init: the "
                                       "checkpoint's architecture)")
@@ -198,6 +199,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
 
 def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging: Path) -> dict[str, Any]:
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
+    asked = o  # the options as given (a labelled file's texts are staged below): what a resume compares
     recipe = Recipe.from_options(o)  # the options' recipe, validated once; every step below reads it
     start = check_init(o, recipe.head) if o.init is not None else None  # the checkpoint read and checked against the options
     if start is None:
@@ -231,6 +233,7 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
+    same_run(out, asked, resume)  # a resume with options that change the run is refused here, before any write
     if documents is not None:  # the labelled file's texts, kept with the run (a resume reads them there)
         if dist.is_main():
             write_text_corpus(documents, out / TASK_CORPUS)
