@@ -30,9 +30,12 @@ from .options import ServeOptions
 from .schemas import ApiError
 
 PARSERS = {
-    "embed": schemas.parse_embed, "fill-mask": schemas.parse_fill_mask, "tokenize": schemas.parse_tokenize,
-    "tag": schemas.parse_tag, "qa": schemas.parse_qa,
+    "embed": schemas.parse_embed, "embed_all": schemas.parse_embed, "similarity": schemas.parse_similarity,
+    "rerank": schemas.parse_rerank, "decode": schemas.parse_decode, "fill-mask": schemas.parse_fill_mask,
+    "tokenize": schemas.parse_tokenize, "tag": schemas.parse_tag, "qa": schemas.parse_qa,
 }
+# TEI's POST /: the loaded model's own task (the Hugging Face Inference API's clients post there)
+ROOT_OPS = {"embedding": "embed", "fill-mask": "fill-mask", "classifier": "predict", "tagger": "tag", "qa": "qa"}
 
 
 async def read_json(request: Request, limit: int, timeout: float | None = None):
@@ -76,13 +79,47 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
     def failed(path: str, started: float, e: ApiError) -> Response:
         return answer(path, started, JSONResponse(e.body(), e.status))
 
-    async def submit(request: Request, op: str, parse) -> tuple[object, object]:
+    def served(path: str, op: str) -> None:
         if op not in engine.endpoints:
-            raise ApiError(404, "NotFound", f"{request.url.path}: the loaded {engine.model.architecture} does not serve "
+            raise ApiError(404, "NotFound", f"{path}: the loaded {engine.model.architecture} does not serve "
                                             f"this; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
+
+    async def submit(request: Request, op: str, parse) -> tuple[object, object]:
+        served(request.url.path, op)
         body = await read_json(request, options.max_body_bytes, options.read_timeout)
         parsed = parse(body)
         return parsed, await batcher.submit(op, parsed)
+
+    def root_op(body) -> tuple[str, object, object]:
+        """The operation, request and rendering of a POST / body: a sentence-similarity body for any
+        encoder, otherwise the head's own task, answered in the Inference API's shapes."""
+        body = schemas.with_parameters(body)
+        if isinstance(body, dict) and isinstance(body.get("inputs"), dict) and "source_sentence" in body["inputs"]:
+            return "similarity", schemas.parse_similarity(body, options.max_client_batch_size), None
+        op = ROOT_OPS.get(engine.kind)
+        if op is None:
+            raise ApiError(404, "NotFound", f"POST /: the loaded {engine.model.architecture} has no task of its own "
+                                            f"there; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
+        parsed = predict_parser(body) if op == "predict" else PARSERS[op](body, options.max_client_batch_size)
+        return op, parsed, {"predict": per_input, "fill-mask": one_mask_flat}.get(op)
+
+    def per_input(request, result) -> Response:  # text classification: a list of scores per input, one input too
+        return JSONResponse([result] if request.single else result)
+
+    def one_mask_flat(request, result) -> Response:  # fill-mask: a text with one mask gets its candidates flat
+        def flat(per_mask):
+            return per_mask[0] if len(per_mask) == 1 else per_mask
+        return JSONResponse(flat(result) if request.single else [flat(r) for r in result])
+
+    async def root(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            body = await read_json(request, options.max_body_bytes, options.read_timeout)
+            op, parsed, render = root_op(body)
+            result = await batcher.submit(op, parsed)
+        except ApiError as e:
+            return failed(request.url.path, started, e)
+        return answer(request.url.path, started, render(parsed, result) if render else JSONResponse(result))
 
     def endpoint(op: str, parse=None, render=None):
         parse = parse or (lambda body: PARSERS[op](body, options.max_client_batch_size))
@@ -144,8 +181,12 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             await asyncio.to_thread(batcher.stop)
 
     routes = [
-        Route("/", get_page), Route("/health", health), Route("/info", get_info), Route("/metrics", get_metrics),
+        Route("/", get_page, methods=["GET"]), Route("/", root, methods=["POST"]), Route("/health", health), Route("/info", get_info), Route("/metrics", get_metrics),
         Route("/embed", endpoint("embed"), methods=["POST"]),
+        Route("/embed_all", endpoint("embed_all"), methods=["POST"]),
+        Route("/similarity", endpoint("similarity"), methods=["POST"]),
+        Route("/rerank", endpoint("rerank"), methods=["POST"]),
+        Route("/decode", endpoint("decode"), methods=["POST"]),
         Route("/v1/embeddings", endpoint("embed", lambda body: schemas.parse_openai_embeddings(body, options.max_client_batch_size),
                                                 openai_render), methods=["POST"]),
         Route("/predict", endpoint("predict", predict_parser), methods=["POST"]),

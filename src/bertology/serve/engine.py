@@ -11,8 +11,9 @@ worker thread calls `prepare` and `run`, so the model and the tokenizer have one
 The model runs on the device it was loaded to (`Engine.load(..., device="cuda")`); requests are
 tokenized on the CPU and each batch copied there once (tasks/forward.py).
 
-Endpoints by head: every model serves /embed (its encoder's vectors), /tokenize and /attention;
-an MLM head adds /fill-mask, a sequence classifier (classify, pair, regress) /predict, a token
+Endpoints by head: every model serves /embed and /embed_all (its encoder's sentence and token
+vectors), /similarity, /tokenize, /decode and /attention; an MLM head adds /fill-mask, a sequence
+classifier (classify, pair, regress) /predict, one trained on pairs /rerank as well, a token
 classifier /tag, a QA head /qa.
 """
 from __future__ import annotations
@@ -28,16 +29,16 @@ from ..nn.int8 import is_int8
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
 from ..tasks.forward import precision_name
-from ..tasks.inference import MLM_HEADS, embed, fill_mask, mask_token_of, tagged_entities, word_spans
+from ..tasks.inference import MLM_HEADS, embed, fill_mask, mask_token_of, tagged_entities, token_vectors, word_spans
 from ..tasks.pipeline import Pipeline
 from ..train.device import model_device
 from ..viz import attention_weights
 from .schemas import (
-    ApiError, AttentionRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest, TagRequest, TokenizeRequest,
-    invalid,
+    ApiError, AttentionRequest, DecodeRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest, RerankRequest,
+    SimilarityRequest, TagRequest, TokenizeRequest, invalid,
 )
 
-ALWAYS = ("embed", "tokenize", "attention")
+ALWAYS = ("embed", "embed_all", "similarity", "tokenize", "decode", "attention")
 # every layer's and head's T × T weights go back as JSON: L·N·T² numbers (6·12·128² = 1.2 M for MiniLM at 128)
 ATTENTION_MAX_TOKENS = 128
 KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("predict",), "tagger": ("tag",),
@@ -63,7 +64,8 @@ class Engine:
             self.kind = {"tag": "tagger", "qa": "qa", "choice": "choice"}.get(task, "classifier")
         else:
             self.kind = "fill-mask" if self.head in MLM_HEADS else "embedding"
-        self.endpoints = frozenset(ALWAYS + KIND_ENDPOINTS[self.kind])
+        reranker = self.pipeline is not None and self.pipeline.task.name == "pair"
+        self.endpoints = frozenset(ALWAYS + KIND_ENDPOINTS[self.kind] + (("rerank",) if reranker else ()))
         self.max_length = model.config.max_length  # the position table's limit, special tokens included
         self.task_max_length = self.pipeline.max_length if self.pipeline else self.max_length
 
@@ -103,9 +105,20 @@ class Engine:
     # ---- prepare: per request, in the worker thread ------------------------------------------
     def prepare(self, op: str, request) -> int:
         """The request's tokens (what it costs a batch); refuses what one forward pass would choke on."""
-        if op == "embed":
+        if op in ("embed", "embed_all"):
             request.tokens = self._lengths([(t, None) for t in request.texts], request.truncate, self.max_length)
             return request.tokens
+        if op == "similarity":
+            texts = [request.source, *request.sentences]
+            return self._lengths([(t, None) for t in texts], request.truncate, self.max_length)
+        if op == "rerank":
+            return self._lengths([(request.query, t) for t in request.texts], request.truncate, self.task_max_length)
+        if op == "decode":
+            size = self.model.config.vocab_size
+            for i, row in enumerate(request.ids):
+                if row and max(row) >= size:
+                    raise invalid(f"ids[{i}] holds {max(row)}, outside the vocabulary [0, {size})")
+            return sum(len(row) for row in request.ids)
         if op == "fill-mask":
             mask = mask_token_of(self.model)
             mask_id = self.tokenizer.token_to_id(mask)
@@ -159,6 +172,45 @@ class Engine:
             out.append(chosen[i:i + len(r.texts)].tolist())
             i += len(r.texts)
         return out
+
+    def _run_embed_all(self, requests: list[EmbedRequest]) -> list[Any]:
+        texts = [t for r in requests for t in r.texts]
+        vectors = token_vectors(self.model, self.tokenizer, texts, max_length=self.max_length)
+        out, i = [], 0
+        for r in requests:
+            out.append([v.tolist() for v in vectors[i:i + len(r.texts)]])
+            i += len(r.texts)
+        return out
+
+    def _run_similarity(self, requests: list[SimilarityRequest]) -> list[Any]:
+        """Cosine similarity of each sentence to its request's source sentence."""
+        texts = [t for r in requests for t in (r.source, *r.sentences)]
+        vectors = embed(self.model, self.tokenizer, texts, self.pooling, normalize=True, max_length=self.max_length)
+        out, i = [], 0
+        for r in requests:
+            source, others = vectors[i], vectors[i + 1:i + 1 + len(r.sentences)]
+            out.append((others @ source).tolist())
+            i += 1 + len(r.sentences)
+        return out
+
+    def _run_rerank(self, requests: list[RerankRequest]) -> list[Any]:
+        """Each text's relevance to the query, best first: the pair classifier's probability of its last
+        label (of relevance, for one label: the sigmoid of its logit); raw_scores: that label's logit."""
+        examples = [Example(r.query, t, None, id=str(i), where=f"texts[{i}]") for r in requests
+                    for i, t in enumerate(r.texts)]
+        logits = torch.stack(self.pipeline.logits(examples)).float()  # (N, labels)
+        probabilities = logits.sigmoid() if logits.shape[-1] == 1 else logits.softmax(-1)
+        out, i = [], 0
+        for r in requests:
+            scores = (logits if r.raw_scores else probabilities)[i:i + len(r.texts), -1].tolist()
+            ranked = [{"index": k, "score": v, **({"text": r.texts[k]} if r.return_text else {})}
+                      for k, v in enumerate(scores)]
+            out.append(sorted(ranked, key=lambda d: -d["score"]))
+            i += len(r.texts)
+        return out
+
+    def _run_decode(self, requests: list[DecodeRequest]) -> list[Any]:
+        return [self.tokenizer.decode_batch(r.ids, skip_special_tokens=r.skip_special_tokens) for r in requests]
 
     def _run_fill_mask(self, requests: list[FillMaskRequest]) -> list[Any]:
         texts = [t for r in requests for t in r.texts]

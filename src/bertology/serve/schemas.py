@@ -80,6 +80,29 @@ class QARequest:
 
 
 @dataclass
+class SimilarityRequest:
+    source: str
+    sentences: list[str]
+    truncate: bool = False
+
+
+@dataclass
+class RerankRequest:
+    query: str
+    texts: list[str]
+    raw_scores: bool = False
+    return_text: bool = False
+    truncate: bool = False
+
+
+@dataclass
+class DecodeRequest:
+    ids: list[list[int]]
+    single: bool
+    skip_special_tokens: bool = True
+
+
+@dataclass
 class AttentionRequest:
     text: str
     pair: str | None = None
@@ -223,6 +246,49 @@ def parse_qa(body: Any, max_client_batch_size: int) -> QARequest:
         raise invalid(f"inputs should be a list of {{question, context}} objects, got {_kind(value)}")
     _count(value, max_client_batch_size)
     return QARequest([_question(v, f"inputs[{i}]") for i, v in enumerate(value)], False)
+
+
+def with_parameters(body: Any) -> Any:
+    """The Hugging Face Inference API's shape, `{"inputs", "parameters": {...}}`, as TEI's flat one (a
+    field given at the top level wins); any other body as it is."""
+    if isinstance(body, dict) and isinstance(body.get("parameters"), dict):
+        return {**body["parameters"], **{k: v for k, v in body.items() if k != "parameters"}}
+    return body
+
+
+def parse_similarity(body: Any, max_client_batch_size: int) -> SimilarityRequest:
+    """`{"inputs": {"source_sentence": str, "sentences": [str, …]}}` (TEI's and the Inference API's shape)."""
+    body = _object(body)
+    value = body.get("inputs")
+    if not isinstance(value, dict):
+        raise invalid(f"inputs should be an object with source_sentence and sentences, got {_kind(value)}")
+    source = _text(value.get("source_sentence"), "inputs.source_sentence")
+    sentences, _ = _texts(value, max_client_batch_size, key="sentences")
+    return SimilarityRequest(source, sentences, _flag(body, "truncate", False))
+
+
+def parse_rerank(body: Any, max_client_batch_size: int) -> RerankRequest:
+    """TEI's `{"query": str, "texts": [str, …], "raw_scores", "return_text", "truncate"}`."""
+    body = _object(body)
+    query = _text(body.get("query"), "query")
+    texts, _ = _texts(body, max_client_batch_size, key="texts")
+    return RerankRequest(query, texts, _flag(body, "raw_scores", False), _flag(body, "return_text", False),
+                         _flag(body, "truncate", False))
+
+
+def parse_decode(body: Any, max_client_batch_size: int) -> DecodeRequest:
+    """TEI's `{"ids": [int, …] | [[int, …], …], "skip_special_tokens": true}`."""
+    body = _object(body)
+    ids = body.get("ids")
+    single = isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    rows = [ids] if single else ids
+    if not isinstance(rows, list) or not rows:
+        raise invalid(f"ids should be a list of token ids or a list of such lists, got {_kind(ids)}")
+    _count(rows, max_client_batch_size)
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in row):
+            raise invalid(f"ids[{i}] should be a list of non-negative integers")
+    return DecodeRequest(rows, single, _flag(body, "skip_special_tokens", True))
 
 
 def parse_attention(body: Any) -> AttentionRequest:

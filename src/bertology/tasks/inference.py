@@ -51,18 +51,33 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str = "mea
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 
 
+def _last_hidden(model, tokenizer, texts: list[str], max_length: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The encoder's last hidden states of `texts`, (B, T, H) float32 on the model's device, and their
+    attention mask (B, T)."""
+    backbone = backbone_of(model)
+    backbone.eval()
+    inputs = to_device(encode(tokenizer, texts, max_length), model_device(backbone), pin=True)
+    with precision(model_device(backbone)):
+        out = backbone(**model_inputs(backbone, inputs))
+    return out.last_hidden_state.float(), inputs["attention_mask"]
+
+
 @torch.no_grad()
 def embed(model, tokenizer, texts: list[str], pooling: str = "mean", normalize: bool = False,
           max_length: int | None = None) -> torch.Tensor:
     """One vector per text, (len(texts), H) float32, from the model's encoder (any head's backbone)."""
-    backbone = backbone_of(model)
-    backbone.eval()
-    device = model_device(backbone)
-    inputs = to_device(encode(tokenizer, texts, max_length), device, pin=True)
-    with precision(device):
-        out = backbone(**model_inputs(backbone, inputs))
-    vectors = pool(out.last_hidden_state.float(), inputs["attention_mask"], pooling)
+    hidden, attention_mask = _last_hidden(model, tokenizer, texts, max_length)
+    vectors = pool(hidden, attention_mask, pooling)
     return (torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors).cpu()
+
+
+@torch.no_grad()
+def token_vectors(model, tokenizer, texts: list[str], max_length: int | None = None) -> list[torch.Tensor]:
+    """Every token's vector from the model's encoder, special tokens included: one (T_i, H) float32
+    tensor per text, padding dropped (TEI's /embed_all)."""
+    hidden, attention_mask = _last_hidden(model, tokenizer, texts, max_length)
+    hidden, keep = hidden.cpu(), attention_mask.bool().cpu()
+    return [h[m] for h, m in zip(hidden, keep)]
 
 
 class MaskFill(NamedTuple):
