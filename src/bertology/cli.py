@@ -42,7 +42,10 @@ def _pretrain(args) -> int:
              if "eval/mlm_accuracy" in evaluation else "")
           + (f"; held-out PLM accuracy {evaluation['eval/plm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
              if "eval/plm_accuracy" in evaluation else "")
-          + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else ""))
+          + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else "")
+          + (f"; held-out generator MLM accuracy {evaluation['eval/generator_mlm_accuracy']:.3f}, discriminator "
+             f"accuracy {evaluation['eval/discriminator_accuracy']:.3f} ({evaluation['eval/replaced_share']:.1%} of the "
+             "tokens replaced)" if "eval/discriminator_accuracy" in evaluation else ""))
     if summary["interrupted"]:
         print(f"interrupted: checkpoint written; continue with --resume --out {options.out_dir}")
         return 130

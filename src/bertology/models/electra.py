@@ -238,10 +238,7 @@ class ElectraPair(nn.Module):
     def load_checkpoint(self, path: str | os.PathLike) -> None:
         """Both models from a directory `save` wrote; a missing or mismatched generator is named."""
         path = Path(path)
-        gen_dir = path / GENERATOR_DIR
-        if not (gen_dir / "config.json").is_file():
-            raise FileNotFoundError(f"{gen_dir}: missing; an ELECTRA checkpoint holds its generator there "
-                                    "(the discriminator alone cannot continue pretraining)")
+        gen_dir = check_pair_checkpoint(path)
         theirs = read_config(gen_dir)
         ours = self.generator.config
         if (theirs.hidden_size, theirs.num_attention_heads, theirs.intermediate_size) != (
@@ -251,6 +248,15 @@ class ElectraPair(nn.Module):
         for model, directory in ((self.discriminator, path), (self.generator, gen_dir)):
             tensors, source = read_weights(directory)
             load_state(model, tensors, source, strict=True)
+
+
+def check_pair_checkpoint(path: str | os.PathLike) -> Path:
+    """The generator directory of a pretraining checkpoint, or a FileNotFoundError naming it."""
+    gen_dir = Path(path) / GENERATOR_DIR
+    if not (gen_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{gen_dir}: missing; an ELECTRA checkpoint holds its generator there "
+                                "(the discriminator alone cannot continue pretraining)")
+    return gen_dir
 
 
 def check_generator_checkpoint(tensors: dict[str, torch.Tensor], source: str) -> None:
