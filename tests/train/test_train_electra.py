@@ -15,7 +15,8 @@ from bertology.models.config import ElectraConfig
 from bertology.nn import set_dropout
 from bertology.train.objectives import ReplacedTokenDetectionObjective, sample_tokens
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import single_and_two_ranks, wiki_head
+
 MASK = 4
 
 
@@ -118,11 +119,7 @@ def test_two_micro_batches_give_the_whole_batch_gradient():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    cut = text.index("\n\n", 300_000)
-    path = tmp_path_factory.mktemp("corpus") / "wiki-head.txt"
-    path.write_text(text[:cut + 1], encoding="utf-8")
-    return path
+    return wiki_head(tmp_path_factory.mktemp("corpus") / "wiki-head.txt", 300_000)
 
 
 def _run(corpus, out, *extra):
@@ -177,22 +174,10 @@ def test_bad_input_is_named_and_writes_nothing(corpus, tmp_path, capsys):
 def test_two_processes_equal_one(corpus, tmp_path):
     """torchrun with two ranks: the same losses and final weights as one process (the generator's
     samples are drawn from the global batch's draws, whatever rank holds a row)."""
-    import os
-    import subprocess
-    import sys
-
     args = ["pretrain", "--family", "electra", "--preset", "tiny", "--corpus", str(corpus), "--vocab-size", "600",
             "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--heldout", "2", "--log-every", "1",
             "--dropout", "0", "--quiet"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    single = subprocess.run([sys.executable, "-m", "bertology", *args, "--out", str(tmp_path / "single")],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert single.returncode == 0, single.stderr[-3000:]
-    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                          "bertology", *args, "--out", str(tmp_path / "ddp"),
-                          "--tokenizer", str(tmp_path / "single" / "tokenizer.json")],
-                         env=env, capture_output=True, text=True, timeout=300)
-    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    single_and_two_ranks(args, tmp_path)
     a, b = ([l["loss"] for l in _metrics(tmp_path / d) if "loss" in l] for d in ("single", "ddp"))
     assert len(a) == 3 and a == pytest.approx(b, abs=1e-4)
     for sub in ("", "generator"):
