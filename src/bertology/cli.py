@@ -232,7 +232,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="bertology",
-        description="BERT, RoBERTa, ALBERT, DistilBERT, XLNet, their tokenizers and word vectors: pretrain, distil, "
+        description="BERT, RoBERTa, ALBERT, DistilBERT, XLNet, ELECTRA, their tokenizers and word vectors: pretrain, distil, "
                     "fine-tune, inspect, serve, and move checkpoints to and from Hugging Face layout.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -242,8 +242,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seq-length", type=int, default=128, help="sequence length for the attention FLOPs (default 128)")
     p.set_defaults(func=_params)
 
-    p = sub.add_parser("pretrain", help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic), ALBERT (MLM+SOP) or XLNet "
-                                           "(permutation LM) on text files; DistilBERT comes from `distill`")
+    p = sub.add_parser("pretrain", help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic), ALBERT (MLM+SOP), XLNet "
+                                           "(permutation LM) or ELECTRA (replaced-token detection) on text files; "
+                                           "DistilBERT comes from `distill`")
     add_options(p, "pretrain")
     _add_run_control(p)
     p.set_defaults(func=_pretrain)
@@ -290,7 +291,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.png|FILE.html")
     p.set_defaults(func=_attention)
 
-    p = sub.add_parser("demo", help="does pretraining pay with few labels? BERT, RoBERTa, ALBERT and XLNet pretrained, "
+    p = sub.add_parser("demo", help="does pretraining pay with few labels? BERT, RoBERTa, ALBERT, XLNet and ELECTRA pretrained, "
                                      "the real MiniLM distilled into a tiny student, each fine-tuned on 10 to 175 labels per class "
                                      "against its random-init twin, within a time budget")
     p.add_argument("--out", default="runs/demo", metavar="DIR")

@@ -214,6 +214,11 @@ class ElectraPair(nn.Module):
         self.generator.mlm.decoder.weight = shared.word.weight  # the generator's output stays tied to them
 
     @property
+    def backbone(self) -> ElectraModel:
+        """The discriminator's backbone (its embeddings are the generator's too: --init-embeddings fills both)."""
+        return self.discriminator.backbone
+
+    @property
     def mlm(self):
         """The generator's MLM head (its output bias takes the unigram prior)."""
         return self.generator.mlm

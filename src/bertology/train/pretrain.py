@@ -215,9 +215,9 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
         eval_batches = [heldout.batch(i, eval_size, seed=o.seed + 1) for i in range(n_eval)]
 
         def evaluate(m):
-            if recipe.objective == RTD:
-                return evaluate_replaced_token_detection(m, eval_batches)
-            return {**evaluate_pretraining(m, eval_batches), **unigram}
+            scores = (evaluate_replaced_token_detection(m, eval_batches) if recipe.objective == RTD
+                      else evaluate_pretraining(m, eval_batches))
+            return {**scores, **unigram}
 
         eval_labels = torch.cat([b["labels"].flatten() for b in eval_batches])
         unigram = {"unigram_accuracy": unigram_accuracy(counts, eval_labels), "unigram_loss": unigram_loss(counts, eval_labels)}
