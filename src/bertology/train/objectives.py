@@ -98,8 +98,9 @@ def sample_tokens(logits: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
     >>> sample_tokens(torch.tensor([[0.0, 0.0], [0.0, 0.0], [-1e9, 0.0]]), torch.tensor([0.2, 0.7, 0.2])).tolist()
     [0, 1, 1]
     """
-    cumulative = torch.softmax(logits.double(), -1).cumsum(-1)  # (M, V); float64: the last entry is 1 to rounding
-    picked = torch.searchsorted(cumulative, draws.double().unsqueeze(-1), right=True).squeeze(-1)
+    cumulative = torch.softmax(logits.float(), -1).cumsum(-1)  # (M, V)
+    cumulative = cumulative / cumulative[:, -1:]  # the last entry exactly 1, whatever the rounding of the sum
+    picked = torch.searchsorted(cumulative, draws.to(cumulative.dtype).unsqueeze(-1), right=True).squeeze(-1)
     return picked.clamp(max=logits.shape[-1] - 1)
 
 
@@ -128,7 +129,8 @@ class ReplacedTokenDetectionObjective:
         targets = labels[masked]  # (M,)
         gen_loss = gen.loss * (len(targets) / totals["masked"]) if len(targets) else gen.logits.sum() * 0.0
         with torch.no_grad():
-            sampled = sample_tokens(gen.logits.detach(), batch["replacement_draws"][masked])  # (M,)
+            scores = gen.logits.detach().float()  # (M, V); float32: argmax and softmax of bf16 are slow on CPUs
+            sampled = sample_tokens(scores, batch["replacement_draws"][masked])  # (M,)
             original = torch.where(masked, labels, batch["input_ids"])  # (B, T): the text before masking
             corrupted = original.masked_scatter(masked, sampled)
             replaced = (corrupted != original) & mask.bool()  # (B, T)
@@ -139,7 +141,7 @@ class ReplacedTokenDetectionObjective:
         loss = gen_loss + self.weight * disc_loss
         metrics = {
             "generator_mlm_loss": gen_loss.detach(),
-            "generator_mlm_accuracy": (gen.logits.argmax(-1) == targets).sum() / totals["masked"],
+            "generator_mlm_accuracy": (scores.argmax(-1) == targets).sum() / totals["masked"],
             "discriminator_loss": disc_loss.detach(),
             "discriminator_accuracy": ((logits.detach() > 0) == replaced)[real].sum() / totals["real"],
             "replaced_share": replaced.sum() / totals["real"],
