@@ -12,7 +12,7 @@ from bertology.tasks.grid import GridResult
 pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
 TEST = Path(__file__).parents[1] / "data" / "debian-sections" / "test.tsv"
-FAMILIES = ("bert", "roberta", "albert", "xlnet")
+FAMILIES = ("bert", "roberta", "albert", "xlnet", "electra")
 MODELS = (*FAMILIES, "bert+word2vec", "minilm→tiny")
 REFERENCES = ("bag-of-words", "word2vec average", "MiniLM embeddings (frozen)")
 PLOTS = ("pretraining.png", "label-curve.png", "parameters.png", *(f"attention-{f}.png" for f in FAMILIES))
@@ -41,7 +41,8 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
                 assert p["ci95"][0] <= p["gain"] <= p["ci95"][1]
                 assert p["significant"] == (p["ci95"][0] > 0 or p["ci95"][1] < 0)
                 assert set(p["vs_bag_of_words"]) == {"diff", "ci95", "significant"}
-    for r in results[:5]:
+    by_name = {r["model"]: r for r in results}
+    for r in results[:6]:
         assert r["pretraining_tokens"] > 0 and r["pretraining_tokens"] % (16 * 32) == 0 and r["pretraining_seconds"] > 0
         # every family was evaluated on held-out text, against the unigram baseline of the same tokens
         assert 0.0 < r["mlm_accuracy"] < 1.0 and 0.0 <= r["unigram_accuracy"] < 1.0, r["model"]
@@ -53,7 +54,7 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
                                                         None: pytest.approx(0.744, abs=0.006)}
     # Every accuracy in the report is recomputed from the predictions each fine-tuning kept.
     gold = [line.split("\t")[-1] for line in TEST.read_text(encoding="utf-8").splitlines()[1:]]
-    for r in results[:6]:
+    for r in results[:7]:
         twin_of = r["model"] if r["model"] in FAMILIES else "bert"  # the other starts share BERT's twin
         for name, accuracy in ((r["model"], "test_accuracy"), (twin(twin_of), "random_init_test_accuracy")):
             for point in r["label_curve"]:
@@ -64,8 +65,16 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
                 for run in grid.runs:
                     hits = sum(grid.labels[p] == g for p, g in zip(run["test_predictions"], gold))
                     assert run["test"] == pytest.approx(hits / len(gold)), (name, count, run["seed"])
-    assert results[4]["init_embeddings"]["copied"] > 0  # word2vec rows went into the embedding
-    student = results[5]
+    assert by_name["bert+word2vec"]["init_embeddings"]["copied"] > 0  # word2vec rows went into the embedding
+    # ELECTRA-tiny raced BERT-tiny on the same Trainer seconds (not the same steps), with BERT's WordPiece
+    electra, bert = by_name["electra"], by_name["bert"]
+    assert (electra["tokenizer"], electra["vocab_size"]) == (bert["tokenizer"], bert["vocab_size"])
+    assert 0.0 < electra["pair_accuracy"] < 1.0  # the discriminator's held-out accuracy
+    assert (out / "tokenizers" / "electra" / "tokenizer.json").read_text() == (out / "tokenizers" / "bert" / "tokenizer.json").read_text()
+    budgets = [json.loads(l)["options"]["time_budget"] for l in
+               [(out / "pretrain" / f / "summary.json").read_text() for f in ("bert", "electra")]]
+    assert budgets[0] == budgets[1]
+    student = by_name["minilm→tiny"]
     assert student["parameters"] < student["teacher_parameters"] / 10 and student["inference_speedup"] > 1
     # A second run with --resume reuses every stage and writes the same tables.
     tables = printed[printed.index("Pretraining:"):printed.index("report:")]

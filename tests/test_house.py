@@ -36,15 +36,15 @@ def test_each_family_record_names_real_classes_tokens_and_layouts(name):
     recipe = RECIPES[f.tokenizer]
     for token in (f.specials.cls, f.specials.sep, f.specials.mask, f.specials.pad):
         assert token in recipe.special_tokens, f"{name}: {token} is not among its tokenizer's special tokens"
-    assert f.segments == (name in ("bert", "albert", "xlnet"))  # RoBERTa has one token type, DistilBERT none
+    assert f.segments == (name in ("bert", "albert", "electra", "xlnet"))  # RoBERTa has one token type, DistilBERT none
     with pytest.raises(ValueError, match=f"{name} has no ForCausalLM head"):
         f.class_name("ForCausalLM")
 
 
 def test_pretrainable_families_carry_their_papers_recipe():
-    assert PRETRAINABLE == ("bert", "roberta", "albert", "xlnet")
+    assert PRETRAINABLE == ("bert", "roberta", "albert", "xlnet", "electra")
     assert [(get_family(n).pretraining.objective, get_family(n).pretraining.ngram) for n in PRETRAINABLE] == [
-        ("mlm+nsp", 1), ("mlm", 1), ("mlm+sop", 3), ("plm", 1)]
+        ("mlm+nsp", 1), ("mlm", 1), ("mlm+sop", 3), ("plm", 1), ("rtd", 1)]
     assert get_family("distilbert").pretraining is None
 
 

@@ -1,11 +1,11 @@
-"""bertology: BERT and its variants (RoBERTa, ALBERT, DistilBERT, XLNet), their tokenizers and word
+"""bertology: BERT and its variants (RoBERTa, ALBERT, DistilBERT, XLNet, ELECTRA), their tokenizers and word
 vectors, from scratch.
 
     >>> import bertology
     >>> model = bertology.load("path/to/hf-model-dir")       # doctest: +SKIP
     >>> model.save("out-dir")                                  # doctest: +SKIP
 
-`load` reads a BERT, RoBERTa, ALBERT, DistilBERT or XLNet directory; what `save` writes loads in
+`load` reads a BERT, RoBERTa, ALBERT, DistilBERT, XLNet or ELECTRA directory; what `save` writes loads in
 transformers with the same outputs.
 
 Names are imported on first use, so that `import bertology` (and the tokenizer commands, which

@@ -45,7 +45,10 @@ def _pretrain(args) -> int:
              if "eval/mlm_accuracy" in evaluation else "")
           + (f"; held-out PLM accuracy {evaluation['eval/plm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
              if "eval/plm_accuracy" in evaluation else "")
-          + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else ""))
+          + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else "")
+          + (f"; held-out generator MLM accuracy {evaluation['eval/generator_mlm_accuracy']:.3f}, discriminator "
+             f"accuracy {evaluation['eval/discriminator_accuracy']:.3f} ({evaluation['eval/replaced_share']:.1%} of the "
+             "tokens replaced)" if "eval/discriminator_accuracy" in evaluation else ""))
     if summary["interrupted"]:
         print(f"interrupted: checkpoint written; continue with --resume --out {options.out_dir}")
         return 130
@@ -235,7 +238,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="bertology",
-        description="BERT, RoBERTa, ALBERT, DistilBERT, XLNet, their tokenizers and word vectors: pretrain, distil, "
+        description="BERT, RoBERTa, ALBERT, DistilBERT, XLNet, ELECTRA, their tokenizers and word vectors: pretrain, distil, "
                     "fine-tune, inspect, serve, and move checkpoints to and from Hugging Face layout.")
     parser.add_argument("--version", action="version", version=f"bertology {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -246,8 +249,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seq-length", type=int, default=128, help="sequence length for the attention FLOPs (default 128)")
     p.set_defaults(func=_params)
 
-    p = sub.add_parser("pretrain", help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic), ALBERT (MLM+SOP) or XLNet "
-                                           "(permutation LM) on text files; DistilBERT comes from `distill`")
+    p = sub.add_parser("pretrain", help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic), ALBERT (MLM+SOP), XLNet "
+                                           "(permutation LM) or ELECTRA (replaced-token detection) on text files; "
+                                           "DistilBERT comes from `distill`")
     add_options(p, "pretrain")
     _add_run_control(p)
     p.set_defaults(func=_pretrain)
@@ -298,7 +302,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.png|FILE.html")
     p.set_defaults(func=_attention)
 
-    p = sub.add_parser("demo", help="does pretraining pay with few labels? BERT, RoBERTa, ALBERT and XLNet pretrained, "
+    p = sub.add_parser("demo", help="does pretraining pay with few labels? BERT, RoBERTa, ALBERT, XLNet and ELECTRA pretrained, "
                                      "the real MiniLM distilled into a tiny student, each fine-tuned on 10 to 175 labels per class "
                                      "against its random-init twin, within a time budget")
     p.add_argument("--out", default="runs/demo", metavar="DIR")

@@ -15,6 +15,8 @@ def hf_config(family: str, **overrides):
         c = T.RobertaConfig(**ODD, max_position_embeddings=40)
     elif family == "albert":
         c = T.AlbertConfig(**{**ODD, "num_hidden_layers": 4}, embedding_size=16, num_hidden_groups=2, inner_group_num=2)
+    elif family == "electra":  # embeddings narrower than the hidden size: the projection is exercised
+        c = T.ElectraConfig(**ODD, embedding_size=20)
     elif family == "distilbert":
         c = T.DistilBertConfig(vocab_size=99, dim=48, n_layers=2, n_heads=3, hidden_dim=37)
     else:

@@ -11,6 +11,7 @@ PUBLISHED = {
     "bert-base": 109_482_240, "bert-large": 335_141_888, "roberta-base": 124_645_632, "roberta-large": 355_359_744,
     "albert-base": 11_683_584, "albert-large": 17_683_968, "albert-xlarge": 58_724_864,
     "albert-xxlarge": 222_595_584, "distilbert-base": 66_362_880,
+    "electra-small": 13_483_008, "electra-base": 108_891_648, "electra-large": 334_092_288,
 }
 
 

@@ -29,11 +29,28 @@ def synthetic_batches(batch_size=8, length=12, seed=0, fixed=False):
     return batch
 
 
-def wiki_head(directory, chars: int):
-    """The first `chars` characters or so of data/wiki.txt, cut at a document boundary, as a file in `directory`."""
+def wiki_head(path, chars: int):
+    """The first `chars` characters of data/wiki.txt, cut at a document boundary, written to `path`."""
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "data" / "wiki.txt").read_text(encoding="utf-8")
-    path = Path(directory) / "wiki-head.txt"
     path.write_text(text[:text.index("\n\n", chars) + 1], encoding="utf-8")
     return path
+
+
+def single_and_two_ranks(args: list[str], tmp_path, timeout: int = 300) -> None:
+    """`bertology ARGS` in one process (--out tmp_path/single), then under torchrun with two ranks
+    (--out tmp_path/ddp) with the single run's tokenizer; each must succeed."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    single = subprocess.run([sys.executable, "-m", "bertology", *args, "--out", str(tmp_path / "single")],
+                            env=env, capture_output=True, text=True, timeout=timeout)
+    assert single.returncode == 0, single.stderr[-3000:]
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
+                          "bertology", *args, "--out", str(tmp_path / "ddp"),
+                          "--tokenizer", str(tmp_path / "single" / "tokenizer.json")],
+                         env=env, capture_output=True, text=True, timeout=timeout)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]

@@ -25,7 +25,7 @@ AUTO = {"bert": "AutoModelForPreTraining", "roberta": "AutoModelForMaskedLM", "a
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return wiki_head(tmp_path_factory.mktemp("corpus"), 60_000)
+    return wiki_head(tmp_path_factory.mktemp("corpus") / "wiki-head.txt", 60_000)
 
 
 def checkpoint(root: Path, family: str, corpus: Path, head: str | None = None, vocab_size: int = 300) -> Path:

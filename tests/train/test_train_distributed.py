@@ -11,6 +11,7 @@ import torch
 import bertology
 
 from ddp_worker import main as run_single
+from helpers import single_and_two_ranks, wiki_head
 
 pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
@@ -44,21 +45,11 @@ def test_xlnet_memory_of_every_rank_reaches_the_checkpoint(tmp_path):
     """Each rank carries its own batch rows' memory; a checkpoint holds all rows, as one process's does."""
     from safetensors.torch import load_file
 
-    corpus = tmp_path / "corpus.txt"
-    text = (HERE.parents[1] / "data" / "wiki.txt").read_text(encoding="utf-8")
-    corpus.write_text(text[:text.index("\n\n", 120_000) + 1], encoding="utf-8")
+    corpus = wiki_head(tmp_path / "corpus.txt", 120_000)
     args = ["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(corpus), "--vocab-size", "600",
             "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--heldout", "2",
             "--dropout", "0", "--quiet"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    single = subprocess.run([sys.executable, "-m", "bertology", *args, "--out", str(tmp_path / "single")],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert single.returncode == 0, single.stderr[-3000:]
-    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                          "bertology", *args, "--out", str(tmp_path / "ddp"),
-                          "--tokenizer", str(tmp_path / "single" / "tokenizer.json")],
-                         env=env, capture_output=True, text=True, timeout=300)
-    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    single_and_two_ranks(args, tmp_path)
     a, b = (load_file(str(tmp_path / d / "checkpoints" / "step-00000003" / "mems.safetensors")) for d in ("single", "ddp"))
     assert a.keys() == b.keys()
     for name in a:

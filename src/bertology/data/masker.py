@@ -11,6 +11,12 @@ The instance store keeps text only (ids, word starts, pair labels); every batch 
 * smoothed: positions drawn over the whole batch ∝ count^-0.7 of their token, keyed (seed, 4, step)
   (DistilBERT), from the corpus's token counts.
 
+Replaced-token detection (ELECTRA, objective "rtd") masks as google-research/electra does: 85% of
+the selected tokens become [MASK], 15% keep their own, none a random token (the generator supplies
+the replacements); and the batch carries `replacement_draws` (B, T), one uniform number per
+position keyed (seed, 5, step), from which the objective samples the generator's replacements, so
+that the sample too is a function of the global batch and the step (exact resume, data parallel).
+
 Static and dynamic share `masking.mask_rows_vectorised` (whole words and n-grams included): given
 the same draws they mask alike. A rank masks the global batch and keeps its rows, so data
 parallelism reproduces the single-process batch.
@@ -22,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .masking import RowDraws, mask_by_weight, mask_rows_vectorised, seeded_generator
-from .recipe import Recipe
+from .masking import (BERT_SHARES, ELECTRA_SHARES, RowDraws, mask_by_weight, mask_rows_vectorised,
+                      seeded_generator)
+from .recipe import RTD, Recipe
 
 
 @dataclass(frozen=True)
@@ -55,5 +62,8 @@ class Masker:
         out["input_ids"], out["labels"] = mask_rows_vectorised(
             ids, special, rows.get("word_start") if r.whole_word else None, draws, mask_id=self.mask_id,
             random_ids=self.random_ids, mlm_probability=r.mlm_probability, max_predictions=r.max_predictions,
-            ngram=r.ngram)
+            ngram=r.ngram, shares=ELECTRA_SHARES if r.objective == RTD else BERT_SHARES)
+        if r.objective == RTD:
+            out["replacement_draws"] = torch.rand(ids.shape, generator=seeded_generator(seed, 5, step),
+                                                  dtype=torch.float64)
         return out

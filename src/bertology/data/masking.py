@@ -261,16 +261,22 @@ def _draws(source: "torch.Generator | RowDraws"):
     return _TorchDraws(source) if isinstance(source, torch.Generator) else source
 
 
+BERT_SHARES = (0.8, 0.1)  # of the selected tokens: [MASK], a random token; the rest keep their own
+ELECTRA_SHARES = (0.85, 0.0)  # google-research/electra: no random tokens (the generator supplies replacements)
+
+
 def replace_tokens(input_ids: torch.Tensor, selected: torch.Tensor, generator: "torch.Generator | RowDraws",
-                   mask_id: int, random_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                   mask_id: int, random_ids: torch.Tensor, shares: tuple[float, float] = BERT_SHARES
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Steps 5-6: (masked input ids, labels) given a boolean `selected` of the same shape."""
     labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
     draw = _draws(generator)
     r = draw.rand(input_ids.shape)
+    masked, randomised = shares
     # 80% of the selected tokens -> [MASK]
-    to_mask = selected & (r < 0.8)
+    to_mask = selected & (r < masked)
     # 10% -> a random token from random_ids (which holds no special token)
-    to_random = selected & (r >= 0.8) & (r < 0.9)
+    to_random = selected & (r >= masked) & (r < masked + randomised)
     # the remaining 10% keep their original token
     pick = draw.randint(len(random_ids), input_ids.shape)
     out = torch.where(to_mask, torch.full_like(input_ids, mask_id), input_ids)
@@ -314,8 +320,8 @@ def mask_rows_reference(input_ids: torch.Tensor, special_mask: torch.Tensor, wor
 
 def mask_rows_vectorised(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
                          generator: "torch.Generator | RowDraws", *, mask_id: int, random_ids: torch.Tensor,
-                         mlm_probability: float = 0.15, max_predictions: int | None = 20, ngram: int = 1
-                         ) -> tuple[torch.Tensor, torch.Tensor]:
+                         mlm_probability: float = 0.15, max_predictions: int | None = 20, ngram: int = 1,
+                         shares: tuple[float, float] = BERT_SHARES) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask a batch (N, T) all at once: the module docstring's steps for every row, as
     `mask_sequence` does them, with torch ops over the whole batch and one generator.
 
@@ -356,7 +362,7 @@ def mask_rows_vectorised(input_ids: torch.Tensor, special_mask: torch.Tensor, wo
     budget = _budgets(candidate.sum(1), mlm_probability, max_predictions)
     chosen = select_spans_rows(unit_sizes, order, draws, budget, ngram)  # (N, U)
     selected = candidate & chosen.gather(1, unit)
-    return replace_tokens(input_ids, selected, draw, mask_id, random_ids)
+    return replace_tokens(input_ids, selected, draw, mask_id, random_ids, shares)
 
 
 def token_weights(counts: torch.Tensor, smoothing: float = 0.7) -> torch.Tensor:

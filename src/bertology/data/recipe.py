@@ -6,7 +6,7 @@ user's options, frozen and validated here. Every job reads it and dispatches on 
     >>> Recipe.resolve("roberta", max_seq_length=64, objective="mlm+nsp")
     Traceback (most recent call last):
     ...
-    ValueError: objective 'mlm+nsp' does not go with packing 'full-sentences': segment pairs are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm
+    ValueError: objective 'mlm+nsp' does not go with packing 'full-sentences': segment pairs are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd
 
 A new objective is one value of OBJECTIVES (with its HEADS entry), one objective class in
 train/objectives.py, and one masker / collator choice (data/masker.py).
@@ -19,20 +19,22 @@ from dataclasses import asdict, dataclass, fields
 from ..models.family import PRETRAINABLE, get_family
 from .permutation import PermutationSettings
 
-OBJECTIVES = ("mlm+nsp", "mlm+sop", "mlm")  # the masked-LM objectives (--objective)
+RTD = "rtd"  # ELECTRA's replaced-token detection: a generator's MLM and a discriminator over every token
+OBJECTIVES = ("mlm+nsp", "mlm+sop", "mlm", RTD)  # the masked-input objectives (--objective)
 PLM = "plm"  # XLNet's permutation LM over streams of text
 PACKINGS = ("pairs", "full-sentences", "doc-sentences")
 MASKINGS = ("static", "dynamic")  # --masking; "smoothed" is distillation's (DistilBERT)
 _MASKINGS = (*MASKINGS, "smoothed")
 # the model head each objective trains, and the batch key of its sentence-pair labels
-HEADS = {"mlm+nsp": "ForPreTraining", "mlm+sop": "ForPreTraining", "mlm": "ForMaskedLM", PLM: "LMHeadModel"}
+HEADS = {"mlm+nsp": "ForPreTraining", "mlm+sop": "ForPreTraining", "mlm": "ForMaskedLM", PLM: "LMHeadModel",
+         RTD: "ForPreTraining"}  # rtd: the discriminator, trained beside its generator (models.electra.ElectraPair)
 PAIR_LABELS = {"mlm+nsp": "next_sentence_label", "mlm+sop": "sentence_order_label"}
 
 
 @dataclass(frozen=True)
 class Recipe:
     family: str
-    objective: str                 # mlm+nsp | mlm+sop | mlm | plm
+    objective: str                 # mlm+nsp | mlm+sop | mlm | rtd | plm
     max_seq_length: int = 128
     packing: str = "pairs"         # pairs | full-sentences | doc-sentences (plm: streams)
     masking: str = "static"        # static (a mask per instance, fixed) | dynamic (per batch) | smoothed (plm: none)
@@ -55,9 +57,9 @@ class Recipe:
                                      ("masking", self.masking, _MASKINGS)):
             if value not in allowed:
                 raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
-        if (self.objective == "mlm") != (self.packing != "pairs"):
+        if (self.objective in ("mlm", RTD)) != (self.packing != "pairs"):
             raise ValueError(f"objective {self.objective!r} does not go with packing {self.packing!r}: segment pairs "
-                             f"are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm")
+                             f"are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd")
         checks = (("max_seq_length", self.max_seq_length >= 5, "be >= 5"), ("dupe_factor", self.dupe_factor >= 1, "be >= 1"),
                   ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "be in [0, 1]"),
                   ("ngram", self.ngram >= 1, "be >= 1"), ("mlm_probability", 0 <= self.mlm_probability <= 1, "be in [0, 1]"),
@@ -124,7 +126,7 @@ class Recipe:
         d_obj, d_pack, d_mask, d_ngram = ((paper.objective, paper.packing, paper.masking, paper.ngram) if paper
                                           else (objective, packing, masking, 1))
         objective = objective or d_obj
-        packing = packing or (d_pack if objective != "mlm" else ("full-sentences" if d_pack == "pairs" else d_pack))
+        packing = packing or (d_pack if objective not in ("mlm", RTD) else ("full-sentences" if d_pack == "pairs" else d_pack))
         return cls(family, objective, packing=packing, masking=masking or d_mask,
                    ngram=d_ngram if ngram is None else ngram, **rest)
 

@@ -2,11 +2,13 @@
 data that ships here, within a wall-clock budget on the machine at hand (`--budget-minutes`,
 default 20; plan.py says how it is spent).
 
-1. trains each family's tokenizer (WordPiece, byte-level BPE, Unigram for ALBERT and XLNet) on
+1. trains each family's tokenizer (WordPiece, byte-level BPE, Unigram for ALBERT and XLNet; ELECTRA
+   shares BERT's WordPiece) on
    Debian's long package descriptions (data/debian-descriptions: leakage-free for the task's dev
    and test packages), and word2vec over BERT's pieces;
 2. pretrains a tiny model of each family for an equal share of the time with the small-budget
-   recipe (stages.recipe), each with its paper's objective; a BERT whose token embedding starts
+   recipe (stages.recipe), each with its paper's objective (ELECTRA-tiny on exactly BERT-tiny's
+   Trainer seconds, with BERT's WordPiece: the race of equal time, stages.EQUAL_TIME); a BERT whose token embedding starts
    from the word2vec vectors; and the teacher track: the real all-MiniLM-L6-v2 distilled at the
    sentence level into the same tiny BERT;
 3. fine-tunes every start and each family's random-init twin (same architecture and tokenizer) on
@@ -31,7 +33,7 @@ from pathlib import Path
 from .curve import Start, label_curves, twin
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name
 from .report import reference_lines, write_report
-from .stages import (CORPORA, FAMILIES, corpus_files, data_path, minilm_path, pretrain_one, recipe, teacher_track,
+from .stages import (CORPORA, EQUAL_TIME, FAMILIES, corpus_files, data_path, minilm_path, pretrain_one, recipe, teacher_track,
                      train_tokenizers)
 
 __all__ = ["CORPORA", "recipe", "run"]
@@ -134,7 +136,9 @@ def run(args) -> int:
         return max(1.0, share - (sum(overheads) / len(overheads) if overheads else 0.0))
 
     for i, (name, family, extra) in enumerate(models):
-        row = pretrain_one(name, family, out, plan, corpus, slot(len(models) + 1 - i), args.resume, say, **extra)
+        partner = rows.get(EQUAL_TIME.get(name), {})
+        seconds = partner["time_budget_s"] if "time_budget_s" in partner else slot(len(models) + 1 - i)
+        row = pretrain_one(name, family, out, plan, corpus, seconds, args.resume, say, **extra)
         if row is None:
             print(f"interrupted during {name} pretraining; {resume_hint}")
             return 130

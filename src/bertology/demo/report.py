@@ -8,7 +8,7 @@ from pathlib import Path
 from ..tasks.grid import GridResult
 from .curve import accuracy_interval, compare, labels_of, twin
 from .plan import Budget, Plan, count_order, label_count, label_name
-from .stages import FAMILIES, data_path, minilm_path
+from .stages import EQUAL_TIME, FAMILIES, data_path, minilm_path
 
 ATTENTION_SENTENCE = "A free real-time strategy game of ancient warfare, with a powerful custom game engine."
 BAG_OF_WORDS, WORD2VEC, MINILM = "bag-of-words", "word2vec average", "MiniLM embeddings (frozen)"
@@ -115,12 +115,19 @@ def _accuracy(accuracy: float, ci95: list[float]) -> str:
 
 def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -> str:
     pre = ["| model | tokenizer (vocab, tokens/word) | parameters | pretraining: tokens (s, tokens/s) "
-           "| held-out MLM / PLM acc. (unigram) | NSP / SOP acc. |", "|" + "---|" * 6]
+           "| held-out MLM / PLM acc. (unigram) | NSP / SOP / replaced-token acc. |", "|" + "---|" * 6]
     for name, r in rows.items():
-        pair = f"{r['pair_accuracy']:.3f} ({'NSP' if r['objective'] == 'mlm+nsp' else 'SOP'})" if r.get("pair_accuracy") is not None else "–"
+        kind = {"mlm+nsp": "NSP", "mlm+sop": "SOP", "rtd": "RTD"}.get(r["objective"])
+        pair = f"{r['pair_accuracy']:.3f} ({kind})" if r.get("pair_accuracy") is not None else "–"
         pre.append(f"| {name} | {r['tokenizer']} ({r['vocab']:,}, {r['tokens_per_word']:.2f}) | {r['parameters']:,} "
                    f"| {r['pretraining_tokens']:,} ({r['pretrain_s']:.0f} s, {r['tokens_per_s']:,.0f}/s) "
                    f"| {r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f}) | {pair} |")
+    for name, partner in EQUAL_TIME.items():  # the race of equal time: the same seconds, not the same steps
+        if name in rows and partner in rows:
+            a, b = rows[name], rows[partner]
+            pre += ["", f"{name} pretrained on the wall-clock budget of {partner} ({a['time_budget_s']:.0f} s of training "
+                        f"each): {a['pretraining_tokens']:,} tokens in {a['pretraining_steps']:,} steps against "
+                        f"{b['pretraining_tokens']:,} in {b['pretraining_steps']:,}."]
     header = "| start | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
     curve = [header, "|" + "---|" * (len(counts) + 1)]
     gains = ["| model | " + " | ".join(f"gain over twin, {c}/class" for c in counts) + " | "

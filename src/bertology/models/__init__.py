@@ -3,7 +3,8 @@
 Layout: config.py (one dataclass per family) → the model files (bert.py and its diffs; xlnet.py
 and its beam QA head, xlnet_qa.py) and heads.py → family.py (one record per family) and
 hf_names.py (transformers' parameter names) → checkpoint.py (Hugging Face layout on disk) →
-auto.py (the class a directory holds).
+auto.py (the class a directory holds). electra.py adds ElectraPair, the generator and discriminator
+that pretrain together.
 """
 from .albert import (
     AlbertForMaskedLM, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForQuestionAnswering,
@@ -16,10 +17,16 @@ from .bert import (
     BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, BertModel,
 )
 from .checkpoint import CheckpointError, check_tokenizer, read_config, read_weights, save
-from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig, XLNetConfig
+from .config import (
+    AlbertConfig, BertConfig, DistilBertConfig, ElectraConfig, EncoderConfig, RobertaConfig, XLNetConfig,
+)
 from .distilbert import (
     DistilBertForMaskedLM, DistilBertForMultipleChoice, DistilBertForQuestionAnswering,
     DistilBertForSequenceClassification, DistilBertForTokenClassification, DistilBertModel,
+)
+from .electra import (
+    ElectraForMaskedLM, ElectraForMultipleChoice, ElectraForPreTraining, ElectraForQuestionAnswering,
+    ElectraForSequenceClassification, ElectraForTokenClassification, ElectraModel, ElectraPair,
 )
 from .family import FAMILIES, PRETRAINABLE, Family, config_from_dict, family_of, get_family, resolve_preset
 from .roberta import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from ..hardware import resolve_device
-from . import albert, bert, distilbert, roberta, xlnet, xlnet_qa
+from . import albert, bert, distilbert, electra, roberta, xlnet, xlnet_qa
 from .base import PreTrainedModel
 from .checkpoint import load_state, read_config, read_weights
 from .config import EncoderConfig
@@ -18,7 +18,7 @@ QUANTIZE = (None, "int8")  # what `load(..., quantize=)` accepts
 
 # every model class of the family files, by its name (= transformers' architecture name)
 ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
-    name: cls for module in (bert, roberta, albert, distilbert, xlnet, xlnet_qa) for name, cls in vars(module).items()
+    name: cls for module in (bert, roberta, albert, distilbert, electra, xlnet, xlnet_qa) for name, cls in vars(module).items()
     if isinstance(cls, type) and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
 }
 
@@ -67,6 +67,9 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     except ValueError as e:
         raise ValueError(f"{path / 'config.json'}: {e}") from None
     tensors, source = read_weights(path)
+    check = getattr(model, "check_checkpoint", None)  # a family's own word on weights of the wrong kind
+    if check is not None:
+        check(tensors, source)
     load_state(model, tensors, source, strict)
     model.to(device).eval()
     if quantize == "int8":

@@ -87,7 +87,8 @@ def save(model, path: str | os.PathLike) -> None:
 # Keys transformers checkpoints may hold that carry nothing we need: position-id buffers, and the
 # decoder copies of the tied word embeddings / bias.
 _IGNORABLE = re.compile(r"(.*\.position_ids$|.*decoder\.bias$|"
-                        r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$|^lm_loss\.weight$)")
+                        r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$|^lm_loss\.weight$|"
+                        r"^generator_lm_head\.weight$)")
 
 
 def read_config(path: str | os.PathLike) -> EncoderConfig:

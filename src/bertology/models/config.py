@@ -380,3 +380,40 @@ class XLNetConfig(EncoderConfig):
         if d_head is not None and d_head != config.d_head:
             raise ValueError(f"{source}: d_head {d_head} is not d_model / n_head = {config.d_head}")
         return config
+
+
+@dataclass
+class ElectraConfig(EncoderConfig):
+    """ELECTRA (Clark et al., 2020): BERT's encoder with embeddings of size E projected to H when
+    they differ, no pooler. The same config describes the discriminator and the (narrower) generator.
+
+    Presets small / base / large are Google's discriminators; tiny and mini have BERT-tiny's and
+    BERT-mini's shapes (E = H), so that the two families race on equal networks. The summary_*
+    keys are transformers' multiple-choice head (first token → dense → GELU → dropout).
+    """
+
+    model_type: ClassVar[str] = "electra"
+    presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "tiny": dict(_BERT_SIZES["tiny"], embedding_size=128),
+        "mini": dict(_BERT_SIZES["mini"], embedding_size=256),
+        "small": dict(num_hidden_layers=12, hidden_size=256, num_attention_heads=4, intermediate_size=1024,
+                      embedding_size=128),
+        "base": dict(_BERT_SIZES["base"], embedding_size=768),
+        "large": dict(_BERT_SIZES["large"], embedding_size=1024),
+    }
+
+    embedding_size: int = 768
+    summary_type: str = "first"
+    summary_use_proj: bool = True
+    summary_activation: str | None = "gelu"
+    summary_last_dropout: float = 0.1
+
+    _POSITIVE: ClassVar[tuple[str, ...]] = EncoderConfig._POSITIVE + ("embedding_size",)
+
+    def __post_init__(self):
+        super().__post_init__()
+        # transformers' other summaries (last token, mean, no projection) are not ELECTRA's: refuse, not guess
+        if (self.summary_type, self.summary_use_proj) != ("first", True) or self.extra.get("summary_proj_to_labels"):
+            raise ValueError(f"ElectraConfig: summary_type {self.summary_type!r} / summary_use_proj "
+                             f"{self.summary_use_proj!r} / summary_proj_to_labels: only ELECTRA's own ('first', "
+                             "true, false) is supported")

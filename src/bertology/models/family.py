@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import hf_names
-from .config import AlbertConfig, BertConfig, DistilBertConfig, EncoderConfig, RobertaConfig, XLNetConfig
+from .config import (
+    AlbertConfig, BertConfig, DistilBertConfig, ElectraConfig, EncoderConfig, RobertaConfig, XLNetConfig,
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class Specials:
 @dataclass(frozen=True)
 class Pretraining:
     """How the family's paper pretrained it; every field is overridable per run."""
-    objective: str   # mlm+nsp | mlm+sop | mlm | plm (XLNet's permutation LM)
+    objective: str   # mlm+nsp | mlm+sop | mlm | plm (XLNet's permutation LM) | rtd (ELECTRA's replaced-token detection)
     packing: str     # pairs | full-sentences | doc-sentences | streams (XLNet: a text stream per batch row)
     masking: str     # static (masks drawn once, dupe_factor copies) | dynamic (drawn per batch) | permutation
     ngram: int = 1   # mask spans of up to n words (ALBERT: 3)
@@ -107,6 +109,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>", eod="</s>"),
            pretraining=Pretraining("plm", "streams", "permutation"),
            task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),), summary_head=True),
+    # the discriminator is the model kept; pretraining adds a generator (models/electra.py ElectraPair)
+    Family("electra", ElectraConfig, "Electra", ("ForPreTraining",) + _TASK_HEADS, hf_names.ELECTRA,
+           tokenizer="bert", tokenizer_algorithm="WordPiece", specials=_BERT_SPECIALS,
+           pretraining=Pretraining("rtd", "full-sentences", "dynamic"),
+           tokenizer_options=(("criterion", "frequency"),)),
 )}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 

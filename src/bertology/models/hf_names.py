@@ -122,6 +122,15 @@ DISTILBERT = NameMap("distilbert", _DISTILBERT_BACKBONE,
                      qkv=("q_lin", "k_lin", "v_lin"))
 
 
+# ELECTRA: BERT's backbone without a pooler, its projection E → H beside the embeddings; the
+# generator's and discriminator's heads and the multiple-choice summary under their transformers names
+_ELECTRA_BACKBONE: list[Rule] = [(r"encoder\.project\.", "embeddings_project.")] + _BERT_BACKBONE[:-1]
+ELECTRA = NameMap("electra", _ELECTRA_BACKBONE,
+                  [(r"discriminator\.", "discriminator_predictions."), (r"classifier\.summary\.", "sequence_summary.summary.")]
+                  + _heads("generator_predictions.", "dense.", "LayerNorm.", "generator_lm_head.bias",
+                           "generator_lm_head.weight"))
+
+
 # XLNet shares nothing with BERT's layout. Its heads carry transformers' own names, so they map to
 # themselves; with untie_r=False the backbone's one set of attention biases is written into every
 # layer, as transformers (which always unties them) expects.

@@ -64,8 +64,9 @@ def count(config: EncoderConfig, name: str = "", seq_length: int = 128) -> Param
         c.embeddings["token type"] = emb.token_type.weight.numel()
     c.embeddings["LayerNorm"] = sum(p.numel() for p in emb.norm.parameters())
     encoder = model.encoder
-    if isinstance(config, AlbertConfig):
+    if getattr(encoder, "project", None) is not None:  # ALBERT, ELECTRA with E ≠ H
         c.embeddings["projection E→H"] = sum(p.numel() for p in encoder.project.parameters())
+    if isinstance(config, AlbertConfig):
         attention = [sum(p.numel() for p in b.parameters()) for b in encoder.attention_blocks]
         ffn = [sum(p.numel() for p in b.parameters()) for b in encoder.ffn_blocks]
         c.layer_sizes = [a + f for a, f in zip(attention, ffn)] if len(attention) == len(ffn) else attention + ffn

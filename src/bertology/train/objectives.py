@@ -1,6 +1,7 @@
 """Training objectives: a loss per micro-batch, divided by counts over the *global* batch.
 
-PretrainingObjective (MLM + NSP / SOP) and DistillationObjective (DistilBERT's triple loss:
+PretrainingObjective (MLM + NSP / SOP), ReplacedTokenDetectionObjective (ELECTRA's generator MLM +
+λ·discriminator BCE over every token), DistillationObjective (DistilBERT's triple loss:
 α_ce·T²·KL of the softened predictions + α_mlm·CE + α_cos·(1 − cos) of the last hidden states,
 optionally + α_mse·MSE of the logits; a teacher without an MLM head teaches through the hidden
 states alone), and SentenceDistillationObjective (Reimers & Gurevych, 2020: a student with its own
@@ -86,6 +87,91 @@ def evaluate_pretraining(model, batches: Iterable[dict[str, torch.Tensor]]) -> d
     if "pair_accuracy" in sums:
         out["pair_accuracy"] = sums["pair_accuracy"] / sequences
     return out
+
+
+# ---- replaced-token detection (ELECTRA) --------------------------------------------------------------
+
+def sample_tokens(logits: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
+    """One token per row of (M, V) logits, sampled from their softmax by inverting its cumulative sum at
+    the uniform `draws` (M,): the sample is a function of the draws alone, whatever device or batch split.
+
+    >>> sample_tokens(torch.tensor([[0.0, 0.0], [0.0, 0.0], [-1e9, 0.0]]), torch.tensor([0.2, 0.7, 0.2])).tolist()
+    [0, 1, 1]
+    """
+    cumulative = torch.softmax(logits.float(), -1).cumsum(-1)  # (M, V)
+    cumulative = cumulative / cumulative[:, -1:]  # the last entry exactly 1, whatever the rounding of the sum
+    picked = torch.searchsorted(cumulative, draws.to(cumulative.dtype).unsqueeze(-1), right=True).squeeze(-1)
+    return picked.clamp(max=logits.shape[-1] - 1)
+
+
+class ReplacedTokenDetectionObjective:
+    """ELECTRA: the generator learns MLM at the masked positions; its samples fill them (no gradient
+    through the sample); the discriminator learns, at every real token, whether it was replaced:
+
+        loss = MLM(generator) + λ · BCE(discriminator),   λ = 50 (the paper's)
+
+    the MLM mean over the global batch's masked tokens, the BCE over its real tokens. A sample equal
+    to the original token counts as original. The model is a models.electra.ElectraPair; the batch is
+    the masker's (input_ids masked, labels = the originals there, replacement_draws).
+    """
+
+    def __init__(self, discriminator_weight: float = 50.0):
+        self.weight = discriminator_weight
+
+    def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
+        return {"masked": max(1, int((batch["labels"] != IGNORE).sum())), "real": max(1, int(batch["attention_mask"].sum()))}
+
+    def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
+        labels, mask = batch["labels"], batch["attention_mask"]
+        masked = labels != IGNORE  # (B, T)
+        inputs = {k: batch[k] for k in ("attention_mask", "token_type_ids") if k in batch}
+        gen = model.generator(input_ids=batch["input_ids"], labels=labels, sparse_prediction=True, **inputs)
+        targets = labels[masked]  # (M,)
+        gen_loss = gen.loss * (len(targets) / totals["masked"]) if len(targets) else gen.logits.sum() * 0.0
+        with torch.no_grad():
+            scores = gen.logits.detach().float()  # (M, V); float32: argmax and softmax of bf16 are slow on CPUs
+            sampled = sample_tokens(scores, batch["replacement_draws"][masked])  # (M,)
+            original = torch.where(masked, labels, batch["input_ids"])  # (B, T): the text before masking
+            corrupted = original.masked_scatter(masked, sampled)
+            replaced = (corrupted != original) & mask.bool()  # (B, T)
+        logits = model.discriminator(input_ids=corrupted, **inputs).logits  # (B, T)
+        real = mask.bool()
+        bce = F.binary_cross_entropy_with_logits(logits[real].float(), replaced[real].float(), reduction="sum")
+        disc_loss = bce / totals["real"]
+        loss = gen_loss + self.weight * disc_loss
+        metrics = {
+            "generator_mlm_loss": gen_loss.detach(),
+            "generator_mlm_accuracy": (scores.argmax(-1) == targets).sum() / totals["masked"],
+            "discriminator_loss": disc_loss.detach(),
+            "discriminator_accuracy": ((logits.detach() > 0) == replaced)[real].sum() / totals["real"],
+            "replaced_share": replaced.sum() / totals["real"],
+            "loss": loss.detach(),
+        }
+        return loss, metrics
+
+
+@torch.no_grad()
+def evaluate_replaced_token_detection(model, batches: Iterable[dict[str, torch.Tensor]],
+                                      discriminator_weight: float = 50.0) -> dict[str, float]:
+    """Held-out generator MLM accuracy and loss, discriminator accuracy and loss, replaced share,
+    each averaged over the batches' masked (generator) or real (the rest) tokens."""
+    objective = ReplacedTokenDetectionObjective(discriminator_weight)
+    sums: dict[str, float] = {}
+    counts = {"masked": 0, "real": 0}
+    device = model_device(model)
+    for batch in batches:
+        totals = objective.totals(batch)
+        _, m = objective(model, to_device(batch, device), totals)
+        for k, v in m.items():
+            if k == "loss":
+                continue
+            weight = totals["masked"] if k.startswith("generator") else totals["real"]
+            sums[k] = sums.get(k, 0.0) + float(v) * weight
+        counts["masked"] += totals["masked"]
+        counts["real"] += totals["real"]
+    if not counts["real"]:
+        raise ValueError("evaluation data has no tokens")
+    return {k: v / counts["masked" if k.startswith("generator") else "real"] for k, v in sums.items()}
 
 
 # ---- distillation ---------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Each family's defaults follow its paper (its record's `pretraining`, models/family.py): BERT MLM + NSP, static masks
 over pairs; RoBERTa MLM only, dynamic masks over FULL-SENTENCES packing, byte-level BPE; ALBERT
 MLM + SOP with n-gram masking, factorized embeddings and shared layers; XLNet permutation LM over
-streams of text with memory (train/plm.py). Every one is overridable. The options become one
+streams of text with memory (train/plm.py); ELECTRA replaced-token detection (a generator and the
+discriminator, models/electra.py ElectraPair; the discriminator is saved as the model, the generator
+in generator/). Every one is overridable. The options become one
 `data.recipe.Recipe`, resolved and validated once; the job dispatches on its objective.
 
 The output directory ends up holding config.json + model.safetensors + tokenizer.json (loadable
@@ -21,24 +23,29 @@ from typing import Any
 import torch
 
 from ..data import FORMATS, build_store, check_corpus_documents, heldout_value
-from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, Recipe
+from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, RTD, Recipe
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_write_json, claim_output_dir
+from ..models.electra import ElectraPair, check_pair_checkpoint, generator_config
 from ..models.init_embeddings import init_token_embeddings, read_init_vectors
 from ..models.params import count
 from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
                        check_options, option)
 from . import distributed as dist
-from .continued import (INIT_RECORD, Extension, Start, check_init, check_resume, extend_vocabulary, grow_vocabulary,
+from .continued import (Extension, Start, check_init, check_resume, extend_vocabulary, grow_vocabulary,
                         read_text_column, resumed_model, start_model, write_init_record, write_text_corpus)
 from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
-from .objectives import PretrainingObjective, evaluate_pretraining
+from .objectives import (PretrainingObjective, ReplacedTokenDetectionObjective, evaluate_pretraining,
+                         evaluate_replaced_token_detection)
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
 from .resume import same_run
 from ..tokenizers import Tokenizer, train
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
+
+DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discriminator's width (the paper's best)
+
 
 @dataclass
 class PretrainOptions(RunOptions):
@@ -87,6 +94,9 @@ class PretrainOptions(RunOptions):
     perm_size: int | None = option(None, "XLNet: factorisation-order block (default: the largest dividing both "
                                          "--reuse-len and the rest, at most half of --seq-len)", check=POSITIVE)
     bi_data: bool = option(False, "XLNet: half the batch rows run their text backwards")
+    generator_size: float | None = option(None, "ELECTRA: the generator's hidden width as a fraction of the "
+                                                "discriminator's, in (0, 1] (default 0.25, the paper's best)",
+                                          check=Check("in (0, 1]", lambda v: 0 < v <= 1))
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
     init_embeddings: str | None = option(None, "start the token embedding from these word vectors, keyed by the "
@@ -145,7 +155,10 @@ def _model(o: PretrainOptions, tok, recipe: Recipe):
     config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad, **o.config_overrides)
     if "max_position_embeddings" not in o.config_overrides:  # sized to the sequences (checked against the preset)
         config.max_position_embeddings = max(o.seq_len + config.position_offset, 64)
-    model = task_class(o.family, recipe.head)(config)
+    if recipe.objective == RTD:  # the discriminator trains beside its generator
+        model = ElectraPair(config, o.generator_size or DEFAULT_GENERATOR_SIZE)
+    else:
+        model = task_class(o.family, recipe.head)(config)
     return model if o.dropout is None else set_dropout(model, o.dropout)
 
 
@@ -183,6 +196,10 @@ def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
         raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
                          f"{o.family}-{o.preset} preset")
     recipe.check_model()
+    if o.generator_size is not None:
+        if recipe.objective != RTD:
+            raise ValueError(f"--generator-size is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}")
+        generator_config(config, o.generator_size)  # a size the generator's heads cannot split fails here
 
 
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
@@ -233,6 +250,8 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
         resume, overwrite = False, True
+    if resume and recipe.objective == RTD:  # before anything is written: a checkpoint without its generator
+        check_pair_checkpoint(checkpoints(out)[-1])
     same_run(out, asked, resume)  # a resume with options that change the run is refused here, before any write
     if documents is not None:  # the labelled file's texts, kept with the run (a resume reads them there)
         if dist.is_main():
@@ -277,12 +296,15 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
         eval_batches = [heldout.batch(i, eval_size, seed=o.seed + 1) for i in range(n_eval)]
 
         def evaluate(m):
-            return {**evaluate_pretraining(m, eval_batches), **unigram}
+            scores = (evaluate_replaced_token_detection(m, eval_batches) if recipe.objective == RTD
+                      else evaluate_pretraining(m, eval_batches))
+            return {**scores, **unigram}
 
         eval_labels = torch.cat([b["labels"].flatten() for b in eval_batches])
         unigram = {"unigram_accuracy": unigram_accuracy(counts, eval_labels), "unigram_loss": unigram_loss(counts, eval_labels)}
 
-    trainer = Trainer(model, args, lambda step: store.batch(step, o.batch_size), PretrainingObjective(), evaluate,
+    objective = ReplacedTokenDetectionObjective() if recipe.objective == RTD else PretrainingObjective()
+    trainer = Trainer(model, args, lambda step: store.batch(step, o.batch_size), objective, evaluate,
                       save_extra=lambda d: tok.save(d / "tokenizer.json"))
     started = trainer.step
     result = trainer.train(resume=resume)

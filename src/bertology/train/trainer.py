@@ -294,11 +294,15 @@ class Trainer:
             diff = {k: (theirs.get(k), v) for k, v in json.loads(ours).items() if theirs.get(k) != v}
             raise ValueError(f"{checkpoint}: checkpoint was written for another model config; differences "
                              f"(checkpoint, now): {diff}")
-        try:
-            tensors, source = read_weights(checkpoint)
-        except Exception as e:
-            raise ValueError(f"{checkpoint}: corrupt or unreadable weights ({e})") from None
-        load_state(self.model, tensors, source, strict=True)
+        own = getattr(self.model, "load_checkpoint", None)  # a model saved as more than one directory (ELECTRA's pair)
+        if own is not None:
+            own(checkpoint)
+        else:
+            try:
+                tensors, source = read_weights(checkpoint)
+            except Exception as e:
+                raise ValueError(f"{checkpoint}: corrupt or unreadable weights ({e})") from None
+            load_state(self.model, tensors, source, strict=True)
         self.elapsed_s = float(state.get("elapsed_s", 0.0))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 COLORS = {"bert": "#1f77b4", "roberta": "#d62728", "albert": "#2ca02c", "distilbert": "#9467bd", "xlnet": "#ff7f0e",
-          "baseline": "#7f7f7f"}
+          "electra": "#17becf", "baseline": "#7f7f7f"}
 
 
 def _pyplot():
@@ -39,10 +39,11 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for name, records in runs.items():
         scale = (tokens_per_step or {}).get(name, 1)
-        lm = "plm" if any("plm_loss" in r for r in records) else "mlm"
+        # XLNet's permutation LM, ELECTRA's generator (its discriminator's loss is another scale), or MLM
+        lm = next((k for k in ("plm", "generator_mlm") if any(f"{k}_loss" in r for r in records)), "mlm")
         train = [r for r in records if f"{lm}_loss" in r]
         evals = [r for r in records if f"eval/{lm}_accuracy" in r]
-        color, label = COLORS.get(name), f"{name} ({lm.upper()})"
+        color, label = COLORS.get(name), f"{name} ({lm.replace('generator_', 'generator ').upper()})"
         left.plot([r["step"] * scale for r in train], [r[f"{lm}_loss"] for r in train], label=label, color=color)
         right.plot([r["step"] * scale for r in evals], [r[f"eval/{lm}_accuracy"] for r in evals], "o-", label=label,
                    color=color)
