@@ -186,7 +186,7 @@ def test_info_health_metrics_and_page(clients, checkpoints):
     assert info["model_type"]["classifier"]["label2id"] == {"games": 0, "mail": 1, "net": 2}
     model, _ = direct(checkpoints["classify"])
     assert info["parameters"] == sum(p.numel() for p in model.parameters())
-    assert info["endpoints"] == ["attention", "embed", "predict", "tokenize"]
+    assert info["endpoints"] == ["attention", "decode", "embed", "embed_all", "predict", "similarity", "tokenize"]
     assert info["device"] == "cpu" and info["model_dtype"] == "float32"  # the Python API's default device
     assert client.get("/health").status_code == 200
     client.post("/embed", json={"inputs": "x y"})
