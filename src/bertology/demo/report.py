@@ -172,8 +172,10 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
     atomic_write_text(out / "results.json", json.dumps(listed, indent=2) + "\n")
     counts = [label_name(c) for c in sorted(plan.label_counts, key=count_order)
               if any(label_name(c) in g for g in curves.values())]
-    images = [plot_curves({f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}, out / "pretraining.png",
-                          {f: plan.batch_size * plan.seq_len for f in rows})]
+    metrics = {f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}
+    images = [plot_curves(metrics, out / "pretraining.png", {f: plan.batch_size * plan.seq_len for f in rows}),
+              # the same runs against wall-clock seconds: an ELECTRA step costs more than BERT's (its generator)
+              plot_curves(metrics, out / "pretraining-time.png", seconds=True)]
     lines = {}  # each family's line, then its twin's
     for e in listed:
         lines[e["model"]] = [(p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]]
@@ -206,6 +208,7 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
         f"ensembled; total wall time {budget.spent() / 60:.1f} min.", "",
         text, "",
         "![label curve](label-curve.png)", "", "![pretraining curves](pretraining.png)", "",
+        "![pretraining curves against seconds](pretraining-time.png)", "",
         "![parameter breakdown](parameters.png)", "",
         *[f"![attention {f}](attention-{f}.png)" for f in FAMILIES], "",
     ]

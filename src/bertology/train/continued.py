@@ -46,6 +46,9 @@ from ..tasks.readers import read_table
 from ..tokenizers import Tokenizer, train
 from ..tokenizers.corpus import count_words_in_files
 
+# the families --init continues; ELECTRA pretrains here but its pair (discriminator + generator) is not
+# yet built from a checkpoint directory
+CONTINUABLE = tuple(f for f in PRETRAINABLE if f != "electra")
 INIT_RECORD = "init.json"  # in the output directory: which checkpoint (and extension) the run continues
 
 
@@ -77,9 +80,11 @@ def check_init(o, head: str) -> Start:
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
     family = config.model_type
-    if family not in PRETRAINABLE:
-        raise ValueError(f"{where}: a {family} checkpoint; bertology continues pretraining {', '.join(PRETRAINABLE)}"
-                         + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else ""))
+    if family not in CONTINUABLE:
+        raise ValueError(f"{where}: a {family} checkpoint; bertology continues pretraining {', '.join(CONTINUABLE)}"
+                         + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else "")
+                         + (" (ELECTRA's discriminator and generator pair cannot start from a directory yet)"
+                            if family == "electra" else ""))
     if o.family != family:
         raise ValueError(f"--family {o.family} contradicts {where}, a {family} checkpoint")
     shape = f"a {family} checkpoint of {config.num_hidden_layers} layers, hidden size {config.hidden_size}"

@@ -32,9 +32,10 @@ def _save(fig, path: str | Path) -> Path:
     return Path(path)
 
 
-def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: dict[str, int] | None = None) -> Path:
-    """Training loss and held-out accuracy of the language-model objective (MLM, or XLNet's PLM)
-    against tokens seen, one line per run."""
+def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: dict[str, int] | None = None,
+                seconds: bool = False) -> Path:
+    """Training loss and held-out accuracy of the language-model objective (MLM, XLNet's PLM, ELECTRA's
+    generator MLM) against tokens seen, or (`seconds`) against the run's wall-clock seconds, one line per run."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for name, records in runs.items():
@@ -44,10 +45,15 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: 
         train = [r for r in records if f"{lm}_loss" in r]
         evals = [r for r in records if f"eval/{lm}_accuracy" in r]
         color, label = COLORS.get(name), f"{name} ({lm.replace('generator_', 'generator ').upper()})"
-        left.plot([r["step"] * scale for r in train], [r[f"{lm}_loss"] for r in train], label=label, color=color)
-        right.plot([r["step"] * scale for r in evals], [r[f"eval/{lm}_accuracy"] for r in evals], "o-", label=label,
+        timed = [(r["step"], r["elapsed_s"]) for r in records if "elapsed_s" in r]
+
+        def x(step: int) -> float:  # an evaluation's time: that of the nearest logged step at or before it
+            return max((t for s, t in timed if s <= step), default=0.0) if seconds else step * scale
+
+        left.plot([x(r["step"]) for r in train], [r[f"{lm}_loss"] for r in train], label=label, color=color)
+        right.plot([x(r["step"]) for r in evals], [r[f"eval/{lm}_accuracy"] for r in evals], "o-", label=label,
                    color=color)
-    xlabel = "tokens seen" if tokens_per_step else "step"
+    xlabel = "seconds of pretraining" if seconds else "tokens seen" if tokens_per_step else "step"
     left.set(xlabel=xlabel, ylabel="MLM / PLM loss (train)", title="pretraining loss")
     right.set(xlabel=xlabel, ylabel="accuracy (held out)", title="held-out predicted-token accuracy")
     for ax in (left, right):
