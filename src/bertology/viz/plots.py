@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 COLORS = {"bert": "#1f77b4", "roberta": "#d62728", "albert": "#2ca02c", "distilbert": "#9467bd", "xlnet": "#ff7f0e",
-          "electra": "#17becf", "baseline": "#7f7f7f"}
+          "electra": "#17becf", "bert+word2vec": "#8c564b", "baseline": "#7f7f7f"}
 
 
 def _pyplot():
@@ -37,7 +37,7 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: 
     """Training loss and held-out accuracy of the language-model objective (MLM, XLNet's PLM, ELECTRA's
     generator MLM) against tokens seen, or (`seconds`) against the run's wall-clock seconds, one line per run."""
     plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 3.8))
     for name, records in runs.items():
         scale = (tokens_per_step or {}).get(name, 1)
         # XLNet's permutation LM, ELECTRA's generator (its discriminator's loss is another scale), or MLM
@@ -58,7 +58,7 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: 
     right.set(xlabel=xlabel, ylabel="accuracy (held out)", title="held-out predicted-token accuracy")
     for ax in (left, right):
         ax.grid(alpha=0.3)
-        ax.legend()
+    right.legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)  # outside: inside, it covers a run's line
     return _save(fig, path)
 
 
