@@ -40,7 +40,8 @@ import torch
 from ..data.corpus import split_sentences
 from ..io import atomic_write_json, atomic_write_text, iter_files
 from ..models import PRETRAINABLE, get_family, task_class
-from ..models.checkpoint import CheckpointError, absent_parameters, load_state, read_config, read_weights
+from ..models.checkpoint import (CheckpointError, absent_parameters, check_tokenizer as check_model_tokenizer, load_state,
+                                 read_config, read_weights)
 from ..models.config import EncoderConfig
 from ..tasks.readers import read_table
 from ..tokenizers import Tokenizer, train
@@ -124,20 +125,18 @@ def check_init(o, head: str) -> Start:
 
 
 def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: str, exact: bool = True) -> None:
-    """The tokenizer's ids fit the checkpoint's embedding table and it pads with the checkpoint's pad id.
-    `exact`: as many entries as the table has rows (a tokenizer the user gives: another vocabulary of a
-    smaller size would fit and still mean other words); the directory's own may be smaller (some
-    checkpoints pad their table to a round size)."""
+    """The tokenizer belongs to the checkpoint: models.check_tokenizer (ids within the embedding table,
+    the checkpoint's pad id, truncation within its positions), and here what continuing needs beyond
+    it: the family's pad token present, and with `exact` as many entries as the table has rows (a
+    tokenizer the user gives: another vocabulary of a smaller size would fit and still mean other
+    words); the directory's own may be smaller (some checkpoints pad their table to a round size)."""
     if tok.vocab_size > config.vocab_size or (exact and tok.vocab_size != config.vocab_size):
         raise ValueError(f"tokenizer {source} has {tok.vocab_size} entries, but the embedding table of {where} has "
                          f"{config.vocab_size} rows: they do not belong together")
     record = get_family(config.model_type)
-    pad = tok.token_to_id(record.specials.pad)
-    if pad is None:
+    if tok.token_to_id(record.specials.pad) is None:
         raise ValueError(f"tokenizer {source} has no {record.specials.pad} token, which {config.model_type} pads with")
-    if config.pad_token_id is not None and pad != config.pad_token_id:
-        raise ValueError(f"tokenizer {source} gives {record.specials.pad} id {pad}, but {where}'s config has "
-                         f"pad_token_id {config.pad_token_id}: they do not belong together")
+    check_model_tokenizer(config, tok, source)
 
 
 # ---- the model -------------------------------------------------------------------------------------
