@@ -56,8 +56,9 @@ def _last_hidden(model, tokenizer, texts: list[str], max_length: int | None) -> 
     attention mask (B, T)."""
     backbone = backbone_of(model)
     backbone.eval()
-    inputs = to_device(encode(tokenizer, texts, max_length), model_device(backbone), pin=True)
-    with precision(model_device(backbone)):
+    device = model_device(backbone)
+    inputs = to_device(encode(tokenizer, texts, max_length), device, pin=True)
+    with precision(device):
         out = backbone(**model_inputs(backbone, inputs))
     return out.last_hidden_state.float(), inputs["attention_mask"]
 
