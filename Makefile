@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-integration test-gpu test-all bench clean
+.PHONY: demo test test-integration test-gpu test-all docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first, pinned: the CPU build on this disk; an unpinned torch pulls a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,serve]'
+	$(BIN)/pip install --quiet -e '.[dev,serve,docs]'
 	# test-only reference for graph walks; its metadata pins numpy < 2, yet it runs beside numpy 2
 	$(BIN)/pip install --quiet --no-deps node2vec==0.5.0
 	touch $(STAMP)
@@ -35,8 +35,12 @@ test-gpu: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ''
 
+# the documentation site (mkdocs.yml) into site/; a warning, a broken link or anchor fails the build
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(BIN)/python bench/encoder.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build site src/*.egg-info
