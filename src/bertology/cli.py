@@ -277,7 +277,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, metavar="FILE")
     _add_columns(p)
     p.add_argument("--int8", action="store_true", help="the model's linear layers as dynamic int8 layers (CPU only: "
-                   "int8 weights per output channel, activations quantized per call; see README, Export and int8)")
+                   "int8 weights per output channel, activations quantized per call; see docs/export.md)")
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_evaluate)
 
@@ -288,7 +288,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--data", metavar="FILE")
     _add_columns(p)
     p.add_argument("--int8", action="store_true", help="the model's linear layers as dynamic int8 layers (CPU only: "
-                   "int8 weights per output channel, activations quantized per call; see README, Export and int8)")
+                   "int8 weights per output channel, activations quantized per call; see docs/export.md)")
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_predict)
 

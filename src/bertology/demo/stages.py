@@ -34,7 +34,7 @@ def data_root() -> Path | None:
 
 DATA = data_root() or _data_dirs()[0]
 # ELECTRA's share of masked tokens in the small-budget recipe: google-research/electra's later 25%, not the
-# paper's 15% (bench/electra_masking.py measures both at equal steps; the README has the table)
+# paper's 15% (bench/electra_masking.py measures both at equal steps; docs/electra.md has the table)
 RTD_MASKING = 0.25
 FAMILIES = PRETRAINABLE  # every family that pretrains from scratch: bert, roberta, albert, xlnet, electra
 # a family raced against another on the same wall-clock budget (not the same steps): ELECTRA's generator
@@ -130,7 +130,7 @@ def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, sa
 def recipe(family: str, corpus: list[str], tokenizer: str | None, out_dir: str, steps: int | None, bf16: bool, *,
            minutes: float | None = None, batch_size: int = 64, seq_len: int = 32, preset: str = "tiny",
            quiet: bool = False, **extra):
-    """The small-budget pretraining recipe (measured in bench/pretraining_pays.py; see the README),
+    """The small-budget pretraining recipe (measured in bench/pretraining_pays.py; see docs/small-budget.md),
     run for `steps`, or for `minutes` of wall time (steps then None, or a cap).
 
     Against BERT's own recipe, on the Debian corpus: sequences of 32 tokens instead of 64 to 128 (a

@@ -50,7 +50,7 @@ class Family:
     heads: tuple[str, ...]                # the task heads it has, e.g. "ForMaskedLM"
     names: hf_names.NameMap               # parameter names in transformers' layout
     tokenizer: str                        # the tokenizer recipe it is trained with (tokenizers.training.RECIPES)
-    tokenizer_algorithm: str              # how the README and the demo call that tokenizer
+    tokenizer_algorithm: str              # how the docs and the demo call that tokenizer
     specials: Specials
     pretraining: Pretraining | None = None  # None: not pretrained from scratch here (DistilBERT is distilled)
     task_heads: tuple[tuple[str, str], ...] = ()  # (task's head, this family's) where they differ

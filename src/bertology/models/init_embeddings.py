@@ -10,8 +10,8 @@ are counted; vectors whose key is not a piece are counted too.
 
 Scale: the vectors are copied as they are by default, although word2vec's come out an order of
 magnitude larger than the N(0, initializer_range) BERT draws every other embedding row from. Both
-choices were measured on a short BERT-tiny pretraining (the demo's recipe, more than one seed; see the
-README): the raw vectors reached a lower held-out MLM loss than the same vectors rescaled so that
+choices were measured on a short BERT-tiny pretraining (the demo's recipe, more than one seed; see
+docs/wordvec.md): the raw vectors reached a lower held-out MLM loss than the same vectors rescaled so that
 their standard deviation matched the init's, and both beat the random start. Larger rows let each
 piece's identity outweigh the position and token-type embeddings it is summed with before the
 LayerNorm, and the MLM decoder (tied to the same matrix) starts with logits that already favour

@@ -12,7 +12,7 @@ Two choices differ from torch.ao's `quantize_dynamic`, both for accuracy:
     values than the rest) scales each token to the same range before the per-call quantization
     and back after, so that one token's outlier does not coarsen every other token's steps.
 Without them all-MiniLM-L6-v2's sentence vectors drift from fp32's by more than the 0.99 cosine that
-tests/models/test_model_int8.py holds them to (README, Export and int8, has the measurements).
+tests/models/test_model_int8.py holds them to (docs/export.md has the measurements).
 """
 from __future__ import annotations
 
