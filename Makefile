@@ -37,7 +37,7 @@ test-all: $(STAMP)
 
 # the documentation site (mkdocs.yml) into site/; a warning, a broken link or anchor fails the build
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	$(BIN)/python bench/encoder.py

@@ -1,0 +1,44 @@
+"""mkdocs hook (mkdocs.yml `hooks:`): docstring examples shown as code.
+
+The docstrings carry doctest examples (`>>> ...` lines and their output), which markdown would read
+as nested block quotes; this turns each run of them into a fenced `pycon` block, without the
+`# doctest:` directives, for the pages and for the API reference mkdocstrings renders.
+"""
+from __future__ import annotations
+
+import re
+
+from markdown import Extension
+from markdown.preprocessors import Preprocessor
+
+DIRECTIVE = re.compile(r"\s*# doctest:.*$")
+
+
+class DoctestBlocks(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        out, i, fence = [], 0, None
+        while i < len(lines):
+            line = lines[i]
+            stripped = line.lstrip()
+            if stripped.startswith(("```", "~~~")):  # never inside a fence already written
+                fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
+            if fence is None and line.startswith(">>>"):
+                block = []
+                while i < len(lines) and lines[i].strip():
+                    block.append(DIRECTIVE.sub("", lines[i]))
+                    i += 1
+                out += ["", "```pycon", *block, "```", ""]
+                continue
+            out.append(line)
+            i += 1
+        return out
+
+
+class DoctestBlocksExtension(Extension):
+    def extendMarkdown(self, md):
+        md.preprocessors.register(DoctestBlocks(md), "doctest_blocks", 40)  # before the fences are read (25–30)
+
+
+def on_config(config):
+    config.markdown_extensions.append(DoctestBlocksExtension())
+    return config
