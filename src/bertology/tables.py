@@ -153,7 +153,9 @@ class TableSource:
                     continue
                 with pa.memory_map(file, "r") as source:  # the OS pages the shard in as batches are read
                     for batch in pa.ipc.open_stream(source):
-                        yield batch.select(columns) if columns is not None else batch
+                        if columns is not None:  # the stream has no column projection: keep the asked ones
+                            batch = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+                        yield batch
             except (pa.ArrowException, OSError) as e:
                 raise TableError(f"{file}: unreadable {'Parquet' if self.format == 'parquet' else 'Arrow stream'} "
                                  f"data: {e}") from e
