@@ -153,8 +153,9 @@ def test_finetune_from_a_dataset_and_parquet_is_the_run_from_the_tsv(files, toke
     assert main(["evaluate", "--model", str(tmp_path / "tables"), "--data", str(files["dataset"])]) == 0
 
 
-def test_pretrain_from_parquet_is_the_run_from_the_tsv_texts(files, tmp_path):
-    """pretrain --corpus x.parquet (its 'text' column) trains as --corpus x.tsv --text-column text does."""
+def test_pretrain_and_distill_from_tables_are_the_runs_from_the_tsv_texts(files, tmp_path):
+    """pretrain / distill --corpus x.parquet or a datasets directory (the "text" column) train as --corpus x.tsv
+    --text-column text does, weight for weight."""
     common = ["pretrain", "--family", "bert", "--preset", "tiny", "--vocab-size", "300", "--steps", "2",
               "--batch-size", "4", "--seq-len", "32", "--heldout", "2", "--dupe-factor", "1", "--quiet"]
     assert main([*common, "--corpus", str(files["parquet"]), "--out", str(tmp_path / "parquet")]) == 0
@@ -167,6 +168,19 @@ def test_pretrain_from_parquet_is_the_run_from_the_tsv_texts(files, tmp_path):
     for name in ("parquet", "dataset"):
         assert all(torch.equal(weights[name][k], v) for k, v in weights["tsv"].items())
     assert (tmp_path / "parquet" / "task-corpus.txt").read_text() == (tmp_path / "tsv" / "task-corpus.txt").read_text()
+
+    # distil that model into a student, from the datasets directory and from the TSV's text column: the same student
+    common = ["distill", "--teacher", str(tmp_path / "tsv"), "--student", "bert", "--depth", "1", "--steps", "2",
+              "--batch-size", "4", "--seq-len", "32", "--heldout", "2", "--quiet"]
+    assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "student-ds")]) == 0
+    assert main([*common, "--corpus", str(files["tsv"]), "--text-column", "text", "--out", str(tmp_path / "student")]) == 0
+    # and a run from the dataset stopped after its first step resumes to the same student (its corpus staged again)
+    assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "split"), "--save-every", "1",
+                 "--stop-at", "1"]) == 130
+    assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "split"), "--save-every", "1",
+                 "--resume"]) == 0
+    students = [bertology.load(tmp_path / n).state_dict() for n in ("student-ds", "student", "split")]
+    assert all(torch.equal(other[k], v) for other in students[1:] for k, v in students[0].items())
 
 
 # ---- refused, naming the culprit -------------------------------------------------------------------
