@@ -145,6 +145,19 @@ class TableSource:
                 yield index, row
                 index += 1
 
+    def values(self, column: str) -> Iterator[Any]:
+        """One column's values in row order, a batch at a time (no row dictionaries: the corpus readers' path);
+        ClassLabel ids become their names as in `records`."""
+        pa = require_pyarrow(self.path)
+        index = 0
+        for batch in self._batches(pa, [column]):
+            values = batch.column(0).to_pylist()
+            if column in self.labels:
+                names, is_list = self.labels[column]
+                values = [self._named(v, names, is_list, column, index + k) for k, v in enumerate(values)]
+            index += len(values)
+            yield from values
+
     def _batches(self, pa, columns):
         for file in self.files:
             try:
@@ -263,8 +276,7 @@ def iter_texts(path: str | os.PathLike, column: str) -> Iterator[str]:
     file). The column must exist and hold strings: the error lists the text columns there are."""
     source = open_table(path)
     source.require_text(column)
-    for _, row in source.records([column]):
-        value = row[column]
+    for value in source.values(column):
         if value is not None and value.strip():
             yield value
 
