@@ -77,11 +77,16 @@ def test_a_labelled_table_reads_as_its_tsv(files, kind, monkeypatch):
     assert first.where == f"{files[kind]}: row 3"  # the row as datasets indexes it
 
 
-def test_classlabel_names_come_from_the_saved_features(files):
+def test_classlabel_names_come_from_the_saved_features(files, tmp_path):
     source = tables.open_table(files["dataset"])
     assert source.types["label"] == "int64" and source.labels["label"] == (NAMES, False)
     assert [row["label"] for _, row in source.records(["label"])] == [r["label"] for r in ROWS]
+    assert list(source.values("label")) == [r["label"] for r in ROWS]
     assert len(source.files) == 3 and all(f.endswith(".arrow") for f in source.files)
+    # a Parquet file datasets wrote carries its features in the schema's metadata: the names again
+    datasets = pytest.importorskip("datasets")
+    datasets.load_from_disk(str(files["dataset"])).to_parquet(str(tmp_path / "exported.parquet"))
+    assert examples("classify", tmp_path / "exported.parquet") == examples("classify", files["tsv"])
 
 
 @pytest.mark.parametrize("kind", ["parquet", "dataset"])
