@@ -225,6 +225,9 @@ def test_without_pyarrow_a_table_fails_with_the_install_line_and_nothing_is_writ
     assert main(["finetune", "--model", "bert-tiny", "--tokenizer", str(tokenizer_file), "--task", "classify",
                  "--train", str(files["dataset"]), "--out", str(out), "--quiet"]) == 2
     assert "train-ds: a datasets directory (Arrow files); reading it needs pyarrow" in capsys.readouterr().err
+    assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(files["parquet"]), "--out",
+                 str(out), "--quiet"]) == 2
+    assert "train.parquet: a Parquet file; reading it needs pyarrow: pip install" in capsys.readouterr().err
     assert not out.exists()
     # a text corpus does not need it
     assert read_text_column([str(files["tsv"])], "text")[0] == [ROWS[0]["text"]]
