@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
+from .tables import DEFAULT_TEXT_COLUMN, open_table, table_format, table_lines
+
 # Written into every output directory a command creates: what lets a later run (--resume,
 # --overwrite) tell a directory of ours from one of the user's.
 RUN_MARKER = ".bertology-run.json"
@@ -147,14 +149,15 @@ class CorpusError(ValueError):
 
 def corpus_files(paths: Iterable[str | os.PathLike], say=None) -> list[str]:
     """`paths` with each directory replaced by the files under it (hidden ones skipped), in name order, as a
-    folder of documents is read; `say(note)` is told what each directory became. A file stays as it is.
+    folder of documents is read; `say(note)` is told what each directory became. A file stays as it is, and
+    so does a directory `datasets` saved (tables.table_format), which is read as one table.
 
     >>> corpus_files(["notes.txt"])
     ['notes.txt']
     """
     files: list[str] = []
     for p in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
-        if not os.path.isdir(p):
+        if not os.path.isdir(p) or table_format(p):  # a datasets directory is one table, not a folder of files
             files.append(os.fspath(p))
             continue
         root = Path(p)
@@ -176,6 +179,10 @@ def check_corpus_paths(files: Iterable[str | os.PathLike]) -> list[str]:
     """The paths, each checked to be a readable file: a missing one and a directory get their own message."""
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     for p in files:
+        if table_format(p):  # read as text it would be bytes of Arrow / Parquet, or a directory
+            raise CorpusError(f"{os.fspath(p)}: a table (Parquet or a datasets directory), not a text file; the "
+                              "commands read its text column (--text-column, default 'text'); from Python, "
+                              "bertology.tables.iter_texts(path, column)")
         if os.path.isdir(p):
             raise CorpusError(f"{os.fspath(p)}: a directory, not a file (the commands read the files in a directory; "
                               "from Python, pass bertology.io.corpus_files([DIR]))")
@@ -263,6 +270,21 @@ def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: b
                 raise
             raise CorpusError(f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} "
                               f"decompressed bytes: {e}") from e
+
+
+def corpus_lines(files: Iterable[str | os.PathLike], text_column: str = DEFAULT_TEXT_COLUMN,
+                 errors: str = "strict") -> Iterator[str]:
+    """The lines of text files and of tables (a Parquet file, a datasets directory: the values of their
+    `text_column`, see tables.table_lines), in order; every path is checked before the first line is read."""
+    files = [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
+    if not files:
+        raise CorpusError("no training files given")
+    check_corpus_paths([f for f in files if not table_format(f)])
+    for p in files:
+        if table_format(p):
+            open_table(p).require_text(text_column)
+    for p in files:
+        yield from table_lines(p, text_column) if table_format(p) else iter_lines(p, errors)
 
 
 def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",

@@ -23,6 +23,7 @@ CHECKPOINTS = {
     "regress": ("bert", "ForSequenceClassification", 1, {}),  # no task recorded: one label means regression
     "tag": ("bert", "ForTokenClassification", ["B-PER", "I-PER", "B-LOC", "I-LOC", "O"], {}),
     "qa": ("bert", "ForQuestionAnswering", None, {}),
+    "choice": ("bert", "ForMultipleChoice", None, {"bertology_task": "choice"}),
     "roberta-mlm": ("roberta", "ForMaskedLM", None, {}),
     "albert-mlm": ("albert", "ForMaskedLM", None, {}),
     "distilbert-mlm": ("distilbert", "ForMaskedLM", None, {}),

@@ -35,7 +35,8 @@ PARSERS = {
     "tokenize": schemas.parse_tokenize, "tag": schemas.parse_tag, "qa": schemas.parse_qa,
 }
 # TEI's POST /: the loaded model's own task (the Hugging Face Inference API's clients post there)
-ROOT_OPS = {"embedding": "embed", "fill-mask": "fill-mask", "classifier": "predict", "tagger": "tag", "qa": "qa"}
+ROOT_OPS = {"embedding": "embed", "fill-mask": "fill-mask", "classifier": "predict", "tagger": "tag", "qa": "qa",
+            "choice": "predict"}
 
 
 async def read_json(request: Request, limit: int, timeout: float | None = None):
@@ -101,7 +102,8 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             raise ApiError(404, "NotFound", f"POST /: the loaded {engine.model.architecture} has no task of its own "
                                             f"there; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
         parsed = predict_parser(body) if op == "predict" else PARSERS[op](body, options.max_client_batch_size)
-        return op, parsed, {"predict": per_input, "fill-mask": one_mask_flat}.get(op)
+        renders = {"predict": per_input if engine.kind == "classifier" else None, "fill-mask": one_mask_flat}
+        return op, parsed, renders.get(op)
 
     def per_input(request, result) -> Response:  # text classification: a list of scores per input, one input too
         return JSONResponse([result] if request.single else result)
@@ -135,6 +137,8 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
         return handler
 
     def predict_parser(body):
+        if engine.kind == "choice":  # a context and its choices (TEI has no multiple choice: its /predict extended)
+            return schemas.parse_choice(body, options.max_client_batch_size)
         pairs = engine.pipeline is not None and engine.pipeline.task.name == "pair"
         return schemas.parse_predict(body, options.max_client_batch_size, pairs)
 

@@ -14,7 +14,7 @@ tokenized on the CPU and each batch copied there once (tasks/forward.py).
 Endpoints by head: every model serves /embed and /embed_all (its encoder's sentence and token
 vectors), /similarity, /tokenize, /decode and /attention; an MLM head adds /fill-mask, a sequence
 classifier (classify, pair, regress) /predict, one trained on pairs /rerank as well, a token
-classifier /tag, a QA head /qa.
+classifier /tag, a QA head /qa, a multiple-choice head /predict (a context and its choices).
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from ..tasks.pipeline import Pipeline
 from ..train.device import model_device
 from ..viz import attention_weights
 from .schemas import (
-    ApiError, AttentionRequest, DecodeRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest, RerankRequest,
+    ApiError, AttentionRequest, ChoiceRequest, DecodeRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest,
+    RerankRequest,
     SimilarityRequest, TagRequest, TokenizeRequest, invalid,
 )
 
@@ -42,7 +43,7 @@ ALWAYS = ("embed", "embed_all", "similarity", "tokenize", "decode", "attention")
 # every layer's and head's T × T weights go back as JSON: L·N·T² numbers (6·12·128² = 1.2 M for MiniLM at 128)
 ATTENTION_MAX_TOKENS = 128
 KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("predict",), "tagger": ("tag",),
-                  "qa": ("qa",), "choice": ()}
+                  "qa": ("qa",), "choice": ("predict",)}
 
 
 class Engine:
@@ -128,6 +129,16 @@ class Engine:
                 if mask_id not in enc.ids:
                     raise invalid(f"input {i} has no {mask} token to fill"
                                   + (" (after truncation)" if mask in request.texts[i] else ""))
+            return cost
+        if op == "predict" and isinstance(request, ChoiceRequest):  # every (context, choice) pair is a sequence
+            limit, cost = self.task_max_length, 0
+            for i, (context, choices) in enumerate(request.items):
+                for k, choice in enumerate(choices):
+                    n = len(self.tokenizer.encode(context, choice))
+                    if n > limit and not request.truncate:
+                        raise invalid(f"input {i}, choice {k}: the context and the choice are {n} tokens long, longer "
+                                      f"than the model's limit of {limit} (send \"truncate\": true to cut them)")
+                    cost += min(n, limit)
             return cost
         if op == "predict":
             return self._lengths([x if isinstance(x, tuple) else (x, None) for x in request.items], request.truncate,
@@ -223,9 +234,11 @@ class Engine:
             i += len(r.texts)
         return out
 
-    def _run_predict(self, requests: list[PredictRequest]) -> list[Any]:
+    def _run_predict(self, requests: list[PredictRequest] | list[ChoiceRequest]) -> list[Any]:
         """Texts and text pairs go through the Pipeline separately (a batch has one input layout);
         raw_scores requests get the head's logits instead of the Pipeline's probabilities."""
+        if self.kind == "choice":
+            return self._run_choice(requests)
         pipe, names = self.pipeline, self._label_names()
         flat = [(k, x) for k, r in enumerate(requests) for x in r.items]
         ranked: list[Any] = [None] * len(flat)
@@ -247,6 +260,25 @@ class Engine:
         out, i = [], 0
         for r in requests:
             out.append(ranked[i] if r.single else ranked[i:i + len(r.items)])
+            i += len(r.items)
+        return out
+
+    def _run_choice(self, requests: list[ChoiceRequest]) -> list[Any]:
+        """Each item's choices scored by the multiple-choice head: the softmax over its choices (raw_scores: the
+        logits) in the order sent, and the chosen index. Items with as many choices share a forward pass."""
+        flat = [(k, item) for k, r in enumerate(requests) for item in r.items]
+        answers: list[Any] = [None] * len(flat)
+        for n in sorted({len(choices) for _, (_, choices) in flat}):  # a batch is (items, choices, tokens)
+            chosen = [j for j, (_, (_, choices)) in enumerate(flat) if len(choices) == n]
+            examples = [Example(flat[j][1][0], list(flat[j][1][1]), None, id=str(i), where=f"input {i}")
+                        for i, j in enumerate(chosen)]
+            for j, logits in zip(chosen, self.pipeline.logits(examples)):  # (C,) each
+                scores = logits if requests[flat[j][0]].raw_scores else logits.softmax(-1)
+                best = int(logits.argmax())
+                answers[j] = {"choice": best, "text": flat[j][1][1][best], "scores": scores.tolist()}
+        out, i = [], 0
+        for r in requests:
+            out.append(answers[i] if r.single else answers[i:i + len(r.items)])
             i += len(r.items)
         return out
 

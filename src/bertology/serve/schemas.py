@@ -53,6 +53,14 @@ class PredictRequest:
 
 
 @dataclass
+class ChoiceRequest:
+    items: list[tuple[str, list[str]]]  # (context, its choices): every item of a request has as many choices
+    single: bool
+    raw_scores: bool = False
+    truncate: bool = False
+
+
+@dataclass
 class FillMaskRequest:
     texts: list[str]
     single: bool
@@ -202,6 +210,57 @@ def parse_predict(body: Any, max_client_batch_size: int, pairs: bool) -> Predict
         if pairs and not isinstance(items[-1], tuple):
             raise invalid(f"inputs[{i}]: this model classifies text pairs: send [text, pair]")
     return PredictRequest(items, False, *flags)
+
+
+def _choice_item(value: Any, where: str, max_choices: int) -> tuple[str, list[str]]:
+    """{"context", "choices": [...]} or [context, choice, choice, …] → (context, choices)."""
+    if isinstance(value, dict):
+        for key in ("context", "choices"):
+            if key not in value:
+                raise invalid(f"{where}: missing field {key!r}")
+        context, choices, at = value["context"], value["choices"], f"{where}.choices"
+        if not isinstance(choices, list):
+            raise invalid(f"{at} should be a list of strings, got {_kind(choices)}")
+        context = _text(context, f"{where}.context")
+    elif isinstance(value, list):
+        if not value:
+            raise invalid(f"{where} is an empty list; send [context, choice, choice, …]")
+        context, choices, at = _text(value[0], f"{where}[0]"), value[1:], where
+    else:
+        raise invalid(f"{where} should be [context, choice, choice, …] or {{\"context\", \"choices\"}}, "
+                      f"got {_kind(value)}")
+    if len(choices) < 2:
+        raise invalid(f"{where} has {len(choices)} choice(s); multiple choice needs at least 2")
+    if len(choices) > max_choices:
+        raise invalid(f"{where} has {len(choices)} choices, more than {max_choices} (each choice is one sequence of "
+                      "the forward pass; --max-client-batch-size)")
+    offset = 0 if isinstance(value, dict) else 1  # the flat form's choices start after the context
+    return context, [_text(c, f"{at}[{k + offset}]") for k, c in enumerate(choices)]
+
+
+def parse_choice(body: Any, max_client_batch_size: int) -> ChoiceRequest:
+    """A multiple-choice head's /predict (TEI has none; this extends its /predict): `inputs` is one item or a list
+    of them, an item `{"context": str, "choices": [str, …]}` or `[context, choice, choice, …]`. Every item of a
+    request has as many choices (at least 2, at most max_client_batch_size), as one forward pass scores them."""
+    body = _object(body)
+    if "inputs" not in body:
+        raise invalid("missing field 'inputs'")
+    value = body["inputs"]
+    flags = _flag(body, "raw_scores", False), _flag(body, "truncate", False)
+    flat = isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)  # [context, choice, …]
+    single = isinstance(value, dict) or flat
+    if single:
+        return ChoiceRequest([_choice_item(value, "inputs", max_client_batch_size)], True, *flags)
+    if not isinstance(value, list):
+        raise invalid(f"inputs should be [context, choice, choice, …], {{\"context\", \"choices\"}} or a list of "
+                      f"them, got {_kind(value)}")
+    _count(value, max_client_batch_size)
+    items = [_choice_item(v, f"inputs[{i}]", max_client_batch_size) for i, v in enumerate(value)]
+    for i, (_, choices) in enumerate(items[1:], 1):
+        if len(choices) != len(items[0][1]):
+            raise invalid(f"inputs[{i}] has {len(choices)} choices, inputs[0] has {len(items[0][1])}: the items of one "
+                          "request need the same number of choices (send the others in another request)")
+    return ChoiceRequest(items, False, *flags)
 
 
 def parse_fill_mask(body: Any, max_client_batch_size: int) -> FillMaskRequest:

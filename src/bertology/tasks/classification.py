@@ -78,7 +78,7 @@ class ClassifyTask(Task):
 
     def read(self, path: str, text_column: str = "text", pair_column: str | None = _TASK_DEFAULT,
              label_column: str | None = "label", **unknown) -> list[Example]:
-        """Examples from a CSV / TSV / JSON-lines file (format by extension, see readers.py).
+        """Examples from a CSV / TSV / JSON-lines / Parquet file or a datasets directory (see readers.py).
         pair_column defaults to none for classify / regress and "pair" for pair; label_column=None
         reads unlabelled data. An "id" column, if present, becomes Example.id."""
         if unknown:
@@ -90,6 +90,7 @@ class ClassifyTask(Task):
             raise ValueError(f"the {self.name} task needs a pair_column")
         table = read_table(path)
         table.require(text_column=text_column, pair_column=pair_column, label_column=label_column)
+        table.require_text(text_column=text_column, pair_column=pair_column)
         out = []
         for row in table.rows:
             pair = row.text(pair_column) if pair_column is not None else None

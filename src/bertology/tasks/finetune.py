@@ -44,7 +44,8 @@ class FinetuneOptions:
     model: str = option(help="a model directory, or a preset such as bert-mini (random initialisation)",
                         metavar="DIR_OR_PRESET")
     task: str = option(help="the task head", choices=tuple(TASKS))
-    train: str = option(help="CSV / TSV / JSON lines, CoNLL (tag), SQuAD JSON (qa)", metavar="FILE")
+    train: str = option(help="CSV / TSV / JSON lines / Parquet / a datasets directory (save_to_disk), CoNLL (tag), "
+                             "SQuAD JSON (qa)", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     dev: str | None = option(None, "evaluated each epoch; the best epoch is kept", metavar="FILE")
     tokenizer: str | None = option(None, "default: the model directory's tokenizer.json")

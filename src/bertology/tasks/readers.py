@@ -1,4 +1,5 @@
-"""Reading task files with named columns: CSV, TSV and JSON lines, chosen by the file's extension.
+"""Reading task files with named columns: CSV, TSV, JSON lines, Parquet and datasets directories, chosen by the
+path (the file's extension; a directory save_to_disk wrote).
 
     table = read_table("data/debian-sections/train.tsv")
     table.require(text_column="text", label_column="label")   # error lists the columns present
@@ -10,8 +11,12 @@ Formats (a first header line names the columns of CSV and TSV files):
                   quoted fields may span lines;
   .tsv .tab       tab separated, NO quoting (as GLUE's files: a quote character is just a character),
                   a field cannot contain a tab or a newline;
-  .jsonl .ndjson  one JSON object per line (blank lines skipped); values keep their JSON types.
-Errors name file:line and, for a missing column, the columns that are there.
+  .jsonl .ndjson  one JSON object per line (blank lines skipped); values keep their JSON types;
+  .parquet .pq    a Parquet file, and a directory `Dataset.save_to_disk` wrote: read by bertology.tables
+                  (pyarrow, the extra bertology[formats]), values keep their Arrow types, ClassLabel ids
+                  become their names; `where` is "file: row N" (N counted from 0, as datasets indexes).
+Errors name file:line and, for a missing column, the columns that are there; a text column of a
+Parquet or datasets table that holds no strings is refused with the text columns listed.
 """
 from __future__ import annotations
 
@@ -20,9 +25,10 @@ import io
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from ..io import compression, open_corpus
+from ..tables import open_table, table_format
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
@@ -76,8 +82,9 @@ class Row:
 @dataclass
 class Table:
     path: str
-    columns: list[str]  # the header (CSV/TSV), or every key seen in order of first appearance (JSON lines)
-    rows: list[Row] = field(default_factory=list)
+    columns: list[str]  # the header (CSV/TSV), every key seen in order of first appearance (JSON lines), the schema
+    rows: list[Row] | Iterable[Row] = field(default_factory=list)  # an iterator with read_table(..., stream=True)
+    text_columns: list[str] | None = None  # the string columns of a typed table (Parquet, datasets); None: untyped
 
     def require(self, **roles: str | None) -> None:
         """Check that each named column exists: require(text_column="sentence", label_column="label").
@@ -86,6 +93,15 @@ class Table:
             if column is not None and column not in self.columns:
                 raise ValueError(f"{self.path}: no column {column!r} (the {role}); "
                                  f"columns present: {_listing(self.columns)}")
+
+    def require_text(self, **roles: str | None) -> None:
+        """As `require`, and in a typed table each column holds strings (the error lists the ones that do);
+        an untyped table (CSV, JSON lines) has its values checked row by row (`Row.text`)."""
+        self.require(**roles)
+        for role, column in roles.items():
+            if column is not None and self.text_columns is not None and column not in self.text_columns:
+                raise ValueError(f"{self.path}: column {column!r} (the {role}) does not hold text; text columns: "
+                                 f"{_listing(self.text_columns)} (all columns: {_listing(self.columns)})")
 
 
 def file_format(path: str, format: str | None = None) -> str:
@@ -101,7 +117,7 @@ def file_format(path: str, format: str | None = None) -> str:
     ext = os.path.splitext(path[:-len(os.path.splitext(path)[1])] if compression(path) else path)[1].lower()
     if ext not in FORMATS:
         raise ValueError(f"{path}: cannot tell the format from the extension {ext or '(none)'!r}; "
-                         f"use one of {', '.join(sorted(FORMATS))}")
+                         f"use one of {', '.join(sorted(FORMATS))}, .parquet / .pq, or a datasets directory")
     return FORMATS[ext]
 
 
@@ -121,11 +137,21 @@ def read_text(path: str | os.PathLike) -> str:
                          "re-save the file as UTF-8") from None
 
 
-def read_table(path: str | os.PathLike, format: str | None = None) -> Table:
+def read_table(path: str | os.PathLike, format: str | None = None, stream: bool = False) -> Table:
+    """The table of a task file. A Parquet file or a datasets directory is one whatever `format` says (a
+    reader that asks for JSON lines takes their rows the same way). `stream=True`: `rows` is an iterator
+    read once, a batch at a time for Parquet and datasets (the text formats are read whole either way)."""
     path = os.fspath(path)
+    if table_format(path):
+        source = open_table(path)
+        rows = (Row(values, source.where(i)) for i, values in source.records())
+        return Table(path, source.columns, rows if stream else list(rows), source.text_columns)
     fmt = file_format(path, format)
     f = io.StringIO(read_text(path), newline="")
-    return _read_jsonl(path, f) if fmt == "jsonl" else _read_delimited(path, f, fmt)
+    table = _read_jsonl(path, f) if fmt == "jsonl" else _read_delimited(path, f, fmt)
+    if stream:
+        table.rows = iter(table.rows)
+    return table
 
 
 def _read_delimited(path: str, f, fmt: str) -> Table:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ..models.heads import IGNORE
+from ..tables import table_format
 from ..tokenizers.encoding import model_tensors
 from .base import Example, Features, Task
 from .conll import chunks, conlleval, read_conll, split_tag
@@ -98,12 +99,13 @@ class TagTask(Task):
 
     def read(self, path: str, text_column=None, label_column=None, pair_column=None, **columns) -> list[Example]:
         """A CoNLL file: word in column text_column (default 0), tag in label_column (default: the last).
-        A JSON-lines file (.jsonl, .ndjson, .json): one sentence per line, a list of words under
-        text_column (default "tokens") and a list of tag names under label_column (default "tags")."""
+        A JSON-lines file (.jsonl, .ndjson, .json), a Parquet file or a datasets directory: one sentence per
+        row, a list of words under text_column (default "tokens") and a list of tag names under label_column
+        (default "tags"; a datasets list of ClassLabel gives its names)."""
         if pair_column is not None or columns:
             raise ValueError(f"{path}: the tag task reads words and tags only; unexpected columns "
                              f"{ {'pair_column': pair_column, **columns} }")
-        if str(path).lower().endswith((".jsonl", ".ndjson", ".json")):
+        if str(path).lower().endswith((".jsonl", ".ndjson", ".json")) or table_format(path):  # a table's rows as lines
             return read_tagged_jsonl(path, text_column or "tokens", label_column or "tags")
         if str(path).lower().endswith(".csv"):
             raise ValueError(f"{path}: the tag task reads CoNLL (one word and its tag per line, a blank line between "

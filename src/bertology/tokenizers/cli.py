@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..io import CorpusError, corpus_files
+from ..io import CorpusError, corpus_files, corpus_lines
+from ..tables import DEFAULT_TEXT_COLUMN, table_format
 from .tokenizer import Tokenizer
 from .training import ALGORITHMS, FAMILIES, train
 
@@ -21,11 +22,15 @@ def _train(args) -> int:
         specials = [t for t in args.special_tokens.split(",") if t]
     start = time.perf_counter()
     files = corpus_files(args.files, lambda note: print(note, file=sys.stderr))
+    errors = "replace" if args.replace_errors else "strict"
+    # a Parquet file or a datasets directory: its text column's lines, read in one stream
+    source = ({"lines": corpus_lines(files, args.text_column, errors)} if any(table_format(f) for f in files)
+              else {"files": files})
     try:
-        tok = train(files, algorithm=args.algorithm, vocab_size=args.vocab_size,
+        tok = train(**source, algorithm=args.algorithm, vocab_size=args.vocab_size,
                     min_frequency=args.min_frequency, special_tokens=specials, family=args.family,
                     show_progress=not args.quiet and sys.stderr.isatty(),
-                    errors="replace" if args.replace_errors else "strict",
+                    errors=errors,
                     **({"criterion": args.criterion} if args.criterion else {}))
     except CorpusError as e:
         if not e.invalid_utf8:
@@ -58,7 +63,10 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
 
     t = sub.add_parser("train", help="train BPE / byte-level BPE / WordPiece / Unigram on text files")
-    t.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its files in name order")
+    t.add_argument("files", nargs="+", metavar="FILE",
+                   help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its "
+                        "files in name order; a Parquet file or a datasets directory (save_to_disk): the lines of "
+                        "--text-column")
     t.add_argument("--algorithm", choices=ALGORITHMS, default=None,
                    help="default: the family's, or wordpiece")
     t.add_argument("--family", choices=FAMILIES, default=None,
@@ -69,6 +77,8 @@ def register(subparsers) -> None:
                    help="comma-separated; default: the family's")
     t.add_argument("--criterion", choices=["likelihood", "frequency"], default=None,
                    help="WordPiece merge rule: likelihood (the definition, default) or frequency (Hugging Face's)")
+    t.add_argument("--text-column", default=DEFAULT_TEXT_COLUMN, metavar="NAME",
+                   help="the column of text in a Parquet file or a datasets directory (default: text)")
     t.add_argument("--replace-errors", action="store_true",
                    help="read undecodable bytes as U+FFFD instead of failing")
     t.add_argument("--out", required=True, metavar="DIR", help="writes DIR/tokenizer.json")

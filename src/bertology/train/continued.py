@@ -32,17 +32,19 @@ import json
 import os
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import torch
 
 from ..data.corpus import split_sentences
-from ..io import atomic_write_json, atomic_write_text, iter_files
+from ..io import atomic_path, atomic_write_json, iter_files
 from ..models import PRETRAINABLE, get_family, task_class
 from ..models.checkpoint import (CheckpointError, absent_parameters, check_tokenizer as check_model_tokenizer, load_state,
                                  read_config, read_weights)
 from ..models.config import EncoderConfig
+from ..tables import DEFAULT_TEXT_COLUMN, table_format
 from ..tasks.readers import read_table
 from ..tokenizers import Tokenizer, train
 from ..tokenizers.corpus import count_words_in_files
@@ -365,21 +367,54 @@ def write_init_record(o, out: Path, extension: Extension | None) -> None:
     atomic_write_json(out / INIT_RECORD, {**init_record(o), **({"extension": extension.summary()} if extension else {})})
 
 
-# ---- a labelled file's text column as the corpus (TAPT) ----------------------------------------------
+# ---- a table's text column as the corpus (TAPT, Parquet, datasets) -----------------------------------
+
+TASK_CORPUS = "task-corpus.txt"  # a table corpus's texts, a record a document, as the text corpus the jobs read
+
+
+def is_table_corpus(files: list[str], text_column: str | None) -> bool:
+    """Whether --corpus is read as tables: --text-column given, or a Parquet file / datasets directory in it."""
+    return text_column is not None or any(table_format(f) for f in files)
+
+
+def iter_text_column(files: list[str], column: str) -> Iterator[list[str]]:
+    """Each record's text in `column` of CSV / TSV / JSON-lines / Parquet files or datasets directories, a
+    document of sentences (a record is a document, cut as --format raw cuts one), streamed: a Parquet file or
+    a dataset a batch of rows at a time. A record whose text is null or blank is skipped, as a blank line is.
+    Errors name the file and line or row (a missing column, or one that holds no text, lists those present)."""
+    for path in files:
+        table = read_table(path, stream=True)
+        table.require_text(text_column=column)
+        for row in table.rows:
+            if row.get(column) is None or (isinstance(row[column], str) and not row[column].strip()):
+                continue
+            text = " ".join(row.text(column).split())
+            yield split_sentences(text) or [text]
+
 
 def read_text_column(files: list[str], column: str) -> list[list[str]]:
-    """Each record's text in `column` of CSV / TSV / JSON-lines files, as a document of sentences.
-    Errors name the file and line (a missing column lists those present)."""
-    documents = []
-    for path in files:
-        table = read_table(path)
-        table.require(text_column=column)
-        for row in table.rows:
-            text = " ".join(row.text(column).split())
-            documents.append(split_sentences(text) or [text])
-    return documents
+    """`iter_text_column` as a list."""
+    return list(iter_text_column(files, column))
 
 
-def write_text_corpus(documents: list[list[str]], file: Path) -> None:
-    """One sentence per line, a blank line between documents: the corpus format pretraining reads."""
-    atomic_write_text(file, "\n\n".join("\n".join(d) for d in documents) + "\n")
+def write_text_corpus(documents: Iterable[list[str]], file: Path) -> int:
+    """One sentence per line, a blank line between documents: the corpus format pretraining reads. Streamed
+    (a document at a time) and atomic; returns the number of documents."""
+    n = 0
+    with atomic_path(file) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for doc in documents:
+            f.write(("\n" if n else "") + "\n".join(doc) + "\n")
+            n += 1
+    return n
+
+
+def stage_table_corpus(o, staging: Path):
+    """`o` (options with corpus, text_column and format) itself for a text corpus; for tables (`is_table_corpus`)
+    a copy whose corpus is their texts, written a document at a time to staging/TASK_CORPUS in the lines format,
+    which every reader of a corpus (tokenizer training, instances, permutation streams) then takes as it is."""
+    if not is_table_corpus(o.corpus, o.text_column):
+        return o
+    staged, column = staging / TASK_CORPUS, o.text_column or DEFAULT_TEXT_COLUMN
+    if not write_text_corpus(iter_text_column(o.corpus, column), staged):
+        raise ValueError(f"{', '.join(map(str, o.corpus))}: no text in column {column!r} (every row null or blank)")
+    return replace(o, corpus=[str(staged)], format="lines")

@@ -16,6 +16,7 @@ with a tokenizer of its own, matched embedding to embedding (sentence_distill.py
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, P
                        option)
 from ..tokenizers import Tokenizer
 from . import distributed as dist
+from .continued import stage_table_corpus
 from .device import say
 from .resume import same_run
 from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
@@ -45,7 +47,9 @@ class DistillOptions(RunOptions):
     teacher: str = option(help="the teacher: a model directory holding tokenizer.json (any BERT, RoBERTa or DistilBERT)",
                           metavar="DIR")
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order", metavar="FILE")
+                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order; a Parquet "
+                                    "file or a datasets directory (save_to_disk): a row a document, from "
+                                    "--text-column", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     target: str = option("tokens", "what is matched: tokens (DistilBERT: the teacher's predictions and hidden states, "
                                    "a student from its layers) or sentence (the teacher's mean-pooled, normalised "
@@ -91,6 +95,10 @@ class DistillOptions(RunOptions):
                                             "fp32 or bf16", choices=("auto", "fp32", "bf16"))
     seed: int = option(0, "seeds dropout, the instances and the masks")
     format: str = option("lines", "corpus format", choices=FORMATS)
+    text_column: str | None = option(None, "read the --corpus files as tables (CSV / TSV / JSON lines / Parquet / a "
+                                           "datasets directory) and distil on this column's texts, a record a "
+                                           "document; a Parquet or datasets --corpus is read so without it, from "
+                                           "its 'text' column", metavar="NAME")
     heldout: float = option(0.02, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
 
     def __post_init__(self):
@@ -164,6 +172,12 @@ def _teacher(o: DistillOptions):
 def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Run (or continue) a distillation job; returns its summary (also out/summary.json). Everything
     is checked before the first write: options, device, teacher, layers, corpus, output directory."""
+    with tempfile.TemporaryDirectory() as staging:  # a table corpus's texts, for the run's length
+        return _checked_distill(stage_table_corpus(o, Path(staging)), o, resume, overwrite)
+
+
+def _checked_distill(o: DistillOptions, asked: DistillOptions, resume: bool, overwrite: bool) -> dict[str, Any]:
+    """`asked`: the options as given (a table --corpus staged as text in `o`), what a resume compares."""
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     teacher, tokenizer = _teacher(o)
     notes = []
@@ -190,7 +204,7 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
         check_bf16_requested()
     teacher.to(device)
     if o.target == "sentence":
-        return _distill_sentences(o, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite, device)
+        return _distill_sentences(o, asked, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite, device)
     objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over, teacher_bf16)
     with seeded(o.seed):
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
@@ -204,13 +218,14 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
     dist.barrier()
     if resume and not checkpoints(out):  # killed before its first checkpoint: start again
         resume, overwrite = False, True
-    same_run(out, o, resume)  # a resume with options that change the run is refused here, before any write
+    same_run(out, asked, resume)  # a resume with options that change the run is refused here, before any write
     with seeded(o.seed):
         return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes, device)
 
 
-def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, teacher_bf16: bool, notes: list[str],
-                       resume: bool, overwrite: bool, device: torch.device) -> dict[str, Any]:
+def _distill_sentences(o: DistillOptions, asked: DistillOptions, teacher, teacher_tok, alphas: Alphas,
+                       teacher_bf16: bool, notes: list[str], resume: bool, overwrite: bool,
+                       device: torch.device) -> dict[str, Any]:
     """--target sentence: every check (tokenizer, preset, corpus, output directory) before the first write."""
     objective = SentenceDistillationObjective(teacher, alphas, teacher_bf16)
     if o.tokenizer is not None:
@@ -236,7 +251,7 @@ def _distill_sentences(o: DistillOptions, teacher, teacher_tok, alphas: Alphas, 
     claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
     if resume and not checkpoints(out):
         resume, overwrite = False, True
-    same_run(out, o, resume)
+    same_run(out, asked, resume)
     with seeded(o.seed):
         return run_sentence_distillation(o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts),
                                          out, resume, overwrite, notes, device)

@@ -25,7 +25,7 @@ import torch
 from ..data import FORMATS, build_store, check_corpus_documents, heldout_value
 from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, RTD, Recipe
 from ..models import PRETRAINABLE, get_family, task_class
-from ..io import atomic_write_json, claim_output_dir
+from ..io import atomic_copy, atomic_write_json, claim_output_dir
 from ..models.electra import ElectraPair, check_pair_checkpoint, generator_config
 from ..models.init_embeddings import init_token_embeddings, read_init_vectors
 from ..models.params import count
@@ -34,7 +34,7 @@ from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, P
                        check_options, option)
 from . import distributed as dist
 from .continued import (Extension, Start, check_init, check_resume, extend_vocabulary, grow_vocabulary,
-                        read_text_column, resumed_model, start_model, write_init_record, write_text_corpus)
+                        TASK_CORPUS, resumed_model, stage_table_corpus, start_model, write_init_record)
 from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import (PretrainingObjective, ReplacedTokenDetectionObjective, evaluate_pretraining,
@@ -51,7 +51,9 @@ DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discrimin
 class PretrainOptions(RunOptions):
     family: str = option(help="the model family", choices=PRETRAINABLE)
     corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order", metavar="FILE")
+                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order; a Parquet "
+                                    "file or a datasets directory (save_to_disk): a row a document, from "
+                                    "--text-column", metavar="FILE")
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     preset: str | None = option(None, "tiny, mini, small, medium, base, large (default mini; with --init: the "
                                       "checkpoint's architecture)")
@@ -107,8 +109,10 @@ class PretrainOptions(RunOptions):
     extend_vocab: int | None = option(None, "with --init: add the N most frequent pieces of a tokenizer trained on the "
                                             "corpus that the checkpoint's splits into several, each row the mean of "
                                             "its pieces'", check=POSITIVE, metavar="N")
-    text_column: str | None = option(None, "read the --corpus files as CSV / TSV / JSON lines and pretrain on this "
-                                           "column's texts, a record a document (task-adaptive pretraining)",
+    text_column: str | None = option(None, "read the --corpus files as tables (CSV / TSV / JSON lines / Parquet / a "
+                                           "datasets directory) and pretrain on this column's texts, a record a "
+                                           "document (task-adaptive pretraining); a Parquet or datasets --corpus "
+                                           "is read so without it, from its 'text' column",
                                      metavar="NAME")
     config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
 
@@ -124,7 +128,6 @@ class PretrainOptions(RunOptions):
             raise ValueError(f"--extend-vocab {self.extend_vocab}: needs --corpus, the text the new pieces come from")
 
 
-TASK_CORPUS = "task-corpus.txt"  # --text-column: the labelled file's texts, a record a document
 
 
 def _tokenizer(o: PretrainOptions, out: Path, resume: bool, given):
@@ -225,11 +228,8 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
         recipe.check_model()
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
-    documents = None
-    if o.text_column is not None:  # task-adaptive: the texts of a labelled file are the corpus
-        documents = read_text_column(o.corpus, o.text_column)
-        write_text_corpus(documents, staging / TASK_CORPUS)
-        o = replace(o, corpus=[str(staging / TASK_CORPUS)], format="lines")
+    o = stage_table_corpus(o, staging)  # a labelled file's texts (task-adaptive), a Parquet / datasets corpus
+    staged = staging / TASK_CORPUS if o is not asked else None
     check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=recipe.pair_task == "nsp")
     # a bad tokenizer file fails now, not after the output directory is set up
     given = start.tokenizer if start is not None else Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
@@ -253,9 +253,9 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     if resume and recipe.objective == RTD:  # before anything is written: a checkpoint without its generator
         check_pair_checkpoint(checkpoints(out)[-1])
     same_run(out, asked, resume)  # a resume with options that change the run is refused here, before any write
-    if documents is not None:  # the labelled file's texts, kept with the run (a resume reads them there)
+    if staged is not None:  # the table's texts, kept with the run (a resume reads them there)
         if dist.is_main():
-            write_text_corpus(documents, out / TASK_CORPUS)
+            atomic_copy(staged, out / TASK_CORPUS)
         dist.barrier()
         o = replace(o, corpus=[str(out / TASK_CORPUS)])
     if not resume and dist.is_main():

@@ -114,7 +114,9 @@ def register(subparsers) -> None:
 
     t = sub.add_parser("train", help="skip-gram / CBOW (negative sampling, hierarchical softmax) or GloVe on text files; "
                                      "item2vec on baskets (--items); DeepWalk / node2vec on edge lists (--graph)")
-    t.add_argument("corpus", nargs="+", metavar="FILE", help="UTF-8 text, one sentence a line (.gz, .xz, .bz2 read as such); "
+    t.add_argument("corpus", nargs="+", metavar="FILE", help="UTF-8 text, one sentence a line (.gz, .xz, .bz2 read as "
+                                                              "such; Parquet or a datasets directory: --text-column's "
+                                                              "values); "
                                                               "with --items one basket a line; with --graph an edge list")
     add_arguments(t, TrainOptions)
     t.set_defaults(func=_train)

@@ -1,5 +1,6 @@
 """Training text for word vectors: one line is one sentence, words are separated by whitespace
-(gensim's LineSentence and the C tools read it the same way).
+(gensim's LineSentence and the C tools read it the same way). A Parquet file or a datasets
+directory gives the lines of its text column's values (a row a line, unless its text holds newlines).
 
 `LineSentences(paths)` streams the files again on each pass (vocabulary, then encoding); the
 encoded corpus is one int32 array of word indices with sentence boundaries, 4 bytes per
@@ -20,22 +21,29 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..io import CorpusError, open_corpus
+from ..tables import DEFAULT_TEXT_COLUMN, open_table, table_format, table_lines
 
 # gensim's MAX_WORDS_IN_BATCH: longer sentences are cut into pieces of this many words.
 MAX_SENTENCE_LENGTH = 10_000
 
 
-def check_files(paths: list[str]) -> None:
-    """Fail before anything is read when a path is missing or not a file."""
+def check_files(paths: list[str], text_column: str = DEFAULT_TEXT_COLUMN) -> None:
+    """Fail before anything is read when a path is missing or not a file, or a table (a Parquet file, a
+    datasets directory) has no text column `text_column`."""
     for p in paths:
-        if not os.path.isfile(p):
+        if table_format(p):
+            open_table(p).require_text(text_column)
+        elif not os.path.isfile(p):
             raise FileNotFoundError(f"{p}: no such file" if not os.path.exists(p) else f"{p}: not a file")
 
 
-def read_lines(paths: list[str]) -> Iterator[str]:
+def read_lines(paths: list[str], text_column: str = DEFAULT_TEXT_COLUMN) -> Iterator[str]:
     """The lines of UTF-8 text files, decoded; a byte that is not UTF-8 raises CorpusError naming
-    the file and the line."""
+    the file and the line. A table's lines are those of its `text_column`'s values (tables.table_lines)."""
     for path in paths:
+        if table_format(path):
+            yield from table_lines(path, text_column)
+            continue
         with open_corpus(path) as f:
             for line_no, raw in enumerate(f, 1):
                 try:
@@ -51,13 +59,14 @@ class LineSentences:
     A byte that is not UTF-8 raises CorpusError naming the file and the line; a missing file
     fails before anything is read."""
 
-    def __init__(self, paths: Iterable[str | os.PathLike], lowercase: bool = False):
+    def __init__(self, paths: Iterable[str | os.PathLike], lowercase: bool = False,
+                 text_column: str = DEFAULT_TEXT_COLUMN):
         self.paths = [os.fspath(p) for p in paths]
-        self.lowercase = lowercase
-        check_files(self.paths)
+        self.lowercase, self.text_column = lowercase, text_column
+        check_files(self.paths, text_column)
 
     def __iter__(self) -> Iterator[list[str]]:
-        for line in read_lines(self.paths):
+        for line in read_lines(self.paths, self.text_column):
             words = (line.lower() if self.lowercase else line).split()
             if words:
                 yield words
@@ -78,15 +87,15 @@ class PieceSentences:
 
     BATCH = 2048  # lines per encode_batch call
 
-    def __init__(self, paths: Iterable[str | os.PathLike], tokenizer):
+    def __init__(self, paths: Iterable[str | os.PathLike], tokenizer, text_column: str = DEFAULT_TEXT_COLUMN):
         self.paths = [os.fspath(p) for p in paths]
-        self.tokenizer = tokenizer
-        check_files(self.paths)
+        self.tokenizer, self.text_column = tokenizer, text_column
+        check_files(self.paths, text_column)
         self._ids: list[np.ndarray] | None = None  # per non-empty line, once the first pass has finished
         self._pieces = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
 
     def _encoded(self) -> Iterator[np.ndarray]:
-        lines = read_lines(self.paths)
+        lines = read_lines(self.paths, self.text_column)
         while True:
             batch = [line for _, line in zip(range(self.BATCH), lines)]
             if not batch:

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ..tables import DEFAULT_TEXT_COLUMN
 from .corpus import Corpus, check_files, read_lines
 
 
@@ -24,10 +25,11 @@ class Baskets:
     """Re-iterable baskets of UTF-8 files (.gz, .xz, .bz2 decompressed on the fly), each a list of
     distinct items in order of first appearance; empty lines are no basket."""
 
-    def __init__(self, paths: Iterable[str | os.PathLike]):
+    def __init__(self, paths: Iterable[str | os.PathLike], text_column: str = DEFAULT_TEXT_COLUMN):
         self.paths = [os.fspath(p) for p in paths]
+        self.text_column = text_column
         self._given: list[list[str]] | None = None
-        check_files(self.paths)
+        check_files(self.paths, text_column)
 
     @classmethod
     def of(cls, baskets: Iterable[Iterable[str]]) -> "Baskets":
@@ -37,7 +39,8 @@ class Baskets:
         return made
 
     def __iter__(self) -> Iterator[list[str]]:
-        lines = (b for b in self._given) if self._given is not None else (line.split() for line in read_lines(self.paths))
+        lines = ((b for b in self._given) if self._given is not None
+                 else (line.split() for line in read_lines(self.paths, self.text_column)))
         for items in lines:
             if items:
                 yield list(dict.fromkeys(items))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..options import NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check, check_options, option
+from ..tables import DEFAULT_TEXT_COLUMN
 
 ALGORITHMS = ("cbow", "skipgram", "glove")
 WALKS = ("node2vec", "deepwalk")
@@ -29,6 +30,9 @@ class TrainOptions:
     max_vocab_size: int | None = option(None, "prune rare words while counting when the table grows past this",
                                         check=POSITIVE)
     lowercase: bool = option(False, "lowercase the text before splitting it on whitespace")
+    text_column: str = option(DEFAULT_TEXT_COLUMN, "the column of text of a Parquet file or a datasets directory (save_to_disk) "
+                                      "in the corpus: each value a sentence (each of its lines, if it has several)",
+                              metavar="NAME")
     tokenizer: str | None = option(None, "split the text into this tokenizer's pieces (tokenizer.json or its directory; "
                                          "no special tokens) instead of on whitespace: every vector is then keyed by a "
                                          "vocabulary piece, ready for `pretrain --init-embeddings`", metavar="TOKENIZER")

@@ -38,11 +38,11 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
     if options.graph:
         return _train_graph(options)
     if options.tokenizer is not None:  # a bad tokenizer file fails here, before the corpus is read
-        sentences = PieceSentences(options.corpus, Tokenizer.load(options.tokenizer))
+        sentences = PieceSentences(options.corpus, Tokenizer.load(options.tokenizer), options.text_column)
     elif options.items:
-        sentences = Baskets(options.corpus)
+        sentences = Baskets(options.corpus, options.text_column)
     else:
-        sentences = LineSentences(options.corpus, lowercase=options.lowercase)
+        sentences = LineSentences(options.corpus, lowercase=options.lowercase, text_column=options.text_column)
     files = ", ".join(options.corpus)
 
     start = time.perf_counter()
