@@ -56,17 +56,25 @@ def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path
     ours = bertology.load(tmp_path / "full")
     theirs = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "full").eval()
     assert ours.config.vocab_size == theirs.config.vocab_size == 630
-    tok = bertology.Tokenizer.load(tmp_path / "full")
-    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
-    x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    keep = x["attention_mask"].bool()
+    x, keep = _batch(tmp_path / "full")
     with torch.no_grad():
         assert (ours(**x).prediction_logits - theirs(**x).prediction_logits)[keep].abs().max() < 1e-5
+    _finetunes(tmp_path / "full", tmp_path / "ft")
 
+
+def _batch(model_dir):
+    """Two descriptions as the model's tokenizer encodes them, and which positions are real tokens."""
+    tok = bertology.Tokenizer.load(model_dir)
+    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
+    x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    return x, x["attention_mask"].bool()
+
+
+def _finetunes(model_dir, out):
     dev = ROOT / "data" / "debian-sections" / "dev.tsv"
-    assert main(["finetune", "--model", str(tmp_path / "full"), "--task", "classify", "--train", str(TRAIN), "--dev",
-                 str(dev), "--out", str(tmp_path / "ft"), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
-    assert (tmp_path / "ft" / "config.json").is_file()
+    assert main(["finetune", "--model", str(model_dir), "--task", "classify", "--train", str(TRAIN), "--dev",
+                 str(dev), "--out", str(out), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
+    assert (out / "config.json").is_file()
 
 
 @pytest.fixture(scope="module")
@@ -91,20 +99,13 @@ def test_electra_continues_its_pair_with_extension_resumes_exactly_and_loads_eve
     assert _electra_tapt(electra_base, tmp_path / "split", "--resume") == 0
     assert _losses(tmp_path / "split") == _losses(tmp_path / "full")
 
-    tok = bertology.Tokenizer.load(tmp_path / "full")
-    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
-    x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    keep = x["attention_mask"].bool()
+    x, keep = _batch(tmp_path / "full")
     for sub, cls in (("", transformers.ElectraForPreTraining), ("generator", transformers.ElectraForMaskedLM)):
         ours, theirs = bertology.load(tmp_path / "full" / sub), cls.from_pretrained(tmp_path / "full" / sub).eval()
         assert ours.config.vocab_size == theirs.config.vocab_size == 630
         with torch.no_grad():
             assert (ours(**x).logits - theirs(**x).logits)[keep].abs().max() < 1e-5
-
-    dev = ROOT / "data" / "debian-sections" / "dev.tsv"
-    assert main(["finetune", "--model", str(tmp_path / "full"), "--task", "classify", "--train", str(TRAIN), "--dev",
-                 str(dev), "--out", str(tmp_path / "ft"), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
-    assert (tmp_path / "ft" / "config.json").is_file()
+    _finetunes(tmp_path / "full", tmp_path / "ft")
 
 
 def test_electra_from_a_transformers_discriminator_gets_a_new_generator(electra_base, tmp_path, capsys):
