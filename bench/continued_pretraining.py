@@ -20,7 +20,9 @@ the demo's rates suit tiny models trained from scratch; a 22 M-parameter pretrai
 smaller ones, so the MiniLM arms take --minilm-lrs (default tasks.grid's lower half, 1e-4 and 3e-4).
 
 Also the speed claim: tokens/s of a continued run (`--init` MiniLM) against a from-scratch run of
-the same shape (MiniLM's config as overrides, its tokenizer), interleaved rounds, medians, ratio.
+the same shape (MiniLM's config as overrides, its tokenizer), interleaved rounds, medians, ratio; and
+the same for ELECTRA's pair (`--init` a from-scratch ELECTRA run's directory, discriminator and
+generator, against a from-scratch run of its preset and tokenizer; part `electra-speed`).
 Writes results.json and table.md under --out.
 """
 from __future__ import annotations
@@ -94,18 +96,44 @@ def speed(out: Path, args) -> dict:
     config = read_config(minilm_path())
     shape = {k: getattr(config, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
                                              "intermediate_size", "max_position_embeddings")}
-    sample = out / "sample.txt"
-    text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    sample.write_text(text[:text.index("\n\n", 300_000) + 1], encoding="utf-8")
-    common = dict(family="bert", corpus=[str(sample)], objective="mlm", steps=args.speed_steps, batch_size=args.batch_size,
-                  seq_len=args.seq_len, bf16=args.bf16, heldout=0, log_every=1, quiet=True, warmup=1, dupe_factor=1)
-    arms = {
+    common = dict(family="bert", corpus=[_sample(out)], objective="mlm", **_speed_run(args))
+    return _race({
         "init": PretrainOptions(out_dir=str(out / "speed-init"), init=str(minilm_path()), **common),
         "scratch": PretrainOptions(out_dir=str(out / "speed-scratch"), tokenizer=str(minilm_path()), preset="mini",
                                    config_overrides=shape, **common),
-    }
+    }, args.speed_rounds)
+
+
+def speed_electra(out: Path, args) -> dict:
+    """The same for ELECTRA's pair: `--init` a from-scratch run's directory (its discriminator and its
+    generator/) against a from-scratch run of that preset and tokenizer: the same shapes, the same data."""
+    common = dict(family="electra", corpus=[_sample(out)], **_speed_run(args))
+    base = out / "speed-electra-base"
+    pretrain(PretrainOptions(out_dir=str(base), preset=args.electra_preset, **{**common, "steps": 1}), overwrite=True)
+    return _race({
+        "init": PretrainOptions(out_dir=str(out / "speed-electra-init"), init=str(base), **common),
+        "scratch": PretrainOptions(out_dir=str(out / "speed-electra-scratch"), tokenizer=str(base),
+                                   preset=args.electra_preset, **common),
+    }, args.speed_rounds)
+
+
+def _sample(out: Path) -> str:
+    """The first 300,000 characters of data/wiki.txt (whole documents), the speed runs' corpus."""
+    sample = out / "sample.txt"
+    text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
+    sample.write_text(text[:text.index("\n\n", 300_000) + 1], encoding="utf-8")
+    return str(sample)
+
+
+def _speed_run(args) -> dict:
+    return dict(steps=args.speed_steps, batch_size=args.batch_size, seq_len=args.seq_len, bf16=args.bf16, heldout=0,
+                log_every=1, quiet=True, warmup=1, dupe_factor=1)
+
+
+def _race(arms: dict[str, PretrainOptions], rounds: int) -> dict:
+    """Each arm's tokens/s over `rounds` interleaved rounds, the median of each, and init / scratch."""
     measured: dict[str, list[float]] = {k: [] for k in arms}
-    for _ in range(args.speed_rounds):
+    for _ in range(rounds):
         for name, options in arms.items():
             summary = pretrain(options, overwrite=True)
             measured[name].append(summary["final"]["tokens_per_s"])
@@ -132,7 +160,9 @@ def main() -> int:
                         help="budget of the label curve (later counts are skipped when their measured cost does not fit)")
     parser.add_argument("--speed-steps", type=int, default=8)
     parser.add_argument("--speed-rounds", type=int, default=3)
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: speed, dapt, tapt")
+    parser.add_argument("--electra-preset", default="small", help="the ELECTRA speed runs' preset (default small, "
+                        "Google's ELECTRA-Small discriminator)")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: speed, electra-speed, dapt, tapt")
     parser.add_argument("--reuse", action="store_true", help="reuse finished pretraining runs found in --out")
     parser.add_argument("--out", default="runs/continued")
     args = parser.parse_args()
@@ -148,6 +178,11 @@ def main() -> int:
         s = results["speed"]
         say(f"speed (MiniLM shape, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} steps, "
             f"{args.speed_rounds} interleaved rounds): --init {s['median']['init']:,.0f} tokens/s, from scratch "
+            f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}")
+    if "electra-speed" not in skip:
+        results["electra_speed"] = s = speed_electra(out, args)
+        say(f"speed (ELECTRA-{args.electra_preset} pair, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} "
+            f"steps, {args.speed_rounds} interleaved rounds): --init {s['median']['init']:,.0f} tokens/s, from scratch "
             f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}")
 
     starts, pretraining = [], {}

@@ -12,7 +12,7 @@ import bertology
 from bertology.models import get_family, task_class
 from bertology.tokenizers import train
 from bertology.train.continued import (check_init, extend_vocabulary, grow_vocabulary, read_text_column,
-                                       start_model)
+                                       start_model, start_pair)
 from bertology.train.pretrain import PretrainOptions, pretrain
 
 from helpers import wiki_head
@@ -190,7 +190,7 @@ def inputs_dir(tmp_path_factory, corpus):
     (lambda w, c: dict(init=str(w / "nowhere")), r"--init .*nowhere: not a model directory \(it does not exist\)"),
     (lambda w, c: dict(init=str(w)), r"--init .*: no config.json, so not a model directory"),
     (lambda w, c: dict(init=str(w / "distil")), r"a distilbert checkpoint; bertology continues pretraining bert, "
-                                                 r"roberta, albert, xlnet"),
+                                                 r"roberta, albert, xlnet, electra"),
     (lambda w, c: dict(init=str(c), preset="base"), r"--preset base contradicts --init .*hidden size 32"),
     (lambda w, c: dict(init=str(c), vocab_size=500), r"--vocab-size 500 contradicts --init .*vocabulary has \d+"),
     (lambda w, c: dict(init=str(c), seq_len=1024), r"--seq-len 1024 is longer than the \d+ positions of --init"),
@@ -239,3 +239,156 @@ def test_the_real_minilm_continues_from_its_own_weights(tmp_path):
     x = inputs(start.tokenizer, "bert")
     with torch.no_grad():
         assert torch.equal(model.eval().backbone(**x).last_hidden_state, bertology.load(path)(**x).last_hidden_state)
+
+
+# ---- ELECTRA: the discriminator and its generator --------------------------------------------------
+
+def _electra_config(tok, **kw):
+    """A tiny ELECTRA discriminator (E = 16 < H = 32) for `tok`, as transformers' config."""
+    return transformers.ElectraConfig(**{"vocab_size": tok.vocab_size, "pad_token_id": tok.token_to_id("[PAD]"),
+                                         "embedding_size": 16, **TINY, **kw})
+
+
+@pytest.fixture(scope="module")
+def electra_dirs(tmp_path_factory, corpus):
+    """A bertology run's ELECTRA (discriminator + generator/ at --generator-size 0.5), and transformers'
+    directories as google/electra-*-discriminator and -generator ship: a discriminator alone, a generator
+    sharing its embeddings, one with embeddings of its own, one with another vocabulary."""
+    root = tmp_path_factory.mktemp("electra")
+    tok = train(corpus, family="bert", vocab_size=300, criterion="frequency")
+    torch.manual_seed(0)
+    config = get_family("electra").preset("tiny", vocab_size=tok.vocab_size, pad_token_id=tok.token_to_id("[PAD]"),
+                                          embedding_size=16, max_position_embeddings=512, **TINY)
+    pair = bertology.models.ElectraPair(config, 0.5)
+    with torch.no_grad():  # a generator bias the unigram prior would never give: a loaded generator keeps it
+        pair.generator.mlm.bias.normal_()
+    pair.save(root / "run")
+    disc = transformers.ElectraForPreTraining(_electra_config(tok)).eval()
+    disc.save_pretrained(root / "hf-disc")
+    gen_config = dict(hidden_size=16, num_attention_heads=1, intermediate_size=64)
+    for name, shared, vocab in (("hf-gen", True, tok.vocab_size), ("hf-gen-own", False, tok.vocab_size),
+                                ("hf-gen-vocab", False, tok.vocab_size + 5)):
+        gen = transformers.ElectraForMaskedLM(_electra_config(tok, **gen_config, vocab_size=vocab)).eval()
+        if shared:
+            gen.electra.embeddings.load_state_dict(disc.electra.embeddings.state_dict())
+        gen.save_pretrained(root / name)
+    for name in ("run", "hf-disc", "hf-gen"):
+        tok.save(root / name / "tokenizer.json")
+    return root
+
+
+def _real(x, a, b):
+    """The largest difference of two (B, T, …) outputs over the real tokens (bertology's are zeros at padding)."""
+    return (a - b)[x["attention_mask"].bool()].abs().max()
+
+
+def test_electra_init_from_a_bertology_run_continues_both_models(electra_dirs, corpus):
+    path = electra_dirs / "run"
+    start = check_init(options(corpus, "unused", "electra", init=str(path)), "ForPreTraining")
+    assert start.generator is not None and start.generator.path == path / "generator"
+    pair, new = start_pair(start, 0.25)  # the checkpoint's generator (0.5) decides its shape, not the default
+    assert new == [] and pair.generator.config.hidden_size == 16
+    assert pair.generator.backbone.embeddings is pair.discriminator.backbone.embeddings
+    assert pair.generator.mlm.decoder.weight is pair.discriminator.backbone.embeddings.word.weight
+    x = inputs(start.tokenizer, "electra")
+    pair.eval()
+    with torch.no_grad():
+        assert torch.equal(pair.discriminator(**x).logits, bertology.load(path)(**x).logits)
+        assert torch.equal(pair.generator(**x).logits, bertology.load(path / "generator")(**x).logits)
+
+
+def test_electra_init_from_a_transformers_discriminator_builds_a_new_generator(electra_dirs, corpus):
+    path = electra_dirs / "hf-disc"
+    start = check_init(options(corpus, "unused", "electra", init=str(path)), "ForPreTraining")
+    assert start.generator is None
+    pair, new = start_pair(start, 0.5)
+    assert new == ["generator"]
+    g = pair.generator
+    assert (g.config.hidden_size, g.config.num_attention_heads, g.config.intermediate_size) == (16, 1, 64)
+    assert g.backbone.embeddings is pair.discriminator.backbone.embeddings
+    assert g.mlm.decoder.weight is pair.discriminator.backbone.embeddings.word.weight
+    assert torch.equal(g.mlm.bias, torch.zeros(start.config.vocab_size))  # the job sets it from the unigram prior
+    x = inputs(start.tokenizer, "electra")
+    theirs = transformers.ElectraForPreTraining.from_pretrained(path).eval()
+    with torch.no_grad():
+        ours = pair.eval().discriminator(**x).logits
+        assert torch.equal(ours, bertology.load(path)(**x).logits)
+        assert _real(x, ours, theirs(**x).logits) < 1e-5
+
+
+def test_electra_init_generator_from_transformers(electra_dirs, corpus, recwarn):
+    start = check_init(options(corpus, "unused", "electra", init=str(electra_dirs / "hf-disc"),
+                               init_generator=str(electra_dirs / "hf-gen")), "ForPreTraining")
+    pair, new = start_pair(start, 0.25)
+    assert new == [] and not [w for w in recwarn if "embeddings" in str(w.message)]
+    x = inputs(start.tokenizer, "electra")
+    theirs = transformers.ElectraForMaskedLM.from_pretrained(electra_dirs / "hf-gen").eval()
+    with torch.no_grad():
+        assert _real(x, pair.eval().generator(**x).logits, theirs(**x).logits) < 1e-5
+    # a generator with embeddings of its own: the pair shares the discriminator's, and says so
+    start = check_init(options(corpus, "unused", "electra", init=str(electra_dirs / "hf-disc"),
+                               init_generator=str(electra_dirs / "hf-gen-own")), "ForPreTraining")
+    with pytest.warns(UserWarning, match=r"generator's embeddings \(.*word.weight.*\) differ from the discriminator's"):
+        pair, _ = start_pair(start, 0.25)
+    reference = bertology.load(electra_dirs / "hf-disc")
+    assert torch.equal(pair.discriminator.backbone.embeddings.word.weight, reference.backbone.embeddings.word.weight)
+
+
+def test_electra_extension_grows_the_shared_embeddings_and_round_trips(electra_dirs, corpus, tmp_path):
+    start = check_init(options(corpus, "unused", "electra", init=str(electra_dirs / "run"), extend_vocab=20,
+                               vocab_size=600), "ForPreTraining")
+    pair, _ = start_pair(start, 0.5)
+    ext = extend_vocabulary(start.tokenizer, [str(corpus)], 20, "electra", start.config.vocab_size, 600)
+    grown = grow_vocabulary(pair, ext.old_ids)
+    V, N = start.config.vocab_size, len(ext.pieces)
+    assert grown.config.vocab_size == grown.generator.config.vocab_size == V + N == ext.tokenizer.vocab_size
+    old, new = pair.discriminator.backbone.embeddings.word.weight, grown.discriminator.backbone.embeddings.word.weight
+    assert grown.generator.backbone.embeddings is grown.discriminator.backbone.embeddings
+    assert grown.generator.mlm.decoder.weight is new
+    assert torch.equal(new[:V], old) and torch.equal(grown.generator.mlm.bias[:V], pair.generator.mlm.bias)
+    for i, ids in enumerate(ext.old_ids):
+        assert torch.allclose(new[V + i], old[ids].mean(0), atol=1e-6)
+        assert torch.allclose(grown.generator.mlm.bias[V + i], pair.generator.mlm.bias[ids].mean(), atol=1e-6)
+    grown.save(tmp_path)
+    x = inputs(ext.tokenizer, "electra")
+    x["input_ids"][0, 1:4] = torch.arange(V, V + 3)  # new ids in use
+    grown.eval()
+    with torch.no_grad():
+        for sub, ours, cls in (("", grown.discriminator, transformers.ElectraForPreTraining),
+                               ("generator", grown.generator, transformers.ElectraForMaskedLM)):
+            theirs = cls.from_pretrained(tmp_path / sub).eval()
+            assert theirs.config.vocab_size == V + N and _real(x, ours(**x).logits, theirs(**x).logits) < 1e-5
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d, w: dict(init_generator=str(d / "hf-gen-vocab")), r"--init-generator .*hf-gen-vocab \(the generator\): "
+                                                                r"vocab_size \d+, but the discriminator's \(--init "
+                                                                r".*hf-disc\) is \d+"),
+    (lambda d, w: dict(init_generator=str(d / "hf-disc")), r"hf-disc.*an ELECTRA discriminator"),
+    (lambda d, w: dict(init=str(d / "hf-gen"), init_generator=None), r"--init .*hf-gen: an ELECTRA generator"),
+    (lambda d, w: dict(init=str(d / "run"), init_generator=None, generator_size=0.25),
+     r"--generator-size 0.25 \(hidden size 8\) contradicts --init .*run: its generator .*generator, a generator of "
+     r"hidden size 16"),
+    (lambda d, w: dict(init_generator=str(w)), r"--init-generator .*: no config.json"),
+    (lambda d, w: dict(init_generator=None, preset="small"), r"--preset small contradicts --init .*hidden size 32"),
+    (lambda d, w: dict(init_generator=None, seq_len=1024), r"--seq-len 1024 is longer than the 512 positions of --init"),
+    (lambda d, w: dict(init_generator=None, tokenizer=str(w / "big.json")), r"big.json has \d+ entries, but the "
+                                                                             r"embedding table of --init .* has \d+ rows"),
+    (lambda d, w: dict(objective="mlm"), r"--init-generator .*hf-gen: only ELECTRA's rtd objective trains a generator"),
+])
+def test_electra_bad_input_is_named_and_nothing_is_written(tmp_path, corpus, electra_dirs, inputs_dir, change, message):
+    out = tmp_path / "out"
+    kw = {"family": "electra", "corpus": [str(corpus)], "init": str(electra_dirs / "hf-disc"),
+          "init_generator": str(electra_dirs / "hf-gen"), **change(electra_dirs, inputs_dir)}
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        pretrain(PretrainOptions(out_dir=str(out), **kw))
+    assert not out.exists()
+
+
+def test_init_generator_is_electras_and_needs_init(tmp_path, corpus, bert_dir, electra_dirs):
+    with pytest.raises(ValueError, match=r"--init-generator .*hf-gen: needs --init DIR"):
+        PretrainOptions(family="electra", corpus=[str(corpus)], out_dir="o", init_generator=str(electra_dirs / "hf-gen"))
+    with pytest.raises(ValueError, match=r"--init-generator .*: only ELECTRA's rtd objective trains a generator "
+                                         r"\(this run trains bert's ForPreTraining head\)"):
+        pretrain(options(corpus, tmp_path / "out", init=str(bert_dir), init_generator=str(electra_dirs / "hf-gen")))
+    assert not (tmp_path / "out").exists()

@@ -1,6 +1,6 @@
-"""`bertology pretrain --init` as a user runs it: a tiny BERT pretrained, then continued on the task's
-own texts (TAPT, --text-column) with an extended vocabulary; the result resumes exactly, loads in
-transformers and fine-tunes."""
+"""`bertology pretrain --init` as a user runs it: a tiny BERT (and a tiny ELECTRA pair) pretrained, then
+continued on the task's own texts (TAPT, --text-column) with an extended vocabulary; the result resumes
+exactly, loads in transformers and fine-tunes."""
 import json
 from pathlib import Path
 
@@ -56,14 +56,71 @@ def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path
     ours = bertology.load(tmp_path / "full")
     theirs = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "full").eval()
     assert ours.config.vocab_size == theirs.config.vocab_size == 630
-    tok = bertology.Tokenizer.load(tmp_path / "full")
-    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
-    x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    keep = x["attention_mask"].bool()
+    x, keep = _batch(tmp_path / "full")
     with torch.no_grad():
         assert (ours(**x).prediction_logits - theirs(**x).prediction_logits)[keep].abs().max() < 1e-5
+    _finetunes(tmp_path / "full", tmp_path / "ft")
 
+
+def _batch(model_dir):
+    """Two descriptions as the model's tokenizer encodes them, and which positions are real tokens."""
+    tok = bertology.Tokenizer.load(model_dir)
+    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
+    x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    return x, x["attention_mask"].bool()
+
+
+def _finetunes(model_dir, out):
     dev = ROOT / "data" / "debian-sections" / "dev.tsv"
-    assert main(["finetune", "--model", str(tmp_path / "full"), "--task", "classify", "--train", str(TRAIN), "--dev",
-                 str(dev), "--out", str(tmp_path / "ft"), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
-    assert (tmp_path / "ft" / "config.json").is_file()
+    assert main(["finetune", "--model", str(model_dir), "--task", "classify", "--train", str(TRAIN), "--dev",
+                 str(dev), "--out", str(out), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
+    assert (out / "config.json").is_file()
+
+
+@pytest.fixture(scope="module")
+def electra_base(tmp_path_factory):
+    out = tmp_path_factory.mktemp("base") / "electra"
+    assert main(["pretrain", "--family", "electra", "--preset", "tiny", "--corpus", str(TRAIN), "--text-column", "text",
+                 "--out", str(out), "--vocab-size", "600", "--generator-size", "0.5", *COMMON]) == 0
+    return out
+
+
+def _electra_tapt(base, out, *extra):
+    return main(["pretrain", "--family", "electra", "--init", str(base), "--corpus", str(TRAIN), "--text-column", "text",
+                 "--out", str(out), "--extend-vocab", "30", "--vocab-size", "1500", *COMMON, *extra])
+
+
+def test_electra_continues_its_pair_with_extension_resumes_exactly_and_loads_everywhere(electra_base, tmp_path, capsys):
+    assert _electra_tapt(electra_base, tmp_path / "full") == 0
+    err = capsys.readouterr().err
+    assert "every weight of ElectraForPreTraining taken from the checkpoint" in err and "30 pieces added" in err
+    assert f"the generator from {electra_base / 'generator'} (hidden size 64 of the discriminator's 128)" in err
+    assert _electra_tapt(electra_base, tmp_path / "split", "--stop-at", "3") == 130
+    assert _electra_tapt(electra_base, tmp_path / "split", "--resume") == 0
+    assert _losses(tmp_path / "split") == _losses(tmp_path / "full")
+
+    x, keep = _batch(tmp_path / "full")
+    for sub, cls in (("", transformers.ElectraForPreTraining), ("generator", transformers.ElectraForMaskedLM)):
+        ours, theirs = bertology.load(tmp_path / "full" / sub), cls.from_pretrained(tmp_path / "full" / sub).eval()
+        assert ours.config.vocab_size == theirs.config.vocab_size == 630
+        with torch.no_grad():
+            assert (ours(**x).logits - theirs(**x).logits)[keep].abs().max() < 1e-5
+    _finetunes(tmp_path / "full", tmp_path / "ft")
+
+
+def test_electra_from_a_transformers_discriminator_gets_a_new_generator(electra_base, tmp_path, capsys):
+    """google/electra-*-discriminator's layout: transformers' ElectraForPreTraining, no generator beside it."""
+    theirs = transformers.ElectraForPreTraining.from_pretrained(electra_base)
+    theirs.save_pretrained(tmp_path / "hf")
+    bertology.Tokenizer.load(electra_base).save(tmp_path / "hf" / "tokenizer.json")
+
+    def run(out, *extra):
+        return main(["pretrain", "--family", "electra", "--init", str(tmp_path / "hf"), "--corpus", str(TRAIN),
+                     "--text-column", "text", "--out", str(out), "--generator-size", "0.25", *COMMON, *extra])
+    assert run(tmp_path / "full") == 0
+    err = capsys.readouterr().err
+    assert "no generator" in err and "a new one of hidden size 32 (--generator-size 0.25 of 128)" in err
+    assert transformers.ElectraForMaskedLM.from_pretrained(tmp_path / "full" / "generator").config.hidden_size == 32
+    assert run(tmp_path / "split", "--stop-at", "3") == 130
+    assert run(tmp_path / "split", "--resume") == 0
+    assert _losses(tmp_path / "split") == _losses(tmp_path / "full")

@@ -196,17 +196,21 @@ class ElectraPair(nn.Module):
 
     `save(dir)` writes the discriminator as the model directory (it loads in transformers'
     ElectraForPreTraining / AutoModel) and the generator in dir/generator/ (ElectraForMaskedLM).
+    `gen_config` gives the generator's shape when it is not `generator_size`'s (a checkpoint's own
+    generator, continued by `pretrain --init`); its embedding fields must be the discriminator's.
     """
 
-    def __init__(self, config: ElectraConfig, generator_size: float = 0.25):
+    def __init__(self, config: ElectraConfig, generator_size: float | None = 0.25,
+                 gen_config: ElectraConfig | None = None):
         super().__init__()
         if not isinstance(config, ElectraConfig):
             raise TypeError(f"ElectraPair takes an ElectraConfig, got {type(config).__name__}")
-        self.config, self.generator_size = config, generator_size
-        gen_config = generator_config(config, generator_size)
-        if gen_config.hidden_size > config.hidden_size:
-            raise ValueError(f"the generator ({gen_config.hidden_size}) is wider than the discriminator "
-                             f"({config.hidden_size})")
+        self.config, self.generator_size = config, None if gen_config is not None else generator_size
+        if gen_config is None:
+            gen_config = generator_config(config, generator_size)
+        else:
+            check_shared_embeddings(gen_config, config, "the generator's config")
+            gen_config = dataclasses.replace(gen_config, architectures=["ElectraForMaskedLM"], extra=dict(gen_config.extra))
         self.discriminator = ElectraForPreTraining(dataclasses.replace(config, architectures=["ElectraForPreTraining"]))
         self.generator = ElectraForMaskedLM(gen_config)
         shared = self.discriminator.backbone.embeddings
@@ -248,11 +252,27 @@ class ElectraPair(nn.Module):
         ours = self.generator.config
         if (theirs.hidden_size, theirs.num_attention_heads, theirs.intermediate_size) != (
                 ours.hidden_size, ours.num_attention_heads, ours.intermediate_size):
+            made = (f"--generator-size {self.generator_size} makes" if self.generator_size is not None
+                    else "generator has")
             raise ValueError(f"{gen_dir}: the generator has hidden size {theirs.hidden_size}, this run's "
-                             f"--generator-size {self.generator_size} makes {ours.hidden_size}")
+                             f"{made} {ours.hidden_size}")
         for model, directory in ((self.discriminator, path), (self.generator, gen_dir)):
             tensors, source = read_weights(directory)
             load_state(model, tensors, source, strict=True)
+
+
+# what the generator and discriminator share (ElectraPair's one embeddings module) must have one shape
+SHARED_EMBEDDING_FIELDS = ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size")
+
+
+def check_shared_embeddings(gen: ElectraConfig, disc: ElectraConfig, what: str, disc_what: str = "the discriminator's") -> None:
+    """A generator config `gen` that can share `disc`'s embeddings, or a ValueError naming both values."""
+    for key in SHARED_EMBEDDING_FIELDS:
+        if getattr(gen, key) != getattr(disc, key):
+            raise ValueError(f"{what}: {key} {getattr(gen, key)}, but {disc_what} is {getattr(disc, key)}; the "
+                             "generator and discriminator share one embeddings module, so they must be equal")
+    if gen.hidden_size > disc.hidden_size:
+        raise ValueError(f"{what}: hidden size {gen.hidden_size}, wider than the discriminator's {disc.hidden_size}")
 
 
 def check_pair_checkpoint(path: str | os.PathLike) -> Path:

@@ -6,10 +6,18 @@ directory, a Hugging Face one or one bertology wrote, instead of a preset.
 
 What the directory gives: the config (the architecture, so --preset and --vocab-size contradict it),
 the weights, and the tokenizer (or --tokenizer, whose vocabulary must fit the embedding table). The
-objective is the family's (BERT MLM + NSP, ALBERT MLM + SOP, RoBERTa MLM, XLNet the permutation LM;
---objective mlm drops the pair task). A head the directory has is loaded; one it lacks (an encoder-only
-checkpoint such as all-MiniLM-L6-v2 has no MLM head) is built new: the family's own initialisation, its
-decoder tied to the word embeddings, its bias from the corpus's unigram prior, and the log says so.
+objective is the family's (BERT MLM + NSP, ALBERT MLM + SOP, RoBERTa MLM, XLNet the permutation LM,
+ELECTRA replaced-token detection; --objective mlm drops the pair task). A head the directory has is
+loaded; one it lacks (an encoder-only checkpoint such as all-MiniLM-L6-v2 has no MLM head) is built new:
+the family's own initialisation, its decoder tied to the word embeddings, its bias from the corpus's
+unigram prior, and the log says so.
+
+ELECTRA trains a pair (models/electra.py ElectraPair): DIR is the discriminator (a bertology run or
+checkpoint, or Hugging Face's ElectraForPreTraining as google/electra-*-discriminator ships), and the
+generator is DIR/generator/ where bertology saved one, or `--init-generator DIR2` (ElectraForMaskedLM,
+as google/electra-*-generator ships), or else new at `--generator-size`. Either way the pair shares the
+discriminator's embeddings, so a loaded generator must have their shape (vocabulary, embedding size,
+positions, token types); its own copy of them is replaced (a warning where it differs).
 
 Vocabulary extension (`--extend-vocab N`): the family's tokenizer kind is trained on the corpus (its
 text normalized as the checkpoint's tokenizer normalizes it), and the N most frequent of its
@@ -43,16 +51,25 @@ from ..io import atomic_path, atomic_write_json, iter_files
 from ..models import PRETRAINABLE, get_family, task_class
 from ..models.checkpoint import (CheckpointError, absent_parameters, check_tokenizer as check_model_tokenizer, load_state,
                                  read_config, read_weights)
-from ..models.config import EncoderConfig
+from ..models.config import ElectraConfig, EncoderConfig
+from ..models.electra import (GENERATOR_DIR, ElectraForMaskedLM, ElectraPair, check_generator_checkpoint,
+                              check_shared_embeddings, generator_config)
 from ..tables import DEFAULT_TEXT_COLUMN, table_format
 from ..tasks.readers import read_table
 from ..tokenizers import Tokenizer, train
 from ..tokenizers.corpus import count_words_in_files
 
-# the families --init continues; ELECTRA pretrains here but its pair (discriminator + generator) is not
-# yet built from a checkpoint directory
-CONTINUABLE = tuple(f for f in PRETRAINABLE if f != "electra")
+CONTINUABLE = PRETRAINABLE  # the families --init continues: every one that pretrains here
 INIT_RECORD = "init.json"  # in the output directory: which checkpoint (and extension) the run continues
+
+
+@dataclass
+class Generator:
+    """ELECTRA: the generator an --init run continues (DIR/generator/ or --init-generator)."""
+    path: Path
+    config: ElectraConfig
+    tensors: dict[str, torch.Tensor] = field(repr=False)
+    source: str  # the weights file, for messages
 
 
 @dataclass
@@ -64,6 +81,7 @@ class Start:
     tokenizer_source: str
     tensors: dict[str, torch.Tensor] = field(repr=False, default_factory=dict)
     source: str = ""  # the weights file, for messages
+    generator: Generator | None = None  # ELECTRA's rtd: the generator loaded beside the discriminator (None: new)
 
 
 def check_init(o, head: str) -> Start:
@@ -85,9 +103,7 @@ def check_init(o, head: str) -> Start:
     family = config.model_type
     if family not in CONTINUABLE:
         raise ValueError(f"{where}: a {family} checkpoint; bertology continues pretraining {', '.join(CONTINUABLE)}"
-                         + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else "")
-                         + (" (ELECTRA's discriminator and generator pair cannot start from a directory yet)"
-                            if family == "electra" else ""))
+                         + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else ""))
     if o.family != family:
         raise ValueError(f"--family {o.family} contradicts {where}, a {family} checkpoint")
     shape = f"a {family} checkpoint of {config.num_hidden_layers} layers, hidden size {config.hidden_size}"
@@ -114,6 +130,11 @@ def check_init(o, head: str) -> Start:
     if missing:
         raise CheckpointError(f"{where}: {weights} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a "
                               f"complete {family} model")
+    pair = family == "electra" and head == "ForPreTraining"  # replaced-token detection: a generator beside it
+    if o.init_generator is not None and not pair:
+        raise ValueError(f"--init-generator {o.init_generator}: only ELECTRA's rtd objective trains a generator "
+                         f"(this run trains {family}'s {head} head)")
+    generator = check_generator(o, path, config, tensors) if pair else None
     source = o.tokenizer if o.tokenizer is not None else str(path)
     try:
         tok = Tokenizer.load(source)
@@ -123,7 +144,44 @@ def check_init(o, head: str) -> Start:
     check_tokenizer(tok, config, source, where, exact=o.tokenizer is not None)
     tok.no_truncation()  # the run's sequences decide lengths, not the settings a checkpoint ships with
     tok.no_padding()
-    return Start(path, config, tok, source, tensors, weights)
+    return Start(path, config, tok, source, tensors, weights, generator)
+
+
+def check_generator(o, path: Path, config: ElectraConfig, tensors: dict[str, torch.Tensor]) -> Generator | None:
+    """ELECTRA's generator for an --init run: --init-generator, else DIR/generator/ when the directory
+    has one, else None (a new one). It must share the discriminator's embedding shape, agree with a
+    --generator-size given, and hold a whole ElectraForMaskedLM; each error names both sides."""
+    if any(k.startswith("generator_predictions.") for k in tensors) and not any(
+            k.startswith("discriminator_predictions.") for k in tensors):
+        raise ValueError(f"--init {path}: an ELECTRA generator (ElectraForMaskedLM); --init takes the discriminator "
+                         "(ElectraForPreTraining) and --init-generator this directory")
+    gen_dir = Path(o.init_generator) if o.init_generator is not None else path / GENERATOR_DIR
+    if o.init_generator is None and not gen_dir.exists():
+        return None
+    where = f"--init-generator {gen_dir}" if o.init_generator is not None else f"--init {path}: its generator {gen_dir}"
+    try:
+        gen = read_config(gen_dir)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{where}: no config.json, so not a model directory") from None
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    if not isinstance(gen, ElectraConfig):
+        raise ValueError(f"{where}: a {gen.model_type} checkpoint, not an ELECTRA generator")
+    check_shared_embeddings(gen, config, f"{where} (the generator)", f"the discriminator's (--init {path})")
+    made = generator_config(config, o.generator_size).hidden_size if o.generator_size is not None else gen.hidden_size
+    if made != gen.hidden_size:
+        raise ValueError(f"--generator-size {o.generator_size} (hidden size {made}) contradicts {where}, a generator "
+                         f"of hidden size {gen.hidden_size}; drop --generator-size")
+    try:
+        gen_tensors, source = read_weights(gen_dir)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{where}: {e}") from None
+    check_generator_checkpoint(gen_tensors, source)  # a discriminator given as the generator: say so
+    missing = absent_parameters(ElectraForMaskedLM(gen), gen_tensors)
+    if missing:
+        raise CheckpointError(f"{where}: {source} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a "
+                              "complete ELECTRA generator (ElectraForMaskedLM)")
+    return Generator(gen_dir, gen, gen_tensors, source)
 
 
 def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: str, exact: bool = True) -> None:
@@ -157,6 +215,12 @@ def start_model(start: Start, head: str, **overrides) -> tuple[torch.nn.Module, 
         setattr(config, k, v)
     model = task_class(config.model_type, head)(config)
     config.architectures = [model.architecture]
+    return model, load_start(model, start)
+
+
+def load_start(model, start: Start) -> list[str]:
+    """Copy the checkpoint's weights into `model` (a task model of its family); returns the head
+    modules it did not hold, which keep their new initialisation."""
     tensors, source = start.tensors, start.source
     absent = absent_parameters(model, tensors)  # check_init made sure the backbone is whole
     heads = {n.split(".")[0] for n, _ in model.state_dict().items() if not n.startswith("backbone.")}
@@ -168,7 +232,40 @@ def start_model(start: Start, head: str, **overrides) -> tuple[torch.nn.Module, 
             load_state(model, tensors, source, strict=False)
     if any(".pooler." in n for n in absent):
         new.append("backbone.pooler")
-    return model, new
+    return new
+
+
+def start_pair(start: Start, generator_size: float) -> tuple[ElectraPair, list[str]]:
+    """ELECTRA's pretraining pair from --init: the discriminator loaded as start_model loads a model,
+    the generator from `start.generator` or new at `generator_size` (then "generator" is among the
+    parts returned as new). The shared embeddings are the discriminator's."""
+    gen = start.generator
+    pair = ElectraPair(copy.deepcopy(start.config), generator_size, gen.config if gen is not None else None)
+    if gen is not None:  # first: the discriminator's embeddings, loaded next, replace the generator's copy
+        load_state(pair.generator, gen.tensors, gen.source, strict=True)
+        theirs = {k: v.clone() for k, v in pair.generator.backbone.embeddings.state_dict().items()}
+    new = load_start(pair.discriminator, start)
+    if gen is None:
+        return pair, new + ["generator"]
+    ours = pair.discriminator.backbone.embeddings.state_dict()
+    differ = sorted(k for k, v in theirs.items() if not torch.equal(v, ours[k]))
+    if differ:
+        warnings.warn(f"{gen.source}: the generator's embeddings ({', '.join(differ)}) differ from the "
+                      f"discriminator's in {start.source}; the pair shares one embeddings module, the discriminator's",
+                      stacklevel=2)
+    return pair, new
+
+
+def generator_note(start: Start, pair: ElectraPair, unigram_prior: bool) -> str:
+    """The log's line on where an --init run's generator came from."""
+    g, H = pair.generator.config, pair.config.hidden_size
+    if start.generator is not None:
+        return (f"--init {start.path}: the generator from {start.generator.path} (hidden size {g.hidden_size} of "
+                f"the discriminator's {H}), sharing the discriminator's embeddings")
+    return (f"--init {start.path}: no generator ({start.path / GENERATOR_DIR} or --init-generator): a new one of "
+            f"hidden size {g.hidden_size} (--generator-size {pair.generator_size} of {H}), sharing the "
+            "discriminator's embeddings, its MLM decoder tied to them"
+            + (", its output bias from the corpus's unigram prior" if unigram_prior else ""))
 
 
 def resumed_model(start: Start, head: str, vocab_size: int, **overrides) -> torch.nn.Module:
@@ -178,6 +275,16 @@ def resumed_model(start: Start, head: str, vocab_size: int, **overrides) -> torc
     for k, v in {"vocab_size": vocab_size, **overrides}.items():
         setattr(config, k, v)
     return task_class(config.model_type, head)(config)
+
+
+def resumed_pair(start: Start, generator_size: float, vocab_size: int) -> ElectraPair:
+    """resumed_model for ELECTRA's pair: the generator shaped as the run's (its checkpoint's, or
+    `generator_size`'s)."""
+    config = copy.deepcopy(start.config)
+    config.vocab_size = vocab_size
+    gen = start.generator
+    return ElectraPair(config, generator_size,
+                       replace(gen.config, vocab_size=vocab_size) if gen is not None else None)
 
 
 # ---- vocabulary extension --------------------------------------------------------------------------
@@ -325,7 +432,8 @@ def grow_vocabulary(model, old_ids: list[list[int]]) -> torch.nn.Module:
     V = model.config.vocab_size
     config = copy.deepcopy(model.config)
     config.vocab_size = V + len(old_ids)
-    grown = type(model)(config)
+    grown = (ElectraPair(config, gen_config=replace(model.generator.config, vocab_size=config.vocab_size))
+             if isinstance(model, ElectraPair) else type(model)(config))  # the pair: both grow, still sharing
     state = grown.state_dict()
     for name, value in model.state_dict().items():
         target = state[name]

@@ -33,8 +33,9 @@ from ..nn import set_dropout
 from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
                        check_options, option)
 from . import distributed as dist
-from .continued import (Extension, Start, check_init, check_resume, extend_vocabulary, grow_vocabulary,
-                        TASK_CORPUS, resumed_model, stage_table_corpus, start_model, write_init_record)
+from .continued import (TASK_CORPUS, Extension, Start, check_init, check_resume, extend_vocabulary, generator_note,
+                        grow_vocabulary, resumed_model, resumed_pair, stage_table_corpus, start_model, start_pair,
+                        write_init_record)
 from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .objectives import (PretrainingObjective, ReplacedTokenDetectionObjective, evaluate_pretraining,
@@ -105,7 +106,13 @@ class PretrainOptions(RunOptions):
                                                "tokenizer's pieces (`wordvec train --tokenizer`); not on --resume",
                                          metavar="VECTORS")
     init: str | None = option(None, "continue pretraining this checkpoint (a Hugging Face or bertology model "
-                                    "directory): its config, weights and tokenizer instead of --preset", metavar="DIR")
+                                    "directory): its config, weights and tokenizer instead of --preset; ELECTRA: the "
+                                    "discriminator, with its generator from DIR/generator/ or --init-generator, else a "
+                                    "new one at --generator-size", metavar="DIR")
+    init_generator: str | None = option(None, "ELECTRA with --init: the generator to continue beside the "
+                                              "discriminator (an ElectraForMaskedLM directory, as "
+                                              "google/electra-small-generator ships); default DIR/generator/",
+                                        metavar="DIR")
     extend_vocab: int | None = option(None, "with --init: add the N most frequent pieces of a tokenizer trained on the "
                                             "corpus that the checkpoint's splits into several, each row the mean of "
                                             "its pieces'", check=POSITIVE, metavar="N")
@@ -122,6 +129,9 @@ class PretrainOptions(RunOptions):
             if self.extend_vocab is not None:
                 raise ValueError(f"--extend-vocab {self.extend_vocab}: needs --init DIR, the checkpoint whose "
                                  "vocabulary it extends")
+            if self.init_generator is not None:
+                raise ValueError(f"--init-generator {self.init_generator}: needs --init DIR, the discriminator it "
+                                 "continues beside")
             self.preset = self.preset or "mini"
             self.vocab_size = self.vocab_size or 8000
         if self.extend_vocab is not None and not self.corpus:
@@ -165,25 +175,33 @@ def _model(o: PretrainOptions, tok, recipe: Recipe):
     return model if o.dropout is None else set_dropout(model, o.dropout)
 
 
-def _builder(o: PretrainOptions, start: Start, extension: Extension | None, resume: bool):
+def _builder(o: PretrainOptions, start: Start, extension: Extension | None, resume: bool, pair: bool):
     """How an --init run builds its model, for the MLM job and the permutation-LM job alike:
-    (head, the run's tokenizer, config fields that shape no weight) → (model, whether its output bias is new)."""
+    (head, the run's tokenizer, config fields that shape no weight) → (model, whether its output bias is new).
+    With `pair` (ELECTRA's rtd) the model is the generator and discriminator pair."""
+    size = o.generator_size or DEFAULT_GENERATOR_SIZE
+
     def build(head: str, tok, **overrides):
         if resume:  # the run's own checkpoint holds every weight, the grown vocabulary's too
-            model, new = resumed_model(start, head, max(start.config.vocab_size, tok.vocab_size), **overrides), []
+            vocab = max(start.config.vocab_size, tok.vocab_size)
+            model, new = (resumed_pair(start, size, vocab) if pair else resumed_model(start, head, vocab, **overrides)), []
         else:
-            model, new = start_model(start, head, **overrides)
-            if new:
-                say(f"--init {start.path}: no {', '.join(new)} in the checkpoint: built new (the family's "
-                    "initialisation, the MLM decoder tied to the word embeddings"
-                    + (", the output bias from the corpus's unigram prior)" if o.unigram_prior else ")"))
+            model, new = start_pair(start, size) if pair else start_model(start, head, **overrides)
+            heads = [n for n in new if n != "generator"]  # the pair's generator is said on its own line
+            if heads:
+                mlm = {"mlm", "lm_loss"} & set(heads)
+                say(f"--init {start.path}: no {', '.join(heads)} in the checkpoint: built new (the family's "
+                    "initialisation" + (", the MLM decoder tied to the word embeddings" if mlm else "")
+                    + (", the output bias from the corpus's unigram prior)" if mlm and o.unigram_prior else ")"))
             else:
                 say(f"--init {start.path}: every weight of {model.architecture} taken from the checkpoint")
+            if pair:
+                say(generator_note(start, model, o.unigram_prior))
             if extension is not None:
                 model = grow_vocabulary(model, extension.old_ids)
                 say(str(extension))
         model = model if o.dropout is None else set_dropout(model, o.dropout)
-        return model, bool({"mlm", "lm_loss"} & set(new))
+        return model, bool({"mlm", "lm_loss", "generator"} & set(new))
     return build
 
 
@@ -199,10 +217,16 @@ def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
         raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
                          f"{o.family}-{o.preset} preset")
     recipe.check_model()
-    if o.generator_size is not None:
-        if recipe.objective != RTD:
-            raise ValueError(f"--generator-size is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}")
-        generator_config(config, o.generator_size)  # a size the generator's heads cannot split fails here
+    _check_generator_size(o, recipe, config)
+
+
+def _check_generator_size(o: PretrainOptions, recipe: Recipe, config) -> None:
+    """--generator-size only for ELECTRA's rtd; the new generator it makes of the discriminator's `config`
+    can split its heads (`config` None: the generator is loaded, continued.check_generator checked it)."""
+    if o.generator_size is not None and recipe.objective != RTD:
+        raise ValueError(f"--generator-size is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}")
+    if recipe.objective == RTD and config is not None:
+        generator_config(config, o.generator_size or DEFAULT_GENERATOR_SIZE)  # a size whose heads cannot split fails here
 
 
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
@@ -226,6 +250,7 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
         _check_model_options(o, recipe)
     else:
         recipe.check_model()
+        _check_generator_size(o, recipe, start.config if start.generator is None else None)
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
     o = stage_table_corpus(o, staging)  # a labelled file's texts (task-adaptive), a Parquet / datasets corpus
@@ -260,7 +285,7 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
         o = replace(o, corpus=[str(out / TASK_CORPUS)])
     if not resume and dist.is_main():
         write_init_record(o, out, extension)
-    build = _builder(o, start, extension, resume) if start is not None else None
+    build = _builder(o, start, extension, resume, recipe.objective == RTD) if start is not None else None
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
         return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors, build, extension)
 
