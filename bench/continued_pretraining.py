@@ -163,7 +163,9 @@ def main() -> int:
     parser.add_argument("--electra-preset", default="small", help="the ELECTRA speed runs' preset (default small, "
                         "Google's ELECTRA-Small discriminator)")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: speed, electra-speed, dapt, tapt")
-    parser.add_argument("--reuse", action="store_true", help="reuse finished pretraining runs found in --out")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse finished pretraining runs and fine-tuning grids found in --out (a stopped bench "
+                             "continues where it was)")
     parser.add_argument("--out", default="runs/continued")
     args = parser.parse_args()
     args.bf16 = bf16_pays()
@@ -225,7 +227,7 @@ def main() -> int:
         say(f"fine-tuning {', '.join(s.name for s in group)}: lr grid {group_plan.learning_rates}, seeds "
             f"{group_plan.seeds}, counts {[label_name(c) for c in group_plan.label_counts]}")
         curves.update(label_curves(group, group_plan, Budget(60 * args.finetune_minutes), TASK, out / "finetune",
-                                   resume=False, say=say))
+                                   resume=args.reuse, say=say))
 
     counts = [label_name(c) for c in sorted(plan.label_counts, key=lambda c: float("inf") if c is None else c)]
     table = ["| start | " + " | ".join(f"{c} / class" for c in counts) + " |", "|---|" + "---|" * len(counts)]
