@@ -58,7 +58,7 @@ def main() -> None:
         train([str(c) for c in corpus], family="bert", vocab_size=8000, show_progress=False, criterion="frequency").save(tok)
     task = data_path("debian-sections")
     sets = {"all": (task / "train.tsv", 8), "10/class": (few_labels(out, 10), 30)}
-    print(f"| masked | held-out generator MLM acc. | discriminator acc. (replaced share) | "
+    print("| masked | held-out generator MLM acc. | discriminator acc. (replaced share) | "
           + " | ".join(f"test acc., {k} (lr)" for k in sets) + " |\n|---|---|---|" + "---|" * len(sets), flush=True)
     for rate in (float(r) for r in args.rates.split(",")):
         run = out / f"p{rate:g}"

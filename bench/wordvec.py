@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import lzma
-import os
 import re
 import sys
 import time
@@ -151,7 +150,7 @@ def main() -> None:
     for model, name, speed, ratio, q in rows:
         print(f"| {model} | {name} | {f'{speed:,.0f}' if speed else '–'} | {f'{ratio:.2f}' if ratio else '–'} | "
               f"{q['analogy']:.3f} ({q['semantic']:.3f} / {q['syntactic']:.3f}) | {q['ws353']:.3f} | {q['simlex']:.3f} |")
-    print(f"\nanalogy questions asked (all four words in the vocabulary): "
+    print("\nanalogy questions asked (all four words in the vocabulary): "
           + ", ".join(f"{m} {n} {q['asked']}" for m, n, _, _, q in rows))
 
 

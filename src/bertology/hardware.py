@@ -24,8 +24,9 @@ def cpu_name_and_flags() -> tuple[str, list[str]]:
         text = open("/proc/cpuinfo", encoding="utf-8").read()
     except OSError:
         return platform.processor() or platform.machine(), []
-    name = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("model name")), platform.machine())
-    flags = next((l.split(":", 1)[1].split() for l in text.splitlines() if l.startswith("flags")), [])
+    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+                platform.machine())
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
     return name, [f for f in FLAGS if f in flags]
 
 

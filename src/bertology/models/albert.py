@@ -28,24 +28,24 @@ class AlbertEncoder(Encoder):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        L, G, I = config.num_hidden_layers, config.num_hidden_groups, config.inner_group_num
-        n_attention, n_ffn = {"attention": (1, L), "ffn": (L, 1)}.get(config.sharing, (G * I, G * I))
+        layers, blocks = config.num_hidden_layers, config.num_hidden_groups * config.inner_group_num
+        n_attention, n_ffn = {"attention": (1, layers), "ffn": (layers, 1)}.get(config.sharing, (blocks, blocks))
         self.project = nn.Linear(config.embedding_size, config.hidden_size)  # E → H, once
         self.attention_blocks = nn.ModuleList(make_attention_block(config) for _ in range(n_attention))
         self.ffn_blocks = nn.ModuleList(make_ffn_block(config) for _ in range(n_ffn))
 
     def schedule(self) -> Iterator[tuple[AttentionBlock, FeedForwardBlock]]:
         c = self.config
-        L, G, I = c.num_hidden_layers, c.num_hidden_groups, c.inner_group_num
-        for i in range(L):
+        layers, groups, inner = c.num_hidden_layers, c.num_hidden_groups, c.inner_group_num
+        for i in range(layers):
             if c.sharing == "attention":
                 yield self.attention_blocks[0], self.ffn_blocks[i]
             elif c.sharing == "ffn":
                 yield self.attention_blocks[i], self.ffn_blocks[0]
-            else:  # layer i runs group i·G/L, which is inner_group_num layers deep
-                group = i * G // L
-                for j in range(I):
-                    yield self.attention_blocks[group * I + j], self.ffn_blocks[group * I + j]
+            else:  # layer i runs group i·groups/layers, which is inner_group_num layers deep
+                group = i * groups // layers
+                for j in range(inner):
+                    yield self.attention_blocks[group * inner + j], self.ffn_blocks[group * inner + j]
 
     def forward(self, x, padding, output_hidden_states=False, output_attentions=False):
         return super().forward(self.project(x), padding, output_hidden_states, output_attentions)

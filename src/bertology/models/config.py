@@ -166,8 +166,8 @@ class EncoderConfig:
 def _sizes(**named: tuple[int, int, int]) -> dict[str, dict[str, int]]:
     """name=(layers, hidden, heads) → preset kwargs with the usual 4× feed-forward width."""
     return {
-        n: dict(num_hidden_layers=l, hidden_size=h, num_attention_heads=a, intermediate_size=4 * h)
-        for n, (l, h, a) in named.items()
+        n: dict(num_hidden_layers=layers, hidden_size=h, num_attention_heads=a, intermediate_size=4 * h)
+        for n, (layers, h, a) in named.items()
     }
 
 

@@ -235,7 +235,7 @@ class ForPreTraining(ForMaskedLM):
         pair_logits = self.pair(out)  # (B, 2)
         pair_label = next_sentence_label if next_sentence_label is not None else sentence_order_label
         pair_loss = choice_loss(pair_logits, pair_label) if pair_label is not None else None
-        losses = [l for l in (mlm_loss, pair_loss) if l is not None]
+        losses = [term for term in (mlm_loss, pair_loss) if term is not None]
         field = "seq_relationship_logits" if self.pair_objective == "nsp" else "sop_logits"
         return self.output(out, loss=sum(losses) if losses else None, prediction_logits=logits, mlm_loss=mlm_loss,
                            pair_loss=pair_loss, **{field: pair_logits})

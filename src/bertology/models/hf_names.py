@@ -5,6 +5,7 @@ rewrites a bertology parameter name into the transformers name(s) for the same t
 (regex, replacement) rules; a replacement holding `{qkv}` names three tensors, the fused
 projection split along its output dimension into query, key, value.
 
+    >>> from bertology.models.config import BertConfig
     >>> names = BERT.names("backbone.encoder.layers.0.attention.attention.qkv.weight", BertConfig(), bare=False)
     >>> names[0]
     'bert.encoder.layer.0.attention.self.query.weight'
@@ -15,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .config import AlbertConfig, BertConfig, EncoderConfig
+from .config import AlbertConfig, EncoderConfig
 
 Rule = tuple[str, "str | Callable[[re.Match], str]"]
 

@@ -7,7 +7,6 @@ position; LayerNorm, softmax, activations and the pooler are left out (≪ 1%).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +87,10 @@ def _count_xlnet(model, config: XLNetConfig, c: ParameterCount) -> ParameterCoun
         c.embeddings["attention biases (tied)"] = 3 * config.hidden_size
     c.layer_sizes = [sum(p.numel() for p in layer.parameters()) for layer in model.layers]
     c.applied_layers = len(c.layer_sizes)
-    H, I, V, T = config.hidden_size, config.intermediate_size, config.vocab_size, c.seq_length
+    H, inter, V, T = config.hidden_size, config.intermediate_size, config.vocab_size, c.seq_length
     # per token: q, k, v, o, feed-forward, and r over the 2T relative distances of a T-token segment;
     # scores against keys and (before the shift) against 2T distances, and the weighted sum of V
-    encoder = c.applied_layers * (2 * (4 * H * H + 2 * H * I) + 2 * 2 * H * H + 2 * (T + 2 * T + T) * H)
+    encoder = c.applied_layers * (2 * (4 * H * H + 2 * H * inter) + 2 * 2 * H * H + 2 * (T + 2 * T + T) * H)
     c.mlm_head = V  # the LM head's bias; its weight is the tied word embedding
     c.flops_per_token = {"embedding projection": 0, "encoder": encoder, "MLM head": 2 * H * V}
     c.flops_per_token["total"] = sum(c.flops_per_token.values())
@@ -105,8 +104,8 @@ def flops_per_token(config: EncoderConfig, E: int, layers: int, T: int) -> dict[
     >>> f["encoder"] == 2 * (4 * 4 * 4 + 2 * 4 * 8) + 2 * 2 * 2 * 4
     True
     """
-    H, I, V = config.hidden_size, config.intermediate_size, config.vocab_size
-    projections = 2 * (4 * H * H + 2 * H * I)  # Q, K, V, output; feed-forward up and down
+    H, inter, V = config.hidden_size, config.intermediate_size, config.vocab_size
+    projections = 2 * (4 * H * H + 2 * H * inter)  # Q, K, V, output; feed-forward up and down
     attention = 2 * 2 * T * H  # QKᵀ row and the weighted sum of V, over T keys
     out = {
         "embedding projection": 2 * E * H if E != H else 0,

@@ -116,10 +116,20 @@ class _UnicodeForm(Normalizer):
         return {"type": self.form}
 
 
-class NFD(_UnicodeForm): form = "NFD"
-class NFC(_UnicodeForm): form = "NFC"
-class NFKD(_UnicodeForm): form = "NFKD"
-class NFKC(_UnicodeForm): form = "NFKC"
+class NFD(_UnicodeForm):
+    form = "NFD"
+
+
+class NFC(_UnicodeForm):
+    form = "NFC"
+
+
+class NFKD(_UnicodeForm):
+    form = "NFKD"
+
+
+class NFKC(_UnicodeForm):
+    form = "NFKC"
 
 
 class Lowercase(Normalizer):

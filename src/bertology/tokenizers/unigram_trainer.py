@@ -337,7 +337,7 @@ class UnigramTrainer:
         chosen = np.concatenate((char_idx, sub_idx))
         seed_of_group = np.full(n_groups, -1, dtype=np.int64)
         seed_of_group[gids[chosen]] = np.arange(len(chosen))
-        pieces = [self.text[p:p + l] for p, l in zip(rep[chosen].tolist(), lens[chosen].tolist())]
+        pieces = [self.text[p:p + length] for p, length in zip(rep[chosen].tolist(), lens[chosen].tolist())]
         logp = np.log(score[chosen]) - np.log(score[chosen].sum())
         src, dst, pid = [], [], []
         ix = index_type(n)

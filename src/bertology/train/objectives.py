@@ -24,6 +24,7 @@ from typing import Iterable
 import torch
 import torch.nn.functional as F
 
+from ..models.base import PreTrainedModel
 from ..models.heads import IGNORE, mean_pool
 from .device import model_device, to_device
 from .student import parts

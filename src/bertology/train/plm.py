@@ -93,9 +93,9 @@ def evaluate_plm(model, batches: list[dict[str, torch.Tensor]]) -> dict[str, flo
     device = model_device(model)
     for batch in batches:
         totals = objective.totals(batch)
-        l, m = objective(model, to_device(batch, device), totals)
-        loss += float(l) * totals["targets"]
-        correct += float(m["plm_accuracy"]) * totals["targets"]
+        batch_loss, metrics = objective(model, to_device(batch, device), totals)
+        loss += float(batch_loss) * totals["targets"]
+        correct += float(metrics["plm_accuracy"]) * totals["targets"]
         targets += totals["targets"]
     return {"plm_loss": loss / targets, "plm_accuracy": correct / targets, "perplexity": math.exp(min(loss / targets, 50))}
 

@@ -70,10 +70,10 @@ def alias_table(counts: np.ndarray, exponent: float = 0.75) -> np.ndarray:
     small = [i for i in range(len(p)) if p[i] < 1.0]
     large = [i for i in range(len(p)) if p[i] >= 1.0]
     while small and large:   # Vose: fill each short slot with the remainder of a tall one
-        s, l = small.pop(), large.pop()
-        table[s] = (round(p[s] * 2 ** 32), l)
-        p[l] -= 1.0 - p[s]
-        (small if p[l] < 1.0 else large).append(l)
+        short, tall = small.pop(), large.pop()
+        table[short] = (round(p[short] * 2 ** 32), tall)
+        p[tall] -= 1.0 - p[short]
+        (small if p[tall] < 1.0 else large).append(tall)
     for i in small + large:  # what is left is 1 up to rounding
         table[i] = (2 ** 32, i)
     return table

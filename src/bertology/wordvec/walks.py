@@ -88,14 +88,14 @@ def alias_fill(weight, begin, end, prob, alias, small, large):
     while ns > 0 and nl > 0:
         ns -= 1
         nl -= 1
-        s, l = small[ns], large[nl]
-        alias[begin + s] = l
-        prob[begin + l] -= 1.0 - prob[begin + s]
-        if prob[begin + l] < 1.0:
-            small[ns] = l
+        short, tall = small[ns], large[nl]
+        alias[begin + short] = tall
+        prob[begin + tall] -= 1.0 - prob[begin + short]
+        if prob[begin + tall] < 1.0:
+            small[ns] = tall
             ns += 1
         else:
-            large[nl] = l
+            large[nl] = tall
             nl += 1
     for k in range(ns):          # what is left is 1 up to rounding
         prob[begin + small[k]] = 1.0
