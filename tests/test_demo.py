@@ -71,7 +71,7 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     assert (electra["tokenizer"], electra["vocab_size"]) == (bert["tokenizer"], bert["vocab_size"])
     assert 0.0 < electra["pair_accuracy"] < 1.0  # the discriminator's held-out accuracy
     assert (out / "tokenizers" / "electra" / "tokenizer.json").read_text() == (out / "tokenizers" / "bert" / "tokenizer.json").read_text()
-    budgets = [json.loads(l)["options"]["time_budget"] for l in
+    budgets = [json.loads(summary)["options"]["time_budget"] for summary in
                [(out / "pretrain" / f / "summary.json").read_text() for f in ("bert", "electra")]]
     assert budgets[0] == budgets[1]
     student = by_name["minilm→tiny"]

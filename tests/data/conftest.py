@@ -45,7 +45,7 @@ def wordpiece():
 
 def _lines(n):
     with open(WIKI, encoding="utf-8") as f:
-        return [l for l in itertools.islice(f, n) if l.strip()]
+        return [line for line in itertools.islice(f, n) if line.strip()]
 
 
 @pytest.fixture(scope="session")

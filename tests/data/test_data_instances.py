@@ -77,8 +77,7 @@ def test_unused_segments_are_put_back():
     docs = make_docs(30)
     pairs = all_pairs("nsp", max_num_tokens=400, short_seq_prob=0.0, docs=docs)
     used = set()
-    for cur, p in pairs:
-        doc = cur[0].ids[0] // 10000
+    for _, p in pairs:
         used.update(where(p.a.ids))
         if p.label == 0:
             used.update(where(p.b.ids))

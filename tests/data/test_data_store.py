@@ -106,7 +106,11 @@ def test_dynamic_masks_change_with_step_and_are_deterministic(roberta_store):
     x, y = roberta_store.batch(0, 1), roberta_store.batch(later, 1)
     i0, i1 = roberta_store.indices(0, 1)[0], roberta_store.indices(later, 1)[0]
     raw = np.asarray(roberta_store.arrays["input_ids"])
-    assert (x["input_ids"][0] != torch.from_numpy(raw[i0].astype(np.int64))).any()
+    for batch, i in ((x, i0), (y, i1)):  # masked in both epochs; the labels put back give the stored text
+        stored = torch.from_numpy(raw[i].astype(np.int64))
+        labels = batch["labels"][0]
+        assert (batch["input_ids"][0] != stored).any()
+        assert torch.equal(torch.where(labels != IGNORE_INDEX, labels, batch["input_ids"][0]), stored)
     masks = set()
     for step in range(0, 10 * N, N):  # instance perm_e[0] for epochs 0..9
         idx = roberta_store.indices(step, 1)[0]

@@ -226,8 +226,9 @@ def test_pretrain_resumes_exactly_with_its_memory(corpus, tmp_path, capsys):
     assert _run(corpus, tmp_path / "cut", "--eval-every", "3", "--stop-at", "3") == 130
     assert (tmp_path / "cut" / "checkpoints" / "step-00000003" / "mems.safetensors").is_file()
     assert _run(corpus, tmp_path / "cut", "--eval-every", "3", "--resume") == 0
-    lines = [[json.loads(l) for l in (tmp_path / d / "metrics.jsonl").read_text().splitlines()] for d in ("whole", "cut")]
-    assert lines[0] == lines[1] or [l.get("loss") for l in lines[0]] == [l.get("loss") for l in lines[1]]
+    lines = [[json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
+             for d in ("whole", "cut")]
+    assert lines[0] == lines[1] or [r.get("loss") for r in lines[0]] == [r.get("loss") for r in lines[1]]
     a, b = bertology.load(tmp_path / "whole"), bertology.load(tmp_path / "cut")
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     summary = json.loads((tmp_path / "whole" / "summary.json").read_text())

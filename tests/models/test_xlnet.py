@@ -54,6 +54,13 @@ def one_hot_targets(positions):
     return tm
 
 
+def _flat(x):
+    """An output field as a flat list of tensors, tuples within the tuple (two-stream outputs) opened."""
+    if not isinstance(x, (tuple, list)):
+        return [x]
+    return [t for item in x for t in (item if isinstance(item, tuple) else (item,))]
+
+
 def assert_close(ref, ours, target_mapping=None):
     compared = 0
     for key in ours.keys():
@@ -61,9 +68,7 @@ def assert_close(ref, ours, target_mapping=None):
         if theirs is None or key == "loss":
             continue
         mine = getattr(ours, key)
-        flat = lambda x: [t for item in x for t in (item if isinstance(item, tuple) else (item,))] \
-            if isinstance(x, (tuple, list)) else [x]
-        theirs, mine = flat(theirs), flat(mine)
+        theirs, mine = _flat(theirs), _flat(mine)
         assert len(theirs) == len(mine), f"{key}: {len(theirs)} vs {len(mine)} tensors"
         for i, (a, b) in enumerate(zip(theirs, mine)):
             if key == "attentions" and target_mapping is not None and i % 2:  # query stream: the target rows

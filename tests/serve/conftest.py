@@ -63,7 +63,7 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def clients(checkpoints):
     """clients[name]: a started in-process client of that checkpoint's server (made on first use)."""
-    made, stack = {}, []
+    stack = []
 
     class Clients(dict):
         def __missing__(self, name):

@@ -19,7 +19,6 @@ def sharp(checkpoints, tmp_path_factory):
     """The tiny choice checkpoint with its scoring vector turned along the difference between its pooled vectors of
     CHOICES, so that they get clearly different scores and the second one wins (a fresh head scores a random
     model's near-identical pooled vectors all but uniformly, which would let a wrong order or index pass)."""
-    import bertology
 
     pipe = Pipeline.load(checkpoints["choice"])
     features = pipe.task.featurize([Example(CONTEXT, CHOICES, None)], pipe.tokenizer, pipe.max_length)

@@ -30,7 +30,7 @@ def test_embeddings_are_the_unit_mean_over_real_tokens(encoder, minilm_tokenizer
 
 
 def test_fits_subsets_and_refuses_pairs(encoder, minilm_tokenizer):
-    train = [Example(t, label=l) for t, l in [("game", "games"), ("strategy game", "games"), ("xml parser", "libs"),
+    train = [Example(t, label=label) for t, label in [("game", "games"), ("strategy game", "games"), ("xml parser", "libs"),
                                               ("parsing library", "libs")]]
     baseline = EncoderBaseline(encoder, minilm_tokenizer, l2=1e-4).fit(train)
     assert baseline.score(train)["accuracy"] == 1.0  # four points in 32 dimensions are separable

@@ -120,7 +120,10 @@ def test_from_scratch_is_the_directory_architecture_with_fresh_weights(tmp_path)
                                out_dir=str(tmp_path / "twin-b"), lr=1e-12))
     a, b = bertology.load(tmp_path / "twin-a"), bertology.load(tmp_path / "twin-b")
     assert a.config.to_dict() == trained.config.to_dict() | {"architectures": a.config.to_dict()["architectures"]}
-    word = lambda m: m.backbone.embeddings.word.weight
+
+    def word(model):
+        return model.backbone.embeddings.word.weight
+
     assert not torch.allclose(word(a), word(trained), atol=1e-3)  # nothing of the trained weights
     assert torch.allclose(word(a), word(b))  # the same seed, the same initialisation
     assert twin_a["architecture"] == twin_b["architecture"] == "BertForSequenceClassification"

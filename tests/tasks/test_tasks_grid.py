@@ -52,7 +52,6 @@ def test_grid_from_the_command_line(tmp_path, capsys):
 
 @pytest.mark.integration
 def test_grid_keeps_per_item_predictions_and_the_ensemble(tmp_path):
-    import torch
 
     from bertology.tasks.bootstrap import paired_bootstrap
     from bertology.tasks.finetune import load_finetuned, predict_examples

@@ -52,7 +52,7 @@ def test_a_tokenizer_supplies_the_tokens():
 
 
 def test_the_logistic_regression_is_shared_sparse_or_dense():
-    examples = [Example(t, label=l) for t, l in [("cat dog", "a"), ("car bus", "v"), ("dog cow", "a"), ("van car", "v"),
+    examples = [Example(t, label=label) for t, label in [("cat dog", "a"), ("car bus", "v"), ("dog cow", "a"), ("van car", "v"),
                                                  ("the cat", "a"), ("the bus", "v")]]
     bow = BagOfWordsBaseline(l2=0.1).fit(examples)  # a penalty that makes the optimum well-conditioned
     X = bow.features(examples)

@@ -60,7 +60,7 @@ def enwiki_lines() -> list[str]:
 
 @pytest.fixture(scope="session")
 def russian_lines() -> list[str]:
-    return [l for l in RUSSIAN.read_text(encoding="utf-8").splitlines() if l.strip()]
+    return [line for line in RUSSIAN.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="session")

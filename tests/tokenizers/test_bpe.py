@@ -39,7 +39,10 @@ def test_apply_merges_pure():
 
 def test_dropout_is_seeded():
     vocab = {"a": 0, "b": 1, "ab": 2}
-    seq = lambda seed: [[t.value for t in BPE(vocab, [("a", "b")], dropout=0.5, seed=seed).tokenize("ab" * 8)]]
+
+    def seq(seed):
+        return [[t.value for t in BPE(vocab, [("a", "b")], dropout=0.5, seed=seed).tokenize("ab" * 8)]]
+
     assert seq(1) == seq(1)
     assert BPE(vocab, [("a", "b")], dropout=1.0).tokenize("ab")[0].value == "a"
 

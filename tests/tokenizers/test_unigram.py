@@ -25,7 +25,7 @@ ENWIKI = GENSIM_DATA / "enwiki-latest-pages-articles1.xml-p000000010p000030302-s
 @functools.lru_cache(maxsize=1)
 def _wiki() -> tuple[str, ...]:
     with bz2.open(ENWIKI, "rt", encoding="utf-8") as f:
-        return tuple(l for l in f.read().splitlines() if l.strip() and not l.lstrip().startswith("<"))
+        return tuple(line for line in f.read().splitlines() if line.strip() and not line.lstrip().startswith("<"))
 
 
 def wiki_lines(start: int, count: int) -> list[str]:
@@ -259,7 +259,7 @@ def run_texts() -> list[str]:
     return runs + [f"Title {r} and {r[: len(r) // 2]}" for r in runs[::3]]
 
 
-tie_text = st.lists(st.one_of(st.sampled_from(sorted({w for l in wiki_lines(0, 200) for w in l.split()})),
+tie_text = st.lists(st.one_of(st.sampled_from(sorted({w for line in wiki_lines(0, 200) for w in line.split()})),
                               st.builds(lambda c, n: c * n, st.sampled_from(RUN_CHARS), st.integers(1, 90)),
                               st.text(st.sampled_from(" =-~ab"), min_size=1, max_size=12)),
                     min_size=1, max_size=10).map(" ".join)

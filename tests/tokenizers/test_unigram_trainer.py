@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from bertology.tokenizers import unigram as U
 from bertology.tokenizers.unigram import Unigram
 from bertology.tokenizers.unigram_trainer import Lattices, UnigramTrainer, digamma, reference_e_step, script_of
 from test_unigram import rst_corpus, wiki_lines

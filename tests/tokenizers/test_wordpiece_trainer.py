@@ -78,7 +78,10 @@ def test_frequency_mode_matches_tokenizers_wordpiece_trainer():
     assert {t for t in ours if len(t.removeprefix("##")) == 1} == \
            {t for t in theirs if len(t.removeprefix("##")) == 1}
     assert len(set(ours) ^ set(theirs)) <= 0.02 * len(theirs)
-    first = lambda v: [t for t in sorted(v, key=v.get)[3 + n_alpha:]][:30]
+
+    def first(vocab):
+        return sorted(vocab, key=vocab.get)[3 + n_alpha:][:30]
+
     assert first(ours) == first(theirs)
 
 

@@ -33,7 +33,7 @@ def _tapt(base, out, *extra):
 
 
 def _losses(out):
-    return [json.loads(l)["loss"] for l in (Path(out) / "metrics.jsonl").read_text().splitlines() if '"loss"' in l]
+    return [json.loads(line)["loss"] for line in (Path(out) / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
 
 
 def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path, capsys):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from bertology.cli import main
 from bertology.models import BertConfig, BertForPreTraining, BertModel, RobertaConfig, RobertaForMaskedLM, load

@@ -122,8 +122,11 @@ def test_each_loss_term_equals_its_formula_and_vanishes_for_the_teachers_own_emb
 def test_batches_are_a_pure_function_of_the_step(corpus, teacher_dir, student_tok):
     texts, held = split_texts(read_texts([str(corpus)], "lines", "document"), 30, 0, "corpus")
     assert len(texts) == 270 and len(held) == 30 and not set(texts) & set(held) - {""}
-    make = lambda: SentenceBatches(texts, Tokenizer.load(Path(student_tok) / "tokenizer.json"),
-                                   Tokenizer.load(teacher_dir / "tokenizer.json"), 16, 32, seed=3)
+
+    def make():
+        return SentenceBatches(texts, Tokenizer.load(Path(student_tok) / "tokenizer.json"),
+                               Tokenizer.load(teacher_dir / "tokenizer.json"), 16, 32, seed=3)
+
     a, b = make(), make()
     for step in (0, 5, 17, 40):  # 40 is in the third epoch
         x, y = a(step), b(step)

@@ -129,7 +129,7 @@ def _run(corpus, out, *extra):
 
 
 def _metrics(out):
-    return [json.loads(l) for l in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.integration
@@ -147,7 +147,7 @@ def test_pretrain_saves_both_models_transformers_loads_and_resume_is_exact(corpu
 
     assert _run(corpus, tmp_path / "split", "--generator-size", "0.5", "--stop-at", "3") == 130
     assert _run(corpus, tmp_path / "split", "--generator-size", "0.5", "--resume") == 0
-    assert [l.get("loss") for l in _metrics(tmp_path / "split")] == [l.get("loss") for l in lines]
+    assert [r.get("loss") for r in _metrics(tmp_path / "split")] == [r.get("loss") for r in lines]
 
 
 @pytest.mark.integration
@@ -178,7 +178,7 @@ def test_two_processes_equal_one(corpus, tmp_path):
             "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--heldout", "2", "--log-every", "1",
             "--dropout", "0", "--quiet"]
     single_and_two_ranks(args, tmp_path)
-    a, b = ([l["loss"] for l in _metrics(tmp_path / d) if "loss" in l] for d in ("single", "ddp"))
+    a, b = ([r["loss"] for r in _metrics(tmp_path / d) if "loss" in r] for d in ("single", "ddp"))
     assert len(a) == 3 and a == pytest.approx(b, abs=1e-4)
     for sub in ("", "generator"):
         x, y = (bertology.load(tmp_path / d / sub) for d in ("single", "ddp"))

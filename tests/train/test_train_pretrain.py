@@ -32,8 +32,8 @@ def _run(corpus, out, family, *extra):
 
 
 def _losses(out):
-    lines = [json.loads(l) for l in (Path(out) / "metrics.jsonl").read_text().splitlines()]
-    return [l["loss"] for l in lines if "loss" in l]
+    records = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    return [r["loss"] for r in records if "loss" in r]
 
 
 @pytest.mark.parametrize("family,auto", [("bert", "AutoModelForPreTraining"), ("roberta", "AutoModelForMaskedLM"),
@@ -44,7 +44,8 @@ def test_pretrain_writes_a_model_both_libraries_load(corpus, tmp_path, family, a
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["objective"] == {"bert": "mlm+nsp", "roberta": "mlm", "albert": "mlm+sop"}[family]
     assert len(_losses(tmp_path)) == 6
-    evals = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines() if "eval/perplexity" in l]
+    evals = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+             if "eval/perplexity" in line]
     assert [e["step"] for e in evals] == [3, 6]
 
     ours = bertology.load(tmp_path)
@@ -100,7 +101,7 @@ def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
             "--heldout", "3", "--dupe-factor", "1", "--quiet", "--time-budget", "0.05"]
     assert main(args) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
-    records = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "loss" in r]
     assert summary["steps"] == steps[-1]["step"] >= 2
     assert summary["tokens"] == summary["steps"] * 8 * 32

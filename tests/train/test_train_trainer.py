@@ -56,8 +56,8 @@ def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, accumulat
     resumed = _trainer(tmp_path / "split", steps=6, accumulation=accumulation, model=tiny_model(seed=123))
     resumed.train(resume=True)
     assert _losses(first) + _losses(resumed) == _losses(full)  # exact equality, fp32
-    lines = [json.loads(l) for l in (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()]
-    assert [l["step"] for l in lines] == [1, 2, 3, 4, 5, 6]
+    records = [json.loads(line) for line in (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
 
 
 def test_gradient_accumulation_matches_one_big_batch(tmp_path):

@@ -80,10 +80,14 @@ def test_kernel_step_is_glove_c_adagrad():
         fdiff = weighting(np.array([x]))[0] * diff
         expected_cost += 0.5 * fdiff * diff
         step_w, step_c = eta * fdiff * c[j], eta * fdiff * w[i]
-        w[i] -= step_w / np.sqrt(gw[i]); c[j] -= step_c / np.sqrt(gc[j])
-        gw[i] += step_w ** 2; gc[j] += step_c ** 2
-        b[i] -= eta * fdiff / np.sqrt(gb[i]); bb[j] -= eta * fdiff / np.sqrt(gbb[j])
-        gb[i] += (eta * fdiff) ** 2; gbb[j] += (eta * fdiff) ** 2
+        w[i] -= step_w / np.sqrt(gw[i])
+        c[j] -= step_c / np.sqrt(gc[j])
+        gw[i] += step_w ** 2
+        gc[j] += step_c ** 2
+        b[i] -= eta * fdiff / np.sqrt(gb[i])
+        bb[j] -= eta * fdiff / np.sqrt(gbb[j])
+        gb[i] += (eta * fdiff) ** 2
+        gbb[j] += (eta * fdiff) ** 2
     assert cost == pytest.approx(expected_cost, rel=1e-4)
     for got, want in zip(state[:4], (w, c, b, bb)):
         assert got == pytest.approx(want, abs=1e-5)

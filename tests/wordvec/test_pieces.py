@@ -34,8 +34,8 @@ def tokenizer_path(corpus, tmp_path_factory):
 
 def test_piece_sentences_are_the_tokenizers_encodings_and_replay(corpus, tokenizer_path):
     tok = Tokenizer.load(tokenizer_path)
-    lines = [l for l in corpus.read_text(encoding="utf-8").splitlines() if l.strip()]
-    expected = [tok.encode(l, add_special_tokens=False).tokens for l in lines]
+    lines = [line for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    expected = [tok.encode(line, add_special_tokens=False).tokens for line in lines]
     sentences = PieceSentences([corpus], tok)
     first = list(sentences)
     assert first == expected and "[CLS]" not in {p for s in first for p in s}
