@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-integration test-gpu test-all docs bench clean
+.PHONY: demo test lint test-integration test-gpu test-all docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test-all: $(STAMP)
 # the documentation site (mkdocs.yml) into site/; a warning, a broken link or anchor fails the build
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# pycodestyle and pyflakes rules ([tool.ruff] in pyproject.toml) and the formatter's layout
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 bench: $(STAMP)
 	$(BIN)/python bench/encoder.py

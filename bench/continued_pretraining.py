@@ -141,6 +141,28 @@ def _race(arms: dict[str, PretrainOptions], rounds: int) -> dict:
     return {"tokens_per_s": measured, "median": med, "ratio_init_to_scratch": med["init"] / med["scratch"]}
 
 
+def frozen_probe(starts: list[Start], counts: list[int | None]) -> dict[str, dict[str, float]]:
+    """Test accuracy of a logistic regression on each start's frozen, mean-pooled, unit-length embeddings
+    (the demo's MiniLM reference line) at each count, one class-balanced subset (seed 0): what continued
+    MLM training did to the sentence geometry the fine-tuning starts from."""
+    from bertology import Tokenizer, load
+    from bertology.tasks.baseline import EncoderBaseline
+    from bertology.tasks.classification import ClassifyTask
+    from bertology.tasks.subsets import balanced_subset
+
+    task = ClassifyTask()
+    train, test = task.read(str(TASK / "train.tsv")), task.read(str(TASK / "test.tsv"))
+    probe = {}
+    for start in starts:
+        model = EncoderBaseline(load(start.model), Tokenizer.load(start.model / "tokenizer.json"))
+        probe[start.name] = {}
+        for count in counts:
+            subset = [train[i] for i in balanced_subset([e.label for e in train], count, seed=0)]
+            probe[start.name][label_name(count)] = model.fit(subset).score(test)["accuracy"]
+        say(f"   frozen {start.name:<24} " + "  ".join(f"{k}: {v:.3f}" for k, v in probe[start.name].items()))
+    return probe
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=3.0, help="DAPT training minutes per MiniLM arm (default 3)")
@@ -162,7 +184,8 @@ def main() -> int:
     parser.add_argument("--speed-rounds", type=int, default=3)
     parser.add_argument("--electra-preset", default="small", help="the ELECTRA speed runs' preset (default small, "
                         "Google's ELECTRA-Small discriminator)")
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: speed, electra-speed, dapt, tapt")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated parts to skip: speed, electra-speed, dapt, tapt, probe, finetune")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse finished pretraining runs and fine-tuning grids found in --out (a stopped bench "
                              "continues where it was)")
@@ -198,7 +221,7 @@ def main() -> int:
                    "extension": (summary["init"] or {}).get("extension")}
             pretraining[name] = row
             ext = row["extension"]
-            say(f"{name}: {row['steps']} steps, {row['tokens']:,} tokens in {args.minutes:g} min of training "
+            say(f"{name}: {row['steps']} steps, {row['tokens']:,} tokens in {summary['train_seconds'] / 60:.1f} min of training "
                 f"({row['tokens_per_s'] or 0:,.0f} tokens/s), held-out MLM accuracy "
                 f"{row['eval'].get('eval/mlm_accuracy', float('nan')):.3f}"
                 + (f"; {ext['added']} pieces added, tokens per word {ext['tokens_per_word_before']:.3f} → "
@@ -217,6 +240,11 @@ def main() -> int:
     plan = Plan.make(quick=args.quick, bf16=args.bf16)
     if args.counts:
         plan = replace(plan, label_counts=tuple(label_count(c) for c in args.counts.split(",")))
+    if "probe" not in skip:
+        say("logistic regression on frozen mean-pooled embeddings (one subset per count, seed 0):")
+        results["frozen"] = frozen_probe([s for s in starts if s.name.startswith("minilm")], list(plan.label_counts))
+    if "finetune" in skip:
+        starts = []
     curves = {}
     groups = [([s for s in starts if s.name.startswith("minilm")], args.minilm_lrs),
               ([s for s in starts if s.name.startswith("tiny")], args.lrs)]
