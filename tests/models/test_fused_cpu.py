@@ -70,9 +70,18 @@ def test_the_fused_path_stays_out_of_training_autocast_traces_and_other_dtypes()
         with torch.autocast("cpu", dtype=torch.bfloat16):
             assert not fused.applies(x, linear)
         assert not fused.applies(x, fused.set_enabled(nn.Sequential(linear), False)[0])
+
+    class Wrapped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(8, 8)
+
+        def forward(self, t):
+            return fused.linear(self.linear, t)
+
     with torch.no_grad():
-        traced = torch.jit.trace(lambda t: fused.linear(nn.Linear(8, 8), t), x)
-    assert "mkldnn" not in str(traced.graph)
+        traced = torch.jit.trace(Wrapped(), x)
+    assert "mkldnn" not in str(traced.graph) and "linear" in str(traced.graph)
 
 
 def batch():
