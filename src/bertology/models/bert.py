@@ -116,8 +116,7 @@ class BertModel(EncoderModel):
         # Linear layers and LayerNorms run on real tokens only; padded positions of the outputs
         # are then zeros. Set False to compute padded positions too, as transformers does.
         self.skip_padding = True
-        # Attention over the packed rows themselves (no gather back to (B, T)): None = on CUDA, and on
-        # the CPU without autograd (inference).
+        # Attention over the packed rows themselves (no gather back to (B, T)): None = on CUDA.
         self.varlen_attention: bool | None = None
         self.init_weights()
 

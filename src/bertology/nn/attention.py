@@ -10,9 +10,8 @@ explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can
 `dropout.dropout` (SDPA would fall back to the same product written out, but draw its mask with
 `bernoulli_`, at three times the cost).
 
-Over packed activations on CUDA (and on the CPU for inference), attention skips padding too
-(`varlen_attention`): each sequence's rows attend among themselves, through a variable-length
-kernel on CUDA and a call per sequence on the CPU, with no gather back to (B, T).
+Over packed activations on CUDA, attention skips padding too (`varlen_attention`): each sequence's
+rows attend among themselves through a variable-length kernel, with no gather back to (B, T).
 """
 from __future__ import annotations
 
@@ -73,10 +72,9 @@ class Padding:
     @classmethod
     def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool,
               varlen: bool | None = None) -> "Padding":
-        """`varlen` None: attention over the packed rows on CUDA, and on the CPU for inference (no
-        autograd graph): there each sequence's attention is a call of its own over its rows, which skips
-        the padding and the gathers around it; in CPU training the padded call keeps its dropout
-        (`dropout.dropout`, cheaper than SDPA's)."""
+        """`varlen` None: attention over the packed rows where the mask is on CUDA. On the CPU a call
+        per sequence over its rows measured slower than the one padded call with the key mask
+        (bench/ort.py --ablate), which stays the default there."""
         if attention_mask is None or bool(attention_mask.all()):
             return cls(batch, length, None, None)
         keep = attention_mask.bool()
@@ -89,9 +87,7 @@ class Padding:
             indices = torch.cat([indices, indices[:extra].repeat(-(-extra // max(1, real)))[:extra]])
         flat = keep.flatten()
         rows = torch.where(flat, flat.cumsum(0) - 1, 0)
-        if varlen is None:
-            varlen = attention_mask.is_cuda or not torch.is_grad_enabled()
-        if not varlen:
+        if not (attention_mask.is_cuda if varlen is None else varlen):
             return cls(batch, length, keep[:, None, None, :], indices, real, rows)
         ends = keep.sum(1, dtype=torch.int32).cumsum(0, dtype=torch.int32)  # (B,)
         bounds = [torch.zeros(1, dtype=torch.int32, device=ends.device), ends]

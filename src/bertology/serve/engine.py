@@ -107,8 +107,8 @@ class Engine:
                   else "fp32 linear layers, their kernel measured at start-up per shape: "
                   + ", ".join(f"{k} for {v}" for k, v in counts.items() if v)
                   + " (oneDNN with bias + GELU and the residual add in the product)")
-        return (f"path: eager, {linear}; attention per sequence over the real tokens (--compile is used only when "
-                "asked: each new batch shape compiles for seconds to minutes first)")
+        return (f"path: eager, {linear}, padding skipped in the linear layers (--compile is used only when asked: "
+                "each new batch shape compiles for seconds to minutes first)")
 
     def info(self) -> dict[str, Any]:
         config = self.model.config
