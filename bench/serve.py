@@ -61,22 +61,21 @@ def texts(n: int) -> list[str]:
 
 
 # ---- the baseline server: one transformers pipeline call per request ------------------------------
-def baseline_app(model: str, bf16: bool):
+def per_request_app(tokens_of):
+    """The baselines' server: POST /embed calls `tokens_of(text)` -> (T, H) token vectors once per request,
+    one call at a time (as one model object would be used), and answers their normalised mean."""
     import numpy as np
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
-    from torch import autocast, bfloat16
-    from transformers import pipeline
 
-    pipe = pipeline("feature-extraction", model=model, tokenizer=model)
-    lock = threading.Lock()  # one call at a time, as one model object would be used
+    lock = threading.Lock()
 
     def call(text: str) -> list[float]:
-        with lock, autocast("cpu", dtype=bfloat16, enabled=bf16):
-            tokens = np.asarray(pipe(text)[0], dtype=np.float32)  # (T, H)
+        with lock:
+            tokens = np.asarray(tokens_of(text), dtype=np.float32)  # (T, H)
         vector = tokens.mean(0)
         return (vector / np.linalg.norm(vector)).tolist()
 
@@ -85,6 +84,19 @@ def baseline_app(model: str, bf16: bool):
         return JSONResponse([await run_in_threadpool(call, body["inputs"])])
 
     return Starlette(routes=[Route("/embed", embed, methods=["POST"])])
+
+
+def baseline_app(model: str, bf16: bool):
+    from torch import autocast, bfloat16
+    from transformers import pipeline
+
+    pipe = pipeline("feature-extraction", model=model, tokenizer=model)
+
+    def tokens_of(text: str):
+        with autocast("cpu", dtype=bfloat16, enabled=bf16):
+            return pipe(text)[0]
+
+    return per_request_app(tokens_of)
 
 
 # ---- the onnxruntime server: one InferenceSession call per request ----------------------------------
@@ -96,11 +108,6 @@ def ort_app(model: str, graph_dir: Path, threads: int):
 
     import numpy as np
     import onnxruntime
-    from starlette.applications import Starlette
-    from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
     from tokenizers import Tokenizer
 
     import bertology
@@ -114,21 +121,13 @@ def ort_app(model: str, graph_dir: Path, threads: int):
     session = onnxruntime.InferenceSession(str(export.path), options, providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
     tokenizer = Tokenizer.from_file(str(graph_dir / "tokenizer.json"))
-    lock = threading.Lock()  # one call at a time, as one session object would be used
 
-    def call(text: str) -> list[float]:
+    def tokens_of(text: str):
         ids = np.asarray([tokenizer.encode(text).ids], dtype=np.int64)  # (1, T)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        with lock:
-            tokens = session.run(["last_hidden_state"], {k: v for k, v in feed.items() if k in names})[0][0]  # (T, H)
-        vector = tokens.mean(0)
-        return (vector / np.linalg.norm(vector)).tolist()
+        return session.run(["last_hidden_state"], {k: v for k, v in feed.items() if k in names})[0][0]
 
-    async def embed(request: Request):
-        body = await request.json()
-        return JSONResponse([await run_in_threadpool(call, body["inputs"])])
-
-    return Starlette(routes=[Route("/embed", embed, methods=["POST"])])
+    return per_request_app(tokens_of)
 
 
 def run_baseline_server(model: str, bf16: bool, ort: bool = False) -> None:
