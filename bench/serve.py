@@ -121,6 +121,7 @@ def ort_app(model: str, graph_dir: Path, threads: int):
     session = onnxruntime.InferenceSession(str(export.path), options, providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
     tokenizer = Tokenizer.from_file(str(graph_dir / "tokenizer.json"))
+    tokenizer.no_padding()  # one text per call: its own length (all-MiniLM-L6-v2's file pads every text to 128)
 
     def tokens_of(text: str):
         ids = np.asarray([tokenizer.encode(text).ids], dtype=np.int64)  # (1, T)
@@ -136,10 +137,10 @@ def run_baseline_server(model: str, bf16: bool, ort: bool = False) -> None:
 
     import uvicorn
 
+    sock = socket.create_server(("127.0.0.1", 0))  # listening now: requests wait in the backlog until the app runs
+    print(f"baseline on http://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
     with tempfile.TemporaryDirectory() as d:
         app = ort_app(model, Path(d) / "onnx", int(os.environ.get("OMP_NUM_THREADS", "1"))) if ort else baseline_app(model, bf16)
-        sock = socket.create_server(("127.0.0.1", 0))
-        print(f"baseline on http://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
         uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
 
 
