@@ -2,7 +2,8 @@
 activation (bias + GELU) or the residual add fused into the product's epilogue: what onnxruntime's
 BiasGelu and SkipLayerNormalization save, a pass over the activations each.
 
-PyTorch's `F.linear` calls MKL's sgemm with the weight as it is stored; oneDNN's kernels first reorder
+PyTorch's `F.linear` calls MKL's sgemm with the weight as it is stored, after copying the bias into
+every row of the output (addmm adds the product to it); oneDNN's kernels first reorder
 the weight into their blocked layout, which `torch.ops.mkldnn._reorder_linear_weight` does once here
 (the layout `compile_blocks()` freezes into compiled code), and can apply an elementwise epilogue
 while the output tile is still in cache. Which kernel is faster depends on the CPU and the shape, so
