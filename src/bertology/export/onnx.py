@@ -80,7 +80,8 @@ class EagerAttention(nn.Module):
         super().__init__()
         self.attention = attention
 
-    def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
+    def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False,
+                residual: torch.Tensor | None = None):
         a = self.attention
         B, T, N, D = padding.batch, padding.length, a.num_heads, a.head_size
         H = N * D
@@ -95,7 +96,7 @@ class EagerAttention(nn.Module):
         if padding.key_mask is not None:  # (B, 1, 1, T) bool
             scores = scores + (1.0 - padding.key_mask.to(scores.dtype)) * torch.finfo(scores.dtype).min
         y = (scores.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(B, T, H)  # (B, T, H)
-        return a.out(y), None
+        return (a.out(y) if residual is None else a.out(y) + residual), None
 
 
 def traceable(model: nn.Module) -> nn.Module:

@@ -10,7 +10,7 @@ import torch
 from ..hardware import resolve_device
 from . import albert, bert, distilbert, electra, roberta, xlnet, xlnet_qa
 from .base import PreTrainedModel
-from .checkpoint import load_state, read_config, read_weights
+from .checkpoint import load_state, open_weights, read_config, read_weights
 from .config import EncoderConfig
 from .family import get_family
 
@@ -62,21 +62,51 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: not a model directory" + ("" if path.exists() else " (it does not exist)"))
     config = read_config(path)
+    # int8 on the CPU: the model built without memory and each block quantized as soon as its weights are
+    # in, so that the fp32 blocks never all exist at once (strict only: nothing may stay unread)
+    as_loaded = quantize == "int8" and strict and device.type == "cpu"
     try:
-        model = from_config(config, architecture)
+        if as_loaded:
+            with torch.device("meta"):
+                model = from_config(config, architecture)
+            materialize(model)
+        else:
+            model = from_config(config, architecture)
     except ValueError as e:
         raise ValueError(f"{path / 'config.json'}: {e}") from None
-    tensors, source = read_weights(path)
+    tensors, source = open_weights(path)  # one tensor at a time: the checkpoint never sits beside the model
     check = getattr(model, "check_checkpoint", None)  # a family's own word on weights of the wrong kind
     if check is not None:
         check(tensors, source)
-    load_state(model, tensors, source, strict)
+    notes = []
+    if as_loaded:
+        notes, quantize_when_loaded = model.quantize_int8(as_loaded=True)
+        load_state(model, tensors, source, strict, copied_one=quantize_when_loaded)
+        quantize_when_loaded(None)
+    else:
+        load_state(model, tensors, source, strict)
     model.to(device).eval()
-    if quantize == "int8":
-        for note in model.quantize_int8():
-            if say is not None:
-                say(note)
+    if quantize == "int8" and not as_loaded:
+        notes = model.quantize_int8()
+    for note in notes:
+        if say is not None:
+            say(note)
     return model.compile_blocks(inference=True) if compile else model
+
+
+def materialize(model: torch.nn.Module) -> None:
+    """A model built on the meta device given CPU memory, uninitialised (pages the kernel hands out
+    only when written), its tied parameters tied again (`to_empty` gives each place its own)."""
+    first: dict[int, str] = {}
+    aliases = []
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            aliases.append((name, first[id(p)]))
+        first.setdefault(id(p), name)
+    model.to_empty(device="cpu")
+    for name, source in aliases:
+        owner, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(owner), attr, model.get_parameter(source))
 
 
 def load_for_task(path: str | os.PathLike, head: str, labels: list[str] | int | None = None) -> PreTrainedModel:

@@ -78,19 +78,26 @@ class PreTrainedModel(nn.Module):
                 module.to(dtype)
         return self
 
-    def quantize_int8(self) -> list[str]:
+    def quantize_int8(self, as_loaded: bool = False):
         """The linear layers of every block (attention and feed-forward, where nearly all the compute
         is) as dynamic int8 layers (`nn.int8`), in place, for inference on the CPU. Embeddings,
         LayerNorms, the pooler and the heads stay fp32 (the MLM decoder shares its weight with the
         embeddings). Returns what was done, in words; a block weight that is not a linear layer (XLNet's
         relative attention) stays fp32 and is named, with a warning.
+
+        `as_loaded=True` (for `load`, on a model whose weights are still to be copied in) quantizes
+        nothing now: it returns the notes and a `load_state(copied_one=…)` callback that quantizes each
+        block once the last of its tensors is in, so the fp32 blocks never all exist at once (called
+        with None after loading, it quantizes any block not done yet).
         """
         if any(p.device.type != "cpu" for p in self.parameters()):
             raise ValueError(f"{self.architecture}: int8 quantization is for the CPU; the model is on "
                              f"{next(self.parameters()).device}")
         if is_int8(self):
             raise ValueError(f"{self.architecture} is already quantized to int8")
-        blocks = [m for m in self.modules() if getattr(type(m), "compile_unit", False)]
+        named = {id(m): (n, m) for n, m in reversed(list(self.named_modules(remove_duplicate=False)))
+                 if getattr(type(m), "compile_unit", False)}  # each block once, under its first name
+        blocks = [m for _, m in named.values()]
         if any(getattr(b, "_compiled_call_impl", None) is not None for b in blocks):  # set by nn.Module.compile
             raise ValueError(f"{self.architecture}: quantize before compiling, not after (int8 and compile_blocks "
                              "do not combine)")
@@ -98,15 +105,37 @@ class PreTrainedModel(nn.Module):
         unquantized = sorted({name.rsplit(".", 1)[-1] for b in blocks for name, p in b.named_parameters()
                               if p.dim() >= 2 and id(p) not in linear_weights})
         self.eval()
-        count = sum(quantize_linear_int8(b) for b in dict.fromkeys(blocks))  # a shared block (ALBERT) once
-        notes = [f"int8: {count} linear layers in {len(set(map(id, blocks)))} blocks quantized (weights per output "
+        count = sum(isinstance(m, nn.Linear) for b in blocks for m in b.modules())
+        notes = [f"int8: {count} linear layers in {len(blocks)} blocks quantized (weights per output "
                  "channel, activations per call); embeddings, LayerNorms, pooler and head stay fp32"]
         if unquantized:
             note = (f"{self.architecture}: the block weights {', '.join(unquantized)} are not linear layers and stay "
                     "fp32 (only the linear layers are quantized)")
             warnings.warn(note, RuntimeWarning, stacklevel=2)
             notes.append(note)
-        return notes
+        if not as_loaded:
+            for b in blocks:
+                quantize_linear_int8(b)
+            return notes
+        waiting = {}  # a block's tensor names in state_dict (under its first name) → the block, while some are not in
+        for prefix, b in named.values():
+            names = {f"{prefix}.{k}" for k in b.state_dict()}
+            waiting.update((n, (b, names)) for n in names)
+
+        def copied_one(name: str | None) -> None:
+            """None: loading is over; a block some of whose tensors came in under another name (tied) now."""
+            if name is None:
+                for block in {id(b): b for b, _ in waiting.values()}.values():
+                    quantize_linear_int8(block)
+                return waiting.clear()
+            if name not in waiting:
+                return
+            block, names = waiting.pop(name)
+            names.discard(name)
+            if not names:
+                quantize_linear_int8(block)
+
+        return notes, copied_one
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # shared (tied) parameters count once

@@ -9,9 +9,11 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from ..io import atomic_path, atomic_write_text
@@ -112,22 +114,94 @@ def _read_safetensors(file: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{file}: not a readable safetensors file, truncated or corrupt ({e})") from None
 
 
-def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], str]:
-    """All tensors of a directory's checkpoint, and the file name to cite in errors."""
+class TensorReader(Mapping):
+    """A checkpoint's safetensors files as a mapping from tensor name to tensor, each tensor read from
+    its file when asked (and not kept): loading copies one tensor at a time into the model, so the
+    checkpoint never sits in memory beside the model. Read with pread(2) where safetensors offers it,
+    so no mapping of the whole file stays resident either. `renamed` gives the same files under
+    other names (what `_rebase` does to a dict)."""
+
+    def __init__(self, files: list[Path], names: dict[str, tuple[int, str]] | None = None):
+        self.files = files
+        self._handles: list = [None] * len(files)
+        if names is None:
+            names = {}
+            for i, file in enumerate(files):
+                names.update((k, (i, k)) for k in self._handle(i).keys())
+        self.names = names  # our name → (file index, the name in the file)
+
+    def _handle(self, i: int):
+        if self._handles[i] is None:
+            file = self.files[i]
+            try:
+                try:
+                    self._handles[i] = safe_open(str(file), framework="pt", backend="pread")
+                except TypeError:  # a safetensors without the pread backend maps the file
+                    self._handles[i] = safe_open(str(file), framework="pt")
+            except FileNotFoundError:
+                raise FileNotFoundError(f"{file}: weights file not found") from None
+            except Exception as e:  # safetensors raises its own error type (and OSError / ValueError) for bad files
+                raise CheckpointError(f"{file}: not a readable safetensors file, truncated or corrupt ({e})") from None
+        return self._handles[i]
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        i, key = self.names[name]
+        try:
+            return self._handle(i).get_tensor(key)
+        except Exception as e:
+            raise CheckpointError(f"{self.files[i]}: tensor {key} could not be read, the file is truncated or "
+                                  f"corrupt ({e})") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def renamed(self, rename: Callable[[str], str]) -> "TensorReader":
+        reader = TensorReader(self.files, {rename(k): v for k, v in self.names.items()})
+        reader._handles = self._handles
+        return reader
+
+
+def _safetensors_files(path: Path) -> tuple[list[Path], str] | None:
+    """A directory's safetensors files (one, or the shards an index names) and the file to cite; None if none."""
     single = path / "model.safetensors"
     index = path / "model.safetensors.index.json"
-    binary = path / "pytorch_model.bin"
     if single.is_file():
-        return _read_safetensors(single), str(single)
+        return [single], str(single)
     if index.is_file():
         try:
             files = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise CheckpointError(f"{index}: not a safetensors index (a JSON object with a weight_map): {e}") from None
+        return [path / f for f in files], str(index)
+    return None
+
+
+def open_weights(path: Path) -> tuple[Mapping[str, torch.Tensor], str]:
+    """A directory's checkpoint as `read_weights` gives it, but safetensors read one tensor at a time
+    (`TensorReader`) as `load_state` copies them: peak memory one model, not a model and a checkpoint."""
+    found = _safetensors_files(path)
+    if found is None:
+        return read_weights(path)
+    files, source = found
+    return TensorReader(files), source
+
+
+def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], str]:
+    """All tensors of a directory's checkpoint, and the file name to cite in errors."""
+    binary = path / "pytorch_model.bin"
+    found = _safetensors_files(path)
+    if found is not None:
+        files, source = found
         tensors: dict[str, torch.Tensor] = {}
         for f in files:
-            tensors.update(_read_safetensors(path / f))
-        return tensors, str(index)
+            tensors.update(_read_safetensors(f))
+        return tensors, source
     if binary.is_file():
         try:
             return torch.load(str(binary), map_location="cpu", weights_only=True), str(binary)
@@ -141,20 +215,27 @@ def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], str]:
 _TF_NORM = ((re.compile(r"LayerNorm\.gamma$"), "LayerNorm.weight"), (re.compile(r"LayerNorm\.beta$"), "LayerNorm.bias"))
 
 
-def _rebase(tensors: dict[str, torch.Tensor], config: EncoderConfig, bare: bool,
-            backbone_only: bool) -> dict[str, torch.Tensor]:
+def _renamed(tensors: Mapping[str, torch.Tensor], rename: Callable[[str], str]) -> Mapping[str, torch.Tensor]:
+    if isinstance(tensors, TensorReader):  # names only: nothing is read
+        return tensors.renamed(rename)
+    return {rename(k): v for k, v in tensors.items()}
+
+
+def _rebase(tensors: Mapping[str, torch.Tensor], config: EncoderConfig, bare: bool,
+            backbone_only: bool) -> Mapping[str, torch.Tensor]:
     """Tensor names as the model at hand expects them: TF names renamed, and the backbone prefix
     ("bert.") dropped for a bare backbone read from a task checkpoint, or added for a task model
     read from a bare backbone checkpoint."""
     for pattern, name in _TF_NORM:
-        tensors = {pattern.sub(name, k): v for k, v in tensors.items()}
+        if any(pattern.search(k) for k in tensors):
+            tensors = _renamed(tensors, lambda k, pattern=pattern, name=name: pattern.sub(name, k))
     if _native_layout(config):
         return tensors
     prefix = family_of(config).names.prefix + "."
     if bare and not any(k.startswith("embeddings.") for k in tensors):
-        return {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in tensors.items()}
+        return _renamed(tensors, lambda k: k[len(prefix):] if k.startswith(prefix) else k)
     if backbone_only and not any(k.startswith(prefix) for k in tensors):
-        return {prefix + k: v for k, v in tensors.items()}
+        return _renamed(tensors, lambda k: prefix + k)
     return tensors
 
 
@@ -174,9 +255,11 @@ def absent_parameters(model, tensors: dict[str, torch.Tensor]) -> list[str]:
             and any(n not in tensors for n in hf_names(name, config, bare))]
 
 
-def load_state(model, tensors: dict[str, torch.Tensor], source: str, strict: bool = True,
-               backbone_only: bool = False) -> None:
-    """Copy `tensors` (transformers' names) into `model`; `backbone_only` leaves the heads as they are.
+def load_state(model, tensors: Mapping[str, torch.Tensor], source: str, strict: bool = True,
+               backbone_only: bool = False, copied_one: Callable[[str], None] | None = None) -> None:
+    """Copy `tensors` (transformers' names; a dict, or a `TensorReader`) into `model`; `backbone_only`
+    leaves the heads as they are. `copied_one(name)` is called after each of the model's tensors is
+    filled (in `state_dict` order), with no reference to it kept here: it may replace the module.
 
     Shapes must match; missing or unexpected keys are a CheckpointError (warnings with strict=False).
     """
@@ -186,8 +269,10 @@ def load_state(model, tensors: dict[str, torch.Tensor], source: str, strict: boo
     used: set[str] = set()
     missing: list[str] = []
     tied = _tied(model)
+    state = model.state_dict()
     with torch.no_grad():
-        for name, target in model.state_dict().items():
+        for name in list(state):
+            target = state.pop(name)  # popped: a module replaced by `copied_one` is freed with it
             if name in tied or (backbone_only and not name.startswith("backbone.")):
                 continue
             names = hf_names(name, config, bare)
@@ -207,6 +292,9 @@ def load_state(model, tensors: dict[str, torch.Tensor], source: str, strict: boo
                                       f"implies {tuple(target.shape)}")
             target.copy_(value)
             used.update(names)
+            del target, value
+            if copied_one is not None:
+                copied_one(name)
     if backbone_only:
         pooler = [m for m in missing if ".pooler" in m]
         if pooler:

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import fused
 from .dropout import draws_own_masks, dropout as drop
 
 
@@ -66,12 +67,14 @@ class Padding:
     rows: torch.Tensor | None = None  # (B·T,) each position's row in the packed activations (0 at padding)
     offsets: torch.Tensor | None = None  # (B+1,) or (B+2,) int32: where each sequence starts in the packed rows
     longest: int = 0  # a bound on the longest sequence of `offsets` (the kernels' grid), known without a sync
+    bounds: list[int] | None = None  # `offsets` as Python numbers, on the CPU (where attention loops over the sequences)
 
     @classmethod
     def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool,
               varlen: bool | None = None) -> "Padding":
-        """`varlen` None: attention over the packed rows where the mask is on CUDA (on the CPU the
-        jagged SDPA is a loop over the sequences, where the padded one is a single call)."""
+        """`varlen` None: attention over the packed rows where the mask is on CUDA. On the CPU a call
+        per sequence over its rows measured slower than the one padded call with the key mask
+        (bench/ort.py --ablate), which stays the default there."""
         if attention_mask is None or bool(attention_mask.all()):
             return cls(batch, length, None, None)
         keep = attention_mask.bool()
@@ -90,7 +93,9 @@ class Padding:
         bounds = [torch.zeros(1, dtype=torch.int32, device=ends.device), ends]
         if extra:  # the copies: a sequence of their own after the real ones
             bounds.append(torch.full((1,), real + extra, dtype=torch.int32, device=ends.device))
-        return cls(batch, length, keep[:, None, None, :], indices, real, rows, torch.cat(bounds), max(length, extra))
+        offsets = torch.cat(bounds)
+        return cls(batch, length, keep[:, None, None, :], indices, real, rows, offsets, max(length, extra),
+                   None if offsets.is_cuda else offsets.tolist())
 
     @property
     def packed(self) -> bool:
@@ -131,22 +136,23 @@ class MultiHeadSelfAttention(nn.Module):
         self.dropout = dropout
 
     def forward(
-        self, x: torch.Tensor, padding: Padding, need_weights: bool = False
+        self, x: torch.Tensor, padding: Padding, need_weights: bool = False, residual: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`residual`: added to the output (in the output product's epilogue on the CPU's fused path)."""
         B, T, N, D = padding.batch, padding.length, self.num_heads, self.head_size
         p = self.dropout if self.training else 0.0
         if padding.offsets is not None and not need_weights:  # packed rows in, packed rows out
-            q, k, v = self.qkv(x).view(-1, 3, N, D).unbind(1)  # each (M', N, D)
-            y = varlen_attention(q, k, v, padding.offsets, padding.longest, p)  # (M', N, D)
-            return self.out(y.reshape(-1, N * D)), None
-        qkv = padding.spread(self.qkv(x))  # (B, T, 3H)
+            q, k, v = fused.linear(self.qkv, x).view(-1, 3, N, D).unbind(1)  # each (M', N, D)
+            y = varlen_attention(q, k, v, padding.offsets, padding.longest, p, padding.bounds)  # (M', N, D)
+            return fused.linear(self.out, y.reshape(-1, N * D), residual=residual), None
+        qkv = padding.spread(fused.linear(self.qkv, x))  # (B, T, 3H)
         q, k, v = qkv.view(B, T, 3, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
         if need_weights or (p > 0 and draws_own_masks(x)):
             y, probs = explicit_attention(q, k, v, padding.key_mask, p)
         else:
             y, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=padding.key_mask, dropout_p=p), None
         y = y.transpose(1, 2).reshape(B, T, N * D)  # (B, T, H)
-        return self.out(padding.pack(y)), (probs if need_weights else None)
+        return fused.linear(self.out, padding.pack(y), residual=residual), (probs if need_weights else None)
 
 
 class MultiHeadCrossAttention(nn.Module):
@@ -211,14 +217,14 @@ class MultiHeadCrossAttention(nn.Module):
 
 @torch.compiler.disable  # a compiled block runs this eagerly: the jagged shapes change every batch
 def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets: torch.Tensor, longest: int,
-                     dropout: float = 0.0) -> torch.Tensor:
+                     dropout: float = 0.0, bounds: list[int] | None = None) -> torch.Tensor:
     """Attention within each sequence of packed rows: q, k, v (M, N, D), sequence i the rows
     offsets[i]:offsets[i + 1]; returns (M, N, D).
 
     In half precision on CUDA without dropout, flash attention's variable-length kernel reads the
-    rows as they are (`varlen_attn`); otherwise SDPA over jagged nested tensors viewed on the same
-    rows (flash, memory-efficient or cuDNN kernels on CUDA, which also draw dropout; on the CPU a
-    loop over the sequences, so that the CPU tests check this path against the padded one).
+    rows as they are (`varlen_attn`); otherwise on CUDA SDPA over jagged nested tensors viewed on the
+    same rows (flash, memory-efficient or cuDNN kernels, which also draw dropout); on the CPU SDPA
+    on each sequence's rows in turn (`bounds`, the offsets as Python numbers, saves reading them).
 
     >>> q = k = v = torch.eye(3)[:, None, :]            # 3 rows, 1 head, D = 3
     >>> varlen_attention(q, k, v, torch.tensor([0, 1, 3], dtype=torch.int32), 2)[0]
@@ -228,8 +234,13 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets:
         from torch.nn.attention.varlen import varlen_attn  # on first use: its import registers custom ops, slowly
 
         return varlen_attn(q, k, v, offsets, offsets, longest, longest)
-    if not q.is_cuda:  # the CPU's kernel (a loop over sequences) wants each tensor's rows contiguous
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    if not q.is_cuda:  # SDPA on each sequence's rows: views of q, k, v, no copy (the jagged SDPA is such a loop too)
+        bounds = offsets.tolist() if bounds is None else bounds
+        ys = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            one = [t[a:b].transpose(0, 1)[None] for t in (q, k, v)]  # each (1, N, L, D)
+            ys.append(F.scaled_dot_product_attention(*one, dropout_p=dropout)[0].transpose(0, 1))  # (L, N, D)
+        return torch.cat(ys)
 
     def jagged(x: torch.Tensor) -> torch.Tensor:  # (M, N, D) → (S, N, j, D), a view of the same rows
         return torch.nested.nested_tensor_from_jagged(x, offsets, min_seqlen=1, max_seqlen=longest).transpose(1, 2)

@@ -25,6 +25,7 @@ import torch
 
 from ..hardware import check_bf16_requested
 from ..models import check_tokenizer, family_of, load
+from ..nn import fused
 from ..nn.int8 import is_int8
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
@@ -80,7 +81,35 @@ class Engine:
         name = Path(path).resolve().name
         tok = load_tokenizer(str(path), tokenizer)
         check_tokenizer(model.config, tok, tokenizer or Path(path) / "tokenizer.json")
-        return cls(model, tok, name, pooling, bf16)
+        engine = cls(model, tok, name, pooling, bf16)
+        if not compile:  # a compiled model compiles each shape on first use: warming it up is minutes, not seconds
+            note = engine.warm_up()
+            if say is not None and note:
+                say(note)
+        return engine
+
+    def warm_up(self, lengths: tuple[tuple[int, int], ...] = ((1, 32), (8, 64), (32, 128))) -> str | None:
+        """Forward passes over a few (batch, length) shapes before the first request, so that the first
+        requests do not pay the one-time costs (oneDNN's weight packing, and on the CPU the measurement
+        that picks each linear layer's kernel per shape: nn/fused.py). Returns what was picked, in words."""
+        backbone = getattr(self.model, "backbone", self.model)
+        c = self.model.config
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            for batch, length in lengths:
+                length = min(length, c.max_length)
+                ids = torch.full((batch, length), min(100, c.vocab_size - 1), device=self.device)
+                ids[:, 0] = min(101, c.vocab_size - 1)
+                backbone(input_ids=ids, attention_mask=torch.ones_like(ids))
+        if self.device.type != "cpu":
+            return None
+        counts = fused.chosen()
+        linear = ("int8 linear layers (asked for)" if is_int8(self.model) else "bf16 autocast (asked for)" if self.bf16
+                  else "fp32 linear layers (PyTorch's kernels)" if not sum(counts.values())
+                  else "fp32 linear layers, their kernel measured at start-up per shape: "
+                  + ", ".join(f"{k} for {v}" for k, v in counts.items() if v)
+                  + " (oneDNN with bias + GELU and the residual add in the product)")
+        return (f"path: eager, {linear}, padding skipped in the linear layers (--compile is used only when asked: "
+                "each new batch shape compiles for seconds to minutes first)")
 
     def info(self) -> dict[str, Any]:
         config = self.model.config

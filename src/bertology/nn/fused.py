@@ -1,0 +1,131 @@
+"""Linear layers for fp32 inference on the CPU through oneDNN, with the weight packed once and the
+activation (bias + GELU) or the residual add fused into the product's epilogue: what onnxruntime's
+BiasGelu and SkipLayerNormalization save, a pass over the activations each.
+
+PyTorch's `F.linear` calls MKL's sgemm with the weight as it is stored, after copying the bias into
+every row of the output (addmm adds the product to it); oneDNN's kernels first reorder
+the weight into their blocked layout, which `torch.ops.mkldnn._reorder_linear_weight` does once here
+(the layout `compile_blocks()` freezes into compiled code), and can apply an elementwise epilogue
+while the output tile is still in cache. Which kernel is faster depends on the CPU and the shape, so
+it is measured: the first call of each shape (rows to the next power of two, in, out, epilogue) times
+both kernels on its own input and keeps the faster one for that shape.
+
+The fast path runs only where it computes exactly what the module would: fp32 on the CPU, no
+autograd graph to record, no autocast, not inside torch.compile (which packs the weights itself) or
+a trace (an exported graph holds standard operators only).
+Everywhere else — training, bf16 autocast, CUDA, int8 layers — the layers run as they are.
+The packed weights are kept beside the parameters, not in them (a cache keyed by the parameter, so
+`state_dict`, saving and copying see only the plain weights); a weight changed in place (a new
+version) is packed again.
+"""
+from __future__ import annotations
+
+import time
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+# activation names (nn/activations.py) → oneDNN's post-op (attr, algorithm)
+EPILOGUES = {"gelu": ("gelu", "none"), "gelu_new": ("gelu", "tanh"), "gelu_pytorch_tanh": ("gelu", "tanh"),
+             "relu": ("relu", ""), "silu": ("swish", ""), "swish": ("swish", ""), "tanh": ("tanh", "")}
+PROBE_CALLS = 3  # timed calls of each kernel per shape (after one warm-up each); the best of them counts
+
+# id(weight) → (weak reference to it, its version key, the packed weight); an entry goes when its weight does
+_packed: dict[int, tuple[weakref.ref, tuple, torch.Tensor]] = {}
+_choice: dict[tuple, bool] = {}  # (rows, in, out, epilogue, residual) → oneDNN is the faster kernel
+
+
+def available() -> bool:
+    return torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+
+
+def set_enabled(model: nn.Module, enabled: bool) -> nn.Module:
+    """Let the linear layers of `model` take the oneDNN path (the default) or not (PyTorch's kernels
+    alone, one operator after the other: what bench/ort.py compares against)."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            m.fused_cpu = enabled
+    return model
+
+
+def applies(x: torch.Tensor, linear: nn.Module) -> bool:
+    """Whether `linear` on `x` may take the oneDNN path: a plain fp32 nn.Linear on the CPU, inference."""
+    return (type(linear) is nn.Linear and getattr(linear, "fused_cpu", True)
+            and x.device.type == "cpu" and x.dtype == torch.float32
+            and linear.weight.dtype == torch.float32
+            and not (torch.is_grad_enabled() and (x.requires_grad or linear.weight.requires_grad))
+            and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
+            and not torch.jit.is_tracing() and available())
+
+
+def packed_weight(linear: nn.Linear) -> torch.Tensor:
+    """The weight in oneDNN's blocked layout, packed on first use and again when the weight changes."""
+    w = linear.weight
+    key = (w.data_ptr(), w._version, tuple(w.shape))
+    entry = _packed.get(id(w))
+    if entry is None or entry[0]() is not w or entry[1] != key:
+        if entry is None or entry[0]() is not w:
+            weakref.finalize(w, _packed.pop, id(w), None)
+        with torch.no_grad():
+            entry = (weakref.ref(w), key, torch.ops.mkldnn._reorder_linear_weight(w.detach(), None))
+        _packed[id(w)] = entry
+    return entry[2]
+
+
+def _onednn(x, linear, packed, epilogue, residual):
+    if residual is not None:
+        return torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, linear.bias, "add")
+    attr, algorithm = EPILOGUES.get(epilogue, ("none", "")) if epilogue else ("none", "")
+    return torch.ops.mkldnn._linear_pointwise(x, packed, linear.bias, attr, [], algorithm)
+
+
+def _aten(x, linear, act, residual):
+    y = F.linear(x, linear.weight, linear.bias)
+    if act is not None:
+        y = act(y)
+    return y if residual is None else y.add_(residual)
+
+
+def _fastest(x, linear, packed, epilogue, act, residual) -> bool:
+    """Time both kernels on this call's input; True when oneDNN's is faster (ties go to PyTorch's)."""
+    best = {}
+    for name, run in (("aten", lambda: _aten(x, linear, act, residual)),
+                      ("onednn", lambda: _onednn(x, linear, packed, epilogue, residual))):
+        run()
+        times = []
+        for _ in range(PROBE_CALLS):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        best[name] = min(times)
+    return best["onednn"] < best["aten"]
+
+
+def linear(module: nn.Module, x: torch.Tensor, act: nn.Module | None = None,
+           residual: torch.Tensor | None = None) -> torch.Tensor:
+    """act(module(x)) (+ residual): `act` an `activations.Activation` (or None), `residual` shaped as
+    the output. On the oneDNN path a known activation or the residual runs in the product's
+    epilogue; elsewhere this is what the modules compute one after the other."""
+    if not applies(x, module):
+        y = module(x) if act is None else act(module(x))
+        return y if residual is None else y + residual
+    name = getattr(act, "name", None)
+    if act is not None and (name not in EPILOGUES or residual is not None):  # no epilogue for both, or for this one
+        y = act(linear(module, x))
+        return y if residual is None else y + residual
+    rows = x.numel() // x.shape[-1]
+    shape = (max(64, 1 << (rows - 1).bit_length()), module.in_features, module.out_features, name, residual is not None)
+    packed = packed_weight(module)
+    fast = _choice.get(shape)
+    if fast is None:
+        fast = _choice[shape] = _fastest(x, module, packed, name, act, residual)
+    return _onednn(x, module, packed, name, residual) if fast else _aten(x, module, act, residual)
+
+
+def chosen() -> dict[str, int]:
+    """How many of the shapes measured so far in this process took each kernel."""
+    onednn = sum(_choice.values())
+    return {"oneDNN": onednn, "PyTorch (MKL)": len(_choice) - onednn}
