@@ -25,6 +25,7 @@ the same for ELECTRA's pair (`--init` a from-scratch ELECTRA run's directory, di
 generator, against a from-scratch run of its preset and tokenizer; part `electra-speed`).
 Writes results.json and table.md under --out.
 """
+
 from __future__ import annotations
 
 import sys
@@ -62,10 +63,25 @@ def say(message: str) -> None:
 def dapt(out: Path, args, extend: int | None) -> dict:
     """MiniLM continued on the Debian descriptions for args.minutes of training."""
     options = PretrainOptions(
-        family="bert", init=str(minilm_path()), corpus=[str(c) for c in CORPORA["debian"]], out_dir=str(out),
-        objective="mlm", time_budget=args.minutes, budget_warmup=0.06, lr=args.dapt_lr, batch_size=args.batch_size,
-        seq_len=args.seq_len, bf16=args.bf16, heldout=0.01, eval_every=10_000, log_every=10, quiet=True,
-        extend_vocab=extend, vocab_size=args.domain_vocab if extend else None, dupe_factor=1)
+        family="bert",
+        init=str(minilm_path()),
+        corpus=[str(c) for c in CORPORA["debian"]],
+        out_dir=str(out),
+        objective="mlm",
+        time_budget=args.minutes,
+        budget_warmup=0.06,
+        lr=args.dapt_lr,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        bf16=args.bf16,
+        heldout=0.01,
+        eval_every=10_000,
+        log_every=10,
+        quiet=True,
+        extend_vocab=extend,
+        vocab_size=args.domain_vocab if extend else None,
+        dupe_factor=1,
+    )
     return pretrain(options, overwrite=True)
 
 
@@ -73,14 +89,40 @@ def tiny_and_tapt(out: Path, args) -> tuple[dict, dict]:
     """A tiny BERT pretrained the demo's way on the descriptions, then continued on the task's train texts."""
     tok = out / "tokenizer.json"
     if not tok.is_file():
-        train([str(c) for c in CORPORA["debian"]], family="bert", vocab_size=8000, show_progress=False,
-              criterion="frequency").save(tok)
-    base = recipe("bert", CORPORA["debian"], str(tok), str(out / TINY), None, args.bf16, minutes=args.tiny_minutes,
-                  batch_size=64, seq_len=32, preset="tiny", quiet=True)
+        train(
+            [str(c) for c in CORPORA["debian"]],
+            family="bert",
+            vocab_size=8000,
+            show_progress=False,
+            criterion="frequency",
+        ).save(tok)
+    base = recipe(
+        "bert",
+        CORPORA["debian"],
+        str(tok),
+        str(out / TINY),
+        None,
+        args.bf16,
+        minutes=args.tiny_minutes,
+        batch_size=64,
+        seq_len=32,
+        preset="tiny",
+        quiet=True,
+    )
     tiny = reused(out / TINY, args) or pretrain(base, overwrite=True)
-    tapt_options = replace(base, out_dir=str(out / TAPT), init=str(out / TINY), preset=None, tokenizer=None, vocab_size=None,
-                           corpus=[str(TASK / "train.tsv")], text_column="text", time_budget=args.tapt_minutes,
-                           heldout=0.02, dupe_factor=5)
+    tapt_options = replace(
+        base,
+        out_dir=str(out / TAPT),
+        init=str(out / TINY),
+        preset=None,
+        tokenizer=None,
+        vocab_size=None,
+        corpus=[str(TASK / "train.tsv")],
+        text_column="text",
+        time_budget=args.tapt_minutes,
+        heldout=0.02,
+        dupe_factor=5,
+    )
     return tiny, reused(out / TAPT, args) or pretrain(tapt_options, overwrite=True)
 
 
@@ -94,14 +136,30 @@ def speed(out: Path, args) -> dict:
     """Tokens/s of `--init` MiniLM against a from-scratch model of MiniLM's shape, same data, same steps:
     interleaved rounds, the median of each side."""
     config = read_config(minilm_path())
-    shape = {k: getattr(config, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                                             "intermediate_size", "max_position_embeddings")}
+    shape = {
+        k: getattr(config, k)
+        for k in (
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+        )
+    }
     common = dict(family="bert", corpus=[_sample(out)], objective="mlm", **_speed_run(args))
-    return _race({
-        "init": PretrainOptions(out_dir=str(out / "speed-init"), init=str(minilm_path()), **common),
-        "scratch": PretrainOptions(out_dir=str(out / "speed-scratch"), tokenizer=str(minilm_path()), preset="mini",
-                                   config_overrides=shape, **common),
-    }, args.speed_rounds)
+    return _race(
+        {
+            "init": PretrainOptions(out_dir=str(out / "speed-init"), init=str(minilm_path()), **common),
+            "scratch": PretrainOptions(
+                out_dir=str(out / "speed-scratch"),
+                tokenizer=str(minilm_path()),
+                preset="mini",
+                config_overrides=shape,
+                **common,
+            ),
+        },
+        args.speed_rounds,
+    )
 
 
 def speed_electra(out: Path, args) -> dict:
@@ -110,24 +168,37 @@ def speed_electra(out: Path, args) -> dict:
     common = dict(family="electra", corpus=[_sample(out)], **_speed_run(args))
     base = out / "speed-electra-base"
     pretrain(PretrainOptions(out_dir=str(base), preset=args.electra_preset, **{**common, "steps": 1}), overwrite=True)
-    return _race({
-        "init": PretrainOptions(out_dir=str(out / "speed-electra-init"), init=str(base), **common),
-        "scratch": PretrainOptions(out_dir=str(out / "speed-electra-scratch"), tokenizer=str(base),
-                                   preset=args.electra_preset, **common),
-    }, args.speed_rounds)
+    return _race(
+        {
+            "init": PretrainOptions(out_dir=str(out / "speed-electra-init"), init=str(base), **common),
+            "scratch": PretrainOptions(
+                out_dir=str(out / "speed-electra-scratch"), tokenizer=str(base), preset=args.electra_preset, **common
+            ),
+        },
+        args.speed_rounds,
+    )
 
 
 def _sample(out: Path) -> str:
     """The first 300,000 characters of data/wiki.txt (whole documents), the speed runs' corpus."""
     sample = out / "sample.txt"
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    sample.write_text(text[:text.index("\n\n", 300_000) + 1], encoding="utf-8")
+    sample.write_text(text[: text.index("\n\n", 300_000) + 1], encoding="utf-8")
     return str(sample)
 
 
 def _speed_run(args) -> dict:
-    return dict(steps=args.speed_steps, batch_size=args.batch_size, seq_len=args.seq_len, bf16=args.bf16, heldout=0,
-                log_every=1, quiet=True, warmup=1, dupe_factor=1)
+    return dict(
+        steps=args.speed_steps,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        bf16=args.bf16,
+        heldout=0,
+        log_every=1,
+        quiet=True,
+        warmup=1,
+        dupe_factor=1,
+    )
 
 
 def _race(arms: dict[str, PretrainOptions], rounds: int) -> dict:
@@ -166,29 +237,50 @@ def frozen_probe(starts: list[Start], counts: list[int | None]) -> dict[str, dic
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=3.0, help="DAPT training minutes per MiniLM arm (default 3)")
-    parser.add_argument("--extend-vocab", type=int, default=1000, help="pieces added in the extension arm (default 1000)")
-    parser.add_argument("--domain-vocab", type=int, default=16000,
-                        help="size of the WordPiece trained on the descriptions to choose them from (default 16000)")
+    parser.add_argument(
+        "--extend-vocab", type=int, default=1000, help="pieces added in the extension arm (default 1000)"
+    )
+    parser.add_argument(
+        "--domain-vocab",
+        type=int,
+        default=16000,
+        help="size of the WordPiece trained on the descriptions to choose them from (default 16000)",
+    )
     parser.add_argument("--dapt-lr", type=float, default=1e-4, help="continued pretraining peak rate (default 1e-4)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=64)
-    parser.add_argument("--tiny-minutes", type=float, default=2.0, help="the tiny BERT's pretraining minutes (default 2)")
+    parser.add_argument(
+        "--tiny-minutes", type=float, default=2.0, help="the tiny BERT's pretraining minutes (default 2)"
+    )
     parser.add_argument("--tapt-minutes", type=float, default=1.0, help="its continued pretraining on the train texts")
-    parser.add_argument("--quick", action="store_true", help="the demo's --quick fine-tuning plan (2 seeds, 10 and all)")
+    parser.add_argument(
+        "--quick", action="store_true", help="the demo's --quick fine-tuning plan (2 seeds, 10 and all)"
+    )
     parser.add_argument("--lrs", help="fine-tuning grid for the tiny arms (default: the plan's)")
     parser.add_argument("--minilm-lrs", default="1e-4,3e-4", help="fine-tuning grid for the MiniLM arms")
     parser.add_argument("--counts", help="label counts per class, e.g. 10,all (default: the plan's)")
-    parser.add_argument("--finetune-minutes", type=float, default=600.0,
-                        help="budget of the label curve (later counts are skipped when their measured cost does not fit)")
+    parser.add_argument(
+        "--finetune-minutes",
+        type=float,
+        default=600.0,
+        help="budget of the label curve (later counts are skipped when their measured cost does not fit)",
+    )
     parser.add_argument("--speed-steps", type=int, default=8)
     parser.add_argument("--speed-rounds", type=int, default=3)
-    parser.add_argument("--electra-preset", default="small", help="the ELECTRA speed runs' preset (default small, "
-                        "Google's ELECTRA-Small discriminator)")
-    parser.add_argument("--skip", default="",
-                        help="comma-separated parts to skip: speed, electra-speed, dapt, tapt, probe, finetune")
-    parser.add_argument("--reuse", action="store_true",
-                        help="reuse finished pretraining runs and fine-tuning grids found in --out (a stopped bench "
-                             "continues where it was)")
+    parser.add_argument(
+        "--electra-preset",
+        default="small",
+        help="the ELECTRA speed runs' preset (default small, Google's ELECTRA-Small discriminator)",
+    )
+    parser.add_argument(
+        "--skip", default="", help="comma-separated parts to skip: speed, electra-speed, dapt, tapt, probe, finetune"
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse finished pretraining runs and fine-tuning grids found in --out (a stopped bench "
+        "continues where it was)",
+    )
     parser.add_argument("--out", default="runs/continued")
     args = parser.parse_args()
     args.bf16 = bf16_pays()
@@ -201,14 +293,18 @@ def main() -> int:
     if "speed" not in skip:
         results["speed"] = speed(out, args)
         s = results["speed"]
-        say(f"speed (MiniLM shape, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} steps, "
+        say(
+            f"speed (MiniLM shape, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} steps, "
             f"{args.speed_rounds} interleaved rounds): --init {s['median']['init']:,.0f} tokens/s, from scratch "
-            f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}")
+            f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}"
+        )
     if "electra-speed" not in skip:
         results["electra_speed"] = s = speed_electra(out, args)
-        say(f"speed (ELECTRA-{args.electra_preset} pair, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} "
+        say(
+            f"speed (ELECTRA-{args.electra_preset} pair, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} "
             f"steps, {args.speed_rounds} interleaved rounds): --init {s['median']['init']:,.0f} tokens/s, from scratch "
-            f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}")
+            f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}"
+        )
 
     starts, pretraining = [], {}
     if "dapt" not in skip:
@@ -216,24 +312,41 @@ def main() -> int:
         for name, extend in ((DAPT, None), (DAPT_EXT, args.extend_vocab)):
             t0 = time.perf_counter()
             summary = reused(out / name, args) or dapt(out / name, args, extend)
-            row = {"seconds": time.perf_counter() - t0, "steps": summary["steps"], "tokens": summary["tokens"],
-                   "tokens_per_s": summary["final"].get("tokens_per_s"), "eval": summary["eval"],
-                   "extension": (summary["init"] or {}).get("extension")}
+            row = {
+                "seconds": time.perf_counter() - t0,
+                "steps": summary["steps"],
+                "tokens": summary["tokens"],
+                "tokens_per_s": summary["final"].get("tokens_per_s"),
+                "eval": summary["eval"],
+                "extension": (summary["init"] or {}).get("extension"),
+            }
             pretraining[name] = row
             ext = row["extension"]
-            say(f"{name}: {row['steps']} steps, {row['tokens']:,} tokens in {summary['train_seconds'] / 60:.1f} min of training "
+            say(
+                f"{name}: {row['steps']} steps, {row['tokens']:,} tokens in {summary['train_seconds'] / 60:.1f} min of training "
                 f"({row['tokens_per_s'] or 0:,.0f} tokens/s), held-out MLM accuracy "
                 f"{row['eval'].get('eval/mlm_accuracy', float('nan')):.3f}"
-                + (f"; {ext['added']} pieces added, tokens per word {ext['tokens_per_word_before']:.3f} → "
-                   f"{ext['tokens_per_word_after']:.3f}" if ext else ""))
+                + (
+                    f"; {ext['added']} pieces added, tokens per word {ext['tokens_per_word_before']:.3f} → "
+                    f"{ext['tokens_per_word_after']:.3f}"
+                    if ext
+                    else ""
+                )
+            )
             starts.append(Start(name, out / name))
     if "tapt" not in skip:
         tiny, tapt = tiny_and_tapt(out, args)
         for name, summary in ((TINY, tiny), (TAPT, tapt)):
-            pretraining[name] = {"steps": summary["steps"], "tokens": summary["tokens"],
-                                 "eval": summary["eval"], "tokens_per_s": summary["final"].get("tokens_per_s")}
-            say(f"{name}: {summary['steps']} steps, {summary['tokens']:,} tokens, held-out MLM accuracy "
-                f"{summary['eval'].get('eval/mlm_accuracy', float('nan')):.3f}")
+            pretraining[name] = {
+                "steps": summary["steps"],
+                "tokens": summary["tokens"],
+                "eval": summary["eval"],
+                "tokens_per_s": summary["final"].get("tokens_per_s"),
+            }
+            say(
+                f"{name}: {summary['steps']} steps, {summary['tokens']:,} tokens, held-out MLM accuracy "
+                f"{summary['eval'].get('eval/mlm_accuracy', float('nan')):.3f}"
+            )
             starts.append(Start(name, out / name))
     results["pretraining"] = pretraining
 
@@ -246,16 +359,29 @@ def main() -> int:
     if "finetune" in skip:
         starts = []
     curves = {}
-    groups = [([s for s in starts if s.name.startswith("minilm")], args.minilm_lrs),
-              ([s for s in starts if s.name.startswith("tiny")], args.lrs)]
+    groups = [
+        ([s for s in starts if s.name.startswith("minilm")], args.minilm_lrs),
+        ([s for s in starts if s.name.startswith("tiny")], args.lrs),
+    ]
     for group, lrs in groups:
         if not group:
             continue
         group_plan = replace(plan, learning_rates=tuple(float(x) for x in lrs.split(","))) if lrs else plan
-        say(f"fine-tuning {', '.join(s.name for s in group)}: lr grid {group_plan.learning_rates}, seeds "
-            f"{group_plan.seeds}, counts {[label_name(c) for c in group_plan.label_counts]}")
-        curves.update(label_curves(group, group_plan, Budget(60 * args.finetune_minutes), TASK, out / "finetune",
-                                   resume=args.reuse, say=say))
+        say(
+            f"fine-tuning {', '.join(s.name for s in group)}: lr grid {group_plan.learning_rates}, seeds "
+            f"{group_plan.seeds}, counts {[label_name(c) for c in group_plan.label_counts]}"
+        )
+        curves.update(
+            label_curves(
+                group,
+                group_plan,
+                Budget(60 * args.finetune_minutes),
+                TASK,
+                out / "finetune",
+                resume=args.reuse,
+                say=say,
+            )
+        )
 
     counts = [label_name(c) for c in sorted(plan.label_counts, key=lambda c: float("inf") if c is None else c)]
     table = ["| start | " + " | ".join(f"{c} / class" for c in counts) + " |", "|---|" + "---|" * len(counts)]
@@ -281,8 +407,10 @@ def main() -> int:
         table.append(f"| {start.name} | " + " | ".join(cells) + " |")
     results["curves"] = rows
     text = "\n".join(table)
-    say("\ntest accuracy: ensemble of the seeds (per-seed mean ± std), and against the start it continues "
-        "(paired bootstrap over the test items, 95% interval; bold: it excludes 0)\n" + text)
+    say(
+        "\ntest accuracy: ensemble of the seeds (per-seed mean ± std), and against the start it continues "
+        "(paired bootstrap over the test items, 95% interval; bold: it excludes 0)\n" + text
+    )
     (out / "table.md").write_text(text + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     for name in (DAPT, DAPT_EXT):  # the checkpoints stay; their instance caches go

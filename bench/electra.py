@@ -18,6 +18,7 @@ The sides take turns (--rounds) in one process; each round times --steps steps a
 the per-step medians over all rounds are compared, so that a shared machine's load falls on both
 alike. Prints the CPU line, tokens/s, the ratio ours / transformers, and each side's last losses.
 """
+
 from __future__ import annotations
 
 import sys
@@ -52,8 +53,14 @@ def batches(n: int, B: int, T: int, vocab: int, seed: int = 0) -> list[dict[str,
         ids = torch.randint(1000, vocab, (B, T), generator=g)
         selected = torch.rand(B, T, generator=g) < 0.15
         masked, labels = replace_tokens(ids, selected, g, MASK_ID, torch.arange(1000, vocab), ELECTRA_SHARES)
-        out.append({"input_ids": masked, "attention_mask": torch.ones_like(ids), "labels": labels,
-                    "replacement_draws": torch.rand(B, T, generator=g, dtype=torch.float64)})
+        out.append(
+            {
+                "input_ids": masked,
+                "attention_mask": torch.ones_like(ids),
+                "labels": labels,
+                "replacement_draws": torch.rand(B, T, generator=g, dtype=torch.float64),
+            }
+        )
     return out
 
 
@@ -141,9 +148,11 @@ def training(args, bf16: bool) -> None:
     tokens = args.batch * args.length
     speed = {k: tokens / statistics.median(v) for k, v in times.items()}
     g = pair.generator.config
-    print(f"pretraining step, electra-{args.preset} (H={config.hidden_size}, E={config.embedding_size}, generator "
-          f"H={g.hidden_size}), batch {args.batch} × {args.length}, vocab {args.vocab}, {'bf16' if bf16 else 'fp32'}, "
-          f"{args.rounds} rounds × {args.steps} steps, medians:")
+    print(
+        f"pretraining step, electra-{args.preset} (H={config.hidden_size}, E={config.embedding_size}, generator "
+        f"H={g.hidden_size}), batch {args.batch} × {args.length}, vocab {args.vocab}, {'bf16' if bf16 else 'fp32'}, "
+        f"{args.rounds} rounds × {args.steps} steps, medians:"
+    )
     for name in sides:
         print(f"  {name:<14}{speed[name]:>10,.0f} tokens/s   last losses {losses[name][-3:]}")
     print(f"  ratio bertology / transformers: {speed['bertology'] / speed['transformers']:.2f}×", flush=True)
@@ -161,8 +170,10 @@ def inference(args, bf16: bool) -> None:
     lengths = torch.randint(T // 4, T + 1, (B,), generator=g)
     mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
     ratios = {}
-    for family, ours_cls, config in (("electra", ElectraPair, ElectraConfig.preset(args.inference_preset)),
-                                     ("bert", BertModel, BertConfig.preset(args.inference_preset))):
+    for family, ours_cls, config in (
+        ("electra", ElectraPair, ElectraConfig.preset(args.inference_preset)),
+        ("bert", BertModel, BertConfig.preset(args.inference_preset)),
+    ):
         torch.manual_seed(0)
         with tempfile.TemporaryDirectory() as d:
             if family == "electra":
@@ -186,9 +197,12 @@ def inference(args, bf16: bool) -> None:
         real = int(mask.sum())
         speed = {k: real / statistics.median(v) for k, v in times.items()}
         ratios[family] = speed["bertology"] / speed["transformers"]
-        print(f"inference, {family}-{args.inference_preset} ({'discriminator' if family == 'electra' else 'BertModel'}), "
-              f"batch {B} × up to {T} ({real} real tokens): bertology {speed['bertology']:,.0f}, transformers "
-              f"{speed['transformers']:,.0f} real tokens/s; ratio {ratios[family]:.2f}×", flush=True)
+        print(
+            f"inference, {family}-{args.inference_preset} ({'discriminator' if family == 'electra' else 'BertModel'}), "
+            f"batch {B} × up to {T} ({real} real tokens): bertology {speed['bertology']:,.0f}, transformers "
+            f"{speed['transformers']:,.0f} real tokens/s; ratio {ratios[family]:.2f}×",
+            flush=True,
+        )
     print(f"  ELECTRA's ratio / BERT's ratio: {ratios['electra'] / ratios['bert']:.2f}")
 
 

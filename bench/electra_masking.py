@@ -9,6 +9,7 @@ The paper masks 15%; google-research/electra's code later moved to 25% for small
 not seconds, are held equal: a step costs about the same at either rate (the generator's head runs
 at the masked positions only), and a count of steps does not depend on what else the machine runs.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,7 +39,9 @@ def few_labels(out: Path, per_class: int) -> Path:
         rows = list(csv.DictReader(f, delimiter="\t"))
     path = out / f"train-{per_class}.tsv"
     picked = balanced_subset([r["label"] for r in rows], per_class, seed=0)
-    path.write_text("text\tlabel\n" + "".join(f"{rows[i]['text']}\t{rows[i]['label']}\n" for i in picked), encoding="utf-8")
+    path.write_text(
+        "text\tlabel\n" + "".join(f"{rows[i]['text']}\t{rows[i]['label']}\n" for i in picked), encoding="utf-8"
+    )
     return path
 
 
@@ -55,11 +58,18 @@ def main() -> None:
     corpus = corpus_files(out, args.corpus_mb * 1_000_000)
     tok = out / "tokenizer.json"
     if not tok.is_file():
-        train([str(c) for c in corpus], family="bert", vocab_size=8000, show_progress=False, criterion="frequency").save(tok)
+        train(
+            [str(c) for c in corpus], family="bert", vocab_size=8000, show_progress=False, criterion="frequency"
+        ).save(tok)
     task = data_path("debian-sections")
     sets = {"all": (task / "train.tsv", 8), "10/class": (few_labels(out, 10), 30)}
-    print("| masked | held-out generator MLM acc. | discriminator acc. (replaced share) | "
-          + " | ".join(f"test acc., {k} (lr)" for k in sets) + " |\n|---|---|---|" + "---|" * len(sets), flush=True)
+    print(
+        "| masked | held-out generator MLM acc. | discriminator acc. (replaced share) | "
+        + " | ".join(f"test acc., {k} (lr)" for k in sets)
+        + " |\n|---|---|---|"
+        + "---|" * len(sets),
+        flush=True,
+    )
     for rate in (float(r) for r in args.rates.split(",")):
         run = out / f"p{rate:g}"
         if not (run / "summary.json").is_file():
@@ -68,14 +78,26 @@ def main() -> None:
         e = json.loads((run / "summary.json").read_text())["eval"]
         cells = []
         for name, (train_file, epochs) in sets.items():
-            options = FinetuneOptions(model=str(run), task="classify", train=str(train_file), dev=str(task / "dev.tsv"),
-                                      out_dir=str(out / "ft"), epochs=epochs, batch_size=32, max_length=32, quiet=True,
-                                      pooling="mean")
+            options = FinetuneOptions(
+                model=str(run),
+                task="classify",
+                train=str(train_file),
+                dev=str(task / "dev.tsv"),
+                out_dir=str(out / "ft"),
+                epochs=epochs,
+                batch_size=32,
+                max_length=32,
+                quiet=True,
+                pooling="mean",
+            )
             shutil.rmtree(out / "ft", ignore_errors=True)
             grid = finetune_grid(options, str(task / "test.tsv"), [1e-3, 3e-3], [0, 1])
             cells.append(f"{grid.test_mean:.3f} ± {grid.test_std:.3f} ({grid.lr:g})")
-        print(f"| {rate:.0%} | {e['eval/generator_mlm_accuracy']:.3f} | {e['eval/discriminator_accuracy']:.3f} "
-              f"({e['eval/replaced_share']:.3f}) | " + " | ".join(cells) + " |", flush=True)
+        print(
+            f"| {rate:.0%} | {e['eval/generator_mlm_accuracy']:.3f} | {e['eval/discriminator_accuracy']:.3f} "
+            f"({e['eval/replaced_share']:.3f}) | " + " | ".join(cells) + " |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ Peak RSS: each side encodes all the text once more in a fresh process of its own
 nothing else loaded), which reports its peak resident size (VmHWM) and how much of it came
 after the text and the tokenizer were loaded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,12 @@ def real_text(limit_mb: float | None) -> tuple[list[str], str]:
         text, source = CACHED.read_text(encoding="utf-8"), str(CACHED)
     else:  # assemble what is on the machine
         data = _package_dir("gensim") / "test" / "test_data"
-        parts = [bz2.open(data / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
-                 .read().decode("utf-8"), (data / "crime-and-punishment.txt").read_text(encoding="utf-8")]
+        parts = [
+            bz2.open(data / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
+            .read()
+            .decode("utf-8"),
+            (data / "crime-and-punishment.txt").read_text(encoding="utf-8"),
+        ]
         for p in sorted(glob.glob(os.path.join(os.path.dirname(os.__file__), "**", "*.py"), recursive=True)):
             try:
                 parts.append(Path(p).read_text(encoding="utf-8"))
@@ -78,26 +83,34 @@ def real_text(limit_mb: float | None) -> tuple[list[str], str]:
 
 def train_bpe(lines: list[str], vocab_size: int, path: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(lines, trainer)
-    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
-                                                      ("<s>", tok.token_to_id("<s>")), add_prefix_space=False)
+    tok.post_processor = processors.RobertaProcessing(
+        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")), add_prefix_space=False
+    )
     tok.save(str(path))
 
 
 def train_unigram(lines: list[str], vocab_size: int, path: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
     tok = Tokenizer(models.Unigram())
     tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>",
-                                      show_progress=False)
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False
+    )
     tok.train_from_iterator(lines, trainer)
     tok.save(str(path))
 
@@ -117,14 +130,16 @@ def _encode_all(who: str, tok_path: str, text_path: str, batch: int, workers: in
     lines = Path(text_path).read_text(encoding="utf-8").split("\n")
     if who == "ours":
         from bertology.tokenizers import Tokenizer
+
         tok = Tokenizer.load(tok_path)
         tok.encode_batch = partial(tok.encode_batch, workers=workers)
     else:
         from tokenizers import Tokenizer
+
         tok = Tokenizer.from_file(tok_path)
     before = _vm("VmRSS")
     for i in range(0, len(lines), batch):
-        for enc in tok.encode_batch(lines[i:i + batch]):
+        for enc in tok.encode_batch(lines[i : i + batch]):
             enc.ids
     q.put((_vm("VmHWM"), before))
 
@@ -158,14 +173,17 @@ def paired_mb_per_s(ours, hf, lines: list[str], batch: int, segment_mb: float = 
     if seg:
         segments.append((seg, n))
     times = {"ours": 0.0, "hf": 0.0}
-    for tok in (ours, hf):  # one-time setup (ours builds its word cache and model tables on first use) is not throughput
+    for tok in (
+        ours,
+        hf,
+    ):  # one-time setup (ours builds its word cache and model tables on first use) is not throughput
         tok.encode_batch(lines[:100])
     for k, (seg, _) in enumerate(segments):
         order = [("ours", ours), ("hf", hf)] if k % 2 == 0 else [("hf", hf), ("ours", ours)]
         for who, tok in order:
             t = time.perf_counter()
             for i in range(0, len(seg), batch):
-                for enc in tok.encode_batch(seg[i:i + batch]):
+                for enc in tok.encode_batch(seg[i : i + batch]):
                     enc.ids  # what a model reads (both sides make the list when it is read)
             times[who] += time.perf_counter() - t
     n_bytes = sum(n for _, n in segments)
@@ -189,10 +207,14 @@ def main(argv=None):
     lines, source = real_text(args.mb)
     n_bytes = sum(len(line.encode("utf-8")) for line in lines)
     name, flags = cpu_name_and_flags()
-    print(f"CPU: {name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {os.cpu_count()} CPUs; Python "
-          f"{sys.version.split()[0]}, tokenizers {__import__('tokenizers').__version__}")
-    print(f"text: {source}: {len(lines):,} lines, {n_bytes / 1e6:.1f} MB; batches of {args.batch}; "
-          f"ours workers={args.workers or 1}")
+    print(
+        f"CPU: {name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {os.cpu_count()} CPUs; Python "
+        f"{sys.version.split()[0]}, tokenizers {__import__('tokenizers').__version__}"
+    )
+    print(
+        f"text: {source}: {len(lines):,} lines, {n_bytes / 1e6:.1f} MB; batches of {args.batch}; "
+        f"ours workers={args.workers or 1}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-encode-"))
     text_path = tmp / "lines.txt"
     text_path.write_text("\n".join(lines), encoding="utf-8")
@@ -215,22 +237,31 @@ def main(argv=None):
     rows = []
     for name, path in files.items():
         ours, hf = Tokenizer.load(path), HFTokenizer.from_file(str(path))
-        check_same(ours, hf, lines[::max(1, len(lines) // 5000)])
+        check_same(ours, hf, lines[:: max(1, len(lines) // 5000)])
         ours, hf = Tokenizer.load(path), HFTokenizer.from_file(str(path))  # caches empty again
         ours.encode_batch = partial(ours.encode_batch, workers=args.workers or 1)
         ours_speed, hf_speed = paired_mb_per_s(ours, hf, lines, args.batch, max(1.0, args.batch * 64 / 1e6))
         rows.append((name, path))
-        print(f"  {name:24s} ours {ours_speed:6.2f} MB/s   tokenizers {hf_speed:6.2f} MB/s   "
-              f"ratio {ours_speed / hf_speed:5.2f}x", flush=True)
+        print(
+            f"  {name:24s} ours {ours_speed:6.2f} MB/s   tokenizers {hf_speed:6.2f} MB/s   "
+            f"ratio {ours_speed / hf_speed:5.2f}x",
+            flush=True,
+        )
     if args.no_rss:
         return
-    print("peak RSS while encoding all the text once, each side in a fresh process (MiB; in brackets: "
-          "the part after loading the text and the tokenizer)")
+    print(
+        "peak RSS while encoding all the text once, each side in a fresh process (MiB; in brackets: "
+        "the part after loading the text and the tokenizer)"
+    )
     for name, path in rows:
-        (ours_peak, ours_base), (hf_peak, hf_base) = (peak_rss(who, path, text_path, args.batch, args.workers or 1)
-                                                      for who in ("ours", "tokenizers"))
-        print(f"  {name:24s} ours {ours_peak:6.0f} (+{ours_peak - ours_base:4.0f})   tokenizers {hf_peak:6.0f} "
-              f"(+{hf_peak - hf_base:4.0f})   ratio {ours_peak / hf_peak:5.2f}x", flush=True)
+        (ours_peak, ours_base), (hf_peak, hf_base) = (
+            peak_rss(who, path, text_path, args.batch, args.workers or 1) for who in ("ours", "tokenizers")
+        )
+        print(
+            f"  {name:24s} ours {ours_peak:6.0f} (+{ours_peak - ours_base:4.0f})   tokenizers {hf_peak:6.0f} "
+            f"(+{hf_peak - hf_base:4.0f})   ratio {ours_peak / hf_peak:5.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ natively (the same-run probe), under bf16 autocast (ours with its linear weights
 between the models and the median is reported, so all see the same machine. Peak RSS: each side
 loads and runs the fixed fp32 batch in a fresh process of its own (VmHWM).
 """
+
 from __future__ import annotations
 
 import sys
@@ -59,16 +60,34 @@ def peak_rss_mib() -> float:
 
 def rss_of(side: str, weights: str, args) -> float:
     """Peak RSS (MiB) of a fresh process that loads one side's model and runs the fixed fp32 batch."""
-    out = subprocess.run([sys.executable, __file__, "--rss-of", side, "--weights", weights, "--batch", str(args.batch),
-                          "--length", str(args.length)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--rss-of",
+            side,
+            "--weights",
+            weights,
+            "--batch",
+            str(args.batch),
+            "--length",
+            str(args.length),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout.split()[-1])
 
 
 def rss_child(args) -> None:
     import bertology
 
-    model = (bertology.load(args.weights) if args.rss_of == "ours"
-             else transformers.BertModel.from_pretrained(args.weights).eval())
+    model = (
+        bertology.load(args.weights)
+        if args.rss_of == "ours"
+        else transformers.BertModel.from_pretrained(args.weights).eval()
+    )
     ids, mask = batch(args.batch, args.length, False, model.config.vocab_size)
     timed(model, ids, mask, False)
     print(peak_rss_mib())
@@ -108,23 +127,32 @@ def main() -> None:
 
     # bf16 rows: ours with its linear weights stored in bf16, as `serve --bf16` keeps them (autocast's casts, once)
     models = {False: side_by_side(False), True: side_by_side(True) if bf16_pays() else None}
-    print(f"BERT-{args.preset}, B={args.batch}, T={args.length}, torch {torch.__version__}, "
-          f"transformers {transformers.__version__} (attention: {theirs.config._attn_implementation}), "
-          f"{torch.get_num_threads()} threads")
-    print(f"peak RSS running the fixed fp32 batch, each in its own process: ours {memory['ours']:,.0f} MiB, "
-          f"transformers {memory['theirs']:,.0f} MiB")
+    print(
+        f"BERT-{args.preset}, B={args.batch}, T={args.length}, torch {torch.__version__}, "
+        f"transformers {transformers.__version__} (attention: {theirs.config._attn_implementation}), "
+        f"{torch.get_num_threads()} threads"
+    )
+    print(
+        f"peak RSS running the fixed fp32 batch, each in its own process: ours {memory['ours']:,.0f} MiB, "
+        f"transformers {memory['theirs']:,.0f} MiB"
+    )
     precisions = (False, True) if bf16_pays() else (False,)
     if not bf16_pays():
         print("bf16: not native on this CPU (the probe above), so not measured")
     names = list(models[False])
-    print(f"{'case':<22}" + "".join(f"{n + ' tok/s':>22}" for n in names)
-          + "".join(f"{n + ' ratio':>22}" for n in names if n != "transformers"))
+    print(
+        f"{'case':<22}"
+        + "".join(f"{n + ' tok/s':>22}" for n in names)
+        + "".join(f"{n + ' ratio':>22}" for n in names if n != "transformers")
+    )
     for mixed in (False, True):
         ids, mask = batch(args.batch, args.length, mixed, ours.config.vocab_size)
         real_tokens = int(mask.sum())
         for bf16 in precisions:
             with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                outputs = {n: m(input_ids=ids, attention_mask=mask).last_hidden_state for n, m in models[bf16].items()}  # warm-up
+                outputs = {
+                    n: m(input_ids=ids, attention_mask=mask).last_hidden_state for n, m in models[bf16].items()
+                }  # warm-up
             for n, out in outputs.items():  # the same numbers from all, before timing anything
                 diff = (out.float() - outputs["transformers"].float())[mask.bool()].abs().max()
                 assert diff < (5e-2 if bf16 else 1e-4), f"{n}: outputs differ by {diff}"
@@ -134,8 +162,11 @@ def main() -> None:
                     times[n].append(timed(models[bf16][n], ids, mask, bf16))
             speed = {n: real_tokens / statistics.median(t) for n, t in times.items()}
             case = f"{'mixed 16..' + str(args.length) if mixed else 'fixed'} {'bf16' if bf16 else 'fp32'}"
-            print(f"{case:<22}" + "".join(f"{speed[n]:>22,.0f}" for n in names)
-                  + "".join(f"{speed[n] / speed['transformers']:>21.2f}×" for n in names if n != "transformers"))
+            print(
+                f"{case:<22}"
+                + "".join(f"{speed[n]:>22,.0f}" for n in names)
+                + "".join(f"{speed[n] / speed['transformers']:>21.2f}×" for n in names if n != "transformers")
+            )
 
 
 if __name__ == "__main__":

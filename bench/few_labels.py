@@ -8,6 +8,7 @@ Variants: --pooling cls (the reference), --pooling mean, mean + --head-lr 10× -
 --reinit-layers 1; for the pretrained start and its random-init twin (--from-scratch: same
 architecture and tokenizer). Epochs per count are the demo's (bertology.demo.plan.Plan.epochs).
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,11 +43,16 @@ def main() -> None:
     bf16 = bf16_pays()
     plan = Plan.make(quick=False, bf16=bf16)
     print(f"{cpu_summary()}; {'bf16' if bf16 else 'fp32'}; lr {args.lr:g}, seeds {list(seeds)}")
-    variants = {"cls": dict(pooling="cls"), "mean": dict(pooling="mean"),
-                "mean + head-lr ×10": dict(pooling="mean", head_lr=10 * args.lr),
-                "mean + reinit 1 layer": dict(pooling="mean", reinit_layers=1)}
+    variants = {
+        "cls": dict(pooling="cls"),
+        "mean": dict(pooling="mean"),
+        "mean + head-lr ×10": dict(pooling="mean", head_lr=10 * args.lr),
+        "mean + reinit 1 layer": dict(pooling="mean", reinit_layers=1),
+    }
     out = Path(args.out)
-    print(f"{'start':<12} {'labels/class':>12} {'variant':<22} {'dev':>6} {'test (ens.)':>11} {'vs cls [95% CI]':>26} {'s':>5}")
+    print(
+        f"{'start':<12} {'labels/class':>12} {'variant':<22} {'dev':>6} {'test (ens.)':>11} {'vs cls [95% CI]':>26} {'s':>5}"
+    )
     for start, scratch in (("pretrained", False), ("random init", True)):
         for count in counts:
             reference = None
@@ -55,18 +61,33 @@ def main() -> None:
                 run_dir = out / start.replace(" ", "-") / str(count) / name.replace(" ", "")
                 shutil.rmtree(run_dir, ignore_errors=True)
                 options = FinetuneOptions(
-                    model=args.model, from_scratch=scratch, task="classify", train=str(DATA / "train.tsv"),
-                    dev=str(DATA / "dev.tsv"), out_dir=str(run_dir), epochs=plan.epochs(10 * count), batch_size=32,
-                    max_length=plan.finetune_length, bf16=bf16, quiet=True,
-                    labels_per_class=None if count >= 175 else count, **extra)
+                    model=args.model,
+                    from_scratch=scratch,
+                    task="classify",
+                    train=str(DATA / "train.tsv"),
+                    dev=str(DATA / "dev.tsv"),
+                    out_dir=str(run_dir),
+                    epochs=plan.epochs(10 * count),
+                    batch_size=32,
+                    max_length=plan.finetune_length,
+                    bf16=bf16,
+                    quiet=True,
+                    labels_per_class=None if count >= 175 else count,
+                    **extra,
+                )
                 grid = finetune_grid(options, str(DATA / "test.tsv"), (args.lr,), seeds)
                 if reference is None:
                     reference, versus = grid, ""
                 else:
                     r = paired_bootstrap(grid.correct(), reference.correct())
-                    versus = f"{r['diff']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]" + (" *" if r["significant"] else "")
-                print(f"{start:<12} {count:>12} {name:<22} {grid.dev_mean:>6.3f} {grid.ensemble_test:>11.3f} "
-                      f"{versus:>26} {time.perf_counter() - t0:>5.0f}", flush=True)
+                    versus = f"{r['diff']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]" + (
+                        " *" if r["significant"] else ""
+                    )
+                print(
+                    f"{start:<12} {count:>12} {name:<22} {grid.dev_mean:>6.3f} {grid.ensemble_test:>11.3f} "
+                    f"{versus:>26} {time.perf_counter() - t0:>5.0f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

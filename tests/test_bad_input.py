@@ -1,5 +1,6 @@
 """Mistaken invocations, as a new user makes them: each exits with status 2 and one message naming
 the culprit, never a traceback, and leaves every file of the user's as it was."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,10 @@ TRAIN = ROOT / "data" / "debian-sections" / "train.tsv"
 
 def snapshot(root: Path) -> dict[str, str]:
     """Every path under `root` with a digest of its content (directories as "dir")."""
-    return {str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -27,23 +30,70 @@ def world(tmp_path_factory):
     task files, and folders of their own."""
     w = tmp_path_factory.mktemp("world")
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    (w / "corpus.txt").write_text(text[:text.index("\n\n", 300_000) + 1], encoding="utf-8")
-    assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(w / "corpus.txt"), "--out",
-                 str(w / "run"), "--vocab-size", "1000", "--steps", "2", "--batch-size", "8", "--seq-len", "32",
-                 "--heldout", "2", "--dupe-factor", "1", "--quiet"]) == 0
+    (w / "corpus.txt").write_text(text[: text.index("\n\n", 300_000) + 1], encoding="utf-8")
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "bert",
+                "--preset",
+                "tiny",
+                "--corpus",
+                str(w / "corpus.txt"),
+                "--out",
+                str(w / "run"),
+                "--vocab-size",
+                "1000",
+                "--steps",
+                "2",
+                "--batch-size",
+                "8",
+                "--seq-len",
+                "32",
+                "--heldout",
+                "2",
+                "--dupe-factor",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rows = TRAIN.read_text(encoding="utf-8").splitlines()
     (w / "train.tsv").write_text("\n".join([rows[0]] + rows[1::25]) + "\n", encoding="utf-8")
     (w / "dev.tsv").write_text("\n".join([rows[0]] + rows[2::50]) + "\n", encoding="utf-8")
-    (w / "dev-new-label.tsv").write_text(rows[0] + "\n" + rows[1] + "\nstellarium\ta planetarium\tastronomy\n", encoding="utf-8")
+    (w / "dev-new-label.tsv").write_text(
+        rows[0] + "\n" + rows[1] + "\nstellarium\ta planetarium\tastronomy\n", encoding="utf-8"
+    )
     (w / "latin1.tsv").write_bytes("text\tlabel\ncaf\xe9 au lait\tfood\n".encode("latin-1"))
     (w / "broken.jsonl").write_text('{"text": "fine", "label": "a"}\n{"text": "oops",\n', encoding="utf-8")
-    assert main(["finetune", "--model", str(w / "run"), "--task", "classify", "--train", str(w / "train.tsv"),
-                 "--out", str(w / "classifier"), "--epochs", "1", "--max-length", "32", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                str(w / "run"),
+                "--task",
+                "classify",
+                "--train",
+                str(w / "train.tsv"),
+                "--out",
+                str(w / "classifier"),
+                "--epochs",
+                "1",
+                "--max-length",
+                "32",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (w / "truncated").mkdir()
     for f in ("config.json", "tokenizer.json"):
         shutil.copy(w / "classifier" / f, w / "truncated" / f)
     weights = (w / "classifier" / "model.safetensors").read_bytes()
-    (w / "truncated" / "model.safetensors").write_bytes(weights[:len(weights) // 2])
+    (w / "truncated" / "model.safetensors").write_bytes(weights[: len(weights) // 2])
     (w / "flipped").mkdir()
     for f in ("config.json", "tokenizer.json"):
         shutil.copy(w / "classifier" / f, w / "flipped" / f)
@@ -54,6 +104,7 @@ def world(tmp_path_factory):
     for f in ("config.json", "model.safetensors"):
         shutil.copy(w / "classifier" / f, w / "mismatched" / f)
     from bertology.tokenizers import Tokenizer
+
     bigger = Tokenizer.load(w / "classifier" / "tokenizer.json")
     bigger.add_tokens([f"piece{i}" for i in range(700)])
     bigger.save(w / "mismatched" / "tokenizer.json")
@@ -74,78 +125,188 @@ def world(tmp_path_factory):
 
 
 def pretrain(w, *extra):
-    return ["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(w / "corpus.txt"), "--steps", "2",
-            "--batch-size", "8", "--seq-len", "32", "--heldout", "2", "--quiet", *extra]
+    return [
+        "pretrain",
+        "--family",
+        "bert",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(w / "corpus.txt"),
+        "--steps",
+        "2",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "32",
+        "--heldout",
+        "2",
+        "--quiet",
+        *extra,
+    ]
 
 
 def finetune(w, *extra):
-    return ["finetune", "--model", str(w / "run"), "--task", "classify", "--train", str(w / "train.tsv"),
-            "--epochs", "1", "--max-length", "32", "--quiet", *extra]
+    return [
+        "finetune",
+        "--model",
+        str(w / "run"),
+        "--task",
+        "classify",
+        "--train",
+        str(w / "train.tsv"),
+        "--epochs",
+        "1",
+        "--max-length",
+        "32",
+        "--quiet",
+        *extra,
+    ]
 
 
 CASES = {  # name: (arguments, text the message must contain)
     "pretrain over a finished run": (
-        lambda w: pretrain(w, "--vocab-size", "600", "--out", str(w / "run")), "holds an earlier pretrain run"),
-    "demo into the user's folder": (lambda w: ["demo", "--quick", "--out", str(w / "mine")], "not written by bertology"),
+        lambda w: pretrain(w, "--vocab-size", "600", "--out", str(w / "run")),
+        "holds an earlier pretrain run",
+    ),
+    "demo into the user's folder": (
+        lambda w: ["demo", "--quick", "--out", str(w / "mine")],
+        "not written by bertology",
+    ),
     "attention on truncated weights": (
         lambda w: ["attention", "--model", str(w / "truncated"), "--text", "hi", "--out", str(w / "a.png")],
-        "truncated/model.safetensors: not a readable safetensors file"),
+        "truncated/model.safetensors: not a readable safetensors file",
+    ),
     "predict on truncated weights": (
-        lambda w: ["predict", "--model", str(w / "truncated"), "some text"], "truncated/model.safetensors"),
+        lambda w: ["predict", "--model", str(w / "truncated"), "some text"],
+        "truncated/model.safetensors",
+    ),
     "finetune --batch-size 0": (lambda w: finetune(w, "--batch-size", "0", "--out", str(w / "o")), "--batch-size 0"),
     "pretrain --batch-size 0": (lambda w: pretrain(w, "--batch-size", "0", "--out", str(w / "o")), "--batch-size 0"),
     "params of a config with 0 heads": (
-        lambda w: ["params", str(w / "zero-heads.json")], "num_attention_heads must be a positive integer, got 0"),
+        lambda w: ["params", str(w / "zero-heads.json")],
+        "num_attention_heads must be a positive integer, got 0",
+    ),
     "--out under a file": (lambda w: finetune(w, "--out", str(w / "a-file" / "out")), "a-file is a file"),
     "pretrain --seq-len beyond the positions": (
-        lambda w: pretrain(w, "--seq-len", "4096", "--out", str(w / "o")), "--seq-len 4096 is longer than the 512"),
+        lambda w: pretrain(w, "--seq-len", "4096", "--out", str(w / "o")),
+        "--seq-len 4096 is longer than the 512",
+    ),
     "finetune --epochs 0": (lambda w: finetune(w, "--epochs", "0", "--out", str(w / "o")), "--epochs 0.0: must be > 0"),
     "tag task on a TSV": (
-        lambda w: ["finetune", "--model", str(w / "run"), "--task", "tag", "--train", str(TRAIN), "--out", str(w / "o")],
-        "the whole file is one sentence"),
+        lambda w: [
+            "finetune",
+            "--model",
+            str(w / "run"),
+            "--task",
+            "tag",
+            "--train",
+            str(TRAIN),
+            "--out",
+            str(w / "o"),
+        ],
+        "the whole file is one sentence",
+    ),
     "params --seq-length -5": (lambda w: ["params", "bert-base", "--seq-length", "-5"], "--seq-length -5"),
     "a model path typo": (
-        lambda w: ["finetune", "--model", str(w / "rnu"), "--task", "classify", "--train", str(w / "train.tsv"),
-                   "--out", str(w / "o")], "rnu': no such model directory"),
+        lambda w: [
+            "finetune",
+            "--model",
+            str(w / "rnu"),
+            "--task",
+            "classify",
+            "--train",
+            str(w / "train.tsv"),
+            "--out",
+            str(w / "o"),
+        ],
+        "rnu': no such model directory",
+    ),
     "a latin-1 training file": (
-        lambda w: finetune(w, "--out", str(w / "o")) + ["--train", str(w / "latin1.tsv")], "latin1.tsv: not UTF-8"),
+        lambda w: finetune(w, "--out", str(w / "o")) + ["--train", str(w / "latin1.tsv")],
+        "latin1.tsv: not UTF-8",
+    ),
     "invalid JSON lines": (
-        lambda w: finetune(w, "--out", str(w / "o")) + ["--train", str(w / "broken.jsonl")], "broken.jsonl:2"),
+        lambda w: finetune(w, "--out", str(w / "o")) + ["--train", str(w / "broken.jsonl")],
+        "broken.jsonl:2",
+    ),
     "an unknown dev label": (
-        lambda w: finetune(w, "--dev", str(w / "dev-new-label.tsv"), "--out", str(w / "o")), "'astronomy' never occur"),
+        lambda w: finetune(w, "--dev", str(w / "dev-new-label.tsv"), "--out", str(w / "o")),
+        "'astronomy' never occur",
+    ),
     "--max-length beyond the positions": (
-        lambda w: finetune(w, "--out", str(w / "o")) + ["--max-length", "512"], "--max-length 512 is longer than the 64"),
+        lambda w: finetune(w, "--out", str(w / "o")) + ["--max-length", "512"],
+        "--max-length 512 is longer than the 64",
+    ),
     "resume with nothing there": (lambda w: finetune(w, "--resume", "--out", str(w / "o")), "nothing to resume"),
     "a bit flip in the weights' header": (
         lambda w: ["attention", "--model", str(w / "flipped"), "--text", "hi", "--out", str(w / "a.png")],
-        "flipped/model.safetensors: not a readable safetensors file"),
+        "flipped/model.safetensors: not a readable safetensors file",
+    ),
     "a config with a size given as text": (
-        lambda w: ["params", str(w / "string-size.json")], "hidden_size must be a positive integer, got '128'"),
+        lambda w: ["params", str(w / "string-size.json")],
+        "hidden_size must be a positive integer, got '128'",
+    ),
     "an empty corpus": (lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "empty.txt")], "empty.txt"),
-    "a binary corpus": (lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "binary.txt")], "binary.txt"),
-    **{f"{command} with a tokenizer bigger than the model": (
-        arguments, "mismatched/tokenizer.json: 1,700 tokens with ids up to 1,699 ('piece699'), past the 1,000 rows")
-       for command, arguments in {
-           "finetune": lambda w: ["finetune", "--model", str(w / "mismatched"), "--task", "classify", "--train",
-                                  str(w / "train.tsv"), "--out", str(w / "o"), "--quiet"],
-           "evaluate": lambda w: ["evaluate", "--model", str(w / "mismatched"), "--data", str(w / "train.tsv")],
-           "predict": lambda w: ["predict", "--model", str(w / "mismatched"), "some text"],
-           "serve": lambda w: ["serve", "--model", str(w / "mismatched"), "--port", "0"],
-           "distill": lambda w: ["distill", "--teacher", str(w / "mismatched"), "--corpus", str(w / "corpus.txt"),
-                                 "--out", str(w / "o"), "--quiet"],
-           "attention": lambda w: ["attention", "--model", str(w / "mismatched"), "--text", "hi", "--out",
-                                   str(w / "a.png")],
-       }.items()},
+    "a binary corpus": (
+        lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "binary.txt")],
+        "binary.txt",
+    ),
+    **{
+        f"{command} with a tokenizer bigger than the model": (
+            arguments,
+            "mismatched/tokenizer.json: 1,700 tokens with ids up to 1,699 ('piece699'), past the 1,000 rows",
+        )
+        for command, arguments in {
+            "finetune": lambda w: [
+                "finetune",
+                "--model",
+                str(w / "mismatched"),
+                "--task",
+                "classify",
+                "--train",
+                str(w / "train.tsv"),
+                "--out",
+                str(w / "o"),
+                "--quiet",
+            ],
+            "evaluate": lambda w: ["evaluate", "--model", str(w / "mismatched"), "--data", str(w / "train.tsv")],
+            "predict": lambda w: ["predict", "--model", str(w / "mismatched"), "some text"],
+            "serve": lambda w: ["serve", "--model", str(w / "mismatched"), "--port", "0"],
+            "distill": lambda w: [
+                "distill",
+                "--teacher",
+                str(w / "mismatched"),
+                "--corpus",
+                str(w / "corpus.txt"),
+                "--out",
+                str(w / "o"),
+                "--quiet",
+            ],
+            "attention": lambda w: [
+                "attention",
+                "--model",
+                str(w / "mismatched"),
+                "--text",
+                "hi",
+                "--out",
+                str(w / "a.png"),
+            ],
+        }.items()
+    },
     "a folder with no files as corpus": (
         lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "empty-folder")],
-        "empty-folder: a directory with no files in it"),
+        "empty-folder: a directory with no files in it",
+    ),
     "a latin-1 corpus": (
         lambda w: pretrain(w, "--out", str(w / "o")) + ["--corpus", str(w / "latin1-corpus.txt")],
         "latin1-corpus.txt: byte offset 17: invalid UTF-8 byte(s) b'\\xe9' (invalid continuation byte); convert the "
-        "file to UTF-8 (e.g. iconv -f latin1 -t utf-8)\n"),
+        "file to UTF-8 (e.g. iconv -f latin1 -t utf-8)\n",
+    ),
     "a latin-1 corpus for a tokenizer": (
         lambda w: ["tokenizer", "train", "--out", str(w / "o"), str(w / "latin1-corpus.txt")],
-        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass --replace-errors"),
+        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass --replace-errors",
+    ),
     "an unknown family": (lambda w: ["pretrain", "--family", "gpt2", "--corpus", "x", "--out", "o"], "invalid choice"),
 }
 

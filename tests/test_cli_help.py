@@ -1,5 +1,6 @@
 """The CLI's help names every family the family record knows, so adding a family cannot leave it stale;
 `--version` answers the package's version; progress goes to a log as whole lines."""
+
 import argparse
 import io
 
@@ -20,7 +21,9 @@ def _help(*command: str) -> str:
     return next(a.help for a in commands._choices_actions if a.dest == command[0])
 
 
-@pytest.mark.parametrize("command, families", [((), FAMILIES), (("pretrain",), PRETRAINABLE), (("demo",), PRETRAINABLE)])
+@pytest.mark.parametrize(
+    "command, families", [((), FAMILIES), (("pretrain",), PRETRAINABLE), (("demo",), PRETRAINABLE)]
+)
 def test_help_names_every_family(command, families):
     text = _help(*command).lower()
     missing = [name for name in families if name not in text]

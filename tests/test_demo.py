@@ -1,5 +1,6 @@
 """`bertology demo --quick` runs end to end: every stage, every table row and plot, the label
 curve with its intervals, and a resume that reuses every stage."""
+
 import json
 from pathlib import Path
 
@@ -50,8 +51,10 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     # (known answers of a 500-item test set; the tolerance is three items, for the CPU's rounding).
     reference = {r["model"]: {p["labels_per_class"]: p["test_accuracy"] for p in r["label_curve"]} for r in results}
     assert reference["bag-of-words"] == {10: pytest.approx(0.42, abs=0.006), None: pytest.approx(0.692, abs=0.006)}
-    assert reference["MiniLM embeddings (frozen)"] == {10: pytest.approx(0.662, abs=0.006),
-                                                        None: pytest.approx(0.744, abs=0.006)}
+    assert reference["MiniLM embeddings (frozen)"] == {
+        10: pytest.approx(0.662, abs=0.006),
+        None: pytest.approx(0.744, abs=0.006),
+    }
     # Every accuracy in the report is recomputed from the predictions each fine-tuning kept.
     gold = [line.split("\t")[-1] for line in TEST.read_text(encoding="utf-8").splitlines()[1:]]
     for r in results[:7]:
@@ -70,14 +73,18 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     electra, bert = by_name["electra"], by_name["bert"]
     assert (electra["tokenizer"], electra["vocab_size"]) == (bert["tokenizer"], bert["vocab_size"])
     assert 0.0 < electra["pair_accuracy"] < 1.0  # the discriminator's held-out accuracy
-    assert (out / "tokenizers" / "electra" / "tokenizer.json").read_text() == (out / "tokenizers" / "bert" / "tokenizer.json").read_text()
-    budgets = [json.loads(summary)["options"]["time_budget"] for summary in
-               [(out / "pretrain" / f / "summary.json").read_text() for f in ("bert", "electra")]]
+    assert (out / "tokenizers" / "electra" / "tokenizer.json").read_text() == (
+        out / "tokenizers" / "bert" / "tokenizer.json"
+    ).read_text()
+    budgets = [
+        json.loads(summary)["options"]["time_budget"]
+        for summary in [(out / "pretrain" / f / "summary.json").read_text() for f in ("bert", "electra")]
+    ]
     assert budgets[0] == budgets[1]
     student = by_name["minilm→tiny"]
     assert student["parameters"] < student["teacher_parameters"] / 10 and student["inference_speedup"] > 1
     # A second run with --resume reuses every stage and writes the same tables.
-    tables = printed[printed.index("Pretraining:"):printed.index("report:")]
+    tables = printed[printed.index("Pretraining:") : printed.index("report:")]
     assert main(["demo", "--quick", "--out", str(out), "--quiet", "--resume"]) == 0
     again = capsys.readouterr().out
-    assert again[again.index("Pretraining:"):again.index("report:")] == tables
+    assert again[again.index("Pretraining:") : again.index("report:")] == tables

@@ -1,4 +1,5 @@
 """The demo's plan: epochs per label count, the budget's clock, the cost meter that decides which counts run."""
+
 import pytest
 
 from bertology.demo.curve import Meter, examples_at

@@ -6,6 +6,7 @@ directory, as a reader pastes them. ```python notest blocks (a running server, a
 are only compiled; ```python integration blocks (slow, or importing a heavy peer) run in the
 integration tier, with the rest of their page.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,7 +40,7 @@ def fenced_blocks(text: str) -> list[tuple[int, str, str]]:
         fence, start, body = m["fence"], i + 1, []
         i += 1
         while i < len(lines) and not lines[i].strip().startswith(fence):
-            body.append(lines[i][len(m["indent"]):] if lines[i].startswith(m["indent"]) else lines[i])
+            body.append(lines[i][len(m["indent"]) :] if lines[i].startswith(m["indent"]) else lines[i])
             i += 1
         if i == len(lines):
             raise ValueError(f"line {start}: a fenced block that never closes")
@@ -57,7 +58,9 @@ def python_examples(path: Path) -> list[tuple[int, str, str]]:
             continue
         kind = words[1] if len(words) > 1 else "run"
         if kind not in KINDS or len(words) > 2:
-            raise ValueError(f"{path.name}:{line}: unknown marks {info!r} (a python block is plain, notest or integration)")
+            raise ValueError(
+                f"{path.name}:{line}: unknown marks {info!r} (a python block is plain, notest or integration)"
+            )
         examples.append((line, kind, body))
     return examples
 
@@ -95,15 +98,30 @@ def test_page_examples_run_whole(path, tmp_path, monkeypatch):
 
 def test_every_capability_page_shows_runnable_python():
     runnable = {p.name for p in PAGES if any(kind != "notest" for _, kind, _ in python_examples(p))}
-    for page in ("models.md", "xlnet.md", "electra.md", "tokenizers.md", "pretraining.md", "continued-pretraining.md",
-                 "distillation.md", "finetuning.md", "wordvec.md", "graphs.md", "attention.md", "serving.md",
-                 "export.md", "README.md"):
+    for page in (
+        "models.md",
+        "xlnet.md",
+        "electra.md",
+        "tokenizers.md",
+        "pretraining.md",
+        "continued-pretraining.md",
+        "distillation.md",
+        "finetuning.md",
+        "wordvec.md",
+        "graphs.md",
+        "attention.md",
+        "serving.md",
+        "export.md",
+        "README.md",
+    ):
         assert page in runnable, f"{page} has no Python example that runs"
 
 
 def test_readme_is_a_front_page():
     lines = README.read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines; the front page keeps to {MAX_README_LINES}"
+    assert len(lines) <= MAX_README_LINES, (
+        f"README.md has {len(lines)} lines; the front page keeps to {MAX_README_LINES}"
+    )
     commands = [line.split("#")[0].strip() for line in lines if line.startswith("make ")]
     assert commands[:2] == ["make demo", "make test"], "the README's first two commands are make demo and make test"
 
@@ -145,8 +163,11 @@ def _without_code(text: str, inline: bool = True) -> str:
 
 
 def relative_links(path: Path) -> list[str]:
-    return [t for t in LINK.findall(_without_code(path.read_text(encoding="utf-8")))
-            if not re.match(r"^[a-z][a-z0-9+.-]*:", t)]  # http:, https:, mailto: … are not checked here
+    return [
+        t
+        for t in LINK.findall(_without_code(path.read_text(encoding="utf-8")))
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", t)
+    ]  # http:, https:, mailto: … are not checked here
 
 
 @pytest.mark.parametrize("path", PAGES, ids=_id)
@@ -164,7 +185,10 @@ def test_relative_links_resolve(path):
 
 def test_the_link_checker_sees_a_broken_link(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# Title\n\n## `--flag` here\n\n[ok](#title) [gone](missing.md) ![img](x.png) `[code](no.md)`\n"
-                    "```\n[fenced](no.md)\n```\n[web](https://example.org)\n", encoding="utf-8")
+    page.write_text(
+        "# Title\n\n## `--flag` here\n\n[ok](#title) [gone](missing.md) ![img](x.png) `[code](no.md)`\n"
+        "```\n[fenced](no.md)\n```\n[web](https://example.org)\n",
+        encoding="utf-8",
+    )
     assert relative_links(page) == ["#title", "missing.md", "x.png"]
     assert anchors(page) == {"title", "-flag-here"}

@@ -1,4 +1,5 @@
 """Every module's docstring examples run and hold (the algorithm cores' examples are part of their contract)."""
+
 import doctest
 import importlib
 import pkgutil
@@ -7,8 +8,9 @@ import pytest
 
 import bertology
 
-MODULES = sorted(m.name for m in pkgutil.walk_packages(bertology.__path__, "bertology.")
-                 if not m.name.endswith("__main__"))  # importing __main__ runs the CLI
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(bertology.__path__, "bertology.") if not m.name.endswith("__main__")
+)  # importing __main__ runs the CLI
 
 
 @pytest.mark.parametrize("module", ["bertology", *MODULES])

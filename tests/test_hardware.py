@@ -1,5 +1,6 @@
 """Precision is chosen by measuring: the probe, the reason it gives, and the warning when bf16 is
 asked for on a CPU that emulates it."""
+
 import warnings
 
 import pytest
@@ -11,10 +12,12 @@ from bertology import hardware
 @pytest.fixture
 def probe(monkeypatch):
     """Replace the measured probe with given numbers (and forget any earlier warning)."""
+
     def set_probe(fp32: float, bf16: float):
         result = {"fp32_gflops": fp32, "bf16_gflops": bf16, "bf16_pays": bf16 >= 1.5 * fp32}
         monkeypatch.setattr(hardware, "precision_probe", lambda: result)
         hardware.check_bf16_requested.cache_clear()
+
     yield set_probe
     hardware.check_bf16_requested.cache_clear()
 
@@ -59,6 +62,7 @@ def test_the_trainer_warns_when_asked_for_emulated_bf16(probe, tmp_path):
 
 def test_resolve_device_takes_what_is_asked_and_names_a_missing_gpu(monkeypatch):
     from bertology.hardware import resolve_device
+
     said = []
     assert resolve_device("cpu") == torch.device("cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -1,4 +1,5 @@
 """The pieces every job shares: the family records, options declared once, the atomic writer."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ def test_docstring_examples(module):
 
 # ---- families ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_each_family_record_names_real_classes_tokens_and_layouts(name):
     f = get_family(name)
@@ -44,7 +46,12 @@ def test_each_family_record_names_real_classes_tokens_and_layouts(name):
 def test_pretrainable_families_carry_their_papers_recipe():
     assert PRETRAINABLE == ("bert", "roberta", "albert", "xlnet", "electra")
     assert [(get_family(n).pretraining.objective, get_family(n).pretraining.ngram) for n in PRETRAINABLE] == [
-        ("mlm+nsp", 1), ("mlm", 1), ("mlm+sop", 3), ("plm", 1), ("rtd", 1)]
+        ("mlm+nsp", 1),
+        ("mlm", 1),
+        ("mlm+sop", 3),
+        ("plm", 1),
+        ("rtd", 1),
+    ]
     assert get_family("distilbert").pretraining is None
 
 
@@ -59,10 +66,14 @@ def test_presets_resolve_or_name_the_choices():
 
 # ---- options ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cls, required", [
-    (PretrainOptions, ["--family", "bert", "--corpus", "a.txt", "--out", "o"]),
-    (FinetuneOptions, ["--model", "m", "--task", "classify", "--train", "t.tsv", "--out", "o"]),
-])
+
+@pytest.mark.parametrize(
+    "cls, required",
+    [
+        (PretrainOptions, ["--family", "bert", "--corpus", "a.txt", "--out", "o"]),
+        (FinetuneOptions, ["--model", "m", "--task", "classify", "--train", "t.tsv", "--out", "o"]),
+    ],
+)
 def test_the_parser_defaults_are_the_dataclass_defaults(cls, required):
     parser = argparse.ArgumentParser()
     add_arguments(parser, cls)
@@ -72,18 +83,21 @@ def test_the_parser_defaults_are_the_dataclass_defaults(cls, required):
     assert dataclasses.asdict(parsed) == dataclasses.asdict(api)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"batch_size": 0}, r"--batch-size 0: must be ≥ 1"),
-    ({"steps": -3}, r"--steps -3: must be ≥ 1"),
-    ({"mlm_probability": 1.5}, r"--mlm-probability 1.5: must be in \(0, 1\]"),
-    ({"dropout": 1.0}, r"--dropout 1.0: must be in \[0, 1\)"),
-    ({"heldout": 2.5}, r"--heldout 2.5: must be a fraction"),
-    ({"heldout": -4}, r"--heldout -4: must be a fraction"),
-    ({"lr": float("nan")}, r"--lr nan: not a finite number"),
-    ({"batch_size": 2.0}, r"--batch-size 2.0: not an integer"),
-    ({"schedule": "cosine"}, r"--schedule 'cosine': choose one of linear, triangle"),
-    ({"family": "distilbert"}, r"--family 'distilbert': choose one of bert, roberta, albert"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"batch_size": 0}, r"--batch-size 0: must be ≥ 1"),
+        ({"steps": -3}, r"--steps -3: must be ≥ 1"),
+        ({"mlm_probability": 1.5}, r"--mlm-probability 1.5: must be in \(0, 1\]"),
+        ({"dropout": 1.0}, r"--dropout 1.0: must be in \[0, 1\)"),
+        ({"heldout": 2.5}, r"--heldout 2.5: must be a fraction"),
+        ({"heldout": -4}, r"--heldout -4: must be a fraction"),
+        ({"lr": float("nan")}, r"--lr nan: not a finite number"),
+        ({"batch_size": 2.0}, r"--batch-size 2.0: not an integer"),
+        ({"schedule": "cosine"}, r"--schedule 'cosine': choose one of linear, triangle"),
+        ({"family": "distilbert"}, r"--family 'distilbert': choose one of bert, roberta, albert"),
+    ],
+)
 def test_bad_option_values_are_named(change, message):
     good = dict(family="bert", corpus=["a.txt"], out_dir="o")
     with pytest.raises(OptionError, match=message):
@@ -98,6 +112,7 @@ def test_finetune_options_are_checked_too():
 
 
 # ---- the atomic writer ----------------------------------------------------------------------------
+
 
 def test_atomic_dir_appears_whole_or_not_at_all(tmp_path):
     final = tmp_path / "step-1"

@@ -1,5 +1,6 @@
 """The house rules DESIGN.md states, checked on the source: imports point one way (no cycle, not
 even one closed by an import inside a function) and no module uses another's private names."""
+
 from __future__ import annotations
 
 import ast
@@ -62,7 +63,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         path.pop()
@@ -86,8 +87,13 @@ def test_imports_point_one_way():
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_takes_another_modules_private_names(module):
-    borrowed = [f"{target}.{name}" for target, names in imports(module) if target in MODULES and target != module
-                for name in names if name.startswith("_") and not name.startswith("__")]
+    borrowed = [
+        f"{target}.{name}"
+        for target, names in imports(module)
+        if target in MODULES and target != module
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
     assert not borrowed, f"{module} imports private names {borrowed}"
 
 
@@ -98,10 +104,18 @@ def test_no_module_reaches_into_another_modules_private_attributes(module):
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             target = _absolute(module, node)
-            aliases.update({a.asname or a.name: f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES})
+            aliases.update(
+                {a.asname or a.name: f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES}
+            )
         elif isinstance(node, ast.Import):
             aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
-    reached = [f"{aliases[n.value.id]}.{n.attr}" for n in ast.walk(tree)
-               if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases
-               and n.attr.startswith("_") and not n.attr.startswith("__")]
+    reached = [
+        f"{aliases[n.value.id]}.{n.attr}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id in aliases
+        and n.attr.startswith("_")
+        and not n.attr.startswith("__")
+    ]
     assert not reached, f"{module} uses private names {reached}"

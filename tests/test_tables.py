@@ -1,6 +1,7 @@
 """Parquet files and `datasets` directories (save_to_disk) read as the TSV / JSON-lines files they hold would be:
 the same texts, labels and corpus documents (ClassLabel ids as their names), streamed across row groups and
 shards; a missing or non-text column, a DatasetDict root and a missing pyarrow refused, naming the culprit."""
+
 import json
 import sys
 from pathlib import Path
@@ -25,8 +26,9 @@ NAMES = sorted({r["label"] for r in ROWS})
 
 
 def write_tsv(path, rows):
-    path.write_text("\n".join(["\t".join(HEADER)] + ["\t".join(r[c] for c in HEADER) for r in rows]) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        "\n".join(["\t".join(HEADER)] + ["\t".join(r[c] for c in HEADER) for r in rows]) + "\n", encoding="utf-8"
+    )
     return path
 
 
@@ -39,8 +41,13 @@ def write_parquet(path, rows, row_group_size=7):
 def save_dataset(path, rows, num_shards=3):
     """The real `datasets` library's save_to_disk, the label a ClassLabel (stored as ids), in several shards."""
     datasets = pytest.importorskip("datasets")
-    features = datasets.Features({"package": datasets.Value("string"), "text": datasets.Value("string"),
-                                  "label": datasets.ClassLabel(names=NAMES)})
+    features = datasets.Features(
+        {
+            "package": datasets.Value("string"),
+            "text": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=NAMES),
+        }
+    )
     columns = {c: [r[c] for r in rows] for c in ("package", "text")}
     ds = datasets.Dataset.from_dict({**columns, "label": [NAMES.index(r["label"]) for r in rows]}, features=features)
     ds.save_to_disk(str(path), num_shards=num_shards)
@@ -50,8 +57,11 @@ def save_dataset(path, rows, num_shards=3):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("tables")
-    return {"tsv": write_tsv(d / "train.tsv", ROWS), "parquet": write_parquet(d / "train.parquet", ROWS),
-            "dataset": save_dataset(d / "train-ds", ROWS)}
+    return {
+        "tsv": write_tsv(d / "train.tsv", ROWS),
+        "parquet": write_parquet(d / "train.parquet", ROWS),
+        "dataset": save_dataset(d / "train-ds", ROWS),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +108,9 @@ def test_a_table_corpus_reads_as_its_tsv(files, kind):
 
 
 def test_blank_and_null_rows_of_a_corpus_are_skipped_as_blank_lines(tmp_path):
-    path = write_parquet(tmp_path / "c.parquet", [{"text": "One. Two."}, {"text": None}, {"text": "  "},
-                                                  {"text": "Three\nfour"}])
+    path = write_parquet(
+        tmp_path / "c.parquet", [{"text": "One. Two."}, {"text": None}, {"text": "  "}, {"text": "Three\nfour"}]
+    )
     assert read_text_column([str(path)], "text") == [["One.", "Two."], ["Three four"]]
     assert list(tables.table_lines(path, "text")) == ["One. Two.\n", "Three\n", "four\n"]
 
@@ -107,14 +118,22 @@ def test_blank_and_null_rows_of_a_corpus_are_skipped_as_blank_lines(tmp_path):
 def test_tagging_and_choice_from_tables(tmp_path):
     datasets = pytest.importorskip("datasets")
     tags = ["O", "B-PER", "I-PER", "B-LOC"]
-    sentences = [(["Angela", "Merkel", "visited", "Paris", "."], ["B-PER", "I-PER", "O", "B-LOC", "O"]),
-                 (["Hello", "there"], ["O", "O"])]
+    sentences = [
+        (["Angela", "Merkel", "visited", "Paris", "."], ["B-PER", "I-PER", "O", "B-LOC", "O"]),
+        (["Hello", "there"], ["O", "O"]),
+    ]
     jsonl = tmp_path / "ner.jsonl"
     jsonl.write_text("".join(json.dumps({"tokens": w, "tags": t}) + "\n" for w, t in sentences), encoding="utf-8")
-    features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
-                                  "tags": datasets.Sequence(datasets.ClassLabel(names=tags))})
-    datasets.Dataset.from_dict({"tokens": [w for w, _ in sentences], "tags": [[tags.index(x) for x in t] for _, t in sentences]},
-                               features=features).save_to_disk(str(tmp_path / "ner-ds"))
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            "tags": datasets.Sequence(datasets.ClassLabel(names=tags)),
+        }
+    )
+    datasets.Dataset.from_dict(
+        {"tokens": [w for w, _ in sentences], "tags": [[tags.index(x) for x in t] for _, t in sentences]},
+        features=features,
+    ).save_to_disk(str(tmp_path / "ner-ds"))
     assert examples("tag", tmp_path / "ner-ds") == examples("tag", jsonl)
 
     rows = [json.loads(line) for line in (FIXTURES / "choice.jsonl").read_text(encoding="utf-8").splitlines() if line]
@@ -134,22 +153,55 @@ def test_tokenizer_and_word_vectors_read_a_table_as_its_text(files, tmp_path):
     text = tmp_path / "texts.txt"
     text.write_text("".join(r["text"] + "\n" for r in ROWS), encoding="utf-8")
     for source, out in ((text, "from-text"), (files["dataset"], "from-dataset"), (files["parquet"], "from-parquet")):
-        assert main(["tokenizer", "train", "--family", "bert", "--vocab-size", "300", "--quiet", "--out",
-                     str(tmp_path / out), str(source)]) == 0
-    trained = {out: (tmp_path / out / "tokenizer.json").read_text() for out in ("from-text", "from-dataset", "from-parquet")}
+        assert (
+            main(
+                [
+                    "tokenizer",
+                    "train",
+                    "--family",
+                    "bert",
+                    "--vocab-size",
+                    "300",
+                    "--quiet",
+                    "--out",
+                    str(tmp_path / out),
+                    str(source),
+                ]
+            )
+            == 0
+        )
+    trained = {
+        out: (tmp_path / out / "tokenizer.json").read_text() for out in ("from-text", "from-dataset", "from-parquet")
+    }
     assert trained["from-dataset"] == trained["from-text"] == trained["from-parquet"]
     assert list(LineSentences([files["parquet"]])) == list(LineSentences([text]))
 
 
 # ---- jobs ---------------------------------------------------------------------------------------------
 
+
 def test_finetune_from_a_dataset_and_parquet_is_the_run_from_the_tsv(files, tokenizer_file, tmp_path):
     """The same examples in the same order: the same weights, bit for bit."""
     import bertology
     import torch
 
-    common = ["--model", "bert-tiny", "--tokenizer", str(tokenizer_file), "--task", "classify", "--epochs", "1",
-              "--batch-size", "16", "--max-length", "64", "--quiet", "--seed", "0"]
+    common = [
+        "--model",
+        "bert-tiny",
+        "--tokenizer",
+        str(tokenizer_file),
+        "--task",
+        "classify",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--max-length",
+        "64",
+        "--quiet",
+        "--seed",
+        "0",
+    ]
     for name, train, dev in (("tsv", files["tsv"], files["tsv"]), ("tables", files["dataset"], files["parquet"])):
         assert main(["finetune", *common, "--train", str(train), "--dev", str(dev), "--out", str(tmp_path / name)]) == 0
     ours, theirs = bertology.load(tmp_path / "tables"), bertology.load(tmp_path / "tsv")
@@ -161,8 +213,26 @@ def test_finetune_from_a_dataset_and_parquet_is_the_run_from_the_tsv(files, toke
 def test_pretrain_and_distill_from_tables_are_the_runs_from_the_tsv_texts(files, tmp_path):
     """pretrain / distill --corpus x.parquet or a datasets directory (the "text" column) train as --corpus x.tsv
     --text-column text does, weight for weight."""
-    common = ["pretrain", "--family", "bert", "--preset", "tiny", "--vocab-size", "300", "--steps", "2",
-              "--batch-size", "4", "--seq-len", "32", "--heldout", "2", "--dupe-factor", "1", "--quiet"]
+    common = [
+        "pretrain",
+        "--family",
+        "bert",
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "300",
+        "--steps",
+        "2",
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "32",
+        "--heldout",
+        "2",
+        "--dupe-factor",
+        "1",
+        "--quiet",
+    ]
     assert main([*common, "--corpus", str(files["parquet"]), "--out", str(tmp_path / "parquet")]) == 0
     assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "dataset")]) == 0
     assert main([*common, "--corpus", str(files["tsv"]), "--text-column", "text", "--out", str(tmp_path / "tsv")]) == 0
@@ -175,30 +245,85 @@ def test_pretrain_and_distill_from_tables_are_the_runs_from_the_tsv_texts(files,
     assert (tmp_path / "parquet" / "task-corpus.txt").read_text() == (tmp_path / "tsv" / "task-corpus.txt").read_text()
 
     # distil that model into a student, from the datasets directory and from the TSV's text column: the same student
-    common = ["distill", "--teacher", str(tmp_path / "tsv"), "--student", "bert", "--depth", "1", "--steps", "2",
-              "--batch-size", "4", "--seq-len", "32", "--heldout", "2", "--quiet"]
+    common = [
+        "distill",
+        "--teacher",
+        str(tmp_path / "tsv"),
+        "--student",
+        "bert",
+        "--depth",
+        "1",
+        "--steps",
+        "2",
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "32",
+        "--heldout",
+        "2",
+        "--quiet",
+    ]
     assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "student-ds")]) == 0
-    assert main([*common, "--corpus", str(files["tsv"]), "--text-column", "text", "--out", str(tmp_path / "student")]) == 0
+    assert (
+        main([*common, "--corpus", str(files["tsv"]), "--text-column", "text", "--out", str(tmp_path / "student")]) == 0
+    )
     # and a run from the dataset stopped after its first step resumes to the same student (its corpus staged again)
-    assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "split"), "--save-every", "1",
-                 "--stop-at", "1"]) == 130
-    assert main([*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "split"), "--save-every", "1",
-                 "--resume"]) == 0
+    assert (
+        main(
+            [
+                *common,
+                "--corpus",
+                str(files["dataset"]),
+                "--out",
+                str(tmp_path / "split"),
+                "--save-every",
+                "1",
+                "--stop-at",
+                "1",
+            ]
+        )
+        == 130
+    )
+    assert (
+        main(
+            [
+                *common,
+                "--corpus",
+                str(files["dataset"]),
+                "--out",
+                str(tmp_path / "split"),
+                "--save-every",
+                "1",
+                "--resume",
+            ]
+        )
+        == 0
+    )
     students = [bertology.load(tmp_path / n).state_dict() for n in ("student-ds", "student", "split")]
     assert all(torch.equal(other[k], v) for other in students[1:] for k, v in students[0].items())
 
 
 # ---- refused, naming the culprit -------------------------------------------------------------------
 
+
 def test_a_missing_or_non_text_column_names_it_and_lists_the_columns(files):
-    with pytest.raises(ValueError, match=r"train.parquet: no column 'body' \(the text_column\); columns present: "
-                                         r"'package', 'text', 'label'"):
+    with pytest.raises(
+        ValueError,
+        match=r"train.parquet: no column 'body' \(the text_column\); columns present: "
+        r"'package', 'text', 'label'",
+    ):
         TASKS["classify"]().read(str(files["parquet"]), text_column="body")
-    with pytest.raises(ValueError, match=r"train-ds: column 'label' \(the text_column\) does not hold text; "
-                                         r"text columns: 'package', 'text'"):
+    with pytest.raises(
+        ValueError,
+        match=r"train-ds: column 'label' \(the text_column\) does not hold text; "
+        r"text columns: 'package', 'text'",
+    ):
         TASKS["classify"]().read(str(files["dataset"]), text_column="label")
-    with pytest.raises(ValueError, match=r"column 'label' \(the text column\) holds int64, not text; text columns: "
-                                         r"'package', 'text'"):
+    with pytest.raises(
+        ValueError,
+        match=r"column 'label' \(the text column\) holds int64, not text; text columns: "
+        r"'package', 'text'",
+    ):
         list(tables.iter_texts(files["dataset"], "label"))
     with pytest.raises(ValueError, match=r"no column 'body'.*'package', 'text', 'label'"):
         read_text_column([str(files["parquet"])], "body")
@@ -206,27 +331,67 @@ def test_a_missing_or_non_text_column_names_it_and_lists_the_columns(files):
 
 def test_a_dataset_dict_asks_for_one_split(tmp_path):
     datasets = pytest.importorskip("datasets")
-    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a b", "c d"], "label": ["x", "y"]}),
-                                   "test": datasets.Dataset.from_dict({"text": ["e f"], "label": ["x"]})})
+    splits = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"text": ["a b", "c d"], "label": ["x", "y"]}),
+            "test": datasets.Dataset.from_dict({"text": ["e f"], "label": ["x"]}),
+        }
+    )
     splits.save_to_disk(str(tmp_path / "dd"))
     with pytest.raises(ValueError, match=r"dd: a DatasetDict .*give one split's directory, e.g. .*dd/train, .*dd/test"):
         TASKS["classify"]().read(str(tmp_path / "dd"))
     assert [e.text for e in TASKS["classify"]().read(str(tmp_path / "dd" / "train"))] == ["a b", "c d"]
 
 
-def test_without_pyarrow_a_table_fails_with_the_install_line_and_nothing_is_written(files, tokenizer_file, tmp_path,
-                                                                                      monkeypatch, capsys):
+def test_without_pyarrow_a_table_fails_with_the_install_line_and_nothing_is_written(
+    files, tokenizer_file, tmp_path, monkeypatch, capsys
+):
     for name in ("pyarrow", "pyarrow.parquet", "pyarrow.ipc"):
         monkeypatch.setitem(sys.modules, name, None)  # `import pyarrow` now raises ImportError
-    with pytest.raises(tables.TableError, match=r"train.parquet: a Parquet file; reading it needs pyarrow: "
-                                                r"pip install 'bertology\[formats\]'"):
+    with pytest.raises(
+        tables.TableError,
+        match=r"train.parquet: a Parquet file; reading it needs pyarrow: "
+        r"pip install 'bertology\[formats\]'",
+    ):
         TASKS["classify"]().read(str(files["parquet"]))
     out = tmp_path / "out"
-    assert main(["finetune", "--model", "bert-tiny", "--tokenizer", str(tokenizer_file), "--task", "classify",
-                 "--train", str(files["dataset"]), "--out", str(out), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                "bert-tiny",
+                "--tokenizer",
+                str(tokenizer_file),
+                "--task",
+                "classify",
+                "--train",
+                str(files["dataset"]),
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "train-ds: a datasets directory (Arrow files); reading it needs pyarrow" in capsys.readouterr().err
-    assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(files["parquet"]), "--out",
-                 str(out), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "bert",
+                "--preset",
+                "tiny",
+                "--corpus",
+                str(files["parquet"]),
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "train.parquet: a Parquet file; reading it needs pyarrow: pip install" in capsys.readouterr().err
     assert not out.exists()
     # a text corpus does not need it

@@ -1,5 +1,6 @@
 """What a user gets from `pip install bertology`: the wheel, installed into a fresh virtual environment
 beside a torch that is already there, runs the demo from an empty directory (its data travels in the wheel)."""
+
 import os
 import subprocess
 import sys

@@ -11,6 +11,7 @@ transformers with the same outputs.
 Names are imported on first use, so that `import bertology` (and the tokenizer commands, which
 need no torch) start fast.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,12 +19,22 @@ import importlib
 __version__ = "0.1.0"
 
 _WHERE = {
-    "load": "models", "CheckpointError": "models", "load_for_task": "models", "save": "models",
-    "from_config": "models", "BertConfig": "models", "RobertaConfig": "models", "AlbertConfig": "models",
-    "DistilBertConfig": "models", "EncoderConfig": "models",
+    "load": "models",
+    "CheckpointError": "models",
+    "load_for_task": "models",
+    "save": "models",
+    "from_config": "models",
+    "BertConfig": "models",
+    "RobertaConfig": "models",
+    "AlbertConfig": "models",
+    "DistilBertConfig": "models",
+    "EncoderConfig": "models",
     "save_sentence_transformers": "export.sentence_layout",
     "Tokenizer": "tokenizers",
-    "export_onnx": "export.onnx", "Pipeline": "tasks.pipeline", "finetune": "tasks.finetune", "pretrain": "train.pretrain",
+    "export_onnx": "export.onnx",
+    "Pipeline": "tasks.pipeline",
+    "finetune": "tasks.finetune",
+    "pretrain": "train.pretrain",
 }
 __all__ = list(_WHERE)
 

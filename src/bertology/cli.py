@@ -1,4 +1,5 @@
 """`bertology <command>`: parse arguments, call the library, print. Nothing else lives here."""
+
 from __future__ import annotations
 
 import argparse
@@ -37,18 +38,30 @@ def _pretrain(args) -> int:
     options = from_args(PretrainOptions, args, corpus=corpus_files(args.corpus, _to_stderr))
     summary = pretrain(options, resume=args.resume, overwrite=args.overwrite)
     final, evaluation = summary["final"], summary["eval"]
-    print(f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "
-          f"step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}, "
-          f"{final.get('tokens_per_s', 0):,.0f} tokens/s ({final.get('outside_forward_backward', 0):.0%} of the time "
-          f"outside forward/backward)"
-          + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
-             if "eval/mlm_accuracy" in evaluation else "")
-          + (f"; held-out PLM accuracy {evaluation['eval/plm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
-             if "eval/plm_accuracy" in evaluation else "")
-          + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else "")
-          + (f"; held-out generator MLM accuracy {evaluation['eval/generator_mlm_accuracy']:.3f}, discriminator "
-             f"accuracy {evaluation['eval/discriminator_accuracy']:.3f} ({evaluation['eval/replaced_share']:.1%} of the "
-             "tokens replaced)" if "eval/discriminator_accuracy" in evaluation else ""))
+    print(
+        f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "
+        f"step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}, "
+        f"{final.get('tokens_per_s', 0):,.0f} tokens/s ({final.get('outside_forward_backward', 0):.0%} of the time "
+        f"outside forward/backward)"
+        + (
+            f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
+            if "eval/mlm_accuracy" in evaluation
+            else ""
+        )
+        + (
+            f"; held-out PLM accuracy {evaluation['eval/plm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
+            if "eval/plm_accuracy" in evaluation
+            else ""
+        )
+        + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else "")
+        + (
+            f"; held-out generator MLM accuracy {evaluation['eval/generator_mlm_accuracy']:.3f}, discriminator "
+            f"accuracy {evaluation['eval/discriminator_accuracy']:.3f} ({evaluation['eval/replaced_share']:.1%} of the "
+            "tokens replaced)"
+            if "eval/discriminator_accuracy" in evaluation
+            else ""
+        )
+    )
     if summary["interrupted"]:
         print(f"interrupted: checkpoint written; continue with --resume --out {options.out_dir}")
         return 130
@@ -75,16 +88,25 @@ def _finetune_grid(options, args) -> int:
         raise OptionError("--grid chooses the rate on --dev and reports --test: give both")
     if args.resume:
         raise OptionError("--grid runs from its beginning; --resume continues a single run")
-    result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), _numbers(args.seeds, int, "--seeds"),
-                           overwrite=args.overwrite)
+    result = finetune_grid(
+        options,
+        args.test,
+        _numbers(args.grid, float, "--grid"),
+        _numbers(args.seeds, int, "--seeds"),
+        overwrite=args.overwrite,
+    )
     print("| lr | seed | dev | test |\n|---|---|---|---|")
     for r in result.runs:
         print(f"| {r['lr']:g} | {r['seed']} | {r['dev']:.4f} | {r['test']:.4f} |")
-    print(f"chosen lr {result.lr:g} (mean dev {result.metric} {result.dev_mean:.4f}): test {result.metric} "
-          f"{result.test_mean:.4f} ± {result.test_std:.4f} over {len(args.seeds.split(','))} seeds; best run kept in {result.best_dir}")
+    print(
+        f"chosen lr {result.lr:g} (mean dev {result.metric} {result.dev_mean:.4f}): test {result.metric} "
+        f"{result.test_mean:.4f} ± {result.test_std:.4f} over {len(args.seeds.split(','))} seeds; best run kept in {result.best_dir}"
+    )
     if result.ensemble_test is not None:
-        print(f"ensemble of its seeds (probabilities averaged): test {result.metric} {result.ensemble_test:.4f}; "
-              f"per-item test predictions in grid.json")
+        print(
+            f"ensemble of its seeds (probabilities averaged): test {result.metric} {result.ensemble_test:.4f}; "
+            f"per-item test predictions in grid.json"
+        )
     return 0
 
 
@@ -98,11 +120,19 @@ def _finetune(args) -> int:
 
     summary = finetune(options, resume=args.resume, overwrite=args.overwrite)
     if summary["interrupted"]:
-        print(f"interrupted at step {summary['steps']}: checkpoint written; continue with --resume --out {options.out_dir}")
+        print(
+            f"interrupted at step {summary['steps']}: checkpoint written; continue with --resume --out {options.out_dir}"
+        )
         return 130
     dev = summary["dev"]
-    print(f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
-          + (f"; best dev (step {summary['best_step']}): " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else ""))
+    print(
+        f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
+        + (
+            f"; best dev (step {summary['best_step']}): " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items())
+            if dev
+            else ""
+        )
+    )
     print(f"model written to {options.out_dir}")
     return 0
 
@@ -110,17 +140,29 @@ def _finetune(args) -> int:
 def _distill(args) -> int:
     from .train.distill import DistillOptions, distill
 
-    summary = distill(from_args(DistillOptions, args, corpus=corpus_files(args.corpus, _to_stderr)), resume=args.resume,
-                      overwrite=args.overwrite)
+    summary = distill(
+        from_args(DistillOptions, args, corpus=corpus_files(args.corpus, _to_stderr)),
+        resume=args.resume,
+        overwrite=args.overwrite,
+    )
     for note in summary["notes"]:
         print(f"note: {note}")
     final, evaluation = summary["final"], summary["eval"]
-    print(f"{summary['architecture']} ({summary['parameters']:,} parameters, from {summary['teacher_architecture']}'s "
-          f"{summary['teacher_parameters']:,}): step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}"
-          + (f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}" if "eval/mlm_accuracy" in evaluation else "")
-          + (f"; held-out cosine to the teacher {evaluation['eval/cosine']:.3f}" if "eval/cosine" in evaluation else "")
-          + (f", agreement with the teacher {evaluation['eval/teacher_agreement']:.3f}"
-             if "eval/teacher_agreement" in evaluation else ""))
+    print(
+        f"{summary['architecture']} ({summary['parameters']:,} parameters, from {summary['teacher_architecture']}'s "
+        f"{summary['teacher_parameters']:,}): step {summary['steps']}, loss {final.get('loss', float('nan')):.4f}"
+        + (
+            f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}"
+            if "eval/mlm_accuracy" in evaluation
+            else ""
+        )
+        + (f"; held-out cosine to the teacher {evaluation['eval/cosine']:.3f}" if "eval/cosine" in evaluation else "")
+        + (
+            f", agreement with the teacher {evaluation['eval/teacher_agreement']:.3f}"
+            if "eval/teacher_agreement" in evaluation
+            else ""
+        )
+    )
     if summary["interrupted"]:
         print(f"interrupted: checkpoint written; continue with --resume --out {args.out_dir}")
         return 130
@@ -175,10 +217,15 @@ def _predict(args) -> int:
 
 
 def _add_run_control(p) -> None:
-    p.add_argument("--resume", action="store_true", help="continue the interrupted run in --out from its last checkpoint")
-    p.add_argument("--overwrite", action="store_true",
-                   help="start afresh in a non-empty --out (an earlier run's checkpoints go; files of the user's stay, "
-                        "except those of the same names)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the interrupted run in --out from its last checkpoint"
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start afresh in a non-empty --out (an earlier run's checkpoints go; files of the user's stay, "
+        "except those of the same names)",
+    )
 
 
 def _add_columns(p) -> None:
@@ -197,7 +244,9 @@ def _attention(args) -> int:
     tokenizer = load_tokenizer(args.model, args.tokenizer)
     check_tokenizer(model.config, tokenizer, args.tokenizer or Path(args.model) / "tokenizer.json")
     aw = write_attention(args.out, model, tokenizer, args.text, args.pair, args.layer, args.head)
-    print(f"{args.out}: {aw.num_layers} layers × {aw.num_heads} heads over {len(aw.tokens)} tokens: {' '.join(aw.tokens)}")
+    print(
+        f"{args.out}: {aw.num_layers} layers × {aw.num_heads} heads over {len(aw.tokens)} tokens: {' '.join(aw.tokens)}"
+    )
     return 0
 
 
@@ -239,19 +288,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bertology",
         description="BERT, RoBERTa, ALBERT, DistilBERT, XLNet, ELECTRA, their tokenizers and word vectors: pretrain, distil, "
-                    "fine-tune, inspect, serve, and move checkpoints to and from Hugging Face layout.")
+        "fine-tune, inspect, serve, and move checkpoints to and from Hugging Face layout.",
+    )
     parser.add_argument("--version", action="version", version=f"bertology {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("params", help="parameter table and forward FLOPs per token of presets or configs")
-    p.add_argument("models", nargs="+", metavar="PRESET_OR_CONFIG",
-                   help="e.g. bert-base, albert-large, roberta-large, distilbert-base, or a config.json / model dir")
+    p.add_argument(
+        "models",
+        nargs="+",
+        metavar="PRESET_OR_CONFIG",
+        help="e.g. bert-base, albert-large, roberta-large, distilbert-base, or a config.json / model dir",
+    )
     p.add_argument("--seq-length", type=int, default=128, help="sequence length for the attention FLOPs (default 128)")
     p.set_defaults(func=_params)
 
-    p = sub.add_parser("pretrain", help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic), ALBERT (MLM+SOP), XLNet "
-                                           "(permutation LM) or ELECTRA (replaced-token detection) on text files; "
-                                           "DistilBERT comes from `distill`")
+    p = sub.add_parser(
+        "pretrain",
+        help="pretrain BERT (MLM+NSP), RoBERTa (MLM, dynamic), ALBERT (MLM+SOP), XLNet "
+        "(permutation LM) or ELECTRA (replaced-token detection) on text files; "
+        "DistilBERT comes from `distill`",
+    )
     add_options(p, "pretrain")
     _add_run_control(p)
     p.set_defaults(func=_pretrain)
@@ -261,11 +318,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _add_run_control(p)
     p.set_defaults(func=_distill)
 
-    p = sub.add_parser("finetune", help="fine-tune a pretrained directory (or a preset, from scratch) on a labelled task")
+    p = sub.add_parser(
+        "finetune", help="fine-tune a pretrained directory (or a preset, from scratch) on a labelled task"
+    )
     add_options(p, "finetune")
-    p.add_argument("--grid", metavar="LR,LR,…", help="fine-tune at each learning rate × --seeds, choose the rate on mean "
-                   "dev score, report its test mean ± std (needs --dev and --test); --out gets grid.json and the chosen "
-                   "rate's best run")
+    p.add_argument(
+        "--grid",
+        metavar="LR,LR,…",
+        help="fine-tune at each learning rate × --seeds, choose the rate on mean "
+        "dev score, report its test mean ± std (needs --dev and --test); --out gets grid.json and the chosen "
+        "rate's best run",
+    )
     p.add_argument("--seeds", default="0,1,2", metavar="S,S,…", help="seeds for --grid (default 0,1,2)")
     p.add_argument("--test", metavar="FILE", help="scored for every --grid run")
     _add_run_control(p)
@@ -276,8 +339,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, metavar="DIR")
     p.add_argument("--data", required=True, metavar="FILE")
     _add_columns(p)
-    p.add_argument("--int8", action="store_true", help="the model's linear layers as dynamic int8 layers (CPU only: "
-                   "int8 weights per output channel, activations quantized per call; see docs/export.md)")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="the model's linear layers as dynamic int8 layers (CPU only: "
+        "int8 weights per output channel, activations quantized per call; see docs/export.md)",
+    )
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_evaluate)
 
@@ -287,13 +354,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--pair", help="second text for every TEXT (pair tasks)")
     p.add_argument("--data", metavar="FILE")
     _add_columns(p)
-    p.add_argument("--int8", action="store_true", help="the model's linear layers as dynamic int8 layers (CPU only: "
-                   "int8 weights per output channel, activations quantized per call; see docs/export.md)")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="the model's linear layers as dynamic int8 layers (CPU only: "
+        "int8 weights per output channel, activations quantized per call; see docs/export.md)",
+    )
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_predict)
 
     p = sub.add_parser("attention", help="draw attention weights over a text's tokens (PNG grid or interactive HTML)")
-    p.add_argument("--model", required=True, metavar="DIR", help="any directory bertology.load reads, with tokenizer.json")
+    p.add_argument(
+        "--model", required=True, metavar="DIR", help="any directory bertology.load reads, with tokenizer.json"
+    )
     p.add_argument("--tokenizer", help="default: the model directory's tokenizer.json")
     p.add_argument("--text", required=True)
     p.add_argument("--pair")
@@ -302,17 +375,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.png|FILE.html")
     p.set_defaults(func=_attention)
 
-    p = sub.add_parser("demo", help="does pretraining pay with few labels? BERT, RoBERTa, ALBERT, XLNet and ELECTRA pretrained, "
-                                     "the real MiniLM distilled into a tiny student, each fine-tuned on 10 to 175 labels per class "
-                                     "against its random-init twin, within a time budget")
+    p = sub.add_parser(
+        "demo",
+        help="does pretraining pay with few labels? BERT, RoBERTa, ALBERT, XLNet and ELECTRA pretrained, "
+        "the real MiniLM distilled into a tiny student, each fine-tuned on 10 to 175 labels per class "
+        "against its random-init twin, within a time budget",
+    )
     p.add_argument("--out", default="runs/demo", metavar="DIR")
     p.add_argument("--quick", action="store_true", help="a smoke test (budget 1.5 minutes unless given)")
-    p.add_argument("--budget-minutes", type=_positive_minutes, default=None, metavar="MINUTES",
-                   help="wall time for the whole demo on this machine (default 20): pretraining and fine-tuning are "
-                        "planned to fit it")
+    p.add_argument(
+        "--budget-minutes",
+        type=_positive_minutes,
+        default=None,
+        metavar="MINUTES",
+        help="wall time for the whole demo on this machine (default 20): pretraining and fine-tuning are "
+        "planned to fit it",
+    )
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    p.add_argument("--overwrite", action="store_true",
-                   help="write into a non-empty --out that is not an earlier demo's (nothing there is deleted)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty --out that is not an earlier demo's (nothing there is deleted)",
+    )
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast even where the CPU has fast bf16")
     p.add_argument("--quiet", action="store_true")
     add_arguments(p, DeviceOptions)

@@ -6,6 +6,7 @@ CPUs (AMD Zen, older Intel) it is emulated and slower than fp32, so precision is
 A GPU gets the same rule (`cuda_precision`): its half precision (bf16 from Ampere on, else fp16)
 against fp32 with TF32 matrix products where it has them.
 """
+
 from __future__ import annotations
 
 import platform
@@ -15,7 +16,15 @@ from functools import lru_cache
 
 import torch
 
-FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2", "amx_int8", "avx512_vnni", "avx_vnni")  # the last three: int8 (nn/int8.py)
+FLAGS = (
+    "amx_bf16",
+    "avx512_bf16",
+    "avx512f",
+    "avx2",
+    "amx_int8",
+    "avx512_vnni",
+    "avx_vnni",
+)  # the last three: int8 (nn/int8.py)
 
 
 def cpu_name_and_flags() -> tuple[str, list[str]]:
@@ -24,8 +33,10 @@ def cpu_name_and_flags() -> tuple[str, list[str]]:
         text = open("/proc/cpuinfo", encoding="utf-8").read()
     except OSError:
         return platform.processor() or platform.machine(), []
-    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
-                platform.machine())
+    name = next(
+        (line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+        platform.machine(),
+    )
     flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
     return name, [f for f in FLAGS if f in flags]
 
@@ -37,7 +48,7 @@ def matmul_gflops(dtype: torch.dtype, n: int = 1024, repeats: int = 8) -> float:
     start = time.perf_counter()
     for _ in range(repeats):
         a @ b
-    return 2 * n ** 3 * repeats / (time.perf_counter() - start) / 1e9
+    return 2 * n**3 * repeats / (time.perf_counter() - start) / 1e9
 
 
 @lru_cache(maxsize=1)
@@ -67,10 +78,14 @@ def check_bf16_requested() -> bool:
         return True
     name, flags = cpu_name_and_flags()
     p = precision_probe()
-    warnings.warn(f"bf16 requested, but {name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}] does not multiply "
-                  f"bf16 natively: measured now, bf16 runs at {p['bf16_gflops'] / max(p['fp32_gflops'], 1e-9):.2f}× "
-                  f"fp32's speed ({p['bf16_gflops']:.0f} vs {p['fp32_gflops']:.0f} GFLOP/s); fp32 will be as fast or "
-                  "faster", RuntimeWarning, stacklevel=3)
+    warnings.warn(
+        f"bf16 requested, but {name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}] does not multiply "
+        f"bf16 natively: measured now, bf16 runs at {p['bf16_gflops'] / max(p['fp32_gflops'], 1e-9):.2f}× "
+        f"fp32's speed ({p['bf16_gflops']:.0f} vs {p['fp32_gflops']:.0f} GFLOP/s); fp32 will be as fast or "
+        "faster",
+        RuntimeWarning,
+        stacklevel=3,
+    )
     return False
 
 
@@ -78,9 +93,11 @@ def cpu_summary() -> str:
     """One line for benches and reports: CPU, flags, threads, the probe and the precision it picks."""
     name, flags = cpu_name_and_flags()
     p = precision_probe()
-    return (f"{name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {torch.get_num_threads()} threads; matmul "
-            f"fp32 {p['fp32_gflops']:.0f} GFLOP/s, bf16 {p['bf16_gflops']:.0f} GFLOP/s → "
-            f"{'bf16' if p['bf16_pays'] else 'fp32'}")
+    return (
+        f"{name} [{', '.join(flags) or 'no AMX/AVX512/AVX2 flags'}], {torch.get_num_threads()} threads; matmul "
+        f"fp32 {p['fp32_gflops']:.0f} GFLOP/s, bf16 {p['bf16_gflops']:.0f} GFLOP/s → "
+        f"{'bf16' if p['bf16_pays'] else 'fp32'}"
+    )
 
 
 HALF_PAYS = 1.5  # a half precision is chosen where its matrix products run at least this many times fp32's
@@ -96,7 +113,7 @@ def cuda_matmul_tflops(device: torch.device, dtype: torch.dtype, n: int = 4096, 
     for _ in range(repeats):
         a @ b
     torch.cuda.synchronize(device)
-    return 2 * n ** 3 * repeats / (time.perf_counter() - start) / 1e12
+    return 2 * n**3 * repeats / (time.perf_counter() - start) / 1e12
 
 
 @lru_cache(maxsize=None)
@@ -126,11 +143,18 @@ def cuda_precision(device: torch.device) -> dict[str, object]:
     pays = fast >= HALF_PAYS * fp32
     pick = half_name if pays else "fp32"
     fp32_name = "fp32 (TF32 matrix products)" if tf32 else "fp32"
-    return {"gpu": name, "capability": f"{major}.{minor}", "tf32": tf32, "half": half_name,
-            "fp32_tflops": round(fp32, 1), "half_tflops": round(fast, 1), "pick": pick,
-            "reason": f"{pick if pays else fp32_name}: {half_name} matrix products run at {fast / max(fp32, 1e-9):.2f}× "
-                      f"{fp32_name}'s speed on {name} (compute capability {major}.{minor}; measured now; "
-                      f"{half_name} needs ≥ {HALF_PAYS}×)"}
+    return {
+        "gpu": name,
+        "capability": f"{major}.{minor}",
+        "tf32": tf32,
+        "half": half_name,
+        "fp32_tflops": round(fp32, 1),
+        "half_tflops": round(fast, 1),
+        "pick": pick,
+        "reason": f"{pick if pays else fp32_name}: {half_name} matrix products run at {fast / max(fp32, 1e-9):.2f}× "
+        f"{fp32_name}'s speed on {name} (compute capability {major}.{minor}; measured now; "
+        f"{half_name} needs ≥ {HALF_PAYS}×)",
+    }
 
 
 def resolve_device(spec: str = "auto", say=None) -> torch.device:

@@ -8,6 +8,7 @@ with `iter_lines` / `iter_files` streaming their UTF-8 lines.
     >>> with atomic_dir("out/checkpoints/step-00000100") as tmp:   # doctest: +SKIP
     ...     model.save(tmp)                                  # the whole directory appears at once
 """
+
 from __future__ import annotations
 
 import bz2
@@ -114,13 +115,19 @@ def claim_output_dir(path: str | os.PathLike, command: str, *, resume: bool = Fa
     if path.is_dir() and not is_empty_dir(path):
         ours = marker.is_file()
         if not ours and not overwrite:
-            raise FileExistsError(f"{path}: not empty and not written by bertology; choose another --out, "
-                                  "or pass --overwrite to write into it anyway (files of the same names are replaced)")
+            raise FileExistsError(
+                f"{path}: not empty and not written by bertology; choose another --out, "
+                "or pass --overwrite to write into it anyway (files of the same names are replaced)"
+            )
         if ours and not (resume or overwrite):
-            raise FileExistsError(f"{path}: holds an earlier {_command_of(marker)} run; continue it with --resume, "
-                                  "start again with --overwrite, or choose another --out")
+            raise FileExistsError(
+                f"{path}: holds an earlier {_command_of(marker)} run; continue it with --resume, "
+                "start again with --overwrite, or choose another --out"
+            )
         if ours and resume and _command_of(marker) != command:
-            raise FileExistsError(f"{path}: holds a {_command_of(marker)} run, which {command} --resume cannot continue")
+            raise FileExistsError(
+                f"{path}: holds a {_command_of(marker)} run, which {command} --resume cannot continue"
+            )
     elif resume:
         raise FileNotFoundError(f"{path}: nothing to resume (no earlier run there)")
     path.mkdir(parents=True, exist_ok=True)
@@ -144,6 +151,7 @@ _ERRORS = ("strict", "replace")
 class CorpusError(ValueError):
     """Unreadable training text: names the file and the byte offset at fault. `invalid_utf8` marks an
     undecodable byte, which a command that can replace such bytes adds its own option to the message for."""
+
     invalid_utf8 = False
 
 
@@ -161,16 +169,22 @@ def corpus_files(paths: Iterable[str | os.PathLike], say=None) -> list[str]:
             files.append(os.fspath(p))
             continue
         root = Path(p)
-        found = sorted((f for f in root.rglob("*") if f.is_file()
-                        and not any(part.startswith(".") for part in f.relative_to(root).parts)),
-                       key=lambda f: f.relative_to(root).as_posix())
+        found = sorted(
+            (
+                f
+                for f in root.rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(root).parts)
+            ),
+            key=lambda f: f.relative_to(root).as_posix(),
+        )
         if not found:
             raise CorpusError(f"{os.fspath(p)}: a directory with no files in it")
         files.extend(map(str, found))
         if say is not None:
             names = [f.relative_to(root).as_posix() for f in found]
-            shown = ", ".join(names[:3]) + (f", … {names[-1]}" if len(names) > 4 else
-                                            "".join(f", {n}" for n in names[3:]))
+            shown = ", ".join(names[:3]) + (
+                f", … {names[-1]}" if len(names) > 4 else "".join(f", {n}" for n in names[3:])
+            )
             say(f"{os.fspath(p)}: a directory: reading its {len(found)} file(s) in name order ({shown})")
     return files
 
@@ -180,12 +194,16 @@ def check_corpus_paths(files: Iterable[str | os.PathLike]) -> list[str]:
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     for p in files:
         if table_format(p):  # read as text it would be bytes of Arrow / Parquet, or a directory
-            raise CorpusError(f"{os.fspath(p)}: a table (Parquet or a datasets directory), not a text file; the "
-                              "commands read its text column (--text-column, default 'text'); from Python, "
-                              "bertology.tables.iter_texts(path, column)")
+            raise CorpusError(
+                f"{os.fspath(p)}: a table (Parquet or a datasets directory), not a text file; the "
+                "commands read its text column (--text-column, default 'text'); from Python, "
+                "bertology.tables.iter_texts(path, column)"
+            )
         if os.path.isdir(p):
-            raise CorpusError(f"{os.fspath(p)}: a directory, not a file (the commands read the files in a directory; "
-                              "from Python, pass bertology.io.corpus_files([DIR]))")
+            raise CorpusError(
+                f"{os.fspath(p)}: a directory, not a file (the commands read the files in a directory; "
+                "from Python, pass bertology.io.corpus_files([DIR]))"
+            )
         if not os.path.isfile(p):
             raise CorpusError(f"{os.fspath(p)}: no such file")
     return [os.fspath(p) for p in files]
@@ -205,7 +223,7 @@ def _compression_entry(path) -> tuple | None:
 
 
 def compression(path: str | os.PathLike) -> str | None:
-    """"gzip", "xz" or "bz2" when the file name ends in .gz, .xz or .bz2 (any case), else None.
+    """ "gzip", "xz" or "bz2" when the file name ends in .gz, .xz or .bz2 (any case), else None.
 
     >>> compression("wiki.txt.xz"), compression("wiki.txt")
     ('xz', None)
@@ -231,8 +249,9 @@ def _is_corrupt_stream(path, exc: BaseException) -> bool:
     return not (type(exc) is OSError and exc.errno is not None)  # bz2: a real I/O error is not corruption
 
 
-def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True,
-               start: int = 0, end: int | None = None) -> Iterator[str]:
+def iter_lines(
+    path: str | os.PathLike, errors: str = "strict", keep_newlines: bool = True, start: int = 0, end: int | None = None
+) -> Iterator[str]:
     """Stream the lines of a UTF-8 file (no whole-file read); optionally only the lines that
     begin in the byte range [start, end) (start must be 0 or just after a newline).
 
@@ -257,10 +276,11 @@ def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: b
                 try:
                     line = raw.decode("utf-8", errors)
                 except UnicodeDecodeError as e:
-                    bad = raw[e.start:e.end]
+                    bad = raw[e.start : e.end]
                     error = CorpusError(
                         f"{os.fspath(path)}: {where} {offset + e.start}: invalid UTF-8 byte(s) "
-                        f"{bad!r} ({e.reason}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+                        f"{bad!r} ({e.reason}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                    )
                     error.invalid_utf8 = True
                     raise error from None
                 offset += len(raw)
@@ -268,12 +288,14 @@ def iter_lines(path: str | os.PathLike, errors: str = "strict", keep_newlines: b
         except Exception as e:
             if not _is_corrupt_stream(path, e):
                 raise
-            raise CorpusError(f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} "
-                              f"decompressed bytes: {e}") from e
+            raise CorpusError(
+                f"{os.fspath(path)}: corrupt or truncated {kind} stream after {offset} decompressed bytes: {e}"
+            ) from e
 
 
-def corpus_lines(files: Iterable[str | os.PathLike], text_column: str = DEFAULT_TEXT_COLUMN,
-                 errors: str = "strict") -> Iterator[str]:
+def corpus_lines(
+    files: Iterable[str | os.PathLike], text_column: str = DEFAULT_TEXT_COLUMN, errors: str = "strict"
+) -> Iterator[str]:
     """The lines of text files and of tables (a Parquet file, a datasets directory: the values of their
     `text_column`, see tables.table_lines), in order; every path is checked before the first line is read."""
     files = [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
@@ -287,8 +309,7 @@ def corpus_lines(files: Iterable[str | os.PathLike], text_column: str = DEFAULT_
         yield from table_lines(p, text_column) if table_format(p) else iter_lines(p, errors)
 
 
-def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict",
-               keep_newlines: bool = True) -> Iterator[str]:
+def iter_files(files: Iterable[str | os.PathLike], errors: str = "strict", keep_newlines: bool = True) -> Iterator[str]:
     """Lines of several files in order; a missing file fails before any reading starts."""
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not files:

@@ -14,6 +14,7 @@
 and `from_args(Job, args)` builds the dataclass from the parsed namespace, so the CLI and the
 Python API share one declaration and one validation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,7 @@ class OptionError(ValueError):
 
 @dataclass(frozen=True)
 class Check:
-    rule: str                       # what a good value is, for the message: "≥ 1"
+    rule: str  # what a good value is, for the message: "≥ 1"
     accept: Callable[[Any], bool]
 
 
@@ -40,13 +41,25 @@ POSITIVE_NUMBER = Check("> 0", lambda v: v > 0)
 PROBABILITY = Check("in [0, 1]", lambda v: 0 <= v <= 1)
 DROPOUT = Check("in [0, 1)", lambda v: 0 <= v < 1)
 MASKING_RATE = Check("in (0, 1]", lambda v: 0 < v <= 1)
-DEVICE = Check("auto, cpu, cuda or cuda:N", lambda v: v in ("auto", "cpu", "cuda") or (v.startswith("cuda:") and v[5:].isdigit()))
-FRACTION_OR_COUNT = Check("a fraction in [0, 1) or a whole count ≥ 1", lambda v: v >= 0 and (v < 1 or float(v).is_integer()))
+DEVICE = Check(
+    "auto, cpu, cuda or cuda:N", lambda v: v in ("auto", "cpu", "cuda") or (v.startswith("cuda:") and v[5:].isdigit())
+)
+FRACTION_OR_COUNT = Check(
+    "a fraction in [0, 1) or a whole count ≥ 1", lambda v: v >= 0 and (v < 1 or float(v).is_integer())
+)
 
 
-def option(default: Any = MISSING, help: str = "", *, flag: str | None = None, choices: tuple | None = None,
-           check: Check | None = None, metavar: str | None = None, cli: bool = True,
-           default_factory: Callable[[], Any] | Any = MISSING) -> Any:
+def option(
+    default: Any = MISSING,
+    help: str = "",
+    *,
+    flag: str | None = None,
+    choices: tuple | None = None,
+    check: Check | None = None,
+    metavar: str | None = None,
+    cli: bool = True,
+    default_factory: Callable[[], Any] | Any = MISSING,
+) -> Any:
     """A dataclass field that also declares its flag (default --field-name), help, choices and range.
     `cli=False` keeps a field out of the parser (set from code, or from other flags)."""
     meta = {"help": help, "flag": flag, "choices": choices, "check": check, "metavar": metavar, "cli": cli}
@@ -81,14 +94,15 @@ def check_options(obj: Any) -> None:
             if optional:
                 continue
             raise OptionError(f"{flag_of(f)}: required")
-        for v in (value if is_list else [value]):
+        for v in value if is_list else [value]:
             _check_one(f, kind, v)
 
 
 def _check_one(f: dataclasses.Field, kind: type, v: Any) -> None:
     where = f"{flag_of(f)} {v!r}" if isinstance(v, str) else f"{flag_of(f)} {v}"
-    if kind in (int, float) and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                 or (kind is int and not isinstance(v, int))):
+    if kind in (int, float) and (
+        isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int))
+    ):
         raise OptionError(f"{where}: not {'an integer' if kind is int else 'a number'}")
     if kind is float and not math.isfinite(v):
         raise OptionError(f"{where}: not a finite number")
@@ -139,8 +153,10 @@ def from_args(cls: type, args: argparse.Namespace, **fixed: Any):
 @dataclass
 class DeviceOptions:
     """`--device` of the commands whose other arguments are plain flags (evaluate, predict, demo)."""
-    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
-                         check=DEVICE)
+
+    device: str = option(
+        "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
+    )
 
     def __post_init__(self):
         check_options(self)

@@ -11,6 +11,7 @@ never a carriage return.
     >>> len(lines), "\\r" in log.getvalue(), lines[-1].startswith("count: 100%")
     (10, False, True)
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,9 +29,9 @@ class LineProgress(tqdm):
     LINE_EVERY_S seconds otherwise, and once at the end; nothing for a phase over in QUIET_FIRST_S."""
 
     def __init__(self, *args, **kwargs):
-        self._line_at = -float("inf")   # when the last line was written (monotonic seconds)
-        self._tenth = -1                # the last tenth of the total a line was written for
-        self._line_n = 0                # the count the last line was written at (nothing is said before a start)
+        self._line_at = -float("inf")  # when the last line was written (monotonic seconds)
+        self._tenth = -1  # the last tenth of the total a line was written for
+        self._line_n = 0  # the count the last line was written at (nothing is said before a start)
         kwargs.setdefault("mininterval", 0.5)  # how often tqdm asks to redraw; lines are rarer still
         kwargs.setdefault("delay", QUIET_FIRST_S)
         kwargs.pop("dynamic_ncols", None)

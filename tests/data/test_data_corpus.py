@@ -1,4 +1,5 @@
 """Corpus reading: the lines format's edge cases, raw text with the sentence splitter, errors."""
+
 import bz2
 import gzip
 import lzma
@@ -30,19 +31,26 @@ def test_raw_format_splits_sentences(tmp_path):
     p = tmp_path / "raw.txt"
     p.write_text("Mr. Smith went to\nWashington. He arrived at 3 p.m. on\nFriday!\n\nNew document? Yes.\n")
     assert list(iter_documents(p, format="raw")) == [
-        ["Mr. Smith went to Washington.", "He arrived at 3 p.m. on Friday!"], ["New document?", "Yes."]]
+        ["Mr. Smith went to Washington.", "He arrived at 3 p.m. on Friday!"],
+        ["New document?", "Yes."],
+    ]
 
 
-@pytest.mark.parametrize("text, sentences", [
-    ("It works. It really works.", ["It works.", "It really works."]),
-    ("J. R. R. Tolkien wrote it. Then he slept.", ["J. R. R. Tolkien wrote it.", "Then he slept."]),
-    ("The U.S. Army moved. \"Go!\" he said.", ["The U.S. Army moved.", "\"Go!\" he said."]),
-    ("See e.g. this one. And (that one.) Also 1999 was a year. 2000 too.",
-     ["See e.g. this one.", "And (that one.)", "Also 1999 was a year.", "2000 too."]),
-    ("Wait... What?! Fine.", ["Wait...", "What?!", "Fine."]),
-    ("no final stop", ["no final stop"]),
-    ("   ", []),
-])
+@pytest.mark.parametrize(
+    "text, sentences",
+    [
+        ("It works. It really works.", ["It works.", "It really works."]),
+        ("J. R. R. Tolkien wrote it. Then he slept.", ["J. R. R. Tolkien wrote it.", "Then he slept."]),
+        ('The U.S. Army moved. "Go!" he said.', ["The U.S. Army moved.", '"Go!" he said.']),
+        (
+            "See e.g. this one. And (that one.) Also 1999 was a year. 2000 too.",
+            ["See e.g. this one.", "And (that one.)", "Also 1999 was a year.", "2000 too."],
+        ),
+        ("Wait... What?! Fine.", ["Wait...", "What?!", "Fine."]),
+        ("no final stop", ["no final stop"]),
+        ("   ", []),
+    ],
+)
 def test_split_sentences(text, sentences):
     assert split_sentences(text) == sentences
 

@@ -2,12 +2,12 @@
 
 Synthetic documents make every token traceable: token id = doc * 10000 + sentence * 100 + k.
 """
+
 import random
 
 import pytest
 
-from bertology.data import (DocumentWindow, Segment, create_pair_instances, pack_sentences, special_tokens,
-                            truncate_pair)
+from bertology.data import DocumentWindow, Segment, create_pair_instances, pack_sentences, special_tokens, truncate_pair
 
 
 def make_docs(n_docs=60, seed=0):
@@ -34,8 +34,9 @@ def all_pairs(objective, max_num_tokens=60, short_seq_prob=0.1, seed=1, docs=Non
     window = DocumentWindow(10)
     out = []
     for cur in _stream(docs, window):
-        for p in create_pair_instances(cur, max_num_tokens, short_seq_prob, objective, rng,
-                                       window if objective == "nsp" else None):
+        for p in create_pair_instances(
+            cur, max_num_tokens, short_seq_prob, objective, rng, window if objective == "nsp" else None
+        ):
             out.append((cur, p))
     return out
 
@@ -148,7 +149,7 @@ def test_packing_full_sentences_fills_and_loses_nothing():
         assert len(s) <= 126
         # a sequence ends only when the next sentence (with a separator if it opens a new
         # document) would not fit
-        (d, k), = where(nxt.ids[:1])
+        ((d, k),) = where(nxt.ids[:1])
         assert len(s) + sentence_len[(d, k)] + (k == 0) > 126
     # separators sit exactly at document boundaries inside a sequence
     for s in seqs:
@@ -178,7 +179,9 @@ def test_special_tokens_by_family(wordpiece, bytelevel_bpe, unigram):
     assert [bytelevel_bpe.id_to_token(i) for i in (r.cls, r.sep, r.mask, r.pad)] == ["<s>", "</s>", "<mask>", "<pad>"]
     a = special_tokens(unigram, "albert")
     assert [unigram.id_to_token(i) for i in (a.cls, a.sep, a.mask, a.pad)] == ["[CLS]", "[SEP]", "[MASK]", "<pad>"]
-    with pytest.raises(ValueError, match=r"lacks the 'roberta' family's special token\(s\) '<s>', '</s>', '<mask>', '<pad>'"):
+    with pytest.raises(
+        ValueError, match=r"lacks the 'roberta' family's special token\(s\) '<s>', '</s>', '<mask>', '<pad>'"
+    ):
         special_tokens(wordpiece, "roberta")
     with pytest.raises(ValueError, match="'<pad>'"):
         special_tokens(wordpiece, "albert")

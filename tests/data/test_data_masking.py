@@ -1,13 +1,25 @@
 """Masking: selection rate, 80/10/10, special tokens, whole words from the encodings' word_ids, n-gram lengths;
 the vectorised mask_rows_vectorised against the per-row reference (same spans given the same draws, same
 statistics)."""
+
 import collections
 
 import pytest
 import torch
 
-from bertology.data import (IGNORE_INDEX, mask_rows_reference, mask_rows_vectorised, mask_sequence, ngram_probabilities,
-                            num_to_predict, seeded_generator, select_spans, select_spans_rows, word_starts, word_units)
+from bertology.data import (
+    IGNORE_INDEX,
+    mask_rows_reference,
+    mask_rows_vectorised,
+    mask_sequence,
+    ngram_probabilities,
+    num_to_predict,
+    seeded_generator,
+    select_spans,
+    select_spans_rows,
+    word_starts,
+    word_units,
+)
 
 CLS, SEP, PAD, MASK = 1, 2, 0, 3
 SPECIAL = torch.tensor([PAD, CLS, SEP, MASK])
@@ -32,8 +44,16 @@ MASKERS = {"reference": mask_rows_reference, "vectorised": mask_rows_vectorised}
 def test_rates_80_10_10_and_specials_on_100k_tokens(masker):
     ids = random_batch()
     special = torch.isin(ids, SPECIAL)
-    masked, labels = MASKERS[masker](ids, special, None, torch.Generator().manual_seed(1), mask_id=MASK,
-                                     random_ids=RANDOM_IDS, mlm_probability=0.15, max_predictions=None)
+    masked, labels = MASKERS[masker](
+        ids,
+        special,
+        None,
+        torch.Generator().manual_seed(1),
+        mask_id=MASK,
+        random_ids=RANDOM_IDS,
+        mlm_probability=0.15,
+        max_predictions=None,
+    )
     selected = labels != IGNORE_INDEX
     n_candidates = int((~special).sum())
     assert n_candidates > 75_000
@@ -75,8 +95,9 @@ def test_max_predictions_caps_and_generator_determinism(masker, whole_word, ngra
 def test_bad_arguments():
     ids = random_batch(B=2)
     with pytest.raises(ValueError, match="mlm_probability"):
-        mask_sequence(ids[0], ids[0] < 4, None, torch.Generator(), mask_id=MASK, random_ids=RANDOM_IDS,
-                      mlm_probability=1.5)
+        mask_sequence(
+            ids[0], ids[0] < 4, None, torch.Generator(), mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=1.5
+        )
     with pytest.raises(ValueError, match="generators"):
         mask_rows_reference(ids, ids < 4, None, [torch.Generator()], mask_id=MASK, random_ids=RANDOM_IDS)
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS)
@@ -129,8 +150,9 @@ def _check_whole_words(tokenizer, text):
     assert multi, f"{enc.tokens}: no multi-piece word to test"
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=0.3, max_predictions=None)
     rows = [mask_sequence(ids, special, start_t, seeded_generator(2, s), **kw)[1] for s in range(300)]
-    _, vectorised = mask_rows_vectorised(ids.repeat(300, 1), special.repeat(300, 1), start_t.repeat(300, 1),
-                              seeded_generator(2), **kw)
+    _, vectorised = mask_rows_vectorised(
+        ids.repeat(300, 1), special.repeat(300, 1), start_t.repeat(300, 1), seeded_generator(2), **kw
+    )
     for labels in (torch.stack(rows), vectorised):
         hits = 0
         for sel in (labels != IGNORE_INDEX).tolist():
@@ -170,7 +192,6 @@ def test_whole_word_rate_matches_token_rate(masker):
     _, labels = MASKERS[masker](ids, special, starts, g, mask_id=MASK, random_ids=RANDOM_IDS, max_predictions=None)
     rate = (labels != IGNORE_INDEX).sum().item() / (~special).sum().item()
     assert abs(rate - 0.15) < 0.005
-
 
 
 def _units_batch(B, T, seed):
@@ -222,7 +243,7 @@ def test_mask_rows_budgets_are_num_to_predict(mlm_probability, max_predictions):
     ids = torch.randint(4, 1000, (T, T), generator=torch.Generator().manual_seed(0))
     ids[:, 0] = CLS
     for r in range(T):
-        ids[r, r + 1:] = PAD
+        ids[r, r + 1 :] = PAD
         ids[r, r] = SEP if r > 0 else CLS
     special = torch.isin(ids, SPECIAL)
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=mlm_probability, max_predictions=max_predictions)
@@ -238,8 +259,16 @@ def test_mask_rows_chooses_candidates_uniformly():
     B = 4000
     ids = torch.cat([torch.tensor([CLS]), torch.arange(10, 40), torch.tensor([SEP]), torch.full((6,), PAD)])
     special = torch.isin(ids, SPECIAL)
-    _, labels = mask_rows_vectorised(ids.repeat(B, 1), special.repeat(B, 1), None, seeded_generator(6), mask_id=MASK,
-                          random_ids=RANDOM_IDS, mlm_probability=0.2, max_predictions=None)
+    _, labels = mask_rows_vectorised(
+        ids.repeat(B, 1),
+        special.repeat(B, 1),
+        None,
+        seeded_generator(6),
+        mask_id=MASK,
+        random_ids=RANDOM_IDS,
+        mlm_probability=0.2,
+        max_predictions=None,
+    )
     selected = labels != IGNORE_INDEX
     assert (selected.sum(1) == 6).all()
     freq = selected.float().mean(0)
@@ -258,9 +287,10 @@ def test_mask_rows_whole_word_statistics_match_the_reference(ngram):
     ids, special, starts = _units_batch(1, 64, seed=11)
     starts[0, 1:] = torch.tensor([i % 3 == 0 or i % 7 == 0 for i in range(1, 64)])
     kw = dict(mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=0.2, max_predictions=None, ngram=ngram)
-    _, vec = mask_rows_vectorised(ids.repeat(B, 1), special.repeat(B, 1), starts.repeat(B, 1), seeded_generator(7), **kw)
-    ref = torch.stack([mask_sequence(ids[0], special[0], starts[0], seeded_generator(8, s), **kw)[1]
-                       for s in range(B)])
+    _, vec = mask_rows_vectorised(
+        ids.repeat(B, 1), special.repeat(B, 1), starts.repeat(B, 1), seeded_generator(7), **kw
+    )
+    ref = torch.stack([mask_sequence(ids[0], special[0], starts[0], seeded_generator(8, s), **kw)[1] for s in range(B)])
     units = word_units(special[0].tolist(), starts[0].tolist())
     assert max(map(len, units)) >= 3
     budget = num_to_predict(int((~special).sum()), 0.2, None)
@@ -282,8 +312,17 @@ def test_mask_rows_ngram_lengths_follow_inverse_n():
     ids = torch.randint(10, 1000, (B, T), generator=torch.Generator().manual_seed(0))
     ids[:, 0], ids[:, -1] = CLS, SEP
     special = torch.isin(ids, SPECIAL)
-    _, labels = mask_rows_vectorised(ids, special, torch.ones_like(special), seeded_generator(3), mask_id=MASK,
-                          random_ids=RANDOM_IDS, mlm_probability=0.01, max_predictions=None, ngram=3)
+    _, labels = mask_rows_vectorised(
+        ids,
+        special,
+        torch.ones_like(special),
+        seeded_generator(3),
+        mask_id=MASK,
+        random_ids=RANDOM_IDS,
+        mlm_probability=0.01,
+        max_predictions=None,
+        ngram=3,
+    )
     sel = (labels != IGNORE_INDEX).int()
     assert (sel.sum(1) == 10).all()
     edges = torch.diff(torch.nn.functional.pad(sel, (1, 1)), dim=1)

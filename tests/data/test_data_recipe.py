@@ -1,5 +1,6 @@
 """The Recipe (data/recipe.py) and the Masker (data/masker.py): resolved once, validated with
 errors naming the option; masks static per instance, dynamic per step, smoothed per batch."""
+
 import dataclasses
 from types import SimpleNamespace
 
@@ -16,11 +17,15 @@ RANDOM_IDS = torch.arange(4, 100)
 
 # ------------------------------------------------------------------------------------------ Recipe
 
-@pytest.mark.parametrize("family, expected", [
-    ("bert", ("mlm+nsp", "pairs", "static", 1, "ForPreTraining", "next_sentence_label")),
-    ("roberta", ("mlm", "full-sentences", "dynamic", 1, "ForMaskedLM", None)),
-    ("albert", ("mlm+sop", "pairs", "static", 3, "ForPreTraining", "sentence_order_label")),
-])
+
+@pytest.mark.parametrize(
+    "family, expected",
+    [
+        ("bert", ("mlm+nsp", "pairs", "static", 1, "ForPreTraining", "next_sentence_label")),
+        ("roberta", ("mlm", "full-sentences", "dynamic", 1, "ForMaskedLM", None)),
+        ("albert", ("mlm+sop", "pairs", "static", 3, "ForPreTraining", "sentence_order_label")),
+    ],
+)
 def test_recipe_defaults_are_the_papers(family, expected):
     r = Recipe.resolve(family, max_seq_length=64)
     assert (r.objective, r.packing, r.masking, r.ngram, r.head, r.pair_label) == expected
@@ -28,23 +33,32 @@ def test_recipe_defaults_are_the_papers(family, expected):
 
 def test_recipe_options_replace_defaults():
     r = Recipe.resolve("bert", objective="mlm", masking="dynamic", ngram=2, max_seq_length=64)
-    assert (r.objective, r.packing, r.masking, r.ngram, r.head) == ("mlm", "full-sentences", "dynamic", 2, "ForMaskedLM")
+    assert (r.objective, r.packing, r.masking, r.ngram, r.head) == (
+        "mlm",
+        "full-sentences",
+        "dynamic",
+        2,
+        "ForMaskedLM",
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.masking = "static"
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(objective="mlm+xyz"), "unknown objective 'mlm\\+xyz'"),
-    (dict(packing="halves"), "unknown packing 'halves'"),
-    (dict(masking="sometimes"), "unknown masking 'sometimes'"),
-    (dict(objective="mlm+nsp", packing="full-sentences"), "objective 'mlm\\+nsp' does not go with packing"),
-    (dict(ngram=0), "ngram must be >= 1"),
-    (dict(dupe_factor=0), "dupe_factor must be >= 1"),
-    (dict(mlm_probability=1.5), "mlm_probability must be in \\[0, 1\\]"),
-    (dict(max_seq_length=4), "max_seq_length must be >= 5"),
-    (dict(short_seq_prob=-0.1), "short_seq_prob must be in \\[0, 1\\]"),
-    (dict(max_predictions=0), "max_predictions must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(objective="mlm+xyz"), "unknown objective 'mlm\\+xyz'"),
+        (dict(packing="halves"), "unknown packing 'halves'"),
+        (dict(masking="sometimes"), "unknown masking 'sometimes'"),
+        (dict(objective="mlm+nsp", packing="full-sentences"), "objective 'mlm\\+nsp' does not go with packing"),
+        (dict(ngram=0), "ngram must be >= 1"),
+        (dict(dupe_factor=0), "dupe_factor must be >= 1"),
+        (dict(mlm_probability=1.5), "mlm_probability must be in \\[0, 1\\]"),
+        (dict(max_seq_length=4), "max_seq_length must be >= 5"),
+        (dict(short_seq_prob=-0.1), "short_seq_prob must be in \\[0, 1\\]"),
+        (dict(max_predictions=0), "max_predictions must be >= 1"),
+    ],
+)
 def test_recipe_errors_name_the_option(kw, message):
     with pytest.raises(ValueError, match=message):
         Recipe.resolve("bert", **{"max_seq_length": 64, **kw})
@@ -61,9 +75,22 @@ def test_recipe_checks_the_model_head_and_the_family():
 
 
 def _pretrain_options(**kw):
-    base = dict(family="xlnet", seq_len=64, objective=None, packing=None, masking=None, ngram=None,
-                max_predictions=None, whole_word=False, mlm_probability=0.15, dupe_factor=5, reuse_len=None,
-                num_predict=None, perm_size=None, bi_data=False)
+    base = dict(
+        family="xlnet",
+        seq_len=64,
+        objective=None,
+        packing=None,
+        masking=None,
+        ngram=None,
+        max_predictions=None,
+        whole_word=False,
+        mlm_probability=0.15,
+        dupe_factor=5,
+        reuse_len=None,
+        num_predict=None,
+        perm_size=None,
+        bi_data=False,
+    )
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -82,12 +109,15 @@ def test_recipe_from_pretrain_options():
 
 
 def test_recipe_round_trips_through_a_dict():
-    for r in (Recipe.resolve("albert", whole_word=True, max_seq_length=64),
-              Recipe.permutation_lm("xlnet", PermutationSettings.scaled(64))):
+    for r in (
+        Recipe.resolve("albert", whole_word=True, max_seq_length=64),
+        Recipe.permutation_lm("xlnet", PermutationSettings.scaled(64)),
+    ):
         assert Recipe.from_dict(r.to_dict()) == r
 
 
 # ------------------------------------------------------------------------------------------ Masker
+
 
 def _rows(n=6, T=24, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -132,8 +162,16 @@ def test_dynamic_masks_follow_the_step():
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not torch.equal(masker(rows, seed=7, step=4, instances=idx)["labels"], a["labels"])
     special = torch.isin(rows["input_ids"], SPECIAL_IDS)
-    ref = mask_rows_vectorised(rows["input_ids"], special, None, seeded_generator(7, 3, 3), mask_id=MASK,
-                               random_ids=RANDOM_IDS, mlm_probability=0.3, max_predictions=None)
+    ref = mask_rows_vectorised(
+        rows["input_ids"],
+        special,
+        None,
+        seeded_generator(7, 3, 3),
+        mask_id=MASK,
+        random_ids=RANDOM_IDS,
+        mlm_probability=0.3,
+        max_predictions=None,
+    )
     assert torch.equal(a["input_ids"], ref[0]) and torch.equal(a["labels"], ref[1])
 
 
@@ -146,9 +184,17 @@ def test_static_and_dynamic_are_one_procedure(whole_word, ngram):
     # given the same draws they mask alike: static is the vectorised masker with one generator per instance
     special = torch.isin(rows["input_ids"], SPECIAL_IDS)
     starts = rows["word_start"] if whole_word else None
-    ref = mask_rows_vectorised(rows["input_ids"], special, starts, RowDraws([(5, 2, int(i)) for i in idx]),
-                               mask_id=MASK, random_ids=RANDOM_IDS, mlm_probability=0.3, max_predictions=None,
-                               ngram=ngram)
+    ref = mask_rows_vectorised(
+        rows["input_ids"],
+        special,
+        starts,
+        RowDraws([(5, 2, int(i)) for i in idx]),
+        mask_id=MASK,
+        random_ids=RANDOM_IDS,
+        mlm_probability=0.3,
+        max_predictions=None,
+        ngram=ngram,
+    )
     assert torch.equal(static["input_ids"], ref[0]) and torch.equal(static["labels"], ref[1])
     # where the budget is a function of the row alone (single tokens), both mask as many per row
     if not whole_word:

@@ -1,6 +1,7 @@
 """build_instances + InstanceStore on real text and real tokenizers: keys and formats, static vs
 dynamic masks drawn per batch from unmasked rows, determinism, resume, rank slicing, held-out
 documents, caching, errors."""
+
 import numpy as np
 import pytest
 import torch
@@ -16,27 +17,53 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bert_store(small_corpus, wordpiece, cache):
-    return build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
-                           cache_dir=cache, show_progress=False)
+    return build_instances(
+        [small_corpus],
+        wordpiece,
+        "bert",
+        max_seq_length=64,
+        dupe_factor=2,
+        seed=7,
+        cache_dir=cache,
+        show_progress=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def roberta_store(small_corpus, bytelevel_bpe, cache):
-    return build_instances([small_corpus], bytelevel_bpe, "roberta", max_seq_length=64, seed=7, cache_dir=cache,
-                           show_progress=False)
+    return build_instances(
+        [small_corpus], bytelevel_bpe, "roberta", max_seq_length=64, seed=7, cache_dir=cache, show_progress=False
+    )
 
 
 @pytest.fixture(scope="module")
 def roberta_ngram_store(small_corpus, bytelevel_bpe, cache):
     """Dynamic masking of whole-word n-grams (the masking path with a loop over visits)."""
-    return build_instances([small_corpus], bytelevel_bpe, "roberta", max_seq_length=64, whole_word=True, ngram=3,
-                           seed=7, cache_dir=cache, show_progress=False)
+    return build_instances(
+        [small_corpus],
+        bytelevel_bpe,
+        "roberta",
+        max_seq_length=64,
+        whole_word=True,
+        ngram=3,
+        seed=7,
+        cache_dir=cache,
+        show_progress=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def albert_store(small_corpus, unigram, cache):
-    return build_instances([small_corpus], unigram, "albert", max_seq_length=64, whole_word=True, seed=7,
-                           cache_dir=cache, show_progress=False)
+    return build_instances(
+        [small_corpus],
+        unigram,
+        "albert",
+        max_seq_length=64,
+        whole_word=True,
+        seed=7,
+        cache_dir=cache,
+        show_progress=False,
+    )
 
 
 def test_bert_batch_format(bert_store, wordpiece):
@@ -51,7 +78,7 @@ def test_bert_batch_format(bert_store, wordpiece):
         seps = (ids == sep).nonzero().flatten().tolist()
         assert len(seps) == 2 and seps[1] == n - 1
         # token types: 0 for [CLS] A [SEP], 1 for B [SEP], 0 on padding
-        assert (types[:seps[0] + 1] == 0).all() and (types[seps[0] + 1:n] == 1).all() and (types[n:] == 0).all()
+        assert (types[: seps[0] + 1] == 0).all() and (types[seps[0] + 1 : n] == 1).all() and (types[n:] == 0).all()
         labels = b["labels"][r]
         assert (labels[ids == cls] == IGNORE_INDEX).all() and (labels[n:] == IGNORE_INDEX).all()
     labels = torch.stack([bert_store.batch(s, 64)["next_sentence_label"] for s in range(5)])
@@ -87,10 +114,26 @@ def test_static_masks_fixed_across_epochs(bert_store):
 
 
 def test_dupe_factor_gives_different_masks_of_the_same_text(small_corpus, wordpiece, cache):
-    one = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=1, seed=7,
-                          cache_dir=cache, show_progress=False)
-    two = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
-                          cache_dir=cache, show_progress=False)
+    one = build_instances(
+        [small_corpus],
+        wordpiece,
+        "bert",
+        max_seq_length=64,
+        dupe_factor=1,
+        seed=7,
+        cache_dir=cache,
+        show_progress=False,
+    )
+    two = build_instances(
+        [small_corpus],
+        wordpiece,
+        "bert",
+        max_seq_length=64,
+        dupe_factor=2,
+        seed=7,
+        cache_dir=cache,
+        show_progress=False,
+    )
     assert 1.8 < len(two) / len(one) < 2.2
     every = np.arange(len(two))
     labels = two.masker(two.rows(every), seed=7, step=0, instances=every)["labels"]
@@ -123,8 +166,13 @@ def test_dynamic_masks_change_with_step_and_are_deterministic(roberta_store):
 
 def _mask_kw(store):
     m, r = store.masker, store.recipe
-    return dict(mask_id=m.mask_id, random_ids=m.random_ids, mlm_probability=r.mlm_probability,
-                max_predictions=r.max_predictions, ngram=r.ngram)
+    return dict(
+        mask_id=m.mask_id,
+        random_ids=m.random_ids,
+        mlm_probability=r.mlm_probability,
+        max_predictions=r.max_predictions,
+        ngram=r.ngram,
+    )
 
 
 def test_the_store_keeps_text_and_static_masks_are_instance_seeded(small_corpus, wordpiece, tmp_path):
@@ -137,8 +185,9 @@ def test_the_store_keeps_text_and_static_masks_are_instance_seeded(small_corpus,
     for step in (0, 1000):
         idx = store.indices(step, 64)
         rows = torch.from_numpy(np.asarray(store.arrays["input_ids"], dtype=np.int64)[idx])
-        masked, lab = mask_rows_vectorised(rows, torch.isin(rows, store.special_ids), None,
-                                           RowDraws([(7, 2, int(i)) for i in idx]), **_mask_kw(store))
+        masked, lab = mask_rows_vectorised(
+            rows, torch.isin(rows, store.special_ids), None, RowDraws([(7, 2, int(i)) for i in idx]), **_mask_kw(store)
+        )
         b = store.batch(step, 64)
         assert torch.equal(b["input_ids"], masked) and torch.equal(b["labels"], lab)
         assert torch.equal(torch.where(lab != IGNORE_INDEX, lab, b["input_ids"]), rows)  # the text, unmasked
@@ -151,12 +200,16 @@ def test_an_earlier_layout_is_refused_with_the_directory_named(tmp_path):
     old = tmp_path / "instances-old"
     old.mkdir()
     (old / "meta.json").write_text('{"config": {}, "arrays": {}}')
-    with pytest.raises(ValueError, match="instances-old: an instance store of an earlier bertology.*delete the directory"):
+    with pytest.raises(
+        ValueError, match="instances-old: an instance store of an earlier bertology.*delete the directory"
+    ):
         InstanceStore(old)
     tokens = tmp_path / "tokens-old"
     tokens.mkdir()
     (tokens / "meta.json").write_text('{"files": [], "format": "lines", "arrays": {}}')
-    with pytest.raises(ValueError, match="tokens-old: a tokenized corpus of an earlier bertology.*delete the directory"):
+    with pytest.raises(
+        ValueError, match="tokens-old: a tokenized corpus of an earlier bertology.*delete the directory"
+    ):
         TokenizedCorpus(tokens)
 
 
@@ -164,8 +217,9 @@ def test_an_earlier_layout_is_refused_with_the_directory_named(tmp_path):
 def test_dynamic_masks_are_the_global_batch_masked_with_seed_3_step(roberta_store, world):
     raw = torch.from_numpy(np.asarray(roberta_store.arrays["input_ids"], dtype=np.int64))
     rows = raw[roberta_store.indices(4, 12, seed=5)]
-    masked, labels = mask_rows_vectorised(rows, torch.isin(rows, roberta_store.special_ids), None, seeded_generator(5, 3, 4),
-                                           **_mask_kw(roberta_store))
+    masked, labels = mask_rows_vectorised(
+        rows, torch.isin(rows, roberta_store.special_ids), None, seeded_generator(5, 3, 4), **_mask_kw(roberta_store)
+    )
     for r in range(world):
         b = roberta_store.batch(4, 12, seed=5, rank=r, world_size=world)
         assert torch.equal(b["input_ids"], masked[r::world]) and torch.equal(b["labels"], labels[r::world])
@@ -206,7 +260,7 @@ def test_albert_sop_and_whole_word_ngrams(albert_store, unigram):
         toks = [unigram.id_to_token(i) for i in originals[r].tolist()]
         for t in range(1, 63):
             if sel[r][t] and not toks[t].startswith("▁") and int(originals[r, t - 1]) not in boundary:
-                assert sel[r][t - 1], toks[t - 1:t + 1]
+                assert sel[r][t - 1], toks[t - 1 : t + 1]
                 checked += 1
     assert checked > 0
 
@@ -222,7 +276,7 @@ def test_heldout_documents_never_reach_training(small_corpus, bytelevel_bpe, cac
         out = set()
         for row in np.asarray(rows):
             row = row[row > 4]
-            out.update(tuple(row[i:i + 24]) for i in range(len(row) - 24))
+            out.update(tuple(row[i : i + 24]) for i in range(len(row) - 24))
         return out
 
     held = grams(store.heldout.arrays["input_ids"])
@@ -233,20 +287,37 @@ def test_heldout_documents_never_reach_training(small_corpus, bytelevel_bpe, cac
 
 
 def test_cache_is_reused_and_atomic(small_corpus, wordpiece, cache, bert_store):
-    again = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=7,
-                            cache_dir=cache, show_progress=False)
+    again = build_instances(
+        [small_corpus],
+        wordpiece,
+        "bert",
+        max_seq_length=64,
+        dupe_factor=2,
+        seed=7,
+        cache_dir=cache,
+        show_progress=False,
+    )
     assert again.dir == bert_store.dir
     assert not list(cache.glob(".tmp-*"))
-    other = build_instances([small_corpus], wordpiece, "bert", max_seq_length=64, dupe_factor=2, seed=8,
-                            cache_dir=cache, show_progress=False)
+    other = build_instances(
+        [small_corpus],
+        wordpiece,
+        "bert",
+        max_seq_length=64,
+        dupe_factor=2,
+        seed=8,
+        cache_dir=cache,
+        show_progress=False,
+    )
     assert other.dir != bert_store.dir
 
 
 def test_raw_format(tmp_path, wordpiece):
     p = tmp_path / "raw.txt"
     p.write_text("The cat sat on the mat. It was happy. Then it left!\n\nDogs bark. Birds sing. Fish swim.\n")
-    store = build_instances([p], wordpiece, "bert", max_seq_length=16, format="raw", seed=0, cache_dir=tmp_path,
-                            show_progress=False)
+    store = build_instances(
+        [p], wordpiece, "bert", max_seq_length=16, format="raw", seed=0, cache_dir=tmp_path, show_progress=False
+    )
     assert len(store) >= 2
 
 

@@ -1,6 +1,7 @@
 """data/debian-descriptions: leakage-free against the debian-sections dev/test splits, counts and
 hashes as its README says, readable compressed by iter_documents, and (where this machine has the
 same Debian indices) rebuilt byte for byte."""
+
 import doctest
 import hashlib
 import importlib.util
@@ -138,13 +139,20 @@ def test_find_containing_equals_brute_force(documents, heldout):
     brute = {n: [i for i, k in enumerate(keys) if n in k] for n in needles}
     assert b.find_containing(keys, needles) == brute
     assert sum(map(len, brute.values())) > 30  # the check had hits to find, of either kind
-    assert any(brute[n] for n in needles if len(n.split()) < 3) and any(brute[n] for n in needles if len(n.split()) >= 3)
+    assert any(brute[n] for n in needles if len(n.split()) < 3) and any(
+        brute[n] for n in needles if len(n.split()) >= 3
+    )
 
 
 def test_readme_counts_and_hashes_match_files(documents, table, excluded):
     counts = readme_counts()
-    assert counts["distinct"] - counts["dropped_heldout_source"] - counts["dropped_unknown_source"] \
-        - counts["dropped_heldout_text"] == counts["documents"]
+    assert (
+        counts["distinct"]
+        - counts["dropped_heldout_source"]
+        - counts["dropped_unknown_source"]
+        - counts["dropped_heldout_text"]
+        == counts["documents"]
+    )
     assert counts["documents"] == len(documents) == len(table)
     assert counts["sentences"] == sum(len(d) for d in documents)
     assert counts["words"] == sum(len(s.split()) for d in documents for s in d)
@@ -172,24 +180,53 @@ def test_corpus_reads_as_documents(documents):
 def test_build_helpers():
     b = build_module()
     assert doctest.testmod(b).failed == 0
-    description = ("Tool\n Does things. Really.\n .\n Features:\n  * fast,\n    small\n  - safe\n .\n"
-                   " Made in\n 2005. Then:\n 1. one\n 2) two\n     more\n .\n   verbatim a\n   verbatim b")
-    assert b.render(description) == ["Tool", "Does things.", "Really.", "Features:", "fast, small", "safe",
-                                     "Made in 2005.", "Then:", "1. one", "2) two more", "verbatim a verbatim b"]
+    description = (
+        "Tool\n Does things. Really.\n .\n Features:\n  * fast,\n    small\n  - safe\n .\n"
+        " Made in\n 2005. Then:\n 1. one\n 2) two\n     more\n .\n   verbatim a\n   verbatim b"
+    )
+    assert b.render(description) == [
+        "Tool",
+        "Does things.",
+        "Really.",
+        "Features:",
+        "fast, small",
+        "safe",
+        "Made in 2005.",
+        "Then:",
+        "1. one",
+        "2) two more",
+        "verbatim a verbatim b",
+    ]
     assert b.parse_stanzas("Package: a\nDescription-md5: 0f\nDescription-en: x\n y\n") == [
-        {"Package": "a", "Description-md5": "0f", "Description-en": "x\n y"}]
+        {"Package": "a", "Description-md5": "0f", "Description-en": "x\n y"}
+    ]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (TRANSLATIONS.exists() and PACKAGES.exists()),
-                    reason="this machine lacks the apt Translation-en or Packages index (apt-get update -o Acquire::Languages=en)")
+@pytest.mark.skipif(
+    not (TRANSLATIONS.exists() and PACKAGES.exists()),
+    reason="this machine lacks the apt Translation-en or Packages index (apt-get update -o Acquire::Languages=en)",
+)
 def test_rebuild_is_byte_identical(tmp_path):
     for index in (TRANSLATIONS, PACKAGES):
         if decompressed_sha256(index) not in README:
             pytest.skip(f"{index.name} on this machine is not the one the corpus was built from")
-    run = subprocess.run([sys.executable, str(DIR / "build.py"), "--translations", str(TRANSLATIONS),
-                          "--packages", str(PACKAGES), "--sections", str(SECTIONS), str(tmp_path)],
-                         check=True, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(DIR / "build.py"),
+            "--translations",
+            str(TRANSLATIONS),
+            "--packages",
+            str(PACKAGES),
+            "--sections",
+            str(SECTIONS),
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     printed = {k: int(v) for k, v in re.findall(r"^(\w+): (\d+)$", run.stdout, re.M)}
     assert printed == readme_counts()
     for path in (CORPUS, DOCUMENTS, EXCLUDED):

@@ -1,6 +1,7 @@
 """data/debian-graph: the shipped edge list as its README describes it (hashes, counts, every
 endpoint a package of the index), the relation parser, and (where this machine has the same
 Packages index) a rebuild byte for byte."""
+
 import hashlib
 import importlib.util
 import lzma
@@ -48,8 +49,10 @@ def test_edges_join_packages_of_the_index_and_the_counts_hold():
     graph = Graph.read([EDGES])
     assert (len(graph), graph.edges, graph.duplicates, graph.self_loops) == (59_076, 274_950, 1_451, 0)
     linked = set(graph.nodes)
-    covered = {split: sum(r["package"] in linked for r in read_table(ROOT / "data" / "debian-sections" / f"{split}.tsv").rows)
-               for split in ("train", "dev", "test")}
+    covered = {
+        split: sum(r["package"] in linked for r in read_table(ROOT / "data" / "debian-sections" / f"{split}.tsv").rows)
+        for split in ("train", "dev", "test")
+    }
     assert covered == {"train": 1_717, "dev": 247, "test": 494}
 
 
@@ -57,7 +60,10 @@ def test_edges_join_packages_of_the_index_and_the_counts_hold():
 def test_rebuilt_byte_for_byte_from_the_same_index(tmp_path):
     if not INDEX.exists() or shutil.which("lz4") is None:
         pytest.skip("this machine has not got the bookworm amd64 Packages index (or lz4)")
-    if hashlib.sha256(INDEX.read_bytes()).hexdigest() != "38163a87d0269f1af22bdddc092bf8e6c605f981642a09561e60565358f15e07":
+    if (
+        hashlib.sha256(INDEX.read_bytes()).hexdigest()
+        != "38163a87d0269f1af22bdddc092bf8e6c605f981642a09561e60565358f15e07"
+    ):
         pytest.skip("a different release of the Packages index")
     build_module().build(str(INDEX), str(tmp_path))
     for path in (EDGES, PACKAGES):

@@ -1,4 +1,5 @@
 """XLNet's permutation-LM data (data/permutation.py) and its pretraining job (train/plm.py)."""
+
 import json
 from collections import Counter
 from pathlib import Path
@@ -10,8 +11,16 @@ import torch
 import bertology
 from bertology.cli import main
 from bertology.data.instances import Segment, SpecialTokens
-from bertology.data.permutation import (PermutationData, PermutationSettings, Stream, batchify,
-                                        block_order, build_stream, permutation_mask, sample_spans)
+from bertology.data.permutation import (
+    PermutationData,
+    PermutationSettings,
+    Stream,
+    batchify,
+    block_order,
+    build_stream,
+    permutation_mask,
+    sample_spans,
+)
 from bertology.models import XLNetConfig, XLNetLMHeadModel
 from bertology.train.plm import PermutationLMObjective
 
@@ -53,7 +62,7 @@ def test_examples_have_the_originals_layout(data):
         seps = [i for i, t in enumerate(ids) if t == SPECIALS.sep]
         assert seps[-1] == T - 2 and len(seps) >= 2
         a_end = max(i for i in seps if i < T - 2)  # A ends at its <sep>
-        assert set(types[:a_end + 1]) == {0} and set(types[a_end + 1:T - 1]) == {1}
+        assert set(types[: a_end + 1]) == {0} and set(types[a_end + 1 : T - 1]) == {1}
         assert a_end > R  # A starts after the reuse part
     assert set(b["is_continuation"].tolist()) <= {0, 1}
 
@@ -151,8 +160,8 @@ def test_consecutive_steps_continue_each_rows_stream(data):
         now, then = data.batch(k), data.batch(k + 1)
         for r in range(4):
             stream = torch.from_numpy(data.rows.ids[r])
-            assert torch.equal(now["input_ids"][r, :R], stream[k * R:(k + 1) * R])
-            assert torch.equal(then["input_ids"][r, :R], stream[(k + 1) * R:(k + 2) * R])
+            assert torch.equal(now["input_ids"][r, :R], stream[k * R : (k + 1) * R])
+            assert torch.equal(then["input_ids"][r, :R], stream[(k + 1) * R : (k + 2) * R])
     assert data.batch(0)["first"].all() and not data.batch(1)["first"].any()
     assert data.batch(data.steps_per_epoch)["first"].all()  # a new epoch: the memory starts empty
     assert torch.equal(data.batch(2)["perm_mask"], data.batch(2)["perm_mask"])  # a pure function of the step
@@ -160,8 +169,16 @@ def test_consecutive_steps_continue_each_rows_stream(data):
 
 def tiny_model(mem_len=24):
     torch.manual_seed(0)
-    config = XLNetConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, mem_len=mem_len, reuse_len=SETTINGS.reuse_len, hidden_dropout_prob=0.0)
+    config = XLNetConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        mem_len=mem_len,
+        reuse_len=SETTINGS.reuse_len,
+        hidden_dropout_prob=0.0,
+    )
     return XLNetLMHeadModel(config)
 
 
@@ -174,8 +191,11 @@ def test_memory_is_carried_between_consecutive_batches_and_micro_batches_agree(d
         expected_mems = None if step == 0 else whole.previous
         loss, _ = whole(model, b, totals)
         with torch.no_grad():  # the same step by hand: the model with the previous step's memory
-            direct = model(**{k: b[k] for k in ("input_ids", "token_type_ids", "perm_mask", "target_mapping", "labels")},
-                           mems=expected_mems, use_mems=True)
+            direct = model(
+                **{k: b[k] for k in ("input_ids", "token_type_ids", "perm_mask", "target_mapping", "labels")},
+                mems=expected_mems,
+                use_mems=True,
+            )
         assert torch.allclose(direct.loss, loss) and all(torch.equal(a, c) for a, c in zip(direct.mems, whole.latest))
         halves.totals(b)
         for part in (slice(0, 2), slice(2, 4)):  # two micro-batches: each finds its rows' memory
@@ -184,12 +204,15 @@ def test_memory_is_carried_between_consecutive_batches_and_micro_batches_agree(d
     assert whole.latest[0].shape == (24, 4, 32)  # mem_len states of reuse_len per step, the last 24 kept
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(reuse_len=30), "reuse_len 30 leaves 2 of seq_len 32"),
-    (dict(perm_size=6), "perm_size 6 does not divide reuse_len = 16"),
-    (dict(num_predict=40), "num_predict 40 is more than the tokens there are"),
-    (dict(seq_len=0), "seq_len must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(reuse_len=30), "reuse_len 30 leaves 2 of seq_len 32"),
+        (dict(perm_size=6), "perm_size 6 does not divide reuse_len = 16"),
+        (dict(num_predict=40), "num_predict 40 is more than the tokens there are"),
+        (dict(seq_len=0), "seq_len must be a positive integer"),
+    ],
+)
 def test_bad_settings_are_named(change, message):
     with pytest.raises(ValueError, match=message):
         PermutationSettings(**{**SETTINGS.__dict__, **change})
@@ -204,19 +227,46 @@ def test_too_small_a_corpus_and_odd_bi_data_batches_are_named():
 
 # ---- the job -------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
     cut = text.index("\n\n", 150_000)
     path = tmp_path_factory.mktemp("corpus") / "wiki-head.txt"
-    path.write_text(text[:cut + 1], encoding="utf-8")
+    path.write_text(text[: cut + 1], encoding="utf-8")
     return path
 
 
 def _run(corpus, out, *extra):
-    return main(["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(corpus), "--out", str(out),
-                 "--vocab-size", "800", "--steps", "6", "--batch-size", "4", "--seq-len", "32", "--warmup", "2",
-                 "--log-every", "1", "--heldout", "2", "--quiet", *extra])
+    return main(
+        [
+            "pretrain",
+            "--family",
+            "xlnet",
+            "--preset",
+            "tiny",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            "--vocab-size",
+            "800",
+            "--steps",
+            "6",
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "32",
+            "--warmup",
+            "2",
+            "--log-every",
+            "1",
+            "--heldout",
+            "2",
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 @pytest.mark.integration
@@ -226,8 +276,10 @@ def test_pretrain_resumes_exactly_with_its_memory(corpus, tmp_path, capsys):
     assert _run(corpus, tmp_path / "cut", "--eval-every", "3", "--stop-at", "3") == 130
     assert (tmp_path / "cut" / "checkpoints" / "step-00000003" / "mems.safetensors").is_file()
     assert _run(corpus, tmp_path / "cut", "--eval-every", "3", "--resume") == 0
-    lines = [[json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
-             for d in ("whole", "cut")]
+    lines = [
+        [json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
+        for d in ("whole", "cut")
+    ]
     assert lines[0] == lines[1] or [r.get("loss") for r in lines[0]] == [r.get("loss") for r in lines[1]]
     a, b = bertology.load(tmp_path / "whole"), bertology.load(tmp_path / "cut")
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
@@ -249,10 +301,28 @@ def test_pretrain_starts_the_lm_bias_at_the_unigram_prior(corpus, tmp_path):
 
 
 def test_pretrain_refuses_mlm_options_for_xlnet(corpus, tmp_path, capsys):
-    assert main(["pretrain", "--family", "xlnet", "--corpus", str(corpus), "--out", str(tmp_path / "o"),
-                 "--ngram", "3"]) == 2
+    assert (
+        main(["pretrain", "--family", "xlnet", "--corpus", str(corpus), "--out", str(tmp_path / "o"), "--ngram", "3"])
+        == 2
+    )
     assert "--ngram is an MLM option" in capsys.readouterr().err
-    assert main(["pretrain", "--family", "xlnet", "--corpus", str(corpus), "--out", str(tmp_path / "o"),
-                 "--seq-len", "64", "--perm-size", "5"]) == 2
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "xlnet",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "o"),
+                "--seq-len",
+                "64",
+                "--perm-size",
+                "5",
+            ]
+        )
+        == 2
+    )
     assert "perm_size 5 does not divide" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

@@ -1,5 +1,6 @@
 """ONNX export of every family and head: onnxruntime's outputs equal the model's, at other batch sizes
 and lengths than the traced ones, with padding; onnxruntime's optimizer fuses the exported BERT."""
+
 import json
 
 import numpy as np
@@ -17,7 +18,11 @@ EXPORTED = [(name, head) for name, f in FAMILIES.items() if name != "xlnet" for 
 
 
 def tiny(family: str, head: str):
-    extra = dict(num_hidden_layers=4, embedding_size=16, num_hidden_groups=2, inner_group_num=2) if family == "albert" else {}
+    extra = (
+        dict(num_hidden_layers=4, embedding_size=16, num_hidden_groups=2, inner_group_num=2)
+        if family == "albert"
+        else {}
+    )
     config = FAMILIES[family].preset("tiny", **{**ODD, **extra})
     torch.manual_seed(0)
     model = task_class(family, head)(config) if head != "Model" else from_config(config)
@@ -56,7 +61,7 @@ def test_onnxruntime_equals_the_model(family, head, tmp_path):
         assert value.shape == expected.shape, name
         # padded positions: the graph computes them as transformers does (skip_padding=False)
         assert np.abs(value - every_position[name].numpy()).max() <= 1e-4, name
-        if value.ndim >= real.ndim and value.shape[:real.ndim] == real.shape:  # per token: compare real tokens
+        if value.ndim >= real.ndim and value.shape[: real.ndim] == real.shape:  # per token: compare real tokens
             value, expected = value[real], expected[real]
         assert np.abs(value - expected).max() <= 1e-4, name
         assert np.abs(expected).max() > 1e-2, name  # a test that can fail: the outputs are not all near zero
@@ -72,8 +77,10 @@ def test_dynamic_axes_and_files_beside(tmp_path):
     assert (out / "tokenizer.json").read_text() == '{"version": "1.0"}\n'
     assert read_config(out).architectures == ["BertForQuestionAnswering"]
     manifest = json.loads((out / "export.json").read_text())
-    assert manifest["opset"] == 17 and manifest["outputs"] == {"start_logits": {"0": "batch", "1": "sequence"},
-                                                               "end_logits": {"0": "batch", "1": "sequence"}}
+    assert manifest["opset"] == 17 and manifest["outputs"] == {
+        "start_logits": {"0": "batch", "1": "sequence"},
+        "end_logits": {"0": "batch", "1": "sequence"},
+    }
     assert result.inputs["input_ids"] == {0: "batch", 1: "sequence"}
     session = ort.InferenceSession(str(result.path))
     for batch, length in ((1, 3), (5, 20)):
@@ -117,7 +124,12 @@ def test_optimizer_fuses_the_exported_bert(tmp_path):
     model = tiny("bert", "ForSequenceClassification")
     result = export_onnx(model, tmp_path / "out", optimize=True)
     L = model.config.num_hidden_layers
-    assert result.fused == {"EmbedLayerNormalization": 1, "Attention": L, "BiasGelu": L, "SkipLayerNormalization": 2 * L}
+    assert result.fused == {
+        "EmbedLayerNormalization": 1,
+        "Attention": L,
+        "BiasGelu": L,
+        "SkipLayerNormalization": 2 * L,
+    }
     inputs = example_inputs(model, 3, 11)
     with torch.no_grad():
         expected = model(**inputs).logits.numpy()

@@ -1,5 +1,6 @@
 """A directory written by save_sentence_transformers opens in sentence_transformers.SentenceTransformer
 and gives bertology's embeddings (`embed`, which `serve` and the Pipeline use) within 1e-5."""
+
 import itertools
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from bertology.tasks.inference import embed
 sentence_transformers = pytest.importorskip("sentence_transformers")
 WIKI = Path(__file__).resolve().parents[2] / "data" / "wiki.txt"
 TEXTS = ["a puzzle game with falling blocks", "An e-mail client; reads IMAP folders.", "x", "Library for PNG images"]
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+TINY = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64
+)
 
 
 def _same_embeddings(model, tokenizer, out: Path, pooling: str, normalize: bool) -> float:

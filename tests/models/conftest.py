@@ -1,4 +1,5 @@
 """Tiny Hugging Face configs for every family, with odd sizes (hidden 48, 3 heads, intermediate 37)."""
+
 import pytest
 import torch
 

@@ -1,5 +1,6 @@
 """models.check_tokenizer: a tokenizer that does not belong to the model is refused on load, naming the file
 and what differs (vocabulary, pad token, positions), before a command writes anything."""
+
 import pytest
 
 from bertology.models import check_tokenizer, get_family
@@ -14,8 +15,9 @@ def tok():
 
 
 def config(tok, **kw):
-    return get_family("bert").preset("tiny", **{"vocab_size": tok.vocab_size, "pad_token_id": tok.token_to_id("[PAD]"),
-                                                **kw})
+    return get_family("bert").preset(
+        "tiny", **{"vocab_size": tok.vocab_size, "pad_token_id": tok.token_to_id("[PAD]"), **kw}
+    )
 
 
 def test_a_tokenizer_made_for_the_model_passes(tok):
@@ -24,14 +26,19 @@ def test_a_tokenizer_made_for_the_model_passes(tok):
 
 
 def test_more_pieces_than_embedding_rows(tok):
-    with pytest.raises(ValueError, match=rf"tok.json: {tok.vocab_size} tokens with ids up to {tok.vocab_size - 1} .*past "
-                                         rf"the {tok.vocab_size - 5} rows of the model's embedding table"):
+    with pytest.raises(
+        ValueError,
+        match=rf"tok.json: {tok.vocab_size} tokens with ids up to {tok.vocab_size - 1} .*past "
+        rf"the {tok.vocab_size - 5} rows of the model's embedding table",
+    ):
         check_tokenizer(config(tok, vocab_size=tok.vocab_size - 5), tok, "tok.json")
 
 
 def test_a_pad_token_other_than_the_configs(tok):
     pad = tok.token_to_id("[PAD]")
-    with pytest.raises(ValueError, match=rf"pads with '\[PAD\]' = id {pad}, but config.json's pad_token_id is {pad + 3}"):
+    with pytest.raises(
+        ValueError, match=rf"pads with '\[PAD\]' = id {pad}, but config.json's pad_token_id is {pad + 3}"
+    ):
         check_tokenizer(config(tok, pad_token_id=pad + 3), tok, "tok.json")
 
 

@@ -1,5 +1,6 @@
 """Cross-attention (queries from one sequence, keys and values from a padded source) against
 torch.nn.MultiheadAttention, its two paths against each other, and the seed's toy example drawn."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,12 +35,13 @@ def test_matches_torch_multihead_attention_with_a_padded_source(source_size, nee
     torch.manual_seed(0)
     ours = MultiHeadCrossAttention(32, 4, source_size=source_size).eval()
     mha = reference(ours, source_size)
-    x, source = torch.randn(3, 5, 32), torch.randn(3, 9, source_size)   # T = 5 queries, S = 9 source positions
+    x, source = torch.randn(3, 5, 32), torch.randn(3, 9, source_size)  # T = 5 queries, S = 9 source positions
     lengths = torch.tensor([9, 4, 1])
-    mask = torch.arange(9)[None, :] < lengths[:, None]                  # (B, S) True = real
+    mask = torch.arange(9)[None, :] < lengths[:, None]  # (B, S) True = real
     y, probs = ours(x, source, mask, need_weights=need_weights)
-    expected, expected_probs = mha(x, source, source, key_padding_mask=~mask, need_weights=True,
-                                   average_attn_weights=False)
+    expected, expected_probs = mha(
+        x, source, source, key_padding_mask=~mask, need_weights=True, average_attn_weights=False
+    )
     torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-4)
     if need_weights:
         torch.testing.assert_close(probs, expected_probs, atol=1e-6, rtol=1e-5)
@@ -54,7 +56,7 @@ def test_padding_of_the_source_changes_nothing():
     attn = MultiHeadCrossAttention(16, 2).eval()
     x, source = torch.randn(1, 3, 16), torch.randn(1, 4, 16)
     alone, _ = attn(x, source)
-    padded = torch.cat([source, torch.randn(1, 6, 16) * 100], 1)        # 6 junk positions, masked out
+    padded = torch.cat([source, torch.randn(1, 6, 16) * 100], 1)  # 6 junk positions, masked out
     mask = torch.tensor([[1] * 4 + [0] * 6])
     for need_weights in (False, True):
         torch.testing.assert_close(attn(x, padded, mask, need_weights)[0], alone, atol=1e-5, rtol=1e-5)
@@ -83,9 +85,9 @@ def test_the_seed_formula_on_a_toy_source_and_its_picture(tmp_path):
     """Attention(query, source) = Σᵢ similarity(query, keyᵢ) · valueᵢ: a query about "cat" over a
     three-word source whose keys are one-hot, so the weight lands where the key matches."""
     source = ["le", "chat", "noir"]
-    keys = torch.eye(3) * 4                                               # (S, D): one direction per word
+    keys = torch.eye(3) * 4  # (S, D): one direction per word
     values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
-    query = keys[1:2] * 1.0                                               # (T = 1, D): most like "chat"
+    query = keys[1:2] * 1.0  # (T = 1, D): most like "chat"
     out, weights = explicit_attention(query[None, None], keys[None, None], values[None, None], None)
     w = weights[0, 0, 0]
     assert int(w.argmax()) == 1 and w[1] > 0.99

@@ -1,5 +1,6 @@
 """ELECTRA: every head against transformers with token types and E ≠ H, the pretraining pair's
 sharing and its two directories, and the errors a user meets."""
+
 import pytest
 import torch
 import transformers
@@ -60,14 +61,29 @@ def test_discriminator_loss_is_transformers_bce_over_real_tokens(tmp_path):
 
 def test_presets_are_googles_discriminators():
     small = ElectraConfig.preset("small")
-    assert (small.embedding_size, small.hidden_size, small.num_hidden_layers, small.num_attention_heads) == (128, 256, 12, 4)
+    assert (small.embedding_size, small.hidden_size, small.num_hidden_layers, small.num_attention_heads) == (
+        128,
+        256,
+        12,
+        4,
+    )
     tiny, bert_tiny = ElectraConfig.preset("tiny"), bertology.models.BertConfig.preset("tiny")
-    assert (tiny.hidden_size, tiny.num_hidden_layers, tiny.embedding_size) == (bert_tiny.hidden_size, bert_tiny.num_hidden_layers, 128)
+    assert (tiny.hidden_size, tiny.num_hidden_layers, tiny.embedding_size) == (
+        bert_tiny.hidden_size,
+        bert_tiny.num_hidden_layers,
+        128,
+    )
 
 
 def test_generator_is_scaled_as_google_research_electra():
     g = generator_config(ElectraConfig.preset("small"), 0.25)
-    assert (g.hidden_size, g.num_attention_heads, g.intermediate_size, g.embedding_size, g.num_hidden_layers) == (64, 1, 256, 128, 12)
+    assert (g.hidden_size, g.num_attention_heads, g.intermediate_size, g.embedding_size, g.num_hidden_layers) == (
+        64,
+        1,
+        256,
+        128,
+        12,
+    )
     for bad in (0, 1.5, -0.1, True):
         with pytest.raises(ValueError, match="--generator-size"):
             generator_config(ElectraConfig.preset("small"), bad)
@@ -92,8 +108,12 @@ def test_pair_shares_embeddings_and_saves_two_transformers_directories(tmp_path)
     ids, mask = padded_batch((2, 9), 0)
     pair.eval()
     with torch.no_grad():
-        assert (disc(ids, attention_mask=mask).logits - pair.discriminator(ids, mask).logits)[mask.bool()].abs().max() < 1e-5
-        assert (gen.eval()(ids, attention_mask=mask).logits - pair.generator(ids, mask).logits)[mask.bool()].abs().max() < 1e-5
+        assert (disc(ids, attention_mask=mask).logits - pair.discriminator(ids, mask).logits)[
+            mask.bool()
+        ].abs().max() < 1e-5
+        assert (gen.eval()(ids, attention_mask=mask).logits - pair.generator(ids, mask).logits)[
+            mask.bool()
+        ].abs().max() < 1e-5
     again = _pair()
     again.load_checkpoint(tmp_path)
     assert all(torch.equal(a, b) for a, b in zip(pair.state_dict().values(), again.state_dict().values()))

@@ -2,6 +2,7 @@
 sequence over packed rows) computes what the plain modules compute, and stays out of the way of
 training, autocast, traces and in-place weight changes; `load(quantize="int8")` quantizes block by
 block as the weights come in and gives what quantizing the loaded fp32 model gives."""
+
 from contextlib import nullcontext
 
 import pytest
@@ -26,8 +27,10 @@ def lm(family: str) -> nn.Module:
 @pytest.fixture
 def kernel(monkeypatch):
     """Force one kernel for every shape (the measured choice would depend on timings)."""
+
     def force(onednn: bool):
         monkeypatch.setattr(fused, "_choice", type("Always", (dict,), {"get": lambda self, k, d=None: onednn})())
+
     return force
 
 
@@ -147,8 +150,9 @@ def test_int8_load_quantizes_as_it_loads_and_equals_quantizing_after(tmp_path, f
         a = after(input_ids=ids, attention_mask=mask).logits
         b = loaded(input_ids=ids, attention_mask=mask).logits
     assert torch.equal(a, b)
-    assert not any(type(m) is nn.Linear for b in loaded.modules() if getattr(type(b), "compile_unit", False)
-                   for m in b.modules())
+    assert not any(
+        type(m) is nn.Linear for b in loaded.modules() if getattr(type(b), "compile_unit", False) for m in b.modules()
+    )
     tied = {(n, id(p)) for n, p in after.named_parameters(remove_duplicate=False)}
     assert {n for n, p in loaded.named_parameters(remove_duplicate=False)} == {n for n, _ in tied}
     ids_of = {}
@@ -158,5 +162,3 @@ def test_int8_load_quantizes_as_it_loads_and_equals_quantizing_after(tmp_path, f
     for n, i in tied:
         expected.setdefault(i, set()).add(n)
     assert sorted(map(sorted, ids_of.values())) == sorted(map(sorted, expected.values()))  # the same sharing
-
-

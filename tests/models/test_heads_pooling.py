@@ -1,5 +1,6 @@
 """Mean pooling of sequence classification: the real tokens only, saved and reloaded exactly, the
 backbone still transformers' own."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """`compile_blocks()` / `load(compile=True)`: the same outputs as the eager model, padded or not."""
+
 import pytest
 import torch
 
@@ -36,4 +37,6 @@ def test_compiled_albert_shares_its_compiled_blocks():
     compiled.compile_blocks()
     ids = torch.randint(5, 300, (2, 16))
     with torch.inference_mode():
-        assert torch.allclose(eager(input_ids=ids).last_hidden_state, compiled(input_ids=ids).last_hidden_state, atol=1e-5)
+        assert torch.allclose(
+            eager(input_ids=ids).last_hidden_state, compiled(input_ids=ids).last_hidden_state, atol=1e-5
+        )

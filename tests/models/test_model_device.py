@@ -1,5 +1,6 @@
 """`bertology.load(..., device=…)`: the model goes where it is asked, a GPU that is not there is an error
 before anything is read, and on a GPU the outputs are the CPU's within half-precision tolerance."""
+
 import pytest
 import torch
 
@@ -39,8 +40,9 @@ def test_load_puts_the_model_on_the_device_asked(saved):
         assert {p.device.type for p in model.parameters()} == {"cpu"}
         ids, mask = batch()
         with torch.no_grad():
-            assert torch.equal(model(input_ids=ids, attention_mask=mask).logits,
-                               default(input_ids=ids, attention_mask=mask).logits)
+            assert torch.equal(
+                model(input_ids=ids, attention_mask=mask).logits, default(input_ids=ids, attention_mask=mask).logits
+            )
 
 
 @no_cuda
@@ -68,7 +70,9 @@ def test_to_cpu_moves_every_tensor_of_an_output():
 
     out = BaseModelOutput(torch.zeros(1, 2, 3), None, (torch.zeros(1), torch.ones(1)), None)
     moved = to_cpu(out)
-    assert moved.pooler_output is None and len(moved.hidden_states) == 2 and moved.last_hidden_state.device.type == "cpu"
+    assert (
+        moved.pooler_output is None and len(moved.hidden_states) == 2 and moved.last_hidden_state.device.type == "cpu"
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)

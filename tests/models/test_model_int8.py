@@ -41,7 +41,9 @@ def test_int8_close_to_fp32_and_only_block_linears_quantized(family, head):
     model = tiny(family, head)
     inputs = inputs_for(model)
     blocks = {id(m) for m in model.modules() if getattr(type(m), "compile_unit", False)}
-    expected_count = sum(isinstance(m, torch.nn.Linear) for b in model.modules() if id(b) in blocks for m in b.modules())
+    expected_count = sum(
+        isinstance(m, torch.nn.Linear) for b in model.modules() if id(b) in blocks for m in b.modules()
+    )
     with torch.no_grad():
         fp32 = main_output(model(**inputs))
     if family == "xlnet":

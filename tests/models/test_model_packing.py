@@ -1,4 +1,5 @@
 """Packed batches round their row count up (copies of real tokens) without changing any output."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """Parameter counts: the published numbers, transformers' own count, ALBERT's factorization."""
+
 import pytest
 import torch
 import transformers
@@ -8,10 +9,18 @@ from bertology.models import AlbertConfig, BertConfig
 from bertology.models.params import count, resolve_config
 
 PUBLISHED = {
-    "bert-base": 109_482_240, "bert-large": 335_141_888, "roberta-base": 124_645_632, "roberta-large": 355_359_744,
-    "albert-base": 11_683_584, "albert-large": 17_683_968, "albert-xlarge": 58_724_864,
-    "albert-xxlarge": 222_595_584, "distilbert-base": 66_362_880,
-    "electra-small": 13_483_008, "electra-base": 108_891_648, "electra-large": 334_092_288,
+    "bert-base": 109_482_240,
+    "bert-large": 335_141_888,
+    "roberta-base": 124_645_632,
+    "roberta-large": 355_359_744,
+    "albert-base": 11_683_584,
+    "albert-large": 17_683_968,
+    "albert-xlarge": 58_724_864,
+    "albert-xxlarge": 222_595_584,
+    "distilbert-base": 66_362_880,
+    "electra-small": 13_483_008,
+    "electra-base": 108_891_648,
+    "electra-large": 334_092_288,
 }
 
 
@@ -20,8 +29,10 @@ def test_backbone_counts_equal_published_and_transformers(preset):
     _, config = resolve_config(preset)
     ours = count(config, preset).total
     assert ours == PUBLISHED[preset]
-    hf_config = transformers.AutoConfig.for_model(config.model_type, **{
-        k: v for k, v in config.to_dict().items() if k not in ("model_type", "id2label", "label2id")})
+    hf_config = transformers.AutoConfig.for_model(
+        config.model_type,
+        **{k: v for k, v in config.to_dict().items() if k not in ("model_type", "id2label", "label2id")},
+    )
     with torch.device("meta"):
         reference = transformers.AutoModel.from_config(hf_config)
     assert sum(p.numel() for p in reference.parameters()) == ours

@@ -1,4 +1,5 @@
 """Every family × head against transformers itself, in both directions (max abs difference ≤ 1e-5)."""
+
 import pytest
 import torch
 import transformers

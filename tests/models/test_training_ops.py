@@ -1,5 +1,6 @@
 """The training step's own kernels against torch's: blockwise cross-entropy, 16-bit-draw dropout, and
 attention's dropout path."""
+
 import math
 
 import pytest

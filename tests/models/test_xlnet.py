@@ -6,6 +6,7 @@ clamp_len, attn_type "uni", tied biases (untie_r false). XLNet does not pack pad
 position, padded ones included, is compared. The query stream's attention has one row per
 prediction here (transformers computes all T rows and keeps the targets'): compared at the targets.
 """
+
 import pytest
 import torch
 
@@ -17,14 +18,25 @@ from bertology.models.xlnet import rel_shift, relative_distances
 transformers = pytest.importorskip("transformers")
 
 TOL = 1e-5
-HEADS = ["XLNetModel", "XLNetLMHeadModel", "XLNetForSequenceClassification", "XLNetForTokenClassification",
-         "XLNetForMultipleChoice", "XLNetForQuestionAnsweringSimple", "XLNetForQuestionAnswering"]
+HEADS = [
+    "XLNetModel",
+    "XLNetLMHeadModel",
+    "XLNetForSequenceClassification",
+    "XLNetForTokenClassification",
+    "XLNetForMultipleChoice",
+    "XLNetForQuestionAnsweringSimple",
+    "XLNetForQuestionAnswering",
+]
 B, T = 2, 9
 
 
 def hf_config(**overrides):
-    c = transformers.XLNetConfig(**{**dict(vocab_size=99, d_model=48, n_layer=2, n_head=3, d_inner=37, mem_len=6,
-                                           start_n_top=3, end_n_top=2), **overrides})
+    c = transformers.XLNetConfig(
+        **{
+            **dict(vocab_size=99, d_model=48, n_layer=2, n_head=3, d_inner=37, mem_len=6, start_n_top=3, end_n_top=2),
+            **overrides,
+        }
+    )
     c._attn_implementation = "eager"
     return c
 
@@ -38,8 +50,13 @@ def batch(name, seed=0, perm=False):
     types = torch.zeros(shape, dtype=torch.long)
     types[..., 5:] = 1
     types[..., -1] = 2  # <cls>: its own segment
-    kw = dict(input_ids=ids.masked_fill(mask == 0, 5), attention_mask=mask, token_type_ids=types,
-              output_hidden_states=True, output_attentions=True)
+    kw = dict(
+        input_ids=ids.masked_fill(mask == 0, 5),
+        attention_mask=mask,
+        token_type_ids=types,
+        output_hidden_states=True,
+        output_attentions=True,
+    )
     if perm:
         kw["perm_mask"] = (torch.rand(B, T, T, generator=g) < 0.4).float()
         kw["target_mapping"] = one_hot_targets([[2, 6, 7], [4, 3, 8]])
@@ -110,10 +127,18 @@ def test_our_checkpoint_loads_in_transformers_with_same_outputs(name, tmp_path):
     assert_close(*run_both(reference.eval(), ours, kw))
 
 
-@pytest.mark.parametrize("variant", [dict(bi_data=True), dict(clamp_len=3), dict(attn_type="uni"),
-                                     dict(attn_type="uni", same_length=True), dict(reuse_len=4, mem_len=5),
-                                     dict(untie_r=False)],
-                         ids=["bi_data", "clamp_len", "uni", "uni-same_length", "reuse_len", "tied-biases"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        dict(bi_data=True),
+        dict(clamp_len=3),
+        dict(attn_type="uni"),
+        dict(attn_type="uni", same_length=True),
+        dict(reuse_len=4, mem_len=5),
+        dict(untie_r=False),
+    ],
+    ids=["bi_data", "clamp_len", "uni", "uni-same_length", "reuse_len", "tied-biases"],
+)
 def test_variants_and_memory_over_three_segments(variant, tmp_path):
     torch.manual_seed(2)
     config = config_from_dict(hf_config(**variant).to_dict())
@@ -127,8 +152,9 @@ def test_variants_and_memory_over_three_segments(variant, tmp_path):
         kw = batch("XLNetLMHeadModel", seed=segment, perm=segment == 1 and not uni)
         if uni:
             del kw["attention_mask"]
-        ref, mine = run_both(reference, ours, dict(kw, mems=mems_ref, use_mems=True) if mems_ref else
-                             dict(kw, use_mems=True))
+        ref, mine = run_both(
+            reference, ours, dict(kw, mems=mems_ref, use_mems=True) if mems_ref else dict(kw, use_mems=True)
+        )
         assert_close(ref, mine, kw.get("target_mapping"))
         mems_ref, mems_ours = ref.mems, mine.mems
         ref, mine = run_both(reference, ours, dict(kw, mems=mems_ref, use_mems=True))
@@ -162,8 +188,9 @@ def test_two_streams_coincide_where_the_permutation_lets_them():
     from the token and sees everything, itself included. When the permutation lets a target see
     itself and mask_emb is that token's embedding, the two streams are the same computation."""
     torch.manual_seed(4)
-    config = XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=3,
-                         intermediate_size=37)
+    config = XLNetConfig(
+        vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=3, intermediate_size=37
+    )
     model = XLNetModel(config).eval()
     ids = torch.randint(6, 99, (1, T))
     ids[0, [0, 4, 8]] = 7
@@ -191,25 +218,37 @@ def test_parameter_counts_are_transformers():
     assert count(tied).total == 116_718_336 - 11 * 3 * 768  # one set of biases instead of twelve
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(target_mapping=torch.full((B, 2, T), 0.5)), r"target_mapping row \[0, 0\] is not one-hot"),
-    (dict(target_mapping=torch.zeros(B, 2, T + 1)), r"target_mapping must have shape \(batch, num_predict, 9\)"),
-    (dict(target_mapping=one_hot_targets([[1, 1], [2, 3]])), "predicts one position twice"),
-    (dict(perm_mask=torch.zeros(B, T, T - 1)), r"perm_mask must have shape .*\(2, 9, 9\), got \(2, 9, 8\)"),
-    (dict(mems=[torch.zeros(4, B, 48)]), "mems holds 1 tensors; this model has 2 layers"),
-    (dict(mems=[torch.zeros(4, B, 32)] * 2), r"mems\[0\] has shape \(4, 2, 32\)"),
-    (dict(token_type_ids=torch.zeros(B, T + 1, dtype=torch.long)), "token_type_ids shape"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(target_mapping=torch.full((B, 2, T), 0.5)), r"target_mapping row \[0, 0\] is not one-hot"),
+        (dict(target_mapping=torch.zeros(B, 2, T + 1)), r"target_mapping must have shape \(batch, num_predict, 9\)"),
+        (dict(target_mapping=one_hot_targets([[1, 1], [2, 3]])), "predicts one position twice"),
+        (dict(perm_mask=torch.zeros(B, T, T - 1)), r"perm_mask must have shape .*\(2, 9, 9\), got \(2, 9, 8\)"),
+        (dict(mems=[torch.zeros(4, B, 48)]), "mems holds 1 tensors; this model has 2 layers"),
+        (dict(mems=[torch.zeros(4, B, 32)] * 2), r"mems\[0\] has shape \(4, 2, 32\)"),
+        (dict(token_type_ids=torch.zeros(B, T + 1, dtype=torch.long)), "token_type_ids shape"),
+    ],
+)
 def test_bad_input_names_the_argument(change, message):
-    model = XLNetModel(XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=3,
-                                   intermediate_size=37))
+    model = XLNetModel(
+        XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=3, intermediate_size=37)
+    )
     with pytest.raises(ValueError, match=message):
         model(torch.randint(0, 99, (B, T)), **change)
 
 
 def test_bi_data_needs_an_even_batch():
-    model = XLNetModel(XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=1, num_attention_heads=3,
-                                   intermediate_size=37, bi_data=True))
+    model = XLNetModel(
+        XLNetConfig(
+            vocab_size=99,
+            hidden_size=48,
+            num_hidden_layers=1,
+            num_attention_heads=3,
+            intermediate_size=37,
+            bi_data=True,
+        )
+    )
     with pytest.raises(ValueError, match="batch size must be even, got 3"):
         model(torch.randint(0, 99, (3, T)))
 
@@ -217,8 +256,9 @@ def test_bi_data_needs_an_even_batch():
 def test_relative_inputs_are_built_once_and_read_by_every_layer():
     """The distances' encodings (with their dropout mask), masks and segments are made once per forward:
     every layer gets the same `Relative` record, not its own copy of nine arguments."""
-    model = XLNetModel(XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=3, num_attention_heads=3,
-                                   intermediate_size=37)).train()
+    model = XLNetModel(
+        XLNetConfig(vocab_size=99, hidden_size=48, num_hidden_layers=3, num_attention_heads=3, intermediate_size=37)
+    ).train()
     seen = []
     for layer in model.layers:
         layer.register_forward_pre_hook(lambda module, args: seen.append(args[3]))
@@ -232,10 +272,14 @@ def test_heads_run_the_shared_forwards():
     """XLNet's heads differ from heads.py's only in their modules (transformers' names) and the hook
     that reads them; the forward and the loss are the shared ones."""
     from bertology.models import heads
-    for name, shared in [("XLNetLMHeadModel", heads.ForMaskedLM), ("XLNetForSequenceClassification",
-                         heads.ForSequenceClassification), ("XLNetForTokenClassification", heads.ForTokenClassification),
-                         ("XLNetForMultipleChoice", heads.ForMultipleChoice),
-                         ("XLNetForQuestionAnsweringSimple", heads.ForQuestionAnswering)]:
+
+    for name, shared in [
+        ("XLNetLMHeadModel", heads.ForMaskedLM),
+        ("XLNetForSequenceClassification", heads.ForSequenceClassification),
+        ("XLNetForTokenClassification", heads.ForTokenClassification),
+        ("XLNetForMultipleChoice", heads.ForMultipleChoice),
+        ("XLNetForQuestionAnsweringSimple", heads.ForQuestionAnswering),
+    ]:
         assert ARCHITECTURES[name].forward is shared.forward, name
 
 

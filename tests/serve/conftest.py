@@ -1,5 +1,6 @@
 """Tiny checkpoints of every head the server knows, written to disk as `bertology finetune` / `model.save`
 would, and an in-process client (Starlette's TestClient: the app's lifespan, its worker thread, no socket)."""
+
 import itertools
 from pathlib import Path
 
@@ -12,13 +13,19 @@ from bertology.models import ARCHITECTURES, get_family  # noqa: E402
 from serve_client import make_client
 
 WIKI = Path(__file__).resolve().parents[2] / "data" / "wiki.txt"
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+TINY = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64
+)
 # name: (family, architecture suffix, labels, what config.json records as `finetune` would)
 CHECKPOINTS = {
     "backbone": ("bert", "Model", None, {}),
     "mlm": ("bert", "ForMaskedLM", None, {}),
-    "classify": ("bert", "ForSequenceClassification", ["games", "mail", "net"],
-                 {"bertology_task": "classify", "bertology_max_length": 48}),
+    "classify": (
+        "bert",
+        "ForSequenceClassification",
+        ["games", "mail", "net"],
+        {"bertology_task": "classify", "bertology_max_length": 48},
+    ),
     "pair": ("bert", "ForSequenceClassification", ["no", "yes"], {"bertology_task": "pair"}),
     "regress": ("bert", "ForSequenceClassification", 1, {}),  # no task recorded: one label means regression
     "tag": ("bert", "ForTokenClassification", ["B-PER", "I-PER", "B-LOC", "I-LOC", "O"], {}),

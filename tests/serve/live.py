@@ -1,5 +1,6 @@
 """A real `bertology serve` process on 127.0.0.1 (any free port), and a headless Chromium driven
 through the DevTools protocol over a pipe (--remote-debugging-pipe: no extra package, no port)."""
+
 from __future__ import annotations
 
 import base64
@@ -63,13 +64,25 @@ class Chromium:
 
         # the protocol's pipe is the child's fds 3 (commands in) and 4 (replies out); bash moves them there
         # (no preexec_fn: forking a threaded process must not run Python in the child)
-        args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--remote-debugging-pipe", f"--user-data-dir={profile_dir}", f"--window-size={width},{height}",
-                "--hide-scrollbars", "about:blank"]
+        args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={profile_dir}",
+            f"--window-size={width},{height}",
+            "--hide-scrollbars",
+            "about:blank",
+        ]
         a, b = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_browser_r, from_browser_w))  # not 3 or 4 already
         self.process = subprocess.Popen(
             [shutil.which("bash") or "/bin/bash", "-c", f'exec "$0" "$@" 3<&{a} 4>&{b} {a}<&- {b}>&-', binary, *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(a, b))
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(a, b),
+        )
         for fd in (to_browser_r, from_browser_w, a, b):
             os.close(fd)
         self._buffer, self._next_id, self.session = b"", 0, None
@@ -136,7 +149,9 @@ class Chromium:
         self.send("Input.dispatchKeyEvent", {"type": "keyUp", **enter})
 
     def screenshot(self) -> bytes:
-        return base64.b64decode(self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})["data"])
+        return base64.b64decode(
+            self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})["data"]
+        )
 
     def close(self) -> None:
         try:

@@ -1,5 +1,6 @@
 """A test client over a checkpoint: its own module (not conftest.py), because `from conftest import`
 binds to whichever directory's conftest was imported last when the whole suite runs."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Every endpoint on a tiny checkpoint of each head, answers equal to calling Pipeline / the models directly."""
+
 import base64
 import struct
 
@@ -30,8 +31,9 @@ def test_embed_equals_mean_pooled_encoder(clients, checkpoints):
             expect = model(input_ids=ids).last_hidden_state[0].mean(0)
             assert torch.allclose(vectors[i], expect, atol=1e-5)
     single = clients["backbone"].post("/embed", json={"inputs": TEXTS[0]}).json()  # normalize defaults to true
-    assert len(single) == 1 and torch.allclose(torch.tensor(single[0]), torch.nn.functional.normalize(vectors[0], dim=0),
-                                               atol=1e-5)
+    assert len(single) == 1 and torch.allclose(
+        torch.tensor(single[0]), torch.nn.functional.normalize(vectors[0], dim=0), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("name", ["classify", "roberta-mlm", "albert-mlm", "distilbert-mlm"])
@@ -65,9 +67,15 @@ def test_cls_pooling(checkpoints):
     assert torch.allclose(got, embed(model, tok, TEXTS, pooling="cls"), atol=1e-5)
 
 
-@pytest.mark.parametrize("name,text", [("mlm", "The cat [MASK] on the [MASK]."), ("roberta-mlm", "The cat<mask> on the mat."),
-                                       ("albert-mlm", "The cat [MASK] on the mat."),
-                                       ("distilbert-mlm", "The [MASK] sat on the [MASK].")])
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("mlm", "The cat [MASK] on the [MASK]."),
+        ("roberta-mlm", "The cat<mask> on the mat."),
+        ("albert-mlm", "The cat [MASK] on the mat."),
+        ("distilbert-mlm", "The [MASK] sat on the [MASK]."),
+    ],
+)
 def test_fill_mask_equals_the_mlm_head(clients, checkpoints, name, text):
     model, tok = direct(checkpoints[name])
     got = clients[name].post("/fill-mask", json={"inputs": text, "top_k": 3}).json()
@@ -133,12 +141,14 @@ def test_tag_entities_from_the_pipelines_tags(clients, checkpoints):
     from bertology.tasks.conll import chunks
 
     words = [(m.start(), m.end()) for m in __import__("re").finditer(r"\S+", text)]
-    expect = [(kind, words[a][0], words[b][1], sum(prediction["scores"][a:b + 1]) / (b - a + 1))
-              for kind, a, b in chunks(prediction["tags"])]
+    expect = [
+        (kind, words[a][0], words[b][1], sum(prediction["scores"][a : b + 1]) / (b - a + 1))
+        for kind, a, b in chunks(prediction["tags"])
+    ]
     assert expect, "the seeded tiny tagger should tag something in this sentence"
     assert [(e["entity_group"], e["start"], e["end"]) for e in got] == [x[:3] for x in expect]
     assert [e["score"] for e in got] == pytest.approx([x[3] for x in expect], abs=1e-5)
-    assert all(text[e["start"]:e["end"]] == e["word"] for e in got)
+    assert all(text[e["start"] : e["end"]] == e["word"] for e in got)
     assert clients["tag"].post("/tag", json={"inputs": [text, text]}).json() == [got, got]
 
 
@@ -148,9 +158,13 @@ def test_qa_equals_pipeline(clients, checkpoints):
     question, context = "Where did the cat sit?", "The cat sat on the mat in the garden behind the old house."
     got = clients["qa"].post("/qa", json={"question": question, "context": context}).json()
     expect = pipe((question, context))
-    assert got == {"answer": expect["text"], "score": pytest.approx(expect["score"], abs=1e-5), "start": expect["start"],
-                   "end": expect["end"]}
-    assert context[got["start"]:got["end"]] == got["answer"]
+    assert got == {
+        "answer": expect["text"],
+        "score": pytest.approx(expect["score"], abs=1e-5),
+        "start": expect["start"],
+        "end": expect["end"],
+    }
+    assert context[got["start"] : got["end"]] == got["answer"]
     many = clients["qa"].post("/qa", json={"inputs": [{"question": question, "context": context}] * 2}).json()
     assert many == [got, got]
 
@@ -163,7 +177,7 @@ def test_tokenize_equals_the_tokenizer(clients, checkpoints):
         assert [t["id"] for t in tokens] == enc.ids and [t["text"] for t in tokens] == enc.tokens
         assert [t["special"] for t in tokens] == [bool(s) for s in enc.special_tokens_mask]
         for t in tokens:
-            assert t["special"] or text[t["start"]:t["stop"]].lower() == t["text"].removeprefix("##")
+            assert t["special"] or text[t["start"] : t["stop"]].lower() == t["text"].removeprefix("##")
     plain = clients["backbone"].post("/tokenize", json={"inputs": TEXTS[0], "add_special_tokens": False}).json()
     assert [t["id"] for t in plain[0]] == tok.encode(TEXTS[0], add_special_tokens=False).ids
 

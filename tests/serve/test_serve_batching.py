@@ -1,5 +1,6 @@
 """Dynamic batching: grouping by the token budget, answers to the right callers, one bad request failing
 alone, draining on shutdown; and through the app, concurrent requests answered as if one by one."""
+
 import asyncio
 import threading
 
@@ -160,4 +161,7 @@ def test_concurrent_requests_through_the_app_equal_one_by_one(checkpoints):
         assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=1e-5)
     # 12 batches of one (one by one), then the first request alone and the 11 queued behind it as one forward pass
     assert "bertology_batch_requests_count 14" in metrics
-    assert 'bertology_batch_requests_bucket{le="8"} 13' in metrics and 'bertology_batch_requests_bucket{le="16"} 14' in metrics
+    assert (
+        'bertology_batch_requests_bucket{le="8"} 13' in metrics
+        and 'bertology_batch_requests_bucket{le="16"} 14' in metrics
+    )

@@ -1,5 +1,6 @@
 """/predict for a multiple-choice head (TEI has none: its /predict extended to a context and its choices), and
 POST / routed to it; the scores equal the Pipeline's logits, and malformed inputs are refused naming the fault."""
+
 import shutil
 
 import pytest
@@ -58,8 +59,9 @@ def test_predict_scores_every_choice_as_the_pipeline_does(client, sharp):
     flat = client.post("/predict", json={"inputs": [CONTEXT, *CHOICES]}).json()  # [context, choice, …]
     assert flat["choice"] == got["choice"] and flat["scores"] == pytest.approx(got["scores"], abs=1e-6)
 
-    many = client.post("/predict", json={"inputs": [[CONTEXT, *CHOICES], {"context": OTHER[0],
-                                                                                     "choices": OTHER[1]}]}).json()
+    many = client.post(
+        "/predict", json={"inputs": [[CONTEXT, *CHOICES], {"context": OTHER[0], "choices": OTHER[1]}]}
+    ).json()
     assert len(many) == 2
     for answer, row in zip(many, logits):
         assert torch.allclose(torch.tensor(answer["scores"]), row.softmax(-1), atol=1e-5)
@@ -87,17 +89,20 @@ def test_a_batch_of_requests_with_other_choice_counts(sharp):
     assert len(batch) == 1 and torch.allclose(torch.tensor(batch[0]["scores"]), logits[1].softmax(-1), atol=1e-5)
 
 
-@pytest.mark.parametrize("inputs, fault", [
-    ({"context": CONTEXT, "choices": ["only one"]}, "inputs has 1 choice(s); multiple choice needs at least 2"),
-    ([CONTEXT, "only one"], "inputs has 1 choice(s)"),
-    ([[CONTEXT, "a", "b"], [CONTEXT, "a", "b", "c"]], "inputs[1] has 3 choices, inputs[0] has 2"),
-    ({"context": CONTEXT, "choices": [f"choice {i}" for i in range(40)]}, "40 choices, more than 32"),
-    ({"context": CONTEXT, "choices": ["a", 3]}, "inputs.choices[1] should be a string"),
-    ({"choices": ["a", "b"]}, "missing field 'context'"),
-    ([[CONTEXT, "a", "b"], "loose"], "inputs[1] should be [context, choice, choice, …]"),
-    ([CONTEXT, "a", ""], "inputs[2] is empty"),
-    ("just a text", "inputs should be [context, choice, choice, …]"),
-])
+@pytest.mark.parametrize(
+    "inputs, fault",
+    [
+        ({"context": CONTEXT, "choices": ["only one"]}, "inputs has 1 choice(s); multiple choice needs at least 2"),
+        ([CONTEXT, "only one"], "inputs has 1 choice(s)"),
+        ([[CONTEXT, "a", "b"], [CONTEXT, "a", "b", "c"]], "inputs[1] has 3 choices, inputs[0] has 2"),
+        ({"context": CONTEXT, "choices": [f"choice {i}" for i in range(40)]}, "40 choices, more than 32"),
+        ({"context": CONTEXT, "choices": ["a", 3]}, "inputs.choices[1] should be a string"),
+        ({"choices": ["a", "b"]}, "missing field 'context'"),
+        ([[CONTEXT, "a", "b"], "loose"], "inputs[1] should be [context, choice, choice, …]"),
+        ([CONTEXT, "a", ""], "inputs[2] is empty"),
+        ("just a text", "inputs should be [context, choice, choice, …]"),
+    ],
+)
 def test_bad_inputs_are_refused_naming_the_fault(client, inputs, fault):
     got = client.post("/predict", json={"inputs": inputs})
     assert got.status_code == 422, got.text

@@ -1,5 +1,6 @@
 """`bertology serve`: the CLI stays light, mistakes exit 2 naming the culprit, SIGTERM lets every
 queued request finish and then exits 0."""
+
 import pytest
 import json
 import re
@@ -51,8 +52,10 @@ def test_sigterm_answers_every_queued_request_then_exits_0(checkpoints):
     with Server(checkpoints["classify"], "--max-wait-ms", "3000") as server:
         texts = [f"the cat sat on mat number {i}" for i in range(4)]
         answers = {}
-        threads = [threading.Thread(target=lambda t=t: answers.setdefault(t, post(server.url + "predict", {"inputs": t})))
-                   for t in texts]
+        threads = [
+            threading.Thread(target=lambda t=t: answers.setdefault(t, post(server.url + "predict", {"inputs": t})))
+            for t in texts
+        ]
         for t in threads:
             t.start()
         for _ in range(1000):

@@ -1,5 +1,6 @@
 """What a deployment takes from a served checkpoint: the int8 engine (serve --int8) and the exported
 graph (bertology export), each against the Pipeline the server runs in fp32."""
+
 import numpy as np
 import pytest
 import torch
@@ -43,7 +44,9 @@ def test_exported_graph_equals_the_pipeline(checkpoints, tmp_path):
     from bertology.cli import main
 
     assert main(["export", str(checkpoints["classify"]), str(tmp_path / "onnx")]) == 0
-    assert (tmp_path / "onnx" / "tokenizer.json").read_bytes() == (checkpoints["classify"] / "tokenizer.json").read_bytes()
+    assert (tmp_path / "onnx" / "tokenizer.json").read_bytes() == (
+        checkpoints["classify"] / "tokenizer.json"
+    ).read_bytes()
     pipe = Engine.load(checkpoints["classify"]).pipeline
     examples = [Example(t, None, None, id=str(i)) for i, t in enumerate(TEXTS)]
     features = pipe.task.featurize(examples, pipe.tokenizer, pipe.max_length, None, pipe.stride)

@@ -1,6 +1,7 @@
 """The server left running: the API key (text-embeddings-inference's --api-key, 401 in its error shape,
 /health open), no anonymous server on a reachable address, and time limits for clients that stall
 (a slow request head or body, an answer left unread) also at SIGTERM."""
+
 import os
 import socket
 import time
@@ -22,15 +23,26 @@ def keyed(checkpoints):
         yield client
 
 
-@pytest.mark.parametrize("method,path,body", [
-    ("POST", "/embed", {"inputs": "a cat"}), ("POST", "/fill-mask", {"inputs": "a [MASK]"}),
-    ("POST", "/v1/embeddings", {"input": "a cat"}), ("POST", "/tokenize", {"inputs": "a"}),
-    ("POST", "/attention", {"inputs": "a"}), ("GET", "/info", None), ("GET", "/metrics", None),
-    ("POST", "/nowhere", {}),
-])
+@pytest.mark.parametrize(
+    "method,path,body",
+    [
+        ("POST", "/embed", {"inputs": "a cat"}),
+        ("POST", "/fill-mask", {"inputs": "a [MASK]"}),
+        ("POST", "/v1/embeddings", {"input": "a cat"}),
+        ("POST", "/tokenize", {"inputs": "a"}),
+        ("POST", "/attention", {"inputs": "a"}),
+        ("GET", "/info", None),
+        ("GET", "/metrics", None),
+        ("POST", "/nowhere", {}),
+    ],
+)
 def test_every_route_but_health_needs_the_key(keyed, method, path, body):
-    for headers, sent in (({}, False), ({"Authorization": "Bearer wrong"}, True), ({"Authorization": KEY}, True),
-                          ({"Authorization": f"Basic {KEY}"}, True)):
+    for headers, sent in (
+        ({}, False),
+        ({"Authorization": "Bearer wrong"}, True),
+        ({"Authorization": KEY}, True),
+        ({"Authorization": f"Basic {KEY}"}, True),
+    ):
         r = keyed.request(method, path, json=body, headers=headers)
         assert r.status_code == 401, (headers, r.text)
         assert r.headers["www-authenticate"].startswith("Bearer")
@@ -93,9 +105,11 @@ def raw(url: str, data: bytes, rcvbuf: int | None = None) -> socket.socket:
     return s
 
 
-_TEXT = b"{\"inputs\": \"" + b" ".join([b"the cat sat on the mat"] * 3) + b"\"}"
-ATTENTION = (b"POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-             b"Content-Length: %d\r\n\r\n" % len(_TEXT) + _TEXT)
+_TEXT = b'{"inputs": "' + b" ".join([b"the cat sat on the mat"] * 3) + b'"}'
+ATTENTION = (
+    b"POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: %d\r\n\r\n" % len(_TEXT) + _TEXT
+)
 
 
 def read_all(s: socket.socket, timeout: float) -> bytes:
@@ -134,8 +148,11 @@ def test_stalled_clients_are_cut_off_and_do_not_hold_sigterm(checkpoints):
         half_head = raw(server.url, b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: appl")
         answer = read_all(half_head, 30)
         assert answer.startswith(b"HTTP/1.1 408") and b'"error_type": "Timeout"' in answer
-        half_body = raw(server.url, b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                    b"Content-Length: 100\r\n\r\n{\"inputs\": ")
+        half_body = raw(
+            server.url,
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 100\r\n\r\n{"inputs": ',
+        )
         answer = read_all(half_body, 30)
         assert answer.startswith(b"HTTP/1.1 408") and b"did not arrive within --read-timeout 1s" in answer
         silent = raw(server.url, b"")
@@ -146,15 +163,22 @@ def test_stalled_clients_are_cut_off_and_do_not_hold_sigterm(checkpoints):
         time.sleep(6)  # past --write-timeout
         got = read_all(stalled, 10)
         assert 0 < got.count(b"HTTP/1.1 200") < 60  # cut off, not served in full
-        gone = raw(server.url, b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                               b"Content-Length: 100\r\n\r\n{\"inputs\": ")
+        gone = raw(
+            server.url,
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 100\r\n\r\n{"inputs": ',
+        )
         gone.close()  # a client that leaves mid-body
         assert main_is_healthy(server.url)
         assert server.terminate() == 0
     assert "Traceback" not in server.process.stdout.read()  # nothing above was a server error
-    with Server(checkpoints["mlm"], "--read-timeout", "600", "--write-timeout", "600", "--shutdown-grace", "1") as server:
-        hanging = raw(server.url, b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                  b"Content-Length: 100\r\n\r\n{")  # the body never comes
+    with Server(
+        checkpoints["mlm"], "--read-timeout", "600", "--write-timeout", "600", "--shutdown-grace", "1"
+    ) as server:
+        hanging = raw(
+            server.url,
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+        )  # the body never comes
         stalled = raw(server.url, ATTENTION * 60, rcvbuf=2048)
         time.sleep(1)
         started = time.monotonic()
@@ -167,5 +191,6 @@ def test_stalled_clients_are_cut_off_and_do_not_hold_sigterm(checkpoints):
 
 def main_is_healthy(url: str) -> bool:
     import urllib.request
+
     with urllib.request.urlopen(url + "health", timeout=30) as r:
         return r.status == 200

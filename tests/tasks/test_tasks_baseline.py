@@ -1,5 +1,6 @@
 """The bag-of-words baseline: helpers' known answers, the optimum equals scikit-learn's, and it
 scores well above chance (0.10) on the real Debian dev split."""
+
 from pathlib import Path
 
 import pytest

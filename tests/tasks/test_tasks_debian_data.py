@@ -1,5 +1,6 @@
 """data/debian-sections: balanced, deduplicated, disjoint splits, sections as its README says,
 and (where this machine has the same Debian index) rebuilt byte for byte."""
+
 import hashlib
 import importlib.util
 import re
@@ -14,8 +15,27 @@ from bertology.tasks.readers import read_table
 
 DIR = Path(__file__).resolve().parents[2] / "data" / "debian-sections"
 SPLITS = {"train": 175, "dev": 25, "test": 50}
-GIVEAWAY = {"python", "perl", "libs", "libdevel", "ruby", "java", "php", "haskell", "ocaml", "rust", "golang",
-            "javascript", "lisp", "doc", "debug", "oldlibs", "localization", "fonts", "kernel"}
+GIVEAWAY = {
+    "python",
+    "perl",
+    "libs",
+    "libdevel",
+    "ruby",
+    "java",
+    "php",
+    "haskell",
+    "ocaml",
+    "rust",
+    "golang",
+    "javascript",
+    "lisp",
+    "doc",
+    "debug",
+    "oldlibs",
+    "localization",
+    "fonts",
+    "kernel",
+}
 INDEX = Path("/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4")
 
 
@@ -55,8 +75,11 @@ def test_no_description_or_package_in_two_splits(tables):
     assert len(texts) == len(set(texts)) == 2500
     packages = {split: {r["package"] for r in t.rows} for split, t in tables.items()}
     assert sum(map(len, packages.values())) == 2500
-    assert not (packages["train"] & packages["dev"] or packages["train"] & packages["test"]
-                or packages["dev"] & packages["test"])
+    assert not (
+        packages["train"] & packages["dev"]
+        or packages["train"] & packages["test"]
+        or packages["dev"] & packages["test"]
+    )
 
 
 def test_readme_counts_and_hashes_match_files():
@@ -70,7 +93,9 @@ def test_readme_counts_and_hashes_match_files():
 def test_build_helpers():
     b = build_module()
     assert b.parse_stanzas("Package: a\nSource: src (1.0)\nDescription: An editor\n long\n\nPackage: b\n") == [
-        {"Package": "a", "Source": "src (1.0)", "Description": "An editor"}, {"Package": "b"}]
+        {"Package": "a", "Source": "src (1.0)", "Description": "An editor"},
+        {"Package": "b"},
+    ]
     stanzas = [
         {"Package": "foo", "Section": "editors", "Description": "A text editor"},
         {"Package": "foo-data", "Source": "foo", "Section": "editors", "Description": "A text editor (data)"},
@@ -82,8 +107,10 @@ def test_build_helpers():
     got = b.candidates(stanzas)
     # sources in sorted order: bar keeps the (folded) description, foo loses its namesake's copy and
     # keeps two of the rest (MAX_PER_SOURCE); the transitional stub and the python section are dropped
-    assert got["editors"] == {"bar": [("bar", "a  TEXT editor")],
-                              "foo": [("foo-data", "A text editor (data)"), ("foo-extra", "A text editor (extra)")]}
+    assert got["editors"] == {
+        "bar": [("bar", "a  TEXT editor")],
+        "foo": [("foo-data", "A text editor (data)"), ("foo-extra", "A text editor (extra)")],
+    }
     assert all(not v for k, v in got.items() if k != "editors")
 
 
@@ -91,7 +118,6 @@ def test_build_helpers():
 def test_rebuild_is_byte_identical(tmp_path):
     if hashlib.sha256(INDEX.read_bytes()).hexdigest() not in (DIR / "README.md").read_text():
         pytest.skip("this machine's Debian index is not the one the dataset was built from")
-    subprocess.run([sys.executable, str(DIR / "build.py"), str(INDEX), str(tmp_path)], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, str(DIR / "build.py"), str(INDEX), str(tmp_path)], check=True, capture_output=True)
     for split in SPLITS:
         assert (tmp_path / f"{split}.tsv").read_bytes() == (DIR / f"{split}.tsv").read_bytes(), split

@@ -1,4 +1,5 @@
 """Every fine-tuning task trains and predicts with an ELECTRA discriminator (E ≠ H, no pooler)."""
+
 import math
 from pathlib import Path
 
@@ -11,10 +12,17 @@ from bertology.tasks.finetune import predict_examples
 from bertology.tasks.forward import model_inputs
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CASES = [("classify", FIXTURES / "swag.csv", dict(text_column="sent1", label_column="label"), "ElectraForSequenceClassification"),
-         ("tag", FIXTURES / "ner_bio.conll", {}, "ElectraForTokenClassification"),
-         ("qa", FIXTURES / "squad_v1.json", {}, "ElectraForQuestionAnswering"),
-         ("choice", FIXTURES / "choice.jsonl", {}, "ElectraForMultipleChoice")]
+CASES = [
+    (
+        "classify",
+        FIXTURES / "swag.csv",
+        dict(text_column="sent1", label_column="label"),
+        "ElectraForSequenceClassification",
+    ),
+    ("tag", FIXTURES / "ner_bio.conll", {}, "ElectraForTokenClassification"),
+    ("qa", FIXTURES / "squad_v1.json", {}, "ElectraForQuestionAnswering"),
+    ("choice", FIXTURES / "choice.jsonl", {}, "ElectraForMultipleChoice"),
+]
 
 
 @pytest.mark.parametrize("name, path, columns, architecture", CASES, ids=[c[0] for c in CASES])

@@ -1,4 +1,5 @@
 """EncoderBaseline: a frozen encoder's unit-length mean-pooled embeddings + the shared logistic regression."""
+
 import pytest
 import torch
 
@@ -10,8 +11,14 @@ from bertology.tasks.baseline import EncoderBaseline
 @pytest.fixture(scope="module")
 def encoder(minilm_tokenizer):
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=minilm_tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     return BertModel(config).eval()
 
 
@@ -30,8 +37,15 @@ def test_embeddings_are_the_unit_mean_over_real_tokens(encoder, minilm_tokenizer
 
 
 def test_fits_subsets_and_refuses_pairs(encoder, minilm_tokenizer):
-    train = [Example(t, label=label) for t, label in [("game", "games"), ("strategy game", "games"), ("xml parser", "libs"),
-                                              ("parsing library", "libs")]]
+    train = [
+        Example(t, label=label)
+        for t, label in [
+            ("game", "games"),
+            ("strategy game", "games"),
+            ("xml parser", "libs"),
+            ("parsing library", "libs"),
+        ]
+    ]
     baseline = EncoderBaseline(encoder, minilm_tokenizer, l2=1e-4).fit(train)
     assert baseline.score(train)["accuracy"] == 1.0  # four points in 32 dimensions are separable
     with pytest.raises(ValueError, match="pairs"):

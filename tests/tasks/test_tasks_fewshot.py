@@ -1,4 +1,5 @@
 """Few-sample fine-tuning options: --reinit-layers, --head-lr, --labels-per-class, --pooling checks."""
+
 import json
 
 import pytest
@@ -28,7 +29,9 @@ def test_reinit_changes_exactly_the_top_layers(family):
     layer = "backbone.layers." if family == "xlnet" else "backbone.encoder.layers."
     for name, value in before.items():
         top = name.startswith((layer + "1.", layer + "2.")) or name.startswith("backbone.pooler.")
-        weight_like = name.endswith("weight") and "norm" not in name  # biases and LayerNorms re-initialise to what they were
+        weight_like = (
+            name.endswith("weight") and "norm" not in name
+        )  # biases and LayerNorms re-initialise to what they were
         if top and weight_like:
             assert not torch.equal(value, after[name]), name
         elif not top:
@@ -50,8 +53,10 @@ def test_reinit_refuses_albert_shared_blocks_and_too_many_layers():
 def test_head_lr_splits_every_group_and_keeps_its_settings(tmp_path):
     model = _tiny("bert")
     head = head_parameters(model)
-    assert {n for n, p in model.named_parameters() if id(p) in head} == {"classifier.classifier.weight",
-                                                                          "classifier.classifier.bias"}
+    assert {n for n, p in model.named_parameters() if id(p) in head} == {
+        "classifier.classifier.weight",
+        "classifier.classifier.bias",
+    }
     groups = head_lr_groups(parameter_groups(model, 0.01), head, 3e-3)
     args = TrainingArguments(out_dir=str(tmp_path), steps=8, lr=1e-4, warmup_steps=4)
     trainer = Trainer(model, args, batches=None, objective=None, param_groups=groups)
@@ -82,7 +87,10 @@ def test_labels_per_class_trains_on_the_balanced_subset(tmp_path):
     assert summary["train_examples"] == 10
     assert summary["train_subset"] == {"labels_per_class": 5, "seed": 3, "indices": balanced_subset(labels, 5, 3)}
     assert summary["options"]["labels_per_class"] == 5
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["train_subset"]["indices"] == summary["train_subset"]["indices"]
+    assert (
+        json.loads((tmp_path / "out" / "summary.json").read_text())["train_subset"]["indices"]
+        == summary["train_subset"]["indices"]
+    )
 
 
 def test_options_that_do_not_fit_the_task_or_model_fail_before_writing(tmp_path):

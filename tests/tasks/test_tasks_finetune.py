@@ -1,4 +1,5 @@
 """The fine-tuning job end to end: it learns, it saves Hugging Face layout, predict / evaluate work."""
+
 import json
 import random
 
@@ -29,9 +30,20 @@ def _toy(path, n, seed):
 
 
 def _options(tmp_path, **kw):
-    base = dict(model="bert-tiny", tokenizer=TOKENIZER, task="classify", train=str(_toy(tmp_path / "train.tsv", 64, 0)),
-                dev=str(_toy(tmp_path / "dev.tsv", 32, 1)), out_dir=str(tmp_path / "out"), epochs=6, lr=2e-3,
-                batch_size=16, max_length=24, quiet=True, seed=0)
+    base = dict(
+        model="bert-tiny",
+        tokenizer=TOKENIZER,
+        task="classify",
+        train=str(_toy(tmp_path / "train.tsv", 64, 0)),
+        dev=str(_toy(tmp_path / "dev.tsv", 32, 1)),
+        out_dir=str(tmp_path / "out"),
+        epochs=6,
+        lr=2e-3,
+        batch_size=16,
+        max_length=24,
+        quiet=True,
+        seed=0,
+    )
     return FinetuneOptions(**{**base, **kw})
 
 
@@ -39,17 +51,24 @@ def _options(tmp_path, **kw):
 def test_a_tiny_model_learns_a_separable_task_and_saves_hf_layout(tmp_path):
     summary = finetune(_options(tmp_path))
     assert summary["dev"]["accuracy"] == 1.0 and summary["labels"] == ["animals", "money"]
-    losses = [r["loss"] for r in map(json.loads, (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+    losses = [
+        r["loss"] for r in map(json.loads, (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()) if "loss" in r
+    ]
     assert losses[-1] < losses[0] / 4
 
     pipe = bertology.Pipeline.load(tmp_path / "out")
     label, probability, _ = pipe("the tiger and the wolf near a fox")
     assert label == "animals" and probability > 0.5
-    assert [p.label for p in pipe(["the bank and the loan near a fund", "the sheep and the goat near a dog"])] == ["money", "animals"]
+    assert [p.label for p in pipe(["the bank and the loan near a fund", "the sheep and the goat near a dog"])] == [
+        "money",
+        "animals",
+    ]
 
     theirs = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "out").eval()
     assert theirs.config.id2label == {0: "animals", 1: "money"}
-    batch = pipe.tokenizer.encode_batch(["the cat and the dog", "market price of a share"], padding=True, return_tensors="pt")
+    batch = pipe.tokenizer.encode_batch(
+        ["the cat and the dog", "market price of a share"], padding=True, return_tensors="pt"
+    )
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
     with torch.no_grad():
         assert (theirs(**inputs).logits - pipe.model(**inputs).logits).abs().max() < 1e-5
@@ -58,13 +77,40 @@ def test_a_tiny_model_learns_a_separable_task_and_saves_hf_layout(tmp_path):
 @pytest.mark.integration
 def test_finetune_evaluate_predict_commands(tmp_path, capsys):
     o = _options(tmp_path)
-    args = ["finetune", "--model", "bert-tiny", "--tokenizer", TOKENIZER, "--task", "classify", "--train", o.train,
-            "--dev", o.dev, "--out", o.out_dir, "--epochs", "6", "--lr", "2e-3", "--batch-size", "16", "--max-length", "24", "--quiet"]
+    args = [
+        "finetune",
+        "--model",
+        "bert-tiny",
+        "--tokenizer",
+        TOKENIZER,
+        "--task",
+        "classify",
+        "--train",
+        o.train,
+        "--dev",
+        o.dev,
+        "--out",
+        o.out_dir,
+        "--epochs",
+        "6",
+        "--lr",
+        "2e-3",
+        "--batch-size",
+        "16",
+        "--max-length",
+        "24",
+        "--quiet",
+    ]
     assert main(args) == 0
     assert "best dev" in capsys.readouterr().out
     assert main(["evaluate", "--model", o.out_dir, "--data", o.dev]) == 0
     assert "accuracy                1.0000" in capsys.readouterr().out
-    assert main(["predict", "--model", o.out_dir, "the horse and the lion near a cat", "the stock and the bond near a bank"]) == 0
+    assert (
+        main(
+            ["predict", "--model", o.out_dir, "the horse and the lion near a cat", "the stock and the bond near a bank"]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("animals") and lines[1].startswith("money")
 
@@ -80,7 +126,9 @@ def test_from_a_pretrained_checkpoint_keeps_its_encoder(tmp_path):
     summary = finetune(_options(tmp_path, model=str(tmp_path / "pre"), tokenizer=None, epochs=1, lr=1e-9))
     tuned = bertology.load(tmp_path / "out")
     before = pretrained.backbone.encoder.layers[0].ffn.up.weight
-    assert (tuned.backbone.encoder.layers[0].ffn.up.weight - before).abs().max() < 1e-5  # lr ~0: the encoder came from the checkpoint
+    assert (
+        tuned.backbone.encoder.layers[0].ffn.up.weight - before
+    ).abs().max() < 1e-5  # lr ~0: the encoder came from the checkpoint
     assert summary["architecture"] == "BertForSequenceClassification"
 
 
@@ -95,18 +143,51 @@ def test_dev_labels_never_seen_in_training(tmp_path):
 def test_tagging_and_qa_train_from_the_cli(tmp_path, fixtures_dir):
     common = ["--model", "bert-tiny", "--tokenizer", TOKENIZER, "--epochs", "2", "--batch-size", "8", "--quiet"]
     ner = str(fixtures_dir / "ner_bio.conll")
-    assert main(["finetune", "--task", "tag", "--train", ner, "--dev", ner, "--out", str(tmp_path / "tag"), *common]) == 0
+    assert (
+        main(["finetune", "--task", "tag", "--train", ner, "--dev", ner, "--out", str(tmp_path / "tag"), *common]) == 0
+    )
     assert main(["predict", "--model", str(tmp_path / "tag"), "Angela Merkel visited Paris ."]) == 0
     squad = str(fixtures_dir / "squad_v1.json")
-    assert main(["finetune", "--task", "qa", "--train", squad, "--dev", squad, "--out", str(tmp_path / "qa"),
-                 "--max-length", "64", "--stride", "32", *common]) == 0
+    assert (
+        main(
+            [
+                "finetune",
+                "--task",
+                "qa",
+                "--train",
+                squad,
+                "--dev",
+                squad,
+                "--out",
+                str(tmp_path / "qa"),
+                "--max-length",
+                "64",
+                "--stride",
+                "32",
+                *common,
+            ]
+        )
+        == 0
+    )
     assert main(["evaluate", "--model", str(tmp_path / "qa"), "--data", squad]) == 0
 
 
 def test_squad_v2_models_keep_no_answer_after_loading(tmp_path, fixtures_dir):
     squad = str(fixtures_dir / "squad_v2.json")
-    finetune(FinetuneOptions(model="bert-tiny", tokenizer=TOKENIZER, task="qa", train=squad, out_dir=str(tmp_path / "qa"),
-                             epochs=1, batch_size=8, max_length=64, stride=32, quiet=True))
+    finetune(
+        FinetuneOptions(
+            model="bert-tiny",
+            tokenizer=TOKENIZER,
+            task="qa",
+            train=squad,
+            out_dir=str(tmp_path / "qa"),
+            epochs=1,
+            batch_size=8,
+            max_length=64,
+            stride=32,
+            quiet=True,
+        )
+    )
     assert bertology.Pipeline.load(tmp_path / "qa").task.allows_no_answer
 
 
@@ -114,10 +195,28 @@ def test_squad_v2_models_keep_no_answer_after_loading(tmp_path, fixtures_dir):
 def test_from_scratch_is_the_directory_architecture_with_fresh_weights(tmp_path):
     finetune(_options(tmp_path, epochs=1))
     trained = bertology.load(tmp_path / "out")
-    twin_a = finetune(_options(tmp_path, model=str(tmp_path / "out"), tokenizer=None, from_scratch=True, epochs=0.01,
-                               out_dir=str(tmp_path / "twin-a"), lr=1e-12))
-    twin_b = finetune(_options(tmp_path, model=str(tmp_path / "out"), tokenizer=None, from_scratch=True, epochs=0.01,
-                               out_dir=str(tmp_path / "twin-b"), lr=1e-12))
+    twin_a = finetune(
+        _options(
+            tmp_path,
+            model=str(tmp_path / "out"),
+            tokenizer=None,
+            from_scratch=True,
+            epochs=0.01,
+            out_dir=str(tmp_path / "twin-a"),
+            lr=1e-12,
+        )
+    )
+    twin_b = finetune(
+        _options(
+            tmp_path,
+            model=str(tmp_path / "out"),
+            tokenizer=None,
+            from_scratch=True,
+            epochs=0.01,
+            out_dir=str(tmp_path / "twin-b"),
+            lr=1e-12,
+        )
+    )
     a, b = bertology.load(tmp_path / "twin-a"), bertology.load(tmp_path / "twin-b")
     assert a.config.to_dict() == trained.config.to_dict() | {"architectures": a.config.to_dict()["architectures"]}
 

@@ -1,4 +1,5 @@
 """finetune_grid: the rate is chosen on mean dev score, the test score is that rate's mean ± std."""
+
 import json
 import statistics
 
@@ -14,7 +15,12 @@ def test_grid_chooses_on_dev_and_keeps_one_run(tmp_path):
     test = _toy(tmp_path / "test.tsv", 32, 2)
     result = finetune_grid(_options(tmp_path), str(test), lrs=(1e-7, 2e-3), seeds=(0, 1))
     assert result.lr == 2e-3  # 1e-7 cannot move a random model in a few steps
-    assert len(result.runs) == 4 and {(r["lr"], r["seed"]) for r in result.runs} == {(1e-7, 0), (1e-7, 1), (2e-3, 0), (2e-3, 1)}
+    assert len(result.runs) == 4 and {(r["lr"], r["seed"]) for r in result.runs} == {
+        (1e-7, 0),
+        (1e-7, 1),
+        (2e-3, 0),
+        (2e-3, 1),
+    }
     chosen = [r for r in result.runs if r["lr"] == 2e-3]
     assert result.test_mean == pytest.approx(statistics.fmean(r["test"] for r in chosen))
     assert result.test_std == pytest.approx(statistics.stdev(r["test"] for r in chosen))
@@ -37,9 +43,34 @@ def test_grid_from_the_command_line(tmp_path, capsys):
 
     o = _options(tmp_path)
     test = _toy(tmp_path / "test.tsv", 16, 3)
-    args = ["finetune", "--model", "bert-tiny", "--tokenizer", o.tokenizer, "--task", "classify", "--train", o.train,
-            "--dev", o.dev, "--test", str(test), "--out", str(tmp_path / "grid"), "--epochs", "1", "--max-length", "24",
-            "--batch-size", "16", "--grid", "2e-3", "--seeds", "0", "--quiet"]
+    args = [
+        "finetune",
+        "--model",
+        "bert-tiny",
+        "--tokenizer",
+        o.tokenizer,
+        "--task",
+        "classify",
+        "--train",
+        o.train,
+        "--dev",
+        o.dev,
+        "--test",
+        str(test),
+        "--out",
+        str(tmp_path / "grid"),
+        "--epochs",
+        "1",
+        "--max-length",
+        "24",
+        "--batch-size",
+        "16",
+        "--grid",
+        "2e-3",
+        "--seeds",
+        "0",
+        "--quiet",
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "chosen lr 0.002" in printed and "| 0.002 | 0 |" in printed
@@ -89,8 +120,10 @@ def test_ensemble_averages_probabilities_then_takes_the_argmax():
 
     labels = ["a", "b", "c"]
     examples = [Example("x", label="a"), Example("y", label="b")]
-    runs = [[[0.6, 0.4, 0.0], [0.1, 0.2, 0.7]],   # run 0 says a, c
-            [[0.0, 0.9, 0.1], [0.1, 0.5, 0.4]]]   # run 1 says b, b
+    runs = [
+        [[0.6, 0.4, 0.0], [0.1, 0.2, 0.7]],  # run 0 says a, c
+        [[0.0, 0.9, 0.1], [0.1, 0.5, 0.4]],
+    ]  # run 1 says b, b
     # means: item 0 (0.3, 0.65, 0.05) → b (no run's majority vote: a probability average); item 1 (0.1, 0.35, 0.55) → c
     predicted, accuracy = _ensemble(ClassifyTask(), runs, labels, examples)
     assert predicted == [1, 2] and accuracy == 0.0

@@ -1,4 +1,5 @@
 """Metric known answers (hand-computed) and parity with scikit-learn / scipy where installed."""
+
 import math
 import random
 

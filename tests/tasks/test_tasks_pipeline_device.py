@@ -1,5 +1,6 @@
 """Pipeline, `evaluate` and `predict` on a device: --device cpu is the default's output exactly, a GPU
 asked for and absent is one clear error before any work, and on a GPU the predictions are the CPU's."""
+
 import pytest
 import torch
 
@@ -18,8 +19,19 @@ def finetuned(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline-device")
     rows = ["text\tlabel"] + [f"{t}\t{['animals', 'money', 'money'][i]}" for i, t in enumerate(TEXTS)] * 4
     (root / "train.tsv").write_text("\n".join(rows) + "\n")
-    finetune(FinetuneOptions(model="bert-tiny", tokenizer=TOKENIZER, task="classify", train=str(root / "train.tsv"),
-                             out_dir=str(root / "out"), epochs=1, batch_size=4, max_length=16, quiet=True))
+    finetune(
+        FinetuneOptions(
+            model="bert-tiny",
+            tokenizer=TOKENIZER,
+            task="classify",
+            train=str(root / "train.tsv"),
+            out_dir=str(root / "out"),
+            epochs=1,
+            batch_size=4,
+            max_length=16,
+            quiet=True,
+        )
+    )
     return root
 
 

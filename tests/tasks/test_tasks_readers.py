@@ -1,4 +1,5 @@
 """CSV / TSV / JSON-lines readers: columns by name, quoting rules, file:line in every error."""
+
 import pytest
 
 from bertology.tasks.readers import file_format, read_table
@@ -14,14 +15,15 @@ def test_tsv_columns_lines_and_literal_quotes(tmp_path):
     path = write(tmp_path, "a.tsv", 'text\tlabel\n"quoted" start\tgames\n\nit\'s 5" wide\tnet\n')
     table = read_table(path)
     assert table.columns == ["text", "label"]
-    assert [r.values for r in table.rows] == [{"text": '"quoted" start', "label": "games"},
-                                              {"text": 'it\'s 5" wide', "label": "net"}]
+    assert [r.values for r in table.rows] == [
+        {"text": '"quoted" start', "label": "games"},
+        {"text": "it's 5\" wide", "label": "net"},
+    ]
     assert [r.where for r in table.rows] == [f"{path}:2", f"{path}:4"]  # the blank line 3 is skipped
 
 
 def test_csv_quoting_and_multiline_records(tmp_path):
-    path = write(tmp_path, "a.csv",
-                 'text,label\n"one, with comma",x\n"say ""hi""",y\n"two\nlines",z\nplain,w\n')
+    path = write(tmp_path, "a.csv", 'text,label\n"one, with comma",x\n"say ""hi""",y\n"two\nlines",z\nplain,w\n')
     rows = read_table(path).rows
     assert [r["text"] for r in rows] == ["one, with comma", 'say "hi"', "two\nlines", "plain"]
     assert [r.where.rsplit(":", 1)[1] for r in rows] == ["2", "3", "4", "6"]  # the record after a 2-line one

@@ -1,4 +1,5 @@
 """SQuAD reading and the official exact match / F1, on known answers."""
+
 import json
 
 import pytest
@@ -6,16 +7,19 @@ import pytest
 from bertology.tasks.squad import exact_match, f1, normalize_answer, read_squad, score
 
 
-@pytest.mark.parametrize("raw,norm", [
-    ("The Eiffel Tower", "eiffel tower"),              # case, article
-    ("  an   apple,  a  day!  ", "apple day"),          # punctuation, articles, whitespace
-    ("Theater", "theater"),                             # "the" only as a whole word
-    ("U.S.A.", "usa"),                                  # punctuation inside a word is removed, not a space
-    ("rock-and-roll", "rockandroll"),
-    ("A", ""),
-    ("Tab\tand\nnewline", "tab and newline"),
-    ("naïve café", "naïve café"),                       # only ASCII punctuation, accents kept
-])
+@pytest.mark.parametrize(
+    "raw,norm",
+    [
+        ("The Eiffel Tower", "eiffel tower"),  # case, article
+        ("  an   apple,  a  day!  ", "apple day"),  # punctuation, articles, whitespace
+        ("Theater", "theater"),  # "the" only as a whole word
+        ("U.S.A.", "usa"),  # punctuation inside a word is removed, not a space
+        ("rock-and-roll", "rockandroll"),
+        ("A", ""),
+        ("Tab\tand\nnewline", "tab and newline"),
+        ("naïve café", "naïve café"),  # only ASCII punctuation, accents kept
+    ],
+)
 def test_normalize(raw, norm):
     assert normalize_answer(raw) == norm
 
@@ -33,9 +37,9 @@ def test_exact_and_f1_known_values():
 
 def test_score_takes_the_best_gold_and_breaks_down_no_answers():
     golds = {
-        "q1": [{"text": "Denver Broncos"}, {"text": "the Broncos"}],   # best gold for "Broncos": the second
+        "q1": [{"text": "Denver Broncos"}, {"text": "the Broncos"}],  # best gold for "Broncos": the second
         "q2": [{"text": "1,230 kilometres"}],
-        "q3": [],                                                    # unanswerable
+        "q3": [],  # unanswerable
         "q4": [],
     }
     preds = {"q1": "Broncos", "q2": "about 1,230 kilometres", "q3": "", "q4": "Paris"}
@@ -62,8 +66,9 @@ def test_read_fixtures(fixtures_dir):
 
 def _write(tmp_path, qas, context="Paris is in France.", version="1.1"):
     p = tmp_path / "s.json"
-    p.write_text(json.dumps({"version": version, "data": [{"title": "t", "paragraphs": [
-        {"context": context, "qas": qas}]}]}))
+    p.write_text(
+        json.dumps({"version": version, "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]})
+    )
     return str(p)
 
 
@@ -78,7 +83,9 @@ def test_read_errors(tmp_path):
         qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 0}]}
         read_squad(_write(tmp_path, [qa, qa]))
     with pytest.raises(ValueError, match=r"'answer_start' must be int, got str"):
-        read_squad(_write(tmp_path, [{"id": "q1", "question": "W?", "answers": [{"text": "Paris", "answer_start": "0"}]}]))
+        read_squad(
+            _write(tmp_path, [{"id": "q1", "question": "W?", "answers": [{"text": "Paris", "answer_start": "0"}]}])
+        )
     p = tmp_path / "x.json"
     p.write_text("{not json")
     with pytest.raises(ValueError, match="x.json: not valid JSON"):

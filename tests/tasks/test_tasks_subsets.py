@@ -1,4 +1,5 @@
 """balanced_subset: deterministic, balanced, nested across sizes, and clear about a short class."""
+
 from collections import Counter
 
 import pytest

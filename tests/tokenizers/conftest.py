@@ -3,6 +3,7 @@
 The tokenizer files are the real all-MiniLM-L6-v2 one and small ones trained here by
 `tokenizers`; the reference libraries are test-only oracles, never runtime dependencies.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -27,10 +28,22 @@ LEE = GENSIM_DATA / "lee_background.cor"
 
 # Hard cases the real corpora do not cover well.
 TRICKY = [
-    "中文字 日本語のテキスト 한국어 텍스트", "emoji 🤗👍🏽 👨‍👩‍👧 ok", "Ünïcödé ÀÉÎ café naïve Ångström",
-    "ctrl\x00\x01\x0b\x0ctab\tnl\n\r\u200b\ufeffx\u0085y\u00a0z", "a" * 150, "supercalifragilistic" * 6,
-    "[MASK] hello[SEP]x [CLS]", "ΟΔΟΣ Σίσυφος", "İstanbul ﬁne ½", "e\u0301 combining", "   leading and trailing   ",
-    "", " ", "don't I'll you're 3.14 $5,000 --- ok?!", "tabs\t\tand\n\nnewlines", "\U0002B820\U0002B920",
+    "中文字 日本語のテキスト 한국어 텍스트",
+    "emoji 🤗👍🏽 👨‍👩‍👧 ok",
+    "Ünïcödé ÀÉÎ café naïve Ångström",
+    "ctrl\x00\x01\x0b\x0ctab\tnl\n\r\u200b\ufeffx\u0085y\u00a0z",
+    "a" * 150,
+    "supercalifragilistic" * 6,
+    "[MASK] hello[SEP]x [CLS]",
+    "ΟΔΟΣ Σίσυφος",
+    "İstanbul ﬁne ½",
+    "e\u0301 combining",
+    "   leading and trailing   ",
+    "",
+    " ",
+    "don't I'll you're 3.14 $5,000 --- ok?!",
+    "tabs\t\tand\n\nnewlines",
+    "\U0002b820\U0002b920",
 ]
 
 
@@ -77,15 +90,22 @@ def real_texts(enwiki_lines, russian_lines) -> list[str]:
 def bytelevel_bpe_json(tmp_path_factory) -> Path:
     """A byte-level BPE (RoBERTa-style) trained BY `tokenizers` on lee_background.cor (~360 KB)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=2000, min_frequency=2, show_progress=False,
-                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000,
+        min_frequency=2,
+        show_progress=False,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     text = LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines()
     tok.train_from_iterator(text, trainer)
-    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+    tok.post_processor = processors.RobertaProcessing(
+        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>"))
+    )
     path = tmp_path_factory.mktemp("bbpe") / "tokenizer.json"
     tok.save(str(path))
     return path
@@ -95,12 +115,17 @@ def bytelevel_bpe_json(tmp_path_factory) -> Path:
 def gpt2_bpe_json(tmp_path_factory) -> Path:
     """GPT-2 style byte-level BPE (no prefix space, ByteLevel post-processor), trained by `tokenizers`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=True)
-    trainer = trainers.BpeTrainer(vocab_size=1000, show_progress=False, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=1000,
+        show_progress=False,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(LEE.read_text(encoding="utf-8").splitlines(), trainer)
     path = tmp_path_factory.mktemp("gpt2") / "tokenizer.json"
     tok.save(str(path))
@@ -109,14 +134,21 @@ def gpt2_bpe_json(tmp_path_factory) -> Path:
 
 def encoding_fields(e) -> dict:
     """The fields both our Encoding and tokenizers.Encoding have, as plain lists."""
-    return {"ids": list(e.ids), "tokens": list(e.tokens), "offsets": [tuple(o) for o in e.offsets],
-            "word_ids": list(e.word_ids), "type_ids": list(e.type_ids),
-            "special_tokens_mask": list(e.special_tokens_mask), "attention_mask": list(e.attention_mask)}
+    return {
+        "ids": list(e.ids),
+        "tokens": list(e.tokens),
+        "offsets": [tuple(o) for o in e.offsets],
+        "word_ids": list(e.word_ids),
+        "type_ids": list(e.type_ids),
+        "special_tokens_mask": list(e.special_tokens_mask),
+        "attention_mask": list(e.attention_mask),
+    }
 
 
 @pytest.fixture(scope="session")
 def same_encoding():
     """Assert that our encoding equals the reference one, field by field, overflowing included."""
+
     def check(ours, ref, text=None, depth=0):
         a, b = encoding_fields(ours), encoding_fields(ref)
         for k in a:
@@ -126,5 +158,5 @@ def same_encoding():
         assert len(ours.overflowing) == len(ref.overflowing), f"overflow count differs for {text!r:.120}"
         for o, r in zip(ours.overflowing, ref.overflowing):
             check(o, r, text, 1)
-    return check
 
+    return check

@@ -1,4 +1,5 @@
 """BPE model: known answers, merge order, unknowns, and parity with `tokenizers.models.BPE`."""
+
 from __future__ import annotations
 
 import json
@@ -52,6 +53,7 @@ def test_matches_tokenizers_model(bytelevel_bpe_json, real_texts):
     ours = BPE.from_json(data)
     ref = M.BPE(data["vocab"], [tuple(m) for m in data["merges"]])
     from bertology.tokenizers.byte_level import to_byte_chars
+
     words = sorted({to_byte_chars(" " + w) for t in real_texts for w in t.split()})[:3000]
     for w in words:  # (the Rust model reports byte offsets, ours are chars: compare ids and values)
         assert [(t.id, t.value) for t in ours.tokenize(w)] == [(t.id, t.value) for t in ref.tokenize(w)], w

@@ -1,13 +1,13 @@
 """BPE trainer: known answers, the incremental loop against the recount-every-merge reference
 (bpe_trainer.reference_bpe), and parity with Hugging Face tokenizers' BpeTrainer on real text."""
+
 import collections
 import json
 from pathlib import Path
 
 import pytest
 
-from bertology.tokenizers.bpe_trainer import (
-    compute_alphabet, dedupe_merges, get_stats, merge, reference_bpe, train_bpe)
+from bertology.tokenizers.bpe_trainer import compute_alphabet, dedupe_merges, get_stats, merge, reference_bpe, train_bpe
 
 LEE = Path(__import__("gensim").__file__).parent / "test" / "test_data" / "lee_background.cor"
 
@@ -89,6 +89,7 @@ def test_errors():
 
 def hf_bpe(path, **kw):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.train([str(path)], trainers.BpeTrainer(show_progress=False, **kw))
@@ -97,11 +98,14 @@ def hf_bpe(path, **kw):
     return model["vocab"], merges
 
 
-@pytest.mark.parametrize("kw", [
-    dict(vocab_size=3000, min_frequency=2, special_tokens=["<unk>", "<s>"]),
-    dict(vocab_size=2000, min_frequency=0, limit_alphabet=40),
-    dict(vocab_size=1500, initial_alphabet=list("αβγ"), special_tokens=["[UNK]"]),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(vocab_size=3000, min_frequency=2, special_tokens=["<unk>", "<s>"]),
+        dict(vocab_size=2000, min_frequency=0, limit_alphabet=40),
+        dict(vocab_size=1500, initial_alphabet=list("αβγ"), special_tokens=["[UNK]"]),
+    ],
+)
 def test_parity_with_tokenizers_bpe_trainer(kw):
     vocab, merges = train_bpe(whitespace_counts(LEE.open(encoding="utf-8")), **kw)
     hv, hm = hf_bpe(LEE, **kw)
@@ -125,5 +129,6 @@ def test_parity_with_tokenizers_prefix_mode_up_to_hash_order():
 def test_docstring_examples():
     import doctest
     import bertology.tokenizers.bpe_trainer as mod
+
     result = doctest.testmod(mod)
     assert result.attempted >= 10 and result.failed == 0

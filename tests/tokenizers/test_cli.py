@@ -1,4 +1,5 @@
 """The `bertology tokenizer` commands, through the project's entry point and a bare harness."""
+
 import argparse
 import json
 from pathlib import Path
@@ -27,8 +28,12 @@ def run(argv):
 
 def test_train_then_encode(corpus, tmp_path, capsys):
     out = tmp_path / "tok"
-    assert run(["tokenizer", "train", "--family", "bert", "--vocab-size", "700", "--out", str(out),
-                "--quiet", str(corpus)]) == 0
+    assert (
+        run(
+            ["tokenizer", "train", "--family", "bert", "--vocab-size", "700", "--out", str(out), "--quiet", str(corpus)]
+        )
+        == 0
+    )
     assert capsys.readouterr().out == ""
     data = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
     assert data["model"]["type"] == "WordPiece" and len(data["model"]["vocab"]) == 700
@@ -40,6 +45,7 @@ def test_train_then_encode(corpus, tmp_path, capsys):
     ids = json.loads(printed[1].split(":", 1)[1])
     offsets = json.loads(printed[2].split(":", 1)[1])
     from tokenizers import Tokenizer as HF
+
     hf = HF.from_file(str(out / "tokenizer.json")).encode("the government", "said")
     assert tokens == hf.tokens and ids == hf.ids and offsets == [list(o) for o in hf.offsets]
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
@@ -47,8 +53,24 @@ def test_train_then_encode(corpus, tmp_path, capsys):
 
 def test_bytelevel_and_summary_line(corpus, tmp_path, capsys):
     out = tmp_path / "rob"
-    assert run(["tokenizer", "train", "--algorithm", "bytelevel-bpe", "--vocab-size", "400",
-                "--special-tokens", "<s>,<pad>,</s>,<unk>,<mask>", "--out", str(out), str(corpus)]) == 0
+    assert (
+        run(
+            [
+                "tokenizer",
+                "train",
+                "--algorithm",
+                "bytelevel-bpe",
+                "--vocab-size",
+                "400",
+                "--special-tokens",
+                "<s>,<pad>,</s>,<unk>,<mask>",
+                "--out",
+                str(out),
+                str(corpus),
+            ]
+        )
+        == 0
+    )
     assert "trained 400 tokens" in capsys.readouterr().out
     assert json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))["model"]["type"] == "BPE"
 
@@ -67,6 +89,18 @@ def test_project_entry_point_registers_the_command(corpus, tmp_path, capsys):
 
     assert "tokenizer" in project_cli.build_parser().format_help()
     out = tmp_path / "t"
-    code = project_cli.main(["tokenizer", "train", "--algorithm", "wordpiece", "--vocab-size", "500",
-                             "--quiet", "--out", str(out), str(corpus)])
+    code = project_cli.main(
+        [
+            "tokenizer",
+            "train",
+            "--algorithm",
+            "wordpiece",
+            "--vocab-size",
+            "500",
+            "--quiet",
+            "--out",
+            str(out),
+            str(corpus),
+        ]
+    )
     assert code == 0 and (out / "tokenizer.json").is_file()

@@ -1,4 +1,5 @@
 """Corpus reading and word counting: every fast path equals the pipeline's generic path."""
+
 import bz2
 import gzip
 import lzma
@@ -21,12 +22,19 @@ LEE = DATA / "lee_background.cor"
 def mixed_lines():
     """Real English plus the non-ASCII parts of a Wikipedia extract (Greek, accents, CJK, odd spaces)."""
     lines = LEE.read_text(encoding="utf-8").splitlines(keepends=True)[:60]
-    with bz2.open(DATA / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2", "rt",
-                  encoding="utf-8") as f:
+    with bz2.open(
+        DATA / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2", "rt", encoding="utf-8"
+    ) as f:
         wiki = [next(f) for _ in range(6000)]
     lines += [line for line in wiki if not line.isascii()][:400]
-    lines += ["  leading and trailing  \n", "tab\tsep\x1cfile-sep\x00nul\n", "\u00a0nbsp\u3000ideo",
-              "Café naïve 北京大学 ﬁ ½ ῾A\n", "\n", ""]
+    lines += [
+        "  leading and trailing  \n",
+        "tab\tsep\x1cfile-sep\x00nul\n",
+        "\u00a0nbsp\u3000ideo",
+        "Café naïve 北京大学 ﬁ ½ ῾A\n",
+        "\n",
+        "",
+    ]
     return lines
 
 
@@ -41,13 +49,17 @@ def reference_counts(lines, normalizer, pre_tokenizer):
 PIPELINES = {
     "bert": lambda: (normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()),
     "bert-cased": lambda: (normalizers.BertNormalizer(lowercase=False), pre_tokenizers.BertPreTokenizer()),
-    "whitespace-nfkc": lambda: (normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
-                                pre_tokenizers.Whitespace()),
+    "whitespace-nfkc": lambda: (
+        normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
+        pre_tokenizers.Whitespace(),
+    ),
     "whitespace-split": lambda: (None, pre_tokenizers.WhitespaceSplit()),
     "bytelevel": lambda: (None, pre_tokenizers.ByteLevel(add_prefix_space=False)),
     "bytelevel-prefix": lambda: (None, pre_tokenizers.ByteLevel(add_prefix_space=True)),
-    "metaspace": lambda: (normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
-                          pre_tokenizers.Metaspace()),
+    "metaspace": lambda: (
+        normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
+        pre_tokenizers.Metaspace(),
+    ),
     "metaspace-never": lambda: (None, pre_tokenizers.Metaspace(prepend_scheme="never")),
     "generic": lambda: (normalizers.Replace("  ", " "), pre_tokenizers.Digits(individual_digits=True)),
 }
@@ -140,8 +152,13 @@ def write_all_forms(tmp_path, data: bytes, stem: str = "corpus.txt") -> dict[str
 
 
 def test_compression_is_chosen_by_extension_only(tmp_path):
-    assert [corpus.compression(n) for n in ("a.gz", "a.txt.XZ", "a.bz2", "a.txt", "gz")] == \
-        ["gzip", "xz", "bz2", None, None]
+    assert [corpus.compression(n) for n in ("a.gz", "a.txt.XZ", "a.bz2", "a.txt", "gz")] == [
+        "gzip",
+        "xz",
+        "bz2",
+        None,
+        None,
+    ]
     p = tmp_path / "looks-gzipped.txt"  # gzip bytes under a plain name are read as they are
     p.write_bytes(gzip.compress(b"hello\n"))
     assert next(iter_lines(p, errors="replace")).startswith("\x1f\ufffd")  # the gzip magic, undecoded
@@ -156,6 +173,7 @@ def test_compressed_corpus_reads_and_trains_like_plain(tmp_path, mixed_lines):
     norm, pre = PIPELINES["bert"]()
     counts = count_words_in_files([forms[""]], norm, pre, workers=1)
     from bertology.tokenizers import train
+
     tok = train(files=[forms[""]], family="bert", vocab_size=400, show_progress=False).to_str()
     for ext in COMPRESSORS:
         assert list(iter_lines(forms[ext])) == plain_lines, ext
@@ -203,7 +221,8 @@ def test_corrupt_gzip_body_names_the_file(tmp_path):
 def test_undecodable_bytes_in_compressed_file_name_file_and_decompressed_offset(tmp_path):
     forms = write_all_forms(tmp_path, b"good line\n" * 3000 + b"ok \xff\xfe here\n", stem="bad.txt")
     for ext in COMPRESSORS:
-        with pytest.raises(CorpusError, match=re.escape(f"{forms[ext]}: decompressed byte offset 30003: "
-                                                        "invalid UTF-8")):
+        with pytest.raises(
+            CorpusError, match=re.escape(f"{forms[ext]}: decompressed byte offset 30003: invalid UTF-8")
+        ):
             list(iter_lines(forms[ext]))
         assert list(iter_lines(forms[ext], errors="replace"))[-1] == "ok \ufffd\ufffd here\n"

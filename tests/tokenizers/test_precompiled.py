@@ -1,4 +1,5 @@
 """Precompiled (SentencePiece charsmap) normalizer: parsing, matching, parity with tokenizers."""
+
 import base64
 
 import pytest
@@ -51,6 +52,7 @@ def test_json_round_trip(charsmap):
 
 def test_normalize_str_equals_tokenizers(charsmap):
     from tokenizers import normalizers
+
     ref = normalizers.Precompiled(charsmap)
     ours = Precompiled(charsmap)
     texts = wiki_lines(0, 150) + RUSSIAN + HARD + ["e\u0301\u0301 a\u0308bc ﬃ ① Ⅻ ｶﾞ ＡＢＣ \u200b\u200dx ǆ"]
@@ -63,6 +65,7 @@ def test_offsets_equal_tokenizers(charsmap):
     from tokenizers import Tokenizer as HFTokenizer, models, normalizers
     from bertology.tokenizers import Tokenizer
     from bertology.tokenizers.unigram import Unigram
+
     texts = ["ﬁne ＡＢＣ① café cafe\u0301 ½ ㎏ ™", "Ünïcödé ǅ ß ﬀ", "a\u3000b\u00a0c\u200bd", RUSSIAN[0]]
     chars = sorted({c for t in texts for c in Precompiled(charsmap).normalize_str(t)})
     vocab = [("<unk>", 0.0)] + [(c, -1.0) for c in chars]

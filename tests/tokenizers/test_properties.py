@@ -1,5 +1,6 @@
 """Property tests on arbitrary Unicode: nothing raises, offsets stay inside the input,
 byte-level BPE decodes back to exactly the input."""
+
 from __future__ import annotations
 
 import pytest
@@ -75,6 +76,7 @@ _REFS = {}
 
 def _ref(path):
     import tokenizers
+
     if path not in _REFS:
         _REFS[path] = tokenizers.Tokenizer.from_file(path)
     return _REFS[path]

@@ -1,5 +1,6 @@
 """SentencePiece .model reader and spm_spec() (what Tokenizer.load builds from a .model): ids equal
 SentencePieceProcessor.encode."""
+
 import pytest
 import sentencepiece as spm
 
@@ -8,17 +9,33 @@ from bertology.tokenizers.sentencepiece_model import SentencePieceNormalizer, pa
 from test_unigram import GENSIM_DATA, wiki_lines
 
 RUSSIAN = (GENSIM_DATA / "crime-and-punishment.txt").read_text(encoding="utf-8").splitlines()
-HARD = ["  Hello\t\tworld  ", "ﬁne ＡＢＣ① café cafe\u0301 naïve", "漢字テスト、カタカナとひらがな。",
-        "☃☃ snow☃man ☃", "", "   ", "a\u3000b\u00a0c", "<s> hi </s> <unk>", "tab\tnew\nline",
-        "Ünïcödé ǅ ß ﬀ ½ ㎏ ™", "Привет, мир!  Как   дела?"]
+HARD = [
+    "  Hello\t\tworld  ",
+    "ﬁne ＡＢＣ① café cafe\u0301 naïve",
+    "漢字テスト、カタカナとひらがな。",
+    "☃☃ snow☃man ☃",
+    "",
+    "   ",
+    "a\u3000b\u00a0c",
+    "<s> hi </s> <unk>",
+    "tab\tnew\nline",
+    "Ünïcödé ǅ ß ﬀ ½ ㎏ ™",
+    "Привет, мир!  Как   дела?",
+]
 
 
 def train_spm(tmp_path, name, **kw):
     corpus = tmp_path / "corpus.txt"
     if not corpus.exists():
         corpus.write_text("\n".join(wiki_lines(0, 300) + RUSSIAN + HARD), encoding="utf-8")
-    args = dict(input=str(corpus), model_prefix=str(tmp_path / name), vocab_size=1500,
-                model_type="unigram", minloglevel=2, num_threads=2)
+    args = dict(
+        input=str(corpus),
+        model_prefix=str(tmp_path / name),
+        vocab_size=1500,
+        model_type="unigram",
+        minloglevel=2,
+        num_threads=2,
+    )
     args.update(kw)
     spm.SentencePieceTrainer.train(**args)
     return tmp_path / f"{name}.model"
@@ -27,10 +44,13 @@ def train_spm(tmp_path, name, **kw):
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("spm")
-    return {"nfkc": train_spm(d, "nfkc"),
-            "bytes": train_spm(d, "bytes", byte_fallback=True, pad_id=3, unk_piece="[UNK]",
-                               character_coverage=0.98, vocab_size=1200),
-            "bpe": train_spm(d, "bpe", model_type="bpe", vocab_size=800)}
+    return {
+        "nfkc": train_spm(d, "nfkc"),
+        "bytes": train_spm(
+            d, "bytes", byte_fallback=True, pad_id=3, unk_piece="[UNK]", character_coverage=0.98, vocab_size=1200
+        ),
+        "bpe": train_spm(d, "bpe", model_type="bpe", vocab_size=800),
+    }
 
 
 def test_pieces_and_specs_equal_sentencepiece(models):
@@ -66,8 +86,9 @@ def test_normalizer_equals_sentencepiece_normalize(models):
     sp = spm.SentencePieceProcessor(model_file=str(models["nfkc"]))
     m = read_model(models["nfkc"])
     ns = m.normalizer_spec
-    norm = SentencePieceNormalizer(ns.precompiled_charsmap, ns.add_dummy_prefix,
-                                   ns.remove_extra_whitespaces, ns.escape_whitespaces)
+    norm = SentencePieceNormalizer(
+        ns.precompiled_charsmap, ns.add_dummy_prefix, ns.remove_extra_whitespaces, ns.escape_whitespaces
+    )
     for t in HARD + RUSSIAN[:20] + wiki_lines(100, 50):
         assert norm.normalize_str(t) == sp.normalize(t), t
 

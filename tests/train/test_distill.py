@@ -1,5 +1,6 @@
 """Distillation: the student's initial layers, the loss terms by hand, a student that learns its
 teacher faster than MLM alone, exact resume, Hugging Face loading, and the mistakes."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def corpus(tmp_path_factory):
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
     path = tmp_path_factory.mktemp("distill") / "corpus.txt"
-    path.write_text(text[:text.index("\n\n", 400_000) + 1], encoding="utf-8")
+    path.write_text(text[: text.index("\n\n", 400_000) + 1], encoding="utf-8")
     return path
 
 
@@ -30,9 +31,39 @@ def corpus(tmp_path_factory):
 def teacher_dir(corpus):
     """A 4-layer BERT pretrained for a few steps: it has an MLM head and opinions of its own."""
     out = corpus.parent / "teacher"
-    assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(corpus), "--out", str(out),
-                 "--vocab-size", "1500", "--steps", "40", "--batch-size", "16", "--seq-len", "32", "--lr", "3e-3",
-                 "--heldout", "2", "--dupe-factor", "1", "--quiet", "--seed", "1"]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "bert",
+                "--preset",
+                "tiny",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(out),
+                "--vocab-size",
+                "1500",
+                "--steps",
+                "40",
+                "--batch-size",
+                "16",
+                "--seq-len",
+                "32",
+                "--lr",
+                "3e-3",
+                "--heldout",
+                "2",
+                "--dupe-factor",
+                "1",
+                "--quiet",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )
     config = json.loads((out / "config.json").read_text())
     assert config["num_hidden_layers"] == 2
     return out
@@ -66,11 +97,14 @@ def test_the_student_starts_as_a_copy_of_the_teachers_layers():
     assert same_parameters(chosen.backbone.embeddings.token_type, teacher.backbone.embeddings.token_type)
 
 
-@pytest.mark.parametrize("layers, student, message", [
-    ([0, 12], "distilbert", "the teacher has layers 0..11"),
-    ([3, 2], "distilbert", "must be increasing"),
-    (None, "roberta", "a bert teacher gives a distilbert or bert student"),
-])
+@pytest.mark.parametrize(
+    "layers, student, message",
+    [
+        ([0, 12], "distilbert", "the teacher has layers 0..11"),
+        ([3, 2], "distilbert", "must be increasing"),
+        (None, "roberta", "a bert teacher gives a distilbert or bert student"),
+    ],
+)
 def test_bad_student_requests_are_named(layers, student, message):
     teacher = BertModel(BertConfig.preset("tiny", vocab_size=50, num_hidden_layers=12))
     with pytest.raises(ValueError, match=message):
@@ -98,7 +132,7 @@ def test_each_loss_term_equals_its_formula():
         masked, real = labels != -100, attention.bool()
         z_t, z_s = teacher.mlm(h_t)[0][masked], student.mlm(h_s)[0][masked]  # (2, V)
         p, q = (z_t / T).softmax(-1), (z_s / T).softmax(-1)
-        ce = T ** 2 * (p * (p.log() - q.log())).sum() / 2  # "batchmean" over the 2 masked rows
+        ce = T**2 * (p * (p.log() - q.log())).sum() / 2  # "batchmean" over the 2 masked rows
         mlm = -(z_s.log_softmax(-1)[torch.arange(2), labels[masked]]).mean()
         cos = (1 - (h_s[real] * h_t[real]).sum(-1) / (h_s[real].norm(dim=-1) * h_t[real].norm(dim=-1))).mean()
         mse = ((z_s - z_t) ** 2).sum() / 2
@@ -125,8 +159,20 @@ def test_a_teacher_without_an_mlm_head_teaches_through_its_hidden_states():
 
 
 def _options(teacher_dir, corpus, out, **kw):
-    base = dict(teacher=str(teacher_dir), corpus=[str(corpus)], out_dir=str(out), steps=24, batch_size=16, seq_len=32,
-                warmup=2, heldout=2, log_every=1, quiet=True, teacher_precision="fp32", lr=1e-3)
+    base = dict(
+        teacher=str(teacher_dir),
+        corpus=[str(corpus)],
+        out_dir=str(out),
+        steps=24,
+        batch_size=16,
+        seq_len=32,
+        warmup=2,
+        heldout=2,
+        log_every=1,
+        quiet=True,
+        teacher_precision="fp32",
+        lr=1e-3,
+    )
     return DistillOptions(**{**base, **kw})
 
 
@@ -138,11 +184,21 @@ def test_the_teacher_is_learnt_faster_than_by_mlm_alone(teacher_dir, corpus, tmp
     from bertology.data import build_instances
     from bertology.tokenizers import Tokenizer
 
-    store = build_instances([str(corpus)], Tokenizer.load(teacher_dir / "tokenizer.json"), "distilbert",
-                            max_seq_length=32, objective="mlm", packing="full-sentences", masking="dynamic", seed=7)
+    store = build_instances(
+        [str(corpus)],
+        Tokenizer.load(teacher_dir / "tokenizer.json"),
+        "distilbert",
+        max_seq_length=32,
+        objective="mlm",
+        packing="full-sentences",
+        masking="dynamic",
+        seed=7,
+    )
     batches = [store.batch(i, 16) for i in range(4)]
-    kl = {name: evaluate_student(load(tmp_path / name), teacher, batches)["kl_to_teacher"]
-          for name in ("distilled", "alone")}
+    kl = {
+        name: evaluate_student(load(tmp_path / name), teacher, batches)["kl_to_teacher"]
+        for name in ("distilled", "alone")
+    }
     assert kl["distilled"] < 0.8 * kl["alone"], kl
     assert distilled["parameters"] < distilled["teacher_parameters"] and alone["alphas"]["ce"] == 0.0
 
@@ -150,7 +206,9 @@ def test_the_teacher_is_learnt_faster_than_by_mlm_alone(teacher_dir, corpus, tmp
 @pytest.mark.integration
 def test_smoothed_masking_and_exact_resume(teacher_dir, corpus, tmp_path):
     full = distill(_options(teacher_dir, corpus, tmp_path / "full", masking="smoothed", steps=8))
-    assert distill(_options(teacher_dir, corpus, tmp_path / "split", masking="smoothed", steps=8, stop_at=3))["interrupted"]
+    assert distill(_options(teacher_dir, corpus, tmp_path / "split", masking="smoothed", steps=8, stop_at=3))[
+        "interrupted"
+    ]
     distill(_options(teacher_dir, corpus, tmp_path / "split", masking="smoothed", steps=8), resume=True)
 
     def losses(d):
@@ -162,8 +220,29 @@ def test_smoothed_masking_and_exact_resume(teacher_dir, corpus, tmp_path):
 
 def test_the_student_loads_in_transformers_with_the_same_logits(teacher_dir, corpus, tmp_path):
     transformers = pytest.importorskip("transformers")
-    assert main(["distill", "--teacher", str(teacher_dir), "--corpus", str(corpus), "--out", str(tmp_path / "s"),
-                 "--steps", "3", "--batch-size", "8", "--seq-len", "32", "--heldout", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "distill",
+                "--teacher",
+                str(teacher_dir),
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "s"),
+                "--steps",
+                "3",
+                "--batch-size",
+                "8",
+                "--seq-len",
+                "32",
+                "--heldout",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     ours = load(tmp_path / "s")
     theirs = transformers.DistilBertForMaskedLM.from_pretrained(tmp_path / "s").eval()
     ids = torch.randint(5, 1000, (2, 12))
@@ -171,14 +250,17 @@ def test_the_student_loads_in_transformers_with_the_same_logits(teacher_dir, cor
         assert (ours(ids).logits - theirs(ids).logits).abs().max() < 1e-4
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--temperature", "0"], "--temperature 0.0: must be > 0"),
-    (["--layers", "0,5"], "--layers 0,5: the teacher has layers 0..1"),
-    (["--layers", "1,0"], "must be increasing"),
-    (["--layers", "a,b"], "comma-separated layer numbers"),
-    (["--student", "roberta"], "a bert teacher gives a distilbert or bert student"),
-    (["--alpha-ce", "0", "--alpha-mlm", "0", "--alpha-cos", "0"], "nothing to learn from"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--temperature", "0"], "--temperature 0.0: must be > 0"),
+        (["--layers", "0,5"], "--layers 0,5: the teacher has layers 0..1"),
+        (["--layers", "1,0"], "must be increasing"),
+        (["--layers", "a,b"], "comma-separated layer numbers"),
+        (["--student", "roberta"], "a bert teacher gives a distilbert or bert student"),
+        (["--alpha-ce", "0", "--alpha-mlm", "0", "--alpha-cos", "0"], "nothing to learn from"),
+    ],
+)
 def test_mistakes_are_named_before_anything_is_written(teacher_dir, corpus, tmp_path, capsys, extra, message):
     args = ["distill", "--teacher", str(teacher_dir), "--corpus", str(corpus), "--out", str(tmp_path / "o"), *extra]
     assert main(args) == 2

@@ -4,6 +4,7 @@ uninterrupted one does, and a partial checkpoint is never taken for a complete o
 Every job that resumes: pretraining (MLM, and XLNet's permutation LM with its memory), distillation and
 fine-tuning. `make test` runs a few trials per job; the slow suite runs 20 (DESIGN: exact resume, atomic writes).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,11 +43,31 @@ def inputs(tmp_path_factory):
     """A 150 kB slice of data/wiki.txt, a WordPiece tokenizer for it, and a small labelled task."""
     d = tmp_path_factory.mktemp("fault")
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    (d / "corpus.txt").write_text(text[:text.index("\n\n", 150_000) + 1], encoding="utf-8")
-    finish("tokenizer", "train", "--family", "bert", "--vocab-size", "800", "--out", str(d / "tok"), "--quiet",
-           str(d / "corpus.txt"))
-    finish("tokenizer", "train", "--family", "xlnet", "--vocab-size", "800", "--out", str(d / "xlnet-tok"), "--quiet",
-           str(d / "corpus.txt"))
+    (d / "corpus.txt").write_text(text[: text.index("\n\n", 150_000) + 1], encoding="utf-8")
+    finish(
+        "tokenizer",
+        "train",
+        "--family",
+        "bert",
+        "--vocab-size",
+        "800",
+        "--out",
+        str(d / "tok"),
+        "--quiet",
+        str(d / "corpus.txt"),
+    )
+    finish(
+        "tokenizer",
+        "train",
+        "--family",
+        "xlnet",
+        "--vocab-size",
+        "800",
+        "--out",
+        str(d / "xlnet-tok"),
+        "--quiet",
+        str(d / "corpus.txt"),
+    )
     rows = (ROOT / "data" / "debian-sections" / "train.tsv").read_text(encoding="utf-8").splitlines()
     (d / "train.tsv").write_text("\n".join([rows[0]] + rows[1::10]) + "\n", encoding="utf-8")  # every section
     (d / "dev.tsv").write_text("\n".join([rows[0]] + rows[5::40]) + "\n", encoding="utf-8")
@@ -57,29 +78,134 @@ def inputs(tmp_path_factory):
 
 
 def pretrain_args(d: Path, out: Path) -> list[str]:
-    return ["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(d / "corpus.txt"), "--tokenizer",
-            str(d / "tok"), "--out", str(out), "--steps", "14", "--batch-size", "8", "--seq-len", "32", "--warmup", "2",
-            "--log-every", "1", "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--dupe-factor", "1",
-            "--quiet"]
+    return [
+        "pretrain",
+        "--family",
+        "bert",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(d / "corpus.txt"),
+        "--tokenizer",
+        str(d / "tok"),
+        "--out",
+        str(out),
+        "--steps",
+        "14",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "2",
+        "--log-every",
+        "1",
+        "--save-every",
+        "1",
+        "--keep-last",
+        "2",
+        "--heldout",
+        "3",
+        "--dupe-factor",
+        "1",
+        "--quiet",
+    ]
 
 
 def xlnet_args(d: Path, out: Path) -> list[str]:
     """XLNet's permutation LM: memory carried between steps and saved with each checkpoint (mems.safetensors)."""
-    return ["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(d / "corpus.txt"), "--tokenizer",
-            str(d / "xlnet-tok"), "--out", str(out), "--steps", "14", "--batch-size", "4", "--seq-len", "32",
-            "--warmup", "2", "--log-every", "1", "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--quiet"]
+    return [
+        "pretrain",
+        "--family",
+        "xlnet",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(d / "corpus.txt"),
+        "--tokenizer",
+        str(d / "xlnet-tok"),
+        "--out",
+        str(out),
+        "--steps",
+        "14",
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "2",
+        "--log-every",
+        "1",
+        "--save-every",
+        "1",
+        "--keep-last",
+        "2",
+        "--heldout",
+        "3",
+        "--quiet",
+    ]
 
 
 def distill_args(d: Path, out: Path) -> list[str]:
-    return ["distill", "--teacher", str(d / "teacher"), "--corpus", str(d / "corpus.txt"), "--out", str(out),
-            "--steps", "14", "--batch-size", "8", "--seq-len", "32", "--warmup", "2", "--log-every", "1",
-            "--save-every", "1", "--keep-last", "2", "--heldout", "3", "--teacher-precision", "fp32", "--quiet"]
+    return [
+        "distill",
+        "--teacher",
+        str(d / "teacher"),
+        "--corpus",
+        str(d / "corpus.txt"),
+        "--out",
+        str(out),
+        "--steps",
+        "14",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "2",
+        "--log-every",
+        "1",
+        "--save-every",
+        "1",
+        "--keep-last",
+        "2",
+        "--heldout",
+        "3",
+        "--teacher-precision",
+        "fp32",
+        "--quiet",
+    ]
 
 
 def finetune_args(d: Path, out: Path) -> list[str]:
-    return ["finetune", "--model", "bert-tiny", "--tokenizer", str(d / "tok"), "--task", "classify", "--train",
-            str(d / "train.tsv"), "--dev", str(d / "dev.tsv"), "--out", str(out), "--epochs", "4", "--batch-size", "16",
-            "--max-length", "32", "--lr", "1e-3", "--log-every", "1", "--keep-checkpoints", "2", "--quiet"]
+    return [
+        "finetune",
+        "--model",
+        "bert-tiny",
+        "--tokenizer",
+        str(d / "tok"),
+        "--task",
+        "classify",
+        "--train",
+        str(d / "train.tsv"),
+        "--dev",
+        str(d / "dev.tsv"),
+        "--out",
+        str(out),
+        "--epochs",
+        "4",
+        "--batch-size",
+        "16",
+        "--max-length",
+        "32",
+        "--lr",
+        "1e-3",
+        "--log-every",
+        "1",
+        "--keep-checkpoints",
+        "2",
+        "--quiet",
+    ]
 
 
 def losses(out: Path) -> list[float]:
@@ -138,8 +264,11 @@ def test_distillation_survives_kill_9(inputs, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args_of", [pretrain_args, finetune_args, xlnet_args, distill_args],
-                         ids=["pretrain", "finetune", "xlnet", "distill"])
+@pytest.mark.parametrize(
+    "args_of",
+    [pretrain_args, finetune_args, xlnet_args, distill_args],
+    ids=["pretrain", "finetune", "xlnet", "distill"],
+)
 def test_twenty_kills(inputs, tmp_path, args_of):
     kill_and_resume(args_of, inputs, tmp_path, trials=20, seed=2)
 

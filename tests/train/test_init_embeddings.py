@@ -1,5 +1,6 @@
 """`pretrain --init-embeddings`: word vectors keyed by pieces copied into the token embedding
 (as they are, or scaled to the init's σ), pieces without a vector counted, bad files rejected before any write."""
+
 import json
 import warnings
 from pathlib import Path
@@ -83,8 +84,11 @@ def test_albert_wants_embedding_size_not_hidden(tmp_path):
     config = get_family("albert").preset("tiny", vocab_size=len(PIECES), pad_token_id=0, embedding_size=64)
     path = tmp_path / "v.txt"
     vectors(config.hidden_size).save(path)
-    with pytest.raises(ValueError, match=r"v.txt: its vectors have 128 dimensions but the albert token embedding "
-                                         r"has 64 \(embedding_size\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"v.txt: its vectors have 128 dimensions but the albert token embedding "
+        r"has 64 \(embedding_size\)",
+    ):
         read_init_vectors(path, config)
     vectors(64).save(path)
     assert read_init_vectors(path, config).vector_size == 64
@@ -100,12 +104,13 @@ def test_unknown_file_rejected(tmp_path):
 
 # -- through `bertology pretrain` ---------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp("init")
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
     corpus = d / "wiki-head.txt"
-    corpus.write_text(text[:text.index("\n\n", 150_000) + 1], encoding="utf-8")
+    corpus.write_text(text[: text.index("\n\n", 150_000) + 1], encoding="utf-8")
     tok = train_tokenizer([corpus], family="bert", vocab_size=600, show_progress=False, criterion="frequency")
     tok_path = tok.save(d / "tokenizer.json")
     pieces = [p for p, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])][5:500]  # no specials
@@ -116,9 +121,35 @@ def setup(tmp_path_factory):
 
 
 def _args(setup, out, *extra):
-    return ["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(setup["corpus"]), "--out", str(out),
-            "--tokenizer", str(setup["tokenizer"]), "--steps", "1", "--batch-size", "8", "--seq-len", "32",
-            "--warmup", "0", "--lr", "1e-9", "--heldout", "3", "--dupe-factor", "1", "--quiet", *extra]
+    return [
+        "pretrain",
+        "--family",
+        "bert",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(setup["corpus"]),
+        "--out",
+        str(out),
+        "--tokenizer",
+        str(setup["tokenizer"]),
+        "--steps",
+        "1",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "0",
+        "--lr",
+        "1e-9",
+        "--heldout",
+        "3",
+        "--dupe-factor",
+        "1",
+        "--quiet",
+        *extra,
+    ]
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """Sentence-level distillation: the loss terms by hand, the projection's shapes, a student that moves
 towards its teacher (held-out cosine), a reloadable output whose numbers the summary reports, exact
 resume, and the mistakes named before anything is written."""
+
 from __future__ import annotations
 
 import copy
@@ -28,6 +29,7 @@ CORPUS = ROOT / "data" / "debian-descriptions" / "descriptions.txt.xz"
 def corpus(tmp_path_factory):
     """The first 300 Debian descriptions, in the corpus's own format."""
     from bertology.data import iter_documents
+
     docs = []
     for doc in iter_documents(CORPUS):
         docs.append("\n".join(doc))
@@ -43,8 +45,16 @@ def teacher_dir(corpus):
     """A random 2-layer BERT with its own WordPiece: a teacher with the shapes of the real one."""
     tok = train([corpus], family="bert", vocab_size=400, show_progress=False)
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
-                                 intermediate_size=96, max_position_embeddings=64))
+    model = BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=96,
+            max_position_embeddings=64,
+        )
+    )
     out = corpus.parent / "teacher"
     model.save(out)
     tok.save(out / "tokenizer.json")
@@ -60,16 +70,37 @@ def student_tok(corpus):
 
 
 def _options(teacher_dir, corpus, student_tok, out, **kw):
-    base = dict(teacher=str(teacher_dir), corpus=[str(corpus)], out_dir=str(out), target="sentence",
-                tokenizer=str(student_tok), steps=20, batch_size=16, seq_len=32, lr=3e-3, warmup=0, heldout=30,
-                eval_batches=2, quiet=True, seed=1)
+    base = dict(
+        teacher=str(teacher_dir),
+        corpus=[str(corpus)],
+        out_dir=str(out),
+        target="sentence",
+        tokenizer=str(student_tok),
+        steps=20,
+        batch_size=16,
+        seq_len=32,
+        lr=3e-3,
+        warmup=0,
+        heldout=30,
+        eval_batches=2,
+        quiet=True,
+        seed=1,
+    )
     return DistillOptions(**{**base, **kw})
 
 
 def _student(vocab: int = 250, hidden: int = 32) -> BertModel:
     torch.manual_seed(1)
-    return BertModel(BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=64, max_position_embeddings=64))
+    return BertModel(
+        BertConfig(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
 
 
 def test_the_projection_maps_the_students_width_to_the_teachers():
@@ -98,8 +129,13 @@ def test_each_loss_term_equals_its_formula_and_vanishes_for_the_teachers_own_emb
     totals = objective.totals(batch)
     loss, metrics = objective(model, batch, totals)
     with torch.no_grad():
-        t = F.normalize(mean_pool(teacher(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state,
-                                  batch["attention_mask"]), dim=-1)
+        t = F.normalize(
+            mean_pool(
+                teacher(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state,
+                batch["attention_mask"],
+            ),
+            dim=-1,
+        )
         p = model.embed(batch)
     mse = ((p - t) ** 2).sum(-1).mean()
     cos = (1 - F.cosine_similarity(p, t, dim=-1)).mean()
@@ -124,8 +160,14 @@ def test_batches_are_a_pure_function_of_the_step(corpus, teacher_dir, student_to
     assert len(texts) == 270 and len(held) == 30 and not set(texts) & set(held) - {""}
 
     def make():
-        return SentenceBatches(texts, Tokenizer.load(Path(student_tok) / "tokenizer.json"),
-                               Tokenizer.load(teacher_dir / "tokenizer.json"), 16, 32, seed=3)
+        return SentenceBatches(
+            texts,
+            Tokenizer.load(Path(student_tok) / "tokenizer.json"),
+            Tokenizer.load(teacher_dir / "tokenizer.json"),
+            16,
+            32,
+            seed=3,
+        )
 
     a, b = make(), make()
     for step in (0, 5, 17, 40):  # 40 is in the third epoch
@@ -160,9 +202,10 @@ def test_the_student_moves_towards_its_teacher_and_reloads_as_reported(teacher_d
     cos, n = 0.0, 0
     with torch.no_grad():
         for i in range(2):
-            b = batches.encode(held[i * 16:(i + 1) * 16])
-            h = student(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                        token_type_ids=b["token_type_ids"]).last_hidden_state
+            b = batches.encode(held[i * 16 : (i + 1) * 16])
+            h = student(
+                input_ids=b["input_ids"], attention_mask=b["attention_mask"], token_type_ids=b["token_type_ids"]
+            ).last_hidden_state
             p = mean_pool(h, b["attention_mask"]) @ projection["weight"].T + projection["bias"]
             cos += float(F.cosine_similarity(p, objective.teacher_embedding(b), dim=-1).sum())
             n += len(p)
@@ -184,29 +227,62 @@ def test_exact_resume_with_the_projection_and_the_mlm_term(teacher_dir, corpus, 
     assert torch.equal(pa["weight"], pb["weight"])
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--layers", "0,1"], "--layers: for --target tokens"),
-    (["--alpha-ce", "1"], "--alpha-ce: for --target tokens"),
-    (["--preset", "nope"], "nope"),
-    (["--seq-len", "4000"], "--seq-len 4000 is longer than"),
-    (["--tokenizer", "/nonexistent/tok.json"], "/nonexistent/tok.json"),
-    (["--alpha-cos", "0", "--alpha-mse", "0"], "nothing to learn from"),
-    (["--heldout", "400"], "leaving none to train on"),
-])
-def test_mistakes_are_named_before_anything_is_written(teacher_dir, corpus, student_tok, tmp_path, capsys, extra, message):
-    args = ["distill", "--target", "sentence", "--teacher", str(teacher_dir), "--corpus", str(corpus),
-            "--tokenizer", str(student_tok), "--out", str(tmp_path / "o"), *extra]
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--layers", "0,1"], "--layers: for --target tokens"),
+        (["--alpha-ce", "1"], "--alpha-ce: for --target tokens"),
+        (["--preset", "nope"], "nope"),
+        (["--seq-len", "4000"], "--seq-len 4000 is longer than"),
+        (["--tokenizer", "/nonexistent/tok.json"], "/nonexistent/tok.json"),
+        (["--alpha-cos", "0", "--alpha-mse", "0"], "nothing to learn from"),
+        (["--heldout", "400"], "leaving none to train on"),
+    ],
+)
+def test_mistakes_are_named_before_anything_is_written(
+    teacher_dir, corpus, student_tok, tmp_path, capsys, extra, message
+):
+    args = [
+        "distill",
+        "--target",
+        "sentence",
+        "--teacher",
+        str(teacher_dir),
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(student_tok),
+        "--out",
+        str(tmp_path / "o"),
+        *extra,
+    ]
     assert main(args) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_token_options_are_refused_the_other_way_round(teacher_dir, corpus, tmp_path, capsys):
-    assert main(["distill", "--teacher", str(teacher_dir), "--corpus", str(corpus), "--out", str(tmp_path / "o"),
-                 "--preset", "tiny"]) == 2
+    assert (
+        main(
+            [
+                "distill",
+                "--teacher",
+                str(teacher_dir),
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "o"),
+                "--preset",
+                "tiny",
+            ]
+        )
+        == 2
+    )
     assert "--preset: for --target sentence" in capsys.readouterr().err
     assert DistillOptions(teacher="t", corpus=["c"], out_dir="o").alphas() == Alphas(ce=5.0, mlm=2.0, cos=1.0, mse=0.0)
-    assert DistillOptions(teacher="t", corpus=["c"], out_dir="o", target="sentence").alphas() == Alphas(0.0, 0.0, 1.0, 1.0)
+    assert DistillOptions(teacher="t", corpus=["c"], out_dir="o", target="sentence").alphas() == Alphas(
+        0.0, 0.0, 1.0, 1.0
+    )
 
 
 @pytest.mark.slow

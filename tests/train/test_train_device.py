@@ -1,6 +1,7 @@
 """The device of a training job: --device cpu is the default where there is no GPU, a GPU asked for
 and absent fails before anything is written, building batches ahead changes nothing; on a GPU
 (`gpu` marker), mixed precision trains like fp32, resume is exact and two GPUs equal one."""
+
 import json
 import os
 import subprocess
@@ -26,16 +27,57 @@ def corpus(tmp_path_factory):
     """A 150 kB slice of data/wiki.txt and a WordPiece tokenizer for it."""
     d = tmp_path_factory.mktemp("device")
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
-    (d / "corpus.txt").write_text(text[:text.index("\n\n", 150_000) + 1], encoding="utf-8")
-    assert main(["tokenizer", "train", "--family", "bert", "--vocab-size", "800", "--out", str(d / "tok"), "--quiet",
-                 str(d / "corpus.txt")]) == 0
+    (d / "corpus.txt").write_text(text[: text.index("\n\n", 150_000) + 1], encoding="utf-8")
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--family",
+                "bert",
+                "--vocab-size",
+                "800",
+                "--out",
+                str(d / "tok"),
+                "--quiet",
+                str(d / "corpus.txt"),
+            ]
+        )
+        == 0
+    )
     return d
 
 
 def _pretrain_args(d: Path, out: Path, *extra: str) -> list[str]:
-    return ["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(d / "corpus.txt"), "--tokenizer",
-            str(d / "tok"), "--out", str(out), "--steps", "4", "--batch-size", "8", "--seq-len", "32", "--warmup", "1",
-            "--log-every", "1", "--heldout", "3", "--dupe-factor", "1", "--quiet", *extra]
+    return [
+        "pretrain",
+        "--family",
+        "bert",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(d / "corpus.txt"),
+        "--tokenizer",
+        str(d / "tok"),
+        "--out",
+        str(out),
+        "--steps",
+        "4",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "1",
+        "--log-every",
+        "1",
+        "--heldout",
+        "3",
+        "--dupe-factor",
+        "1",
+        "--quiet",
+        *extra,
+    ]
 
 
 def _losses(out: Path) -> list[float]:
@@ -58,10 +100,30 @@ def test_a_gpu_asked_for_and_absent_fails_before_anything_is_written(corpus, tmp
     out = tmp_path / "out"
     args = {
         "pretrain": _pretrain_args(corpus, out),
-        "finetune": ["finetune", "--model", "bert-tiny", "--tokenizer", str(corpus / "tok"), "--task", "classify",
-                     "--train", str(ROOT / "data" / "debian-sections" / "train.tsv"), "--out", str(out), "--quiet"],
-        "distill": ["distill", "--teacher", str(tmp_path / "no-teacher"), "--corpus", str(corpus / "corpus.txt"),
-                    "--out", str(out), "--quiet"],
+        "finetune": [
+            "finetune",
+            "--model",
+            "bert-tiny",
+            "--tokenizer",
+            str(corpus / "tok"),
+            "--task",
+            "classify",
+            "--train",
+            str(ROOT / "data" / "debian-sections" / "train.tsv"),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        "distill": [
+            "distill",
+            "--teacher",
+            str(tmp_path / "no-teacher"),
+            "--corpus",
+            str(corpus / "corpus.txt"),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
     }[command]
     assert main(args + ["--device", "cuda"]) == 2
     assert "--device cuda: no CUDA GPU is available" in capsys.readouterr().err
@@ -69,8 +131,17 @@ def test_a_gpu_asked_for_and_absent_fails_before_anything_is_written(corpus, tmp
 
 
 def _run(tmp_path, device, steps=6, **kw):
-    args = TrainingArguments(out_dir=str(tmp_path), steps=steps, batch_size=8, lr=1e-3, warmup_steps=2, log_every=1,
-                             quiet=True, device=device, **kw)
+    args = TrainingArguments(
+        out_dir=str(tmp_path),
+        steps=steps,
+        batch_size=8,
+        lr=1e-3,
+        warmup_steps=2,
+        log_every=1,
+        quiet=True,
+        device=device,
+        **kw,
+    )
     trainer = Trainer(tiny_model(), args, synthetic_batches(), PretrainingObjective())
     trainer.train()
     return trainer
@@ -93,13 +164,18 @@ def test_a_run_says_the_share_of_time_outside_forward_and_backward(tmp_path, dev
 
 def test_a_precision_the_device_cannot_give_is_refused():
     with pytest.raises(ValueError, match="fp16 autocast with a gradient scaler is for CUDA"):
-        Trainer(tiny_model(), TrainingArguments(out_dir="x", steps=1, device="cpu", precision="fp16"),
-                synthetic_batches(), PretrainingObjective())
+        Trainer(
+            tiny_model(),
+            TrainingArguments(out_dir="x", steps=1, device="cpu", precision="fp16"),
+            synthetic_batches(),
+            PretrainingObjective(),
+        )
     with pytest.raises(ValueError, match="precision 'fp8'"):
         TrainingArguments(out_dir="x", steps=1, precision="fp8")
 
 
 # ---- on a GPU ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision, tolerance", [("bf16", 0.05), ("fp16", 0.25)])
@@ -109,8 +185,17 @@ def test_mixed_precision_trains_like_fp32(tmp_path, precision, tolerance):
     runs = {}
     for p in ("fp32", precision):
         model = tiny_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        args = TrainingArguments(out_dir=str(tmp_path / p), steps=20, batch_size=8, lr=1e-3, warmup_steps=2, log_every=1,
-                                 quiet=True, device="cuda", precision=p)
+        args = TrainingArguments(
+            out_dir=str(tmp_path / p),
+            steps=20,
+            batch_size=8,
+            lr=1e-3,
+            warmup_steps=2,
+            log_every=1,
+            quiet=True,
+            device="cuda",
+            precision=p,
+        )
         trainer = Trainer(model, args, synthetic_batches(fixed=True), PretrainingObjective())
         trainer.train()
         runs[p] = [r["loss"] for r in trainer.history if "loss" in r]
@@ -121,8 +206,12 @@ def test_mixed_precision_trains_like_fp32(tmp_path, precision, tolerance):
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_resume_on_the_gpu_is_bit_exact_with_deterministic_algorithms(tmp_path, precision):
-    result = subprocess.run([sys.executable, str(HERE / "resume_worker.py"), str(tmp_path), "cuda", precision],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(HERE / "resume_worker.py"), str(tmp_path), "cuda", precision],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     losses = json.loads(result.stdout.splitlines()[-1])
     assert losses["resumed"] == losses["full"]
@@ -137,10 +226,22 @@ def test_two_gpus_equal_one(tmp_path):
 
     steps = 4
     run_single(str(tmp_path / "single"), steps, "cuda")
-    env = {**os.environ, "OMP_NUM_THREADS": "1",  # the sources under test, then the worker's helpers
-           "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(HERE)]))}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(HERE / "ddp_worker.py"), str(tmp_path / "ddp"), str(steps), "cuda"]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",  # the sources under test, then the worker's helpers
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(HERE)])),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(HERE / "ddp_worker.py"),
+        str(tmp_path / "ddp"),
+        str(steps),
+        "cuda",
+    ]
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     single, ddp = (json.loads((tmp_path / d / "losses.json").read_text()) for d in ("single", "ddp"))

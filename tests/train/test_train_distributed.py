@@ -1,4 +1,5 @@
 """Two data-parallel processes (torchrun, gloo) equal one process with the same global batch."""
+
 import json
 import os
 import subprocess
@@ -20,10 +21,21 @@ HERE = Path(__file__).parent
 def test_two_processes_equal_one(tmp_path):
     steps = 4
     run_single(str(tmp_path / "single"), steps)
-    env = {**os.environ, "OMP_NUM_THREADS": "1",  # the sources under test, then the worker's helpers
-           "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(HERE)]))}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(HERE / "ddp_worker.py"), str(tmp_path / "ddp"), str(steps)]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",  # the sources under test, then the worker's helpers
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(HERE)])),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(HERE / "ddp_worker.py"),
+        str(tmp_path / "ddp"),
+        str(steps),
+    ]
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     single = json.loads((tmp_path / "single" / "losses.json").read_text())
@@ -45,11 +57,34 @@ def test_xlnet_memory_of_every_rank_reaches_the_checkpoint(tmp_path):
     from safetensors.torch import load_file
 
     corpus = wiki_head(tmp_path / "corpus.txt", 120_000)
-    args = ["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(corpus), "--vocab-size", "600",
-            "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--heldout", "2",
-            "--dropout", "0", "--quiet"]
+    args = [
+        "pretrain",
+        "--family",
+        "xlnet",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--vocab-size",
+        "600",
+        "--steps",
+        "3",
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "1",
+        "--heldout",
+        "2",
+        "--dropout",
+        "0",
+        "--quiet",
+    ]
     single_and_two_ranks(args, tmp_path)
-    a, b = (load_file(str(tmp_path / d / "checkpoints" / "step-00000003" / "mems.safetensors")) for d in ("single", "ddp"))
+    a, b = (
+        load_file(str(tmp_path / d / "checkpoints" / "step-00000003" / "mems.safetensors")) for d in ("single", "ddp")
+    )
     assert a.keys() == b.keys()
     for name in a:
         assert a[name].shape[1] == 4 and (b[name].abs().sum(-1) > 0).all(), name  # every row, from both ranks

@@ -1,5 +1,6 @@
 """ELECTRA's pretraining: the masker's choice, the objective's loss and gradients, accumulation, and
 the whole job from the CLI (resume, both directories, bad input)."""
+
 import json
 from pathlib import Path
 
@@ -45,7 +46,9 @@ def test_rtd_masking_is_electras_no_random_tokens_and_draws_keyed_by_step():
     assert a["replacement_draws"].shape == rows["input_ids"].shape
     b = _masker()(rows, seed=0, step=3, instances=None)
     c = _masker()(rows, seed=0, step=4, instances=None)
-    assert torch.equal(a["replacement_draws"], b["replacement_draws"]) and not torch.equal(a["input_ids"], c["input_ids"])
+    assert torch.equal(a["replacement_draws"], b["replacement_draws"]) and not torch.equal(
+        a["input_ids"], c["input_ids"]
+    )
 
 
 def test_sampling_inverts_the_softmax():
@@ -56,8 +59,15 @@ def test_sampling_inverts_the_softmax():
 
 
 def _pair(seed=0):
-    config = ElectraConfig.preset("tiny", vocab_size=99, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                                  embedding_size=16, max_position_embeddings=16)
+    config = ElectraConfig.preset(
+        "tiny",
+        vocab_size=99,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=64,
+        embedding_size=16,
+        max_position_embeddings=16,
+    )
     torch.manual_seed(seed)
     return set_dropout(ElectraPair(config, 0.5), 0.0)
 
@@ -96,6 +106,7 @@ def test_a_sample_equal_to_the_original_counts_as_original():
         logits = right.expand(int(masked.sum()), 99).clone()
         logits[torch.arange(len(logits)), batch["labels"][masked]] = 1e4
         return logits, torch.tensor(0.0, requires_grad=True)
+
     pair.generator.predict_tokens = certain
     objective = ReplacedTokenDetectionObjective()
     _, m = objective(pair, batch, objective.totals(batch))
@@ -117,15 +128,44 @@ def test_two_micro_batches_give_the_whole_batch_gradient():
 
 # ---- the job --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     return wiki_head(tmp_path_factory.mktemp("corpus") / "wiki-head.txt", 300_000)
 
 
 def _run(corpus, out, *extra):
-    return main(["pretrain", "--family", "electra", "--preset", "tiny", "--corpus", str(corpus), "--out", str(out),
-                 "--vocab-size", "1000", "--steps", "6", "--batch-size", "8", "--seq-len", "32", "--warmup", "2",
-                 "--log-every", "1", "--eval-every", "3", "--heldout", "3", "--quiet", *extra])
+    return main(
+        [
+            "pretrain",
+            "--family",
+            "electra",
+            "--preset",
+            "tiny",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            "--vocab-size",
+            "1000",
+            "--steps",
+            "6",
+            "--batch-size",
+            "8",
+            "--seq-len",
+            "32",
+            "--warmup",
+            "2",
+            "--log-every",
+            "1",
+            "--eval-every",
+            "3",
+            "--heldout",
+            "3",
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def _metrics(out):
@@ -152,17 +192,35 @@ def test_pretrain_saves_both_models_transformers_loads_and_resume_is_exact(corpu
 
 @pytest.mark.integration
 def test_bad_input_is_named_and_writes_nothing(corpus, tmp_path, capsys):
-    for args, message in ((["--generator-size", "0"], "--generator-size"), (["--generator-size", "1.5"], "--generator-size"),
-                          (["--objective", "mlm+nsp", "--packing", "pairs"], "electra has no mlm+nsp head")):
+    for args, message in (
+        (["--generator-size", "0"], "--generator-size"),
+        (["--generator-size", "1.5"], "--generator-size"),
+        (["--objective", "mlm+nsp", "--packing", "pairs"], "electra has no mlm+nsp head"),
+    ):
         assert _run(corpus, tmp_path / "x", *args) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "x").exists()
-    assert main(["pretrain", "--family", "bert", "--corpus", str(corpus), "--out", str(tmp_path / "y"),
-                 "--generator-size", "0.5"]) == 2
+    assert (
+        main(
+            [
+                "pretrain",
+                "--family",
+                "bert",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "y"),
+                "--generator-size",
+                "0.5",
+            ]
+        )
+        == 2
+    )
     assert "ELECTRA option" in capsys.readouterr().err and not (tmp_path / "y").exists()
     assert _run(corpus, tmp_path / "z", "--stop-at", "3") == 130
     checkpoint = sorted((tmp_path / "z" / "checkpoints").iterdir())[-1]
     import shutil
+
     shutil.rmtree(checkpoint / "generator")
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "z").rglob("*"))
     assert _run(corpus, tmp_path / "z", "--resume") == 2
@@ -174,9 +232,32 @@ def test_bad_input_is_named_and_writes_nothing(corpus, tmp_path, capsys):
 def test_two_processes_equal_one(corpus, tmp_path):
     """torchrun with two ranks: the same losses and final weights as one process (the generator's
     samples are drawn from the global batch's draws, whatever rank holds a row)."""
-    args = ["pretrain", "--family", "electra", "--preset", "tiny", "--corpus", str(corpus), "--vocab-size", "600",
-            "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--heldout", "2", "--log-every", "1",
-            "--dropout", "0", "--quiet"]
+    args = [
+        "pretrain",
+        "--family",
+        "electra",
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--vocab-size",
+        "600",
+        "--steps",
+        "3",
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "32",
+        "--warmup",
+        "1",
+        "--heldout",
+        "2",
+        "--log-every",
+        "1",
+        "--dropout",
+        "0",
+        "--quiet",
+    ]
     single_and_two_ranks(args, tmp_path)
     a, b = ([r["loss"] for r in _metrics(tmp_path / d) if "loss" in r] for d in ("single", "ddp"))
     assert len(a) == 3 and a == pytest.approx(b, abs=1e-4)

@@ -1,4 +1,5 @@
 """`bertology pretrain` end to end for the three recipes, on a slice of the shipped corpus."""
+
 import json
 from pathlib import Path
 
@@ -20,14 +21,42 @@ def corpus(tmp_path_factory):
     text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
     cut = text.index("\n\n", 600_000)
     path = tmp_path_factory.mktemp("corpus") / "wiki-head.txt"
-    path.write_text(text[:cut + 1], encoding="utf-8")
+    path.write_text(text[: cut + 1], encoding="utf-8")
     return path
 
 
 def _run(corpus, out, family, *extra):
-    args = ["pretrain", "--family", family, "--preset", "tiny", "--corpus", str(corpus), "--out", str(out),
-            "--vocab-size", "1500", "--steps", "6", "--batch-size", "8", "--seq-len", "64", "--warmup", "2",
-            "--log-every", "1", "--eval-every", "3", "--heldout", "3", "--dupe-factor", "2", "--quiet", *extra]
+    args = [
+        "pretrain",
+        "--family",
+        family,
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--vocab-size",
+        "1500",
+        "--steps",
+        "6",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "64",
+        "--warmup",
+        "2",
+        "--log-every",
+        "1",
+        "--eval-every",
+        "3",
+        "--heldout",
+        "3",
+        "--dupe-factor",
+        "2",
+        "--quiet",
+        *extra,
+    ]
     return main(args)
 
 
@@ -36,16 +65,19 @@ def _losses(out):
     return [r["loss"] for r in records if "loss" in r]
 
 
-@pytest.mark.parametrize("family,auto", [("bert", "AutoModelForPreTraining"), ("roberta", "AutoModelForMaskedLM"),
-                                         ("albert", "AutoModelForPreTraining")])
+@pytest.mark.parametrize(
+    "family,auto",
+    [("bert", "AutoModelForPreTraining"), ("roberta", "AutoModelForMaskedLM"), ("albert", "AutoModelForPreTraining")],
+)
 def test_pretrain_writes_a_model_both_libraries_load(corpus, tmp_path, family, auto, capsys):
     assert _run(corpus, tmp_path, family) == 0
     assert "held-out MLM accuracy" in capsys.readouterr().out
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["objective"] == {"bert": "mlm+nsp", "roberta": "mlm", "albert": "mlm+sop"}[family]
     assert len(_losses(tmp_path)) == 6
-    evals = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
-             if "eval/perplexity" in line]
+    evals = [
+        json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if "eval/perplexity" in line
+    ]
     assert [e["step"] for e in evals] == [3, 6]
 
     ours = bertology.load(tmp_path)
@@ -89,16 +121,44 @@ def test_compiled_blocks_train_like_eager_ones(corpus, tmp_path):
     assert _run(corpus, tmp_path / "eager", "roberta", "--dropout", "0", "--steps", "3") == 0
     assert _run(corpus, tmp_path / "compiled", "roberta", "--dropout", "0", "--steps", "3", "--compile") == 0
     assert _losses(tmp_path / "compiled") == pytest.approx(_losses(tmp_path / "eager"), rel=1e-3)
-    assert bertology.load(tmp_path / "compiled").state_dict().keys() == bertology.load(tmp_path / "eager").state_dict().keys()
+    assert (
+        bertology.load(tmp_path / "compiled").state_dict().keys()
+        == bertology.load(tmp_path / "eager").state_dict().keys()
+    )
 
 
 @pytest.mark.parametrize("family", ["bert", pytest.param("xlnet", marks=pytest.mark.slow)])
 def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
     """--time-budget: no step count given, the run stops once its minutes are spent (a step and an
     evaluation past them at most) and says how far it got."""
-    args = ["pretrain", "--family", family, "--preset", "tiny", "--corpus", str(corpus), "--out", str(tmp_path),
-            "--vocab-size", "1500", "--batch-size", "8", "--seq-len", "32", "--log-every", "1", "--eval-every", "5",
-            "--heldout", "3", "--dupe-factor", "1", "--quiet", "--time-budget", "0.05"]
+    args = [
+        "pretrain",
+        "--family",
+        family,
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(tmp_path),
+        "--vocab-size",
+        "1500",
+        "--batch-size",
+        "8",
+        "--seq-len",
+        "32",
+        "--log-every",
+        "1",
+        "--eval-every",
+        "5",
+        "--heldout",
+        "3",
+        "--dupe-factor",
+        "1",
+        "--quiet",
+        "--time-budget",
+        "0.05",
+    ]
     assert main(args) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -29,7 +29,9 @@ def test_token_counts_are_the_unmasked_text_and_skip_specials(tmp_path):
     text = "the cat sat on the mat.\nthe dog ran.\n\nbirds fly south.\nfish swim in the sea.\n\nthe end came.\nit was late.\n"
     corpus = tmp_path / "c.txt"
     corpus.write_text(text)
-    store = build_instances([corpus], tok, "bert", max_seq_length=32, seed=1, cache_dir=tmp_path / "cache", dupe_factor=1)
+    store = build_instances(
+        [corpus], tok, "bert", max_seq_length=32, seed=1, cache_dir=tmp_path / "cache", dupe_factor=1
+    )
     counts = store.token_counts(tok.vocab_size)
     special = set(store.special_ids.tolist())
     assert all(counts[i] == 0 for i in special)

@@ -80,8 +80,17 @@ class FakeClock:
 
 
 def budgeted_trainer(tmp_path, budget_s=10.0, tick=1.0, steps=NO_STEP_CAP, **kw):
-    args = TrainingArguments(out_dir=str(tmp_path), steps=steps, batch_size=4, lr=1.0, time_budget_s=budget_s,
-                             budget_warmup=0.2, max_grad_norm=None, log_every=1, **kw)
+    args = TrainingArguments(
+        out_dir=str(tmp_path),
+        steps=steps,
+        batch_size=4,
+        lr=1.0,
+        time_budget_s=budget_s,
+        budget_warmup=0.2,
+        max_grad_norm=None,
+        log_every=1,
+        **kw,
+    )
     return Trainer(tiny_model(), args, synthetic_batches(batch_size=4), PretrainingObjective(), clock=FakeClock(tick))
 
 

@@ -1,4 +1,5 @@
 """The Trainer: schedule, weight decay groups, learning, exact resume, checkpoints, bad input."""
+
 import json
 import os
 
@@ -13,8 +14,9 @@ from helpers import synthetic_batches, tiny_model
 
 
 def _trainer(tmp_path, steps=6, model=None, batches=None, lr=1e-3, **kw):
-    args = TrainingArguments(out_dir=str(tmp_path), steps=steps, batch_size=8, lr=lr, warmup_steps=2, log_every=1,
-                             quiet=True, **kw)
+    args = TrainingArguments(
+        out_dir=str(tmp_path), steps=steps, batch_size=8, lr=lr, warmup_steps=2, log_every=1, quiet=True, **kw
+    )
     return Trainer(model or tiny_model(), args, batches or synthetic_batches(), PretrainingObjective())
 
 

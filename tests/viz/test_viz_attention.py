@@ -1,4 +1,5 @@
 """Attention maps: what is drawn is what the model returned; the HTML carries the same numbers."""
+
 import json
 import re
 
@@ -25,7 +26,9 @@ def test_drawn_weights_equal_the_models_attentions(real):
     aw = attention_weights(model, tok, "The cat sat on the mat.", "It was tired.")
     enc = tok.encode("The cat sat on the mat.", "It was tired.")
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.type_ids]), output_attentions=True)
+        out = model(
+            input_ids=torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.type_ids]), output_attentions=True
+        )
     assert aw.tokens[0] == "[CLS]" and aw.special[0] and aw.tokens.count("[SEP]") == 2
     fig = plot_attention(aw, layer=3)
     assert len([ax for ax in fig.axes if ax.images]) == 12
@@ -56,5 +59,7 @@ def test_attention_command(real, tmp_path, capsys):
     assert (tmp_path / "a.png").stat().st_size > 10_000
     assert main(["attention", "--model", str(path), "--text", "The cat sat.", "--out", str(tmp_path / "a.html")]) == 0
     assert "6 layers × 12 heads" in capsys.readouterr().out
-    assert main(["attention", "--model", str(path), "--text", "x", "--layer", "9", "--out", str(tmp_path / "b.png")]) == 2
+    assert (
+        main(["attention", "--model", str(path), "--text", "x", "--layer", "9", "--out", str(tmp_path / "b.png")]) == 2
+    )
     assert "layer 9 does not exist" in capsys.readouterr().err

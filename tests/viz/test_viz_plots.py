@@ -1,4 +1,5 @@
 """The demo's plots draw every run, whatever its objective logs."""
+
 from bertology.viz import plots
 
 

@@ -1,4 +1,5 @@
 """Our evaluation equals gensim's own evaluate_word_analogies / evaluate_word_pairs on the same vectors."""
+
 import numpy as np
 import pytest
 from gensim.models import KeyedVectors as GensimKV
@@ -58,7 +59,7 @@ def test_analogies_equal_gensims(structured_vectors, analogy_file):
     total = theirs.pop("Total accuracy")
     assert ours.sections == theirs
     assert (ours.correct, ours.asked) == total and ours.accuracy == score
-    assert 0.2 < ours.accuracy < 0.95          # a real test: neither all right nor all wrong
+    assert 0.2 < ours.accuracy < 0.95  # a real test: neither all right nor all wrong
     assert ours.skipped_lines == 3
 
 
@@ -74,7 +75,7 @@ def test_word_pairs_equal_gensims(test_data, name):
     for line in (test_data / name).read_text(encoding="utf-8").splitlines():
         if not line.startswith("#"):
             words.update(line.split("\t")[:2])
-    words = sorted(words)[::2]   # half of them: some pairs out of vocabulary
+    words = sorted(words)[::2]  # half of them: some pairs out of vocabulary
     rng = np.random.default_rng(1)
     kv = KeyedVectors(words, rng.normal(size=(len(words), 10)).astype(np.float32))
     ours = evaluate_pairs(kv, test_data / name)

@@ -38,7 +38,7 @@ def small_problem(seed=0, V=7, D=4, n=20):
     rng = np.random.default_rng(seed)
     cells = rng.choice(V * V, size=n, replace=False)
     rows, cols = (cells // V).astype(np.int32), (cells % V).astype(np.int32)
-    values = rng.uniform(0.5, 150, size=n)   # some above x_max = 100
+    values = rng.uniform(0.5, 150, size=n)  # some above x_max = 100
     W, C = rng.normal(size=(V, D)) * 0.3, rng.normal(size=(V, D)) * 0.3
     bw, bc = rng.normal(size=V) * 0.1, rng.normal(size=V) * 0.1
     return W, C, bw, bc, rows, cols, values
@@ -61,14 +61,23 @@ def test_glove_gradient_matches_finite_differences():
 
 
 def test_weighting_function():
-    assert weighting(np.array([10.0, 100.0, 1000.0])).tolist() == pytest.approx([0.1 ** 0.75, 1.0, 1.0])
+    assert weighting(np.array([10.0, 100.0, 1000.0])).tolist() == pytest.approx([0.1**0.75, 1.0, 1.0])
 
 
 def test_kernel_step_is_glove_c_adagrad():
     """One pass of the compiled kernel equals AdaGrad written out in numpy, entry by entry."""
     W, C, bw, bc, rows, cols, values = small_problem(1)
     W, C, bw, bc = (x.astype(np.float32) for x in (W, C, bw, bc))
-    state = [W.copy(), C.copy(), bw.copy(), bc.copy(), np.ones_like(W), np.ones_like(C), np.ones_like(bw), np.ones_like(bc)]
+    state = [
+        W.copy(),
+        C.copy(),
+        bw.copy(),
+        bc.copy(),
+        np.ones_like(W),
+        np.ones_like(C),
+        np.ones_like(bw),
+        np.ones_like(bc),
+    ]
     order = np.arange(len(values))
     eta = 0.05
     cost = kernels.glove_job(*state, rows, cols, values, order, 0, len(values), 100.0, 0.75, eta, 100.0)
@@ -82,8 +91,8 @@ def test_kernel_step_is_glove_c_adagrad():
         step_w, step_c = eta * fdiff * c[j], eta * fdiff * w[i]
         w[i] -= step_w / np.sqrt(gw[i])
         c[j] -= step_c / np.sqrt(gc[j])
-        gw[i] += step_w ** 2
-        gc[j] += step_c ** 2
+        gw[i] += step_w**2
+        gc[j] += step_c**2
         b[i] -= eta * fdiff / np.sqrt(gb[i])
         bb[j] -= eta * fdiff / np.sqrt(gbb[j])
         gb[i] += (eta * fdiff) ** 2

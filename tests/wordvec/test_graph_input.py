@@ -1,4 +1,5 @@
 """Edge lists, baskets and the options of item and graph embeddings: the stated rules and bad input."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,21 +26,24 @@ def test_edge_list_rules(tmp_path):
     assert g.nodes == ["a", "b", "c", "node one", "node two"]
     assert g.self_loops == 1 and g.duplicates == 1 and g.edges == 3
     assert g.neighbors("a") == ["b"] and g.neighbors("b") == ["a", "c"]
-    ab = g.indptr[0]   # the duplicate a–b: the last weight read wins, both ways
+    ab = g.indptr[0]  # the duplicate a–b: the last weight read wins, both ways
     assert g.weights[ab] == 4.0 and g.weights[g.indptr[1]] == 4.0
     d = Graph.read([path], directed=True)
     assert d.duplicates == 0 and d.edges == 4 and d.neighbors("b") == ["a", "c"] and d.neighbors("c") == []
 
 
-@pytest.mark.parametrize("text, message", [
-    ("a\tb\nc\n", "line 2: 'c' is not"),
-    ("a b c d\n", "line 1: 'a b c d' is not"),
-    ("a\tb\t0\n", "line 1: weight '0' is not a finite number > 0"),
-    ("a\tb\tx\n", "line 1: weight 'x'"),
-    ("a\tb\tnan\n", "line 1: weight 'nan'"),
-    ("# nothing\n", "the graph has no edges"),
-    ("a\ta\n", r"no edges \(1 self-loops"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a\tb\nc\n", "line 2: 'c' is not"),
+        ("a b c d\n", "line 1: 'a b c d' is not"),
+        ("a\tb\t0\n", "line 1: weight '0' is not a finite number > 0"),
+        ("a\tb\tx\n", "line 1: weight 'x'"),
+        ("a\tb\tnan\n", "line 1: weight 'nan'"),
+        ("# nothing\n", "the graph has no edges"),
+        ("a\ta\n", r"no edges \(1 self-loops"),
+    ],
+)
 def test_bad_edge_lists_name_the_line(tmp_path, text, message):
     with pytest.raises(CorpusError, match=message):
         Graph.read([write(tmp_path, "e.tsv", text)])
@@ -82,9 +86,9 @@ def test_item2vec_context_is_the_basket_minus_the_item():
     state = np.uint64(7)
     for s, basket in enumerate(sets):
         n = len(basket)
-        for i in range(n):   # the trainer's own rule: every other position of the basket, whatever the draw
+        for i in range(n):  # the trainer's own rule: every other position of the basket, whatever the draw
             lo, hi, state = kernels.context_span(i, n, window, False, state)
-            assert [basket[j] for j in range(lo, hi) if j != i] == basket[:i] + basket[i + 1:]
+            assert [basket[j] for j in range(lo, hi) if j != i] == basket[:i] + basket[i + 1 :]
     # word2vec's dynamic window, for contrast, sometimes leaves part of a long basket out
     spans = set()
     for _ in range(50):
@@ -98,8 +102,9 @@ def test_item2vec_learns_which_items_go_together(tmp_path):
     groups = [[f"fruit{i}" for i in range(6)], [f"tool{i}" for i in range(6)]]
     lines = [" ".join(rng.choice(groups[k % 2], size=3, replace=False)) for k in range(400)]
     path = write(tmp_path, "baskets.txt", "\n".join(lines) + "\n")
-    vectors, stats = train(TrainOptions(corpus=[path], items=True, vector_size=16, min_count=1, epochs=10,
-                                        sample=0, quiet=True, workers=1))
+    vectors, stats = train(
+        TrainOptions(corpus=[path], items=True, vector_size=16, min_count=1, epochs=10, sample=0, quiet=True, workers=1)
+    )
     assert stats["items"] and len(vectors) == 12
     for item in ("fruit2", "tool5"):
         assert all(n[:4] == item[:4] for n, _ in vectors.most_similar(item, topn=5))
@@ -112,19 +117,45 @@ def test_graph_cli_trains_answers_and_reports_missing_nodes(tmp_path, capsys):
     edges += [(f"r{i}", f"r{j}") for i in range(5) for j in range(i + 1, 5)] + [("l0", "r0"), ("lonely", "lonely")]
     path = write(tmp_path, "edges.tsv", "".join(f"{a}\t{b}\n" for a, b in edges))
     out = tmp_path / "nodes.txt"
-    assert main(["wordvec", "train", "--graph", "--q", "0.5", "--walk-length", "20", "--num-walks", "10",
-                 "--vector-size", "16", "--sample", "0", "--workers", "1", "--out", str(out), path]) == 0
+    assert (
+        main(
+            [
+                "wordvec",
+                "train",
+                "--graph",
+                "--q",
+                "0.5",
+                "--walk-length",
+                "20",
+                "--num-walks",
+                "10",
+                "--vector-size",
+                "16",
+                "--sample",
+                "0",
+                "--workers",
+                "1",
+                "--out",
+                str(out),
+                path,
+            ]
+        )
+        == 0
+    )
     said = capsys.readouterr().out
     assert "11 nodes, 21 edges (undirected; 1 self-loops dropped" in said and "have no vector: lonely" in said
     assert main(["wordvec", "similar", str(out), "l3", "--topn", "3"]) == 0
     assert all(line.split("\t")[1].startswith("l") for line in capsys.readouterr().out.splitlines())
 
 
-@pytest.mark.parametrize("text, argv, culprit", [
-    ("a\tb\nb\n", [], "line 2"),
-    ("a\tb\n", ["--q", "0"], "--q 0.0"),
-    ("a\ta\n", [], "no edges"),
-])
+@pytest.mark.parametrize(
+    "text, argv, culprit",
+    [
+        ("a\tb\nb\n", [], "line 2"),
+        ("a\tb\n", ["--q", "0"], "--q 0.0"),
+        ("a\ta\n", [], "no edges"),
+    ],
+)
 def test_graph_cli_bad_input_is_one_message_and_nothing_written(tmp_path, capsys, text, argv, culprit):
     from bertology.cli import main
 

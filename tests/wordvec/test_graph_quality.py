@@ -1,5 +1,6 @@
 """Node-vector quality: against the node2vec package (networkx walks + gensim) on karate club at
 equal settings, and, at Debian size, the section of a package from its node vector."""
+
 from __future__ import annotations
 
 import random
@@ -41,14 +42,22 @@ def test_karate_faction_accuracy_equals_the_node2vec_package():
     graph = Graph.from_edges([(str(a), str(b)) for a, b in karate.edges()])
     ours, theirs = [], []
     for seed in range(5):
-        kv, _ = node_vectors(graph, TrainOptions(graph=True, workers=1, seed=seed, quiet=True, **SETTINGS),
-                             np.random.default_rng(seed))
+        kv, _ = node_vectors(
+            graph, TrainOptions(graph=True, workers=1, seed=seed, quiet=True, **SETTINGS), np.random.default_rng(seed)
+        )
         ours.append(faction_accuracy(kv, faction))
         random.seed(seed)
-        model = node2vec.Node2Vec(karate, dimensions=SETTINGS["vector_size"], walk_length=SETTINGS["walk_length"],
-                                  num_walks=SETTINGS["num_walks"], p=SETTINGS["p"], q=SETTINGS["q"], workers=1,
-                                  quiet=True, seed=seed).fit(window=SETTINGS["window"], min_count=1, epochs=SETTINGS["epochs"],
-                                                             workers=1, seed=seed)
+        model = node2vec.Node2Vec(
+            karate,
+            dimensions=SETTINGS["vector_size"],
+            walk_length=SETTINGS["walk_length"],
+            num_walks=SETTINGS["num_walks"],
+            p=SETTINGS["p"],
+            q=SETTINGS["q"],
+            workers=1,
+            quiet=True,
+            seed=seed,
+        ).fit(window=SETTINGS["window"], min_count=1, epochs=SETTINGS["epochs"], workers=1, seed=seed)
         theirs.append(faction_accuracy(KeyedVectors(list(model.wv.index_to_key), model.wv.vectors), faction))
     # one node of 34 is 2.9 points: the seed-averaged accuracies agree within that
     assert abs(np.mean(ours) - np.mean(theirs)) <= 1 / 34 + 1e-9, (ours, theirs)
@@ -58,12 +67,19 @@ def test_karate_faction_accuracy_equals_the_node2vec_package():
 @pytest.mark.slow
 def test_debian_node_vectors_predict_the_section_well_above_the_majority_class():
     graph = Graph.read([ROOT / "data" / "debian-graph" / "edges.tsv.xz"])
-    kv, stats = node_vectors(graph, TrainOptions(graph=True, walk_length=40, num_walks=1, vector_size=64, epochs=1,
-                                                 workers=2, quiet=True, q=0.5), np.random.default_rng(0))
+    kv, stats = node_vectors(
+        graph,
+        TrainOptions(graph=True, walk_length=40, num_walks=1, vector_size=64, epochs=1, workers=2, quiet=True, q=0.5),
+        np.random.default_rng(0),
+    )
     assert stats["missing"] == []
-    data = {split: [Example(r["text"], label=r["label"], id=r["package"])
-                    for r in read_table(ROOT / "data" / "debian-sections" / f"{split}.tsv").rows]
-            for split in ("train", "test")}
+    data = {
+        split: [
+            Example(r["text"], label=r["label"], id=r["package"])
+            for r in read_table(ROOT / "data" / "debian-sections" / f"{split}.tsv").rows
+        ]
+        for split in ("train", "test")
+    }
     model = KeyedVectorBaseline(kv).fit(data["train"])
     assert len(model.missing(data["test"])) == 6
-    assert model.score(data["test"])["accuracy"] > 0.3   # ten balanced sections: the majority class is 0.1
+    assert model.score(data["test"])["accuracy"] > 0.3  # ten balanced sections: the majority class is 0.1

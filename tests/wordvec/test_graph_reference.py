@@ -3,6 +3,7 @@ random.choices) on Zachary's karate club: the same second-order transition stati
 
 The package pins numpy < 2 in its metadata but runs beside numpy 2: install it with
 `pip install --no-deps node2vec==0.5.0` (it needs only gensim, networkx, joblib and tqdm, present)."""
+
 from __future__ import annotations
 
 import random
@@ -29,10 +30,11 @@ def transitions(walks) -> Counter:
 def test_transition_statistics_equal_the_node2vec_package_on_karate_club(p, q):
     karate = nx.karate_club_graph()
     for a, b in karate.edges():
-        karate[a][b].pop("weight", None)   # networkx ships co-occurrence weights; both sides walk unweighted here
+        karate[a][b].pop("weight", None)  # networkx ships co-occurrence weights; both sides walk unweighted here
     random.seed(0)
-    reference = node2vec.Node2Vec(karate, dimensions=8, walk_length=20, num_walks=40, p=p, q=q, workers=1, quiet=True,
-                                  seed=0).walks
+    reference = node2vec.Node2Vec(
+        karate, dimensions=8, walk_length=20, num_walks=40, p=p, q=q, workers=1, quiet=True, seed=0
+    ).walks
     graph = Graph.from_edges([(str(a), str(b)) for a, b in karate.edges()])
     options = TrainOptions(graph=True, p=p, q=q, walk_length=20, num_walks=40, workers=1, quiet=True)
     walks = Walks(graph, options, np.random.default_rng(0))
@@ -50,8 +52,11 @@ def test_transition_statistics_equal_the_node2vec_package_on_karate_club(p, q):
         tested += 1
     assert tested >= 5
     # and a changed rule is caught: q and p swapped on our side
-    swapped = Walks(graph, TrainOptions(graph=True, p=q, q=p, walk_length=20, num_walks=40, workers=1, quiet=True),
-                    np.random.default_rng(0))
+    swapped = Walks(
+        graph,
+        TrainOptions(graph=True, p=q, q=p, walk_length=20, num_walks=40, workers=1, quiet=True),
+        np.random.default_rng(0),
+    )
     other = transitions(swapped.sentences())
     (t, v), _ = Counter({k[:2]: c for k, c in mine.items()}).most_common(1)[0]
     neighbours = sorted(str(x) for x in karate.neighbors(int(v)))

@@ -1,5 +1,6 @@
 """Word vectors over a tokenizer's pieces (`wordvec train --tokenizer`): the sentences are the
 tokenizer's own encodings, and every vector is keyed by a vocabulary piece."""
+
 import lzma
 from pathlib import Path
 
@@ -45,20 +46,47 @@ def test_piece_sentences_are_the_tokenizers_encodings_and_replay(corpus, tokeniz
 
 def test_every_vector_is_keyed_by_a_piece(corpus, tokenizer_path):
     tok = Tokenizer.load(tokenizer_path)
-    options = TrainOptions(corpus=[str(corpus)], tokenizer=str(tokenizer_path), algorithm="skipgram",
-                           vector_size=16, min_count=1, epochs=1, workers=1, quiet=True)
+    options = TrainOptions(
+        corpus=[str(corpus)],
+        tokenizer=str(tokenizer_path),
+        algorithm="skipgram",
+        vector_size=16,
+        min_count=1,
+        epochs=1,
+        workers=1,
+        quiet=True,
+    )
     vectors, summary = train(options)
     seen = {p for s in PieceSentences([corpus], tok) for p in s}
     assert set(vectors.index_to_key) == seen  # min_count 1: every piece of the corpus, nothing else
     assert all(tok.token_to_id(k) is not None for k in vectors.index_to_key)
     assert summary["tokenizer"] == str(tokenizer_path) and summary["corpus_words"] == sum(
-        len(s) for s in PieceSentences([corpus], tok))
+        len(s) for s in PieceSentences([corpus], tok)
+    )
 
 
 def test_cli_writes_piece_vectors(corpus, tokenizer_path, tmp_path, capsys):
     out = tmp_path / "pieces.txt"
-    assert main(["wordvec", "train", "--tokenizer", str(tokenizer_path), "--vector-size", "12", "--epochs", "1",
-                 "--workers", "1", "--out", str(out), str(corpus)]) == 0
+    assert (
+        main(
+            [
+                "wordvec",
+                "train",
+                "--tokenizer",
+                str(tokenizer_path),
+                "--vector-size",
+                "12",
+                "--epochs",
+                "1",
+                "--workers",
+                "1",
+                "--out",
+                str(out),
+                str(corpus),
+            ]
+        )
+        == 0
+    )
     assert "pieces in the vocabulary" in capsys.readouterr().out
     kv = KeyedVectors.load(out)
     vocab = Tokenizer.load(tokenizer_path).get_vocab()
@@ -67,11 +95,17 @@ def test_cli_writes_piece_vectors(corpus, tokenizer_path, tmp_path, capsys):
 
 def test_lowercase_is_the_tokenizers_business(corpus, tokenizer_path, tmp_path, capsys):
     out = tmp_path / "v.txt"
-    assert main(["wordvec", "train", "--tokenizer", str(tokenizer_path), "--lowercase", "--out", str(out), str(corpus)]) == 2
+    assert (
+        main(["wordvec", "train", "--tokenizer", str(tokenizer_path), "--lowercase", "--out", str(out), str(corpus)])
+        == 2
+    )
     assert "--lowercase with --tokenizer" in capsys.readouterr().err and not out.exists()
 
 
 def test_a_missing_tokenizer_is_named(corpus, tmp_path, capsys):
     out = tmp_path / "v.txt"
-    assert main(["wordvec", "train", "--tokenizer", str(tmp_path / "no-tokenizer.json"), "--out", str(out), str(corpus)]) == 2
+    assert (
+        main(["wordvec", "train", "--tokenizer", str(tmp_path / "no-tokenizer.json"), "--out", str(out), str(corpus)])
+        == 2
+    )
     assert "no-tokenizer.json: no such file" in capsys.readouterr().err and not out.exists()

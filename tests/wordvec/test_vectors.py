@@ -29,22 +29,29 @@ def test_neighbours_and_similarity_equal_gensims():
     theirs = GensimKV(16)
     theirs.add_vectors(kv.index_to_key, kv.vectors)
     got, want = kv.most_similar("w3", topn=10), theirs.most_similar("w3", topn=10)
-    assert [w for w, _ in got] == [w for w, _ in want] and [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+    assert [w for w, _ in got] == [w for w, _ in want] and [s for _, s in got] == pytest.approx(
+        [s for _, s in want], abs=1e-6
+    )
     got = kv.most_similar(["w1", "w2"], ["w5"], topn=7, restrict_vocab=100)
     want = theirs.most_similar(positive=["w1", "w2"], negative=["w5"], topn=7, restrict_vocab=100)
-    assert [w for w, _ in got] == [w for w, _ in want] and [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+    assert [w for w, _ in got] == [w for w, _ in want] and [s for _, s in got] == pytest.approx(
+        [s for _, s in want], abs=1e-6
+    )
     assert kv.similarity("w1", "w9") == pytest.approx(theirs.similarity("w1", "w9"), abs=1e-6)
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"3\n", "line 1: header"),
-    (b"two 3\na 1 2 3\n", "line 1: header"),
-    (b"2 3\na 1 2 3\nb 1 2\n", "line 3: 2 numbers after the word, the header says 3"),
-    (b"3 3\na 1 2 3\nb 1 2 3\n", "the header says 3 words, the file has 2 lines"),
-    (b"2 2\na 1 x\nb 1 2\n", "line 2: word 'a': a value is not a number"),
-    (b"2 2\na 1 2\n\xff\xfe 1 2\n", "line 3: invalid UTF-8"),
-    (b"2 2\na 1 2\na 3 4\n", "word 'a' appears twice"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"3\n", "line 1: header"),
+        (b"two 3\na 1 2 3\n", "line 1: header"),
+        (b"2 3\na 1 2 3\nb 1 2\n", "line 3: 2 numbers after the word, the header says 3"),
+        (b"3 3\na 1 2 3\nb 1 2 3\n", "the header says 3 words, the file has 2 lines"),
+        (b"2 2\na 1 x\nb 1 2\n", "line 2: word 'a': a value is not a number"),
+        (b"2 2\na 1 2\n\xff\xfe 1 2\n", "line 3: invalid UTF-8"),
+        (b"2 2\na 1 2\na 3 4\n", "word 'a' appears twice"),
+    ],
+)
 def test_bad_text_files_are_named_with_their_line(tmp_path, content, message):
     path = tmp_path / "v.txt"
     path.write_bytes(content)

@@ -1,5 +1,6 @@
 """Random walks (DeepWalk, node2vec): known transition weights, and the walks' step and visit
 frequencies against the exact distributions by chi-square tests with fixed seeds."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ from bertology.wordvec.walks import Walks, node_vectors, transition_weights
 
 # a 6-node undirected graph with a triangle (so 1/p, 1 and 1/q all occur) and one weighted edge
 EDGES = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e"), ("e", "f"), ("f", "c", 3.0), ("b", "e")]
-ALPHA = 1e-4   # a test fails when the draws are this unlikely under the exact distribution
+ALPHA = 1e-4  # a test fails when the draws are this unlikely under the exact distribution
 
 
 def options(**kw) -> TrainOptions:
@@ -24,7 +25,7 @@ def all_walks(graph: Graph, opts: TrainOptions, seed: int) -> list[list[int]]:
     out = []
     for j in range(len(walks)):
         nodes, bounds = walks.job(j)
-        out += [nodes[bounds[i]:bounds[i + 1]].tolist() for i in range(len(bounds) - 1)]
+        out += [nodes[bounds[i] : bounds[i + 1]].tolist() for i in range(len(bounds) - 1)]
     return out
 
 
@@ -68,7 +69,7 @@ def test_node2vec_with_p_q_one_is_deepwalk():
     g = Graph.from_edges(EDGES)
     a = all_walks(g, options(walk="node2vec", walk_length=10, num_walks=2), seed=1)
     b = all_walks(g, options(walk="deepwalk", walk_length=10, num_walks=2), seed=1)
-    assert a == b   # α ≡ 1: the same first-order draws
+    assert a == b  # α ≡ 1: the same first-order draws
 
 
 def test_walks_are_seeded_and_start_once_per_node_and_round():
@@ -84,7 +85,7 @@ def test_directed_walks_stop_at_a_sink_and_its_vector_is_trained_from_others():
     g = Graph.from_edges([("a", "b"), ("b", "c"), ("a", "c")], directed=True)
     walks = all_walks(g, options(walk_length=5, num_walks=2), seed=1)
     assert all(w[-1] == g.nodes.index("c") for w in walks)
-    assert not any(w[0] == g.nodes.index("c") for w in walks)   # no walk from a node with no edge out
+    assert not any(w[0] == g.nodes.index("c") for w in walks)  # no walk from a node with no edge out
     vectors, stats = node_vectors(g, options(walk_length=5, num_walks=2, min_count=1), np.random.default_rng(0))
     assert sorted(vectors.index_to_key) == ["a", "b", "c"] and stats["missing"] == []
 
@@ -107,7 +108,7 @@ def test_thread_count_and_streaming_change_nothing(monkeypatch):
     v1, _ = node_vectors(g, opts, np.random.default_rng(2))
     import bertology.wordvec.walks as W
 
-    monkeypatch.setattr(W, "CACHE_BYTES", 0)   # regenerate every job's walks while training: the same vectors
+    monkeypatch.setattr(W, "CACHE_BYTES", 0)  # regenerate every job's walks while training: the same vectors
     v2, s2 = node_vectors(g, opts, np.random.default_rng(2))
     assert not s2["walks_cached"]
     np.testing.assert_array_equal(v1.vectors, v2.vectors)
@@ -126,7 +127,8 @@ def test_node_vectors_separate_two_communities():
     left = [(f"l{i}", f"l{j}") for i in range(6) for j in range(i + 1, 6)]
     right = [(f"r{i}", f"r{j}") for i in range(6) for j in range(i + 1, 6)]
     g = Graph.from_edges(left + right + [("l0", "r0")])
-    vectors, _ = node_vectors(g, options(vector_size=16, walk_length=20, num_walks=20, window=5, epochs=5, sample=0),
-                              np.random.default_rng(0))
+    vectors, _ = node_vectors(
+        g, options(vector_size=16, walk_length=20, num_walks=20, window=5, epochs=5, sample=0), np.random.default_rng(0)
+    )
     for node in ("l3", "r4"):
         assert all(n[0] == node[0] for n, _ in vectors.most_similar(node, topn=4))

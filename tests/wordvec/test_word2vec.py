@@ -10,23 +10,28 @@ from bertology.wordvec.word2vec import job_bounds, word2vec
 def topical_corpus(seed=0, n=3000):
     """Two topics: animals appear only around animal words, vehicles only around vehicle words."""
     rng = np.random.default_rng(seed)
-    topics = {"animal": (["cat", "dog", "horse", "cow"], ["eats", "runs", "barks", "fur", "tail"]),
-              "vehicle": (["car", "bus", "truck", "van"], ["drives", "wheel", "engine", "road", "fuel"])}
+    topics = {
+        "animal": (["cat", "dog", "horse", "cow"], ["eats", "runs", "barks", "fur", "tail"]),
+        "vehicle": (["car", "bus", "truck", "van"], ["drives", "wheel", "engine", "road", "fuel"]),
+    }
     sentences = []
     for _ in range(n):
         centre, context = topics["animal" if rng.random() < 0.5 else "vehicle"]
-        sentences.append([str(rng.choice(context)), str(rng.choice(centre)), str(rng.choice(context)),
-                          str(rng.choice(context))])
+        sentences.append(
+            [str(rng.choice(context)), str(rng.choice(centre)), str(rng.choice(context)), str(rng.choice(context))]
+        )
     return sentences
 
 
-@pytest.mark.parametrize("algorithm,hs,negative", [("skipgram", False, 5), ("skipgram", True, 0),
-                                                   ("cbow", False, 5), ("cbow", True, 0)])
+@pytest.mark.parametrize(
+    "algorithm,hs,negative", [("skipgram", False, 5), ("skipgram", True, 0), ("cbow", False, 5), ("cbow", True, 0)]
+)
 def test_words_of_the_same_context_are_nearest(algorithm, hs, negative):
     sentences = topical_corpus()
     vocab = Vocab.build(sentences, min_count=1)
-    options = TrainOptions(algorithm=algorithm, hs=hs, negative=negative, vector_size=20, window=3, epochs=5,
-                           workers=1, sample=0)
+    options = TrainOptions(
+        algorithm=algorithm, hs=hs, negative=negative, vector_size=20, window=3, epochs=5, workers=1, sample=0
+    )
     kv, stats = word2vec(Corpus.encode(sentences, vocab), vocab, options, np.random.default_rng(0))
     animals, vehicles = {"cat", "dog", "horse", "cow"}, {"car", "bus", "truck", "van"}
     for group in (animals, vehicles):
@@ -71,8 +76,12 @@ def test_quality_close_to_gensim_on_the_same_corpus(lee_sentences):
     from gensim.models import Word2Vec
 
     vocab = Vocab.build(lee_sentences, min_count=5)
-    ours, _ = word2vec(Corpus.encode(lee_sentences, vocab), vocab,
-                       TrainOptions(algorithm="skipgram", workers=2, epochs=10), np.random.default_rng(1))
+    ours, _ = word2vec(
+        Corpus.encode(lee_sentences, vocab),
+        vocab,
+        TrainOptions(algorithm="skipgram", workers=2, epochs=10),
+        np.random.default_rng(1),
+    )
     g1, g2 = (Word2Vec(lee_sentences, sg=1, workers=2, epochs=10, seed=s).wv for s in (1, 2))
     words = vocab.words[50:250]
     rng = np.random.default_rng(0)

@@ -1,4 +1,5 @@
 """`bertology wordvec …` end to end through the CLI's one error boundary."""
+
 import subprocess
 import sys
 
@@ -16,14 +17,34 @@ def corpus(tmp_path_factory, test_data):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("algorithm,extra", [("skipgram", []), ("cbow", ["--hs", "--negative", "0"]),
-                                             ("glove", ["--epochs", "3"])])
+@pytest.mark.parametrize(
+    "algorithm,extra", [("skipgram", []), ("cbow", ["--hs", "--negative", "0"]), ("glove", ["--epochs", "3"])]
+)
 def test_train_then_eval_similar_plot(tmp_path, corpus, capsys, algorithm, extra):
     out = tmp_path / "vectors.bin"
-    assert main(["wordvec", "train", "--algorithm", algorithm, "--lowercase", "--workers", "2", "--vector-size", "20",
-                 "--quiet", "--out", str(out), *extra, str(corpus)]) == 0
+    assert (
+        main(
+            [
+                "wordvec",
+                "train",
+                "--algorithm",
+                algorithm,
+                "--lowercase",
+                "--workers",
+                "2",
+                "--vector-size",
+                "20",
+                "--quiet",
+                "--out",
+                str(out),
+                *extra,
+                str(corpus),
+            ]
+        )
+        == 0
+    )
     kv = KeyedVectors.load(out)
-    assert kv.vector_size == 20 and len(kv) == 1723   # gensim's vocabulary of this corpus at min_count 5
+    assert kv.vector_size == 20 and len(kv) == 1723  # gensim's vocabulary of this corpus at min_count 5
     assert main(["wordvec", "eval", str(out)]) == 0
     text = capsys.readouterr().out
     assert "analogies questions-words.txt" in text and "pairs wordsim353.tsv: Spearman" in text
@@ -31,7 +52,20 @@ def test_train_then_eval_similar_plot(tmp_path, corpus, capsys, algorithm, extra
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(float(line.split("\t")[0]) <= 1.0001 for line in lines)
     png = tmp_path / "pairs.png"
-    assert main(["wordvec", "plot", str(out), "--out", str(png), "--pairs", "australia:sydney,police:government,afghanistan:kabul,us:washington"]) == 0
+    assert (
+        main(
+            [
+                "wordvec",
+                "plot",
+                str(out),
+                "--out",
+                str(png),
+                "--pairs",
+                "australia:sydney,police:government,afghanistan:kabul,us:washington",
+            ]
+        )
+        == 0
+    )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -40,16 +74,28 @@ def write(path, data: bytes):
     return str(path)
 
 
-@pytest.mark.parametrize("make_args,message", [
-    (lambda d: ["train", write(d / "empty.txt", b"\n\n")], "empty.txt: the corpus has no words"),
-    (lambda d: ["train", write(d / "rare.txt", b"a b c\nd e f\n")], "rare.txt: no word occurs --min-count 5 times"),
-    (lambda d: ["train", write(d / "latin1.txt", b"ok words\ncaf\xe9 au lait\n")], "latin1.txt: line 2: invalid UTF-8"),
-    (lambda d: ["train", "--window", "0", write(d / "x.txt", b"a\n")], "--window 0: must be ≥ 1"),
-    (lambda d: ["train", "--negative", "0", write(d / "x.txt", b"a\n")], "--negative 0 without --hs"),
-    (lambda d: ["train", str(d / "missing.txt")], "missing.txt: no such file"),
-    (lambda d: ["eval", write(d / "bad.txt", b"2 3\nx 1 2 3\ny 1 2\n")], "bad.txt: line 3: 2 numbers after the word"),
-    (lambda d: ["similar", write(d / "v.txt", b"1 2\nx 1 2\n"), "nothere"], "word 'nothere' is not in the vocabulary"),
-])
+@pytest.mark.parametrize(
+    "make_args,message",
+    [
+        (lambda d: ["train", write(d / "empty.txt", b"\n\n")], "empty.txt: the corpus has no words"),
+        (lambda d: ["train", write(d / "rare.txt", b"a b c\nd e f\n")], "rare.txt: no word occurs --min-count 5 times"),
+        (
+            lambda d: ["train", write(d / "latin1.txt", b"ok words\ncaf\xe9 au lait\n")],
+            "latin1.txt: line 2: invalid UTF-8",
+        ),
+        (lambda d: ["train", "--window", "0", write(d / "x.txt", b"a\n")], "--window 0: must be ≥ 1"),
+        (lambda d: ["train", "--negative", "0", write(d / "x.txt", b"a\n")], "--negative 0 without --hs"),
+        (lambda d: ["train", str(d / "missing.txt")], "missing.txt: no such file"),
+        (
+            lambda d: ["eval", write(d / "bad.txt", b"2 3\nx 1 2 3\ny 1 2\n")],
+            "bad.txt: line 3: 2 numbers after the word",
+        ),
+        (
+            lambda d: ["similar", write(d / "v.txt", b"1 2\nx 1 2\n"), "nothere"],
+            "word 'nothere' is not in the vocabulary",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_naming_the_culprit(tmp_path, capsys, make_args, message):
     assert main(["wordvec", *make_args(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -63,6 +109,10 @@ def test_nothing_written_when_training_fails(tmp_path):
 
 
 def test_the_cli_module_imports_nothing_heavy():
-    code = ("import sys, bertology.wordvec.cli; "
-            "print(sorted(m for m in ('torch', 'numba', 'matplotlib') if m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    code = (
+        "import sys, bertology.wordvec.cli; "
+        "print(sorted(m for m in ('torch', 'numba', 'matplotlib') if m in sys.modules))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )

@@ -32,25 +32,82 @@ API
   `select_spans_rows`, `RowDraws`; the row-by-row reference `mask_sequence`, `mask_rows_reference`,
   `select_spans`; `replace_tokens`, `word_units`, `seeded_generator`.
 """
+
 from .corpus import FORMATS, count_documents, iter_documents, split_sentences
-from .instances import (DocumentWindow, PairInstance, Segment, SpecialTokens, create_pair_instances, pack_sentences,
-                        special_tokens, tokenize_document, truncate_pair, word_starts)
+from .instances import (
+    DocumentWindow,
+    PairInstance,
+    Segment,
+    SpecialTokens,
+    create_pair_instances,
+    pack_sentences,
+    special_tokens,
+    tokenize_document,
+    truncate_pair,
+    word_starts,
+)
 from .masker import Masker
-from .masking import (IGNORE_INDEX, RowDraws, mask_rows_reference, mask_rows_vectorised, mask_sequence,
-                      ngram_probabilities, num_to_predict, replace_tokens, seeded_generator, select_spans,
-                      select_spans_rows, word_units)
+from .masking import (
+    IGNORE_INDEX,
+    RowDraws,
+    mask_rows_reference,
+    mask_rows_vectorised,
+    mask_sequence,
+    ngram_probabilities,
+    num_to_predict,
+    replace_tokens,
+    seeded_generator,
+    select_spans,
+    select_spans_rows,
+    word_units,
+)
 from .recipe import Recipe
 from .store import InstanceStore, build_instances, build_store
-from .tokenized import (TokenizedCorpus, check_corpus_documents, heldout_count, heldout_value, split_documents,
-                        tokenize_corpus)
+from .tokenized import (
+    TokenizedCorpus,
+    check_corpus_documents,
+    heldout_count,
+    heldout_value,
+    split_documents,
+    tokenize_corpus,
+)
 
 __all__ = [
-    "Recipe", "build_instances", "build_store", "InstanceStore", "Masker",
-    "TokenizedCorpus", "tokenize_corpus", "split_documents", "heldout_count", "heldout_value", "check_corpus_documents",
-    "iter_documents", "split_sentences", "count_documents", "FORMATS",
-    "create_pair_instances", "pack_sentences", "truncate_pair", "DocumentWindow", "PairInstance", "Segment",
-    "SpecialTokens", "special_tokens", "word_starts", "tokenize_document",
-    "mask_rows_vectorised", "select_spans_rows", "RowDraws", "mask_sequence", "mask_rows_reference", "select_spans",
-    "replace_tokens", "word_units", "num_to_predict",
-    "ngram_probabilities", "seeded_generator", "IGNORE_INDEX",
+    "Recipe",
+    "build_instances",
+    "build_store",
+    "InstanceStore",
+    "Masker",
+    "TokenizedCorpus",
+    "tokenize_corpus",
+    "split_documents",
+    "heldout_count",
+    "heldout_value",
+    "check_corpus_documents",
+    "iter_documents",
+    "split_sentences",
+    "count_documents",
+    "FORMATS",
+    "create_pair_instances",
+    "pack_sentences",
+    "truncate_pair",
+    "DocumentWindow",
+    "PairInstance",
+    "Segment",
+    "SpecialTokens",
+    "special_tokens",
+    "word_starts",
+    "tokenize_document",
+    "mask_rows_vectorised",
+    "select_spans_rows",
+    "RowDraws",
+    "mask_sequence",
+    "mask_rows_reference",
+    "select_spans",
+    "replace_tokens",
+    "word_units",
+    "num_to_predict",
+    "ngram_probabilities",
+    "seeded_generator",
+    "IGNORE_INDEX",
 ]

@@ -4,6 +4,7 @@ A directory holds one `NAME.bin` per array; meta.json records each array's dtype
 `build_cached(final, build)` runs `build` in a temporary directory renamed into place with its
 meta.json, so a killed build leaves nothing half-written and a finished one is reused.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -18,6 +18,7 @@ one opener of corpus files).
     >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left! Did he?")
     ['Dr. Smith arrived at 5 p.m. on Monday.', 'He left!', 'Did he?']
 """
+
 from __future__ import annotations
 
 import os
@@ -30,12 +31,14 @@ from ..io import CorpusError, check_corpus_paths, iter_lines
 FORMATS = ("lines", "raw")
 
 # Words that end in a period without ending a sentence. Compared lower-cased, without the period.
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
 mr mrs ms dr prof sr jr st mt ft vs etc al fig figs no nos vol vols ed eds eds. op cit ca approx
 inc ltd co corp bros dept est gen col lt sgt capt cmdr adm gov sen rep rev hon pres
 jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
 e.g i.e a.m p.m u.s u.k u.n b.c a.d c. cf viz
-""".split())
+""".split()
+)
 
 # A candidate boundary: sentence-final punctuation, optional closing quotes/brackets, whitespace,
 # then something that can open a sentence (an upper-case letter, a digit, or an opening quote or
@@ -72,9 +75,9 @@ def split_sentences(text: str) -> list[str]:
     text = " ".join(text.split())
     sentences, start = [], 0
     for m in _BOUNDARY.finditer(text):
-        if m.group(1) == "." and _is_abbreviation(text[start:m.start(1)]):
+        if m.group(1) == "." and _is_abbreviation(text[start : m.start(1)]):
             continue
-        sentences.append(text[start:m.start(3)])
+        sentences.append(text[start : m.start(3)])
         start = m.end(3)
     sentences.append(text[start:])
     return [s for s in (s.strip() for s in sentences) if s]
@@ -87,8 +90,9 @@ def check_files(files) -> list[str]:
     return check_corpus_paths(files)
 
 
-def iter_documents(files: str | os.PathLike | Iterable[str | os.PathLike], format: str = "lines",
-                   errors: str = "strict") -> Iterator[list[str]]:
+def iter_documents(
+    files: str | os.PathLike | Iterable[str | os.PathLike], format: str = "lines", errors: str = "strict"
+) -> Iterator[list[str]]:
     """Yield each document of `files` (in order) as a list of sentence strings.
 
     Every file is checked to exist before reading starts. .gz / .xz / .bz2 files are read

@@ -22,6 +22,7 @@ Three choices differ from Google's script, on purpose:
   random token; Google's script always pairs it with a random document, which tilts the labels
   (70 / 30 on data/wiki.txt at length 128; 50 / 50 with the cut).
 """
+
 from __future__ import annotations
 
 import random
@@ -34,15 +35,17 @@ from ..models.family import get_family
 from .arrays import ArrayWriter
 from .masking import seeded_generator
 
+
 @dataclass(frozen=True)
 class SpecialTokens:
     """The ids of the family record's special tokens (models/family.py: the one record of them)."""
+
     cls: int
     sep: int
     mask: int
     pad: int
     all_ids: tuple[int, ...]  # every special id of the tokenizer: never masked, never a random replacement
-    eod: int | None = None    # end of document (XLNet's streams)
+    eod: int | None = None  # end of document (XLNet's streams)
 
 
 def special_tokens(tokenizer, family: str) -> SpecialTokens:
@@ -52,14 +55,17 @@ def special_tokens(tokenizer, family: str) -> SpecialTokens:
     ids = {role: tokenizer.token_to_id(t) for role, t in names.items()}
     missing = [names[role] for role, i in ids.items() if i is None]
     if missing:
-        raise ValueError(f"the tokenizer lacks the {family!r} family's special token(s) "
-                         f"{', '.join(repr(t) for t in missing)} (needs {', '.join(names.values())})")
+        raise ValueError(
+            f"the tokenizer lacks the {family!r} family's special token(s) "
+            f"{', '.join(repr(t) for t in missing)} (needs {', '.join(names.values())})"
+        )
     specials = {a.content for a in getattr(tokenizer, "added_tokens", []) if a.special} | set(names.values())
     all_ids = tuple(sorted({tokenizer.token_to_id(t) for t in specials} - {None}))
     return SpecialTokens(**ids, all_ids=all_ids)
 
 
 # ---------------------------------------------------------------------------------------- words
+
 
 def word_starts(word_ids: Sequence[int | None]) -> list[bool]:
     """Whether each token of ONE sentence starts a word, from the encoding's word_ids (the
@@ -77,6 +83,7 @@ def word_starts(word_ids: Sequence[int | None]) -> list[bool]:
 @dataclass
 class Segment:
     """Token ids of a piece of text and, per token, whether it starts a word."""
+
     ids: list[int]
     starts: list[bool]
 
@@ -103,6 +110,7 @@ def tokenize_document(sentences: Iterable[str], tokenizer) -> list[Segment]:
 
 
 # ---------------------------------------------------------------------------------------- pairs
+
 
 @dataclass
 class PairInstance:
@@ -176,9 +184,14 @@ def _target_length(max_num_tokens: int, short_seq_prob: float, rng: random.Rando
     return max_num_tokens
 
 
-def create_pair_instances(document: list[Segment], max_num_tokens: int, short_seq_prob: float,
-                          objective: str, rng: random.Random, negatives: DocumentWindow | None = None
-                          ) -> list[PairInstance]:
+def create_pair_instances(
+    document: list[Segment],
+    max_num_tokens: int,
+    short_seq_prob: float,
+    objective: str,
+    rng: random.Random,
+    negatives: DocumentWindow | None = None,
+) -> list[PairInstance]:
     """Segment pairs of one document for objective "nsp" (needs `negatives`) or "sop".
 
     >>> doc = [Segment([i, i], [True, False]) for i in range(1, 7)]
@@ -213,7 +226,7 @@ def create_pair_instances(document: list[Segment], max_num_tokens: int, short_se
                     # the target; the chunk's sentences not used for A go back to the stream.
                     other = negatives.sample(rng)
                     b = Segment([], [])
-                    for s in other[rng.randint(0, len(other) - 1):]:
+                    for s in other[rng.randint(0, len(other) - 1) :]:
                         b = Segment.concat([b, s])
                         if len(b) >= target - len(a):
                             break
@@ -251,8 +264,10 @@ def assemble_pair(pair: PairInstance, sp: SpecialTokens) -> tuple[list[int], lis
 
 # -------------------------------------------------------------------------------------- packing
 
-def pack_sentences(documents: Iterable[list[Segment]], max_num_tokens: int, cross_documents: bool,
-                   doc_sep: int) -> Iterator[Segment]:
+
+def pack_sentences(
+    documents: Iterable[list[Segment]], max_num_tokens: int, cross_documents: bool, doc_sep: int
+) -> Iterator[Segment]:
     """RoBERTa's FULL-SENTENCES (cross_documents=True) and DOC-SENTENCES packing.
 
     Whole sentences are added while they fit in max_num_tokens. With FULL-SENTENCES a sequence
@@ -277,7 +292,7 @@ def pack_sentences(documents: Iterable[list[Segment]], max_num_tokens: int, cros
         new_doc = bool(ids)  # a separator goes in front of the first sentence, if it joins a sequence
         for sentence in document:
             for k in range(0, len(sentence), max_num_tokens):
-                piece = Segment(sentence.ids[k:k + max_num_tokens], sentence.starts[k:k + max_num_tokens])
+                piece = Segment(sentence.ids[k : k + max_num_tokens], sentence.starts[k : k + max_num_tokens])
                 need = len(piece) + (1 if new_doc else 0)
                 if ids and len(ids) + need > max_num_tokens:
                     yield Segment(ids, starts)
@@ -299,8 +314,8 @@ def assemble_single(seq: Segment, sp: SpecialTokens) -> tuple[list[int], list[in
 
 # ------------------------------------------------------------------------- writing the instances
 
-def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, specials: SpecialTokens,
-                    where: str) -> dict:
+
+def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, specials: SpecialTokens, where: str) -> dict:
     """Write the unmasked instances of documents `doc_ids` of a tokenized corpus under recipe `r`
     into `tmp` (an arrays.ArrayWriter directory); returns its meta."""
     T, pairs = r.max_seq_length, r.pair_task is not None
@@ -334,16 +349,19 @@ def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, special
             window = DocumentWindow(r.negative_window)
             pending = (cur for doc in docs for cur in window.push(doc))
             for cur in _chain(pending, window):
-                for p in create_pair_instances(cur, T - 3, r.short_seq_prob, task, rng,
-                                               window if task == "nsp" else None):
+                for p in create_pair_instances(
+                    cur, T - 3, r.short_seq_prob, task, rng, window if task == "nsp" else None
+                ):
                     emit(*assemble_pair(p, specials), label=p.label)
         else:
             for seq in pack_sentences(docs, T - 2, r.packing == "full-sentences", specials.sep):
                 emit(*assemble_single(seq, specials))
     arrays = w.close()
     if count == 0:
-        raise ValueError(f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
-                         f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={T}")
+        raise ValueError(
+            f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
+            f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={T}"
+        )
     return {"arrays": arrays, "recipe": r.to_dict()}
 
 

@@ -21,6 +21,7 @@ Static and dynamic share `masking.mask_rows_vectorised` (whole words and n-grams
 the same draws they mask alike. A rank masks the global batch and keeps its rows, so data
 parallelism reproduces the single-process batch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .masking import (BERT_SHARES, ELECTRA_SHARES, RowDraws, mask_by_weight, mask_rows_vectorised,
-                      seeded_generator)
+from .masking import BERT_SHARES, ELECTRA_SHARES, RowDraws, mask_by_weight, mask_rows_vectorised, seeded_generator
 from .recipe import RTD, Recipe
 
 
@@ -37,16 +37,17 @@ from .recipe import RTD, Recipe
 class Masker:
     recipe: Recipe
     mask_id: int
-    special_ids: torch.Tensor   # never masked, never a replacement
-    random_ids: torch.Tensor    # the replacements of the 10% random tokens
+    special_ids: torch.Tensor  # never masked, never a replacement
+    random_ids: torch.Tensor  # the replacements of the 10% random tokens
     weights: torch.Tensor | None = None  # smoothed masking: a weight per token id (masking.token_weights)
 
     def __post_init__(self):
         if self.recipe.masking == "smoothed" and self.weights is None:
             raise ValueError("smoothed masking needs token weights (masking.token_weights of the corpus's counts)")
 
-    def __call__(self, rows: dict[str, torch.Tensor], *, seed: int, step: int, instances: np.ndarray
-                 ) -> dict[str, torch.Tensor]:
+    def __call__(
+        self, rows: dict[str, torch.Tensor], *, seed: int, step: int, instances: np.ndarray
+    ) -> dict[str, torch.Tensor]:
         """`rows` (global batch, unmasked) with input_ids masked and labels added."""
         r = self.recipe
         ids = rows["input_ids"]
@@ -54,16 +55,34 @@ class Masker:
         out = {k: v for k, v in rows.items() if k != "word_start"}
         if r.masking == "smoothed":
             out["input_ids"], out["labels"] = mask_by_weight(
-                ids, ~special, self.weights, seeded_generator(seed, 4, step), mask_id=self.mask_id,
-                random_ids=self.random_ids, mlm_probability=r.mlm_probability)
+                ids,
+                ~special,
+                self.weights,
+                seeded_generator(seed, 4, step),
+                mask_id=self.mask_id,
+                random_ids=self.random_ids,
+                mlm_probability=r.mlm_probability,
+            )
             return out
-        draws = (RowDraws([(seed, 2, int(i)) for i in instances]) if r.masking == "static"
-                 else seeded_generator(seed, 3, step))
+        draws = (
+            RowDraws([(seed, 2, int(i)) for i in instances])
+            if r.masking == "static"
+            else seeded_generator(seed, 3, step)
+        )
         out["input_ids"], out["labels"] = mask_rows_vectorised(
-            ids, special, rows.get("word_start") if r.whole_word else None, draws, mask_id=self.mask_id,
-            random_ids=self.random_ids, mlm_probability=r.mlm_probability, max_predictions=r.max_predictions,
-            ngram=r.ngram, shares=ELECTRA_SHARES if r.objective == RTD else BERT_SHARES)
+            ids,
+            special,
+            rows.get("word_start") if r.whole_word else None,
+            draws,
+            mask_id=self.mask_id,
+            random_ids=self.random_ids,
+            mlm_probability=r.mlm_probability,
+            max_predictions=r.max_predictions,
+            ngram=r.ngram,
+            shares=ELECTRA_SHARES if r.objective == RTD else BERT_SHARES,
+        )
         if r.objective == RTD:
-            out["replacement_draws"] = torch.rand(ids.shape, generator=seeded_generator(seed, 5, step),
-                                                  dtype=torch.float64)
+            out["replacement_draws"] = torch.rand(
+                ids.shape, generator=seeded_generator(seed, 5, step), dtype=torch.float64
+            )
         return out

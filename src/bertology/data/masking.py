@@ -34,6 +34,7 @@ generator per row keyed by the row alone (static masks: an instance's mask where
     >>> int((labels != -100).sum()), bool((labels[special] == -100).all())
     (2, True)
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -126,7 +127,7 @@ def select_spans(units: list[list[int]], budget: int, ngram: int, generator: tor
         if units[start][0] in covered:
             continue
         # span length n ~ p(n) ∝ 1/n over the lengths that fit before the sequence ends
-        w = weights[:min(ngram, len(units) - start)]
+        w = weights[: min(ngram, len(units) - start)]
         acc, n, target = 0.0, len(w), u * sum(w)
         for k, wk in enumerate(w, 1):
             acc += wk
@@ -134,9 +135,9 @@ def select_spans(units: list[list[int]], budget: int, ngram: int, generator: tor
                 n = k
                 break
         # too long for what is left of the budget: fall back to shorter spans
-        while n > 1 and taken + sum(len(x) for x in units[start:start + n]) > budget:
+        while n > 1 and taken + sum(len(x) for x in units[start : start + n]) > budget:
             n -= 1
-        positions = [p for x in units[start:start + n] for p in x]
+        positions = [p for x in units[start : start + n] for p in x]
         if taken + len(positions) > budget or any(p in covered for p in positions):
             continue
         covered.update(positions)
@@ -154,8 +155,9 @@ def _budgets(n_candidates: torch.Tensor, mlm_probability: float, max_predictions
     return torch.where(n_candidates > 0, n, torch.zeros_like(n))
 
 
-def select_spans_rows(unit_sizes: torch.Tensor, order: torch.Tensor, draws: torch.Tensor, budget: torch.Tensor,
-                      ngram: int) -> torch.Tensor:
+def select_spans_rows(
+    unit_sizes: torch.Tensor, order: torch.Tensor, draws: torch.Tensor, budget: torch.Tensor, ngram: int
+) -> torch.Tensor:
     """`select_spans` for N rows at once, with the randomness given: which units are chosen.
 
     unit_sizes (N, U): tokens per unit, units in sequence order, 0 past a row's last unit;
@@ -194,8 +196,9 @@ def select_spans_rows(unit_sizes: torch.Tensor, order: torch.Tensor, draws: torc
             live = live[(fits & ~run).any(1)]  # a fitting unit was passed over: smaller ones may fit still
         return torch.zeros_like(taken).scatter_(1, order, taken)
     # span_size[n, u, m-1]: tokens in units u..u+m-1 of row n; a span past the last unit never fits
-    csum = torch.cat([torch.zeros(N, 1, dtype=torch.long), unit_sizes.long().cumsum(1),
-                      torch.zeros(N, ngram, dtype=torch.long)], 1)  # (N, U + 1 + ngram)
+    csum = torch.cat(
+        [torch.zeros(N, 1, dtype=torch.long), unit_sizes.long().cumsum(1), torch.zeros(N, ngram, dtype=torch.long)], 1
+    )  # (N, U + 1 + ngram)
     u_idx = torch.arange(U)[:, None] + torch.arange(1, ngram + 1)  # (U, ngram): end of each span
     span_size = csum[:, u_idx] - csum[:, :U, None]
     span_size = torch.where(u_idx[None] <= n_units[:, None, None], span_size, torch.iinfo(torch.long).max // 2)
@@ -265,9 +268,14 @@ BERT_SHARES = (0.8, 0.1)  # of the selected tokens: [MASK], a random token; the 
 ELECTRA_SHARES = (0.85, 0.0)  # google-research/electra: no random tokens (the generator supplies replacements)
 
 
-def replace_tokens(input_ids: torch.Tensor, selected: torch.Tensor, generator: "torch.Generator | RowDraws",
-                   mask_id: int, random_ids: torch.Tensor, shares: tuple[float, float] = BERT_SHARES
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+def replace_tokens(
+    input_ids: torch.Tensor,
+    selected: torch.Tensor,
+    generator: "torch.Generator | RowDraws",
+    mask_id: int,
+    random_ids: torch.Tensor,
+    shares: tuple[float, float] = BERT_SHARES,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Steps 5-6: (masked input ids, labels) given a boolean `selected` of the same shape."""
     labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
     draw = _draws(generator)
@@ -284,10 +292,18 @@ def replace_tokens(input_ids: torch.Tensor, selected: torch.Tensor, generator: "
     return out, labels
 
 
-def mask_sequence(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
-                  generator: torch.Generator, *, mask_id: int, random_ids: torch.Tensor,
-                  mlm_probability: float = 0.15, max_predictions: int | None = 20, ngram: int = 1
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_sequence(
+    input_ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    word_start: torch.Tensor | None,
+    generator: torch.Generator,
+    *,
+    mask_id: int,
+    random_ids: torch.Tensor,
+    mlm_probability: float = 0.15,
+    max_predictions: int | None = 20,
+    ngram: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask one sequence (T,): returns (masked input ids, labels). word_start=None masks single
     tokens; a (T,) bool tensor of word starts masks whole words (and n-grams of words)."""
     if not 0.0 <= mlm_probability <= 1.0:
@@ -304,8 +320,13 @@ def mask_sequence(input_ids: torch.Tensor, special_mask: torch.Tensor, word_star
     return replace_tokens(input_ids, selected, generator, mask_id, random_ids)
 
 
-def mask_rows_reference(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
-               generator: torch.Generator | Sequence[torch.Generator], **kw) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_rows_reference(
+    input_ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    word_start: torch.Tensor | None,
+    generator: torch.Generator | Sequence[torch.Generator],
+    **kw,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The reference: mask a batch (B, T) row by row with `mask_sequence`. `generator`: one for all
     rows, or one per row."""
     gens = [generator] * len(input_ids) if isinstance(generator, torch.Generator) else list(generator)
@@ -313,15 +334,25 @@ def mask_rows_reference(input_ids: torch.Tensor, special_mask: torch.Tensor, wor
         raise ValueError(f"got {len(gens)} generators for {len(input_ids)} rows")
     out, labels = torch.empty_like(input_ids), torch.empty_like(input_ids)
     for r, g in enumerate(gens):
-        out[r], labels[r] = mask_sequence(input_ids[r], special_mask[r], None if word_start is None else word_start[r],
-                                          g, **kw)
+        out[r], labels[r] = mask_sequence(
+            input_ids[r], special_mask[r], None if word_start is None else word_start[r], g, **kw
+        )
     return out, labels
 
 
-def mask_rows_vectorised(input_ids: torch.Tensor, special_mask: torch.Tensor, word_start: torch.Tensor | None,
-                         generator: "torch.Generator | RowDraws", *, mask_id: int, random_ids: torch.Tensor,
-                         mlm_probability: float = 0.15, max_predictions: int | None = 20, ngram: int = 1,
-                         shares: tuple[float, float] = BERT_SHARES) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_rows_vectorised(
+    input_ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    word_start: torch.Tensor | None,
+    generator: "torch.Generator | RowDraws",
+    *,
+    mask_id: int,
+    random_ids: torch.Tensor,
+    mlm_probability: float = 0.15,
+    max_predictions: int | None = 20,
+    ngram: int = 1,
+    shares: tuple[float, float] = BERT_SHARES,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask a batch (N, T) all at once: the module docstring's steps for every row, as
     `mask_sequence` does them, with torch ops over the whole batch and one generator.
 
@@ -342,8 +373,10 @@ def mask_rows_vectorised(input_ids: torch.Tensor, special_mask: torch.Tensor, wo
     if ngram < 1:
         raise ValueError(f"ngram must be >= 1, got {ngram}")
     if input_ids.dim() != 2 or special_mask.shape != input_ids.shape:
-        raise ValueError(f"need input_ids (N, T) and special_mask of the same shape, got {tuple(input_ids.shape)} "
-                         f"and {tuple(special_mask.shape)}")
+        raise ValueError(
+            f"need input_ids (N, T) and special_mask of the same shape, got {tuple(input_ids.shape)} "
+            f"and {tuple(special_mask.shape)}"
+        )
     if word_start is not None and word_start.shape != input_ids.shape:
         raise ValueError(f"word_start has shape {tuple(word_start.shape)}, input_ids {tuple(input_ids.shape)}")
     N, T = input_ids.shape
@@ -375,9 +408,16 @@ def token_weights(counts: torch.Tensor, smoothing: float = 0.7) -> torch.Tensor:
     return counts.double().clamp(min=1).pow(-smoothing).float()
 
 
-def mask_by_weight(input_ids: torch.Tensor, candidates: torch.Tensor, weights: torch.Tensor,
-                   generator: torch.Generator, *, mask_id: int, random_ids: torch.Tensor,
-                   mlm_probability: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_by_weight(
+    input_ids: torch.Tensor,
+    candidates: torch.Tensor,
+    weights: torch.Tensor,
+    generator: torch.Generator,
+    *,
+    mask_id: int,
+    random_ids: torch.Tensor,
+    mlm_probability: float = 0.15,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask ⌈mlm_probability · #candidates⌉ positions of the whole batch (N, T), drawn without
     replacement with probability ∝ weights[id] (DistilBERT's smoothed masking), then the 80/10/10
     replacement of step 5. Special tokens and padding are never candidates.

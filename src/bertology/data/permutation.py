@@ -26,6 +26,7 @@ one step is the context of the next.
 Randomness: example (epoch e, step k, row r) draws from numpy's Generator seeded by (seed, e, k, r),
 so a batch is a pure function of the step (exact resume, data parallelism).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from .instances import Segment, SpecialTokens
 class PermutationSettings:
     """The original's flags (seq_len 512, reuse_len 256, num_predict 85, perm_size 256, mask_alpha 6,
     mask_beta 1, max_gram 5); `scaled(seq_len)` keeps their proportions for shorter sequences."""
+
     seq_len: int = 512
     reuse_len: int = 256
     num_predict: int = 85
@@ -57,16 +59,22 @@ class PermutationSettings:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         room = self.seq_len - self.reuse_len
         if room < 5:
-            raise ValueError(f"reuse_len {self.reuse_len} leaves {room} of seq_len {self.seq_len} for A + <sep> + B + "
-                             "<sep> + <cls>; it needs at least 5")
+            raise ValueError(
+                f"reuse_len {self.reuse_len} leaves {room} of seq_len {self.seq_len} for A + <sep> + B + "
+                "<sep> + <cls>; it needs at least 5"
+            )
         for part, length in (("reuse_len", self.reuse_len), ("seq_len - reuse_len", room)):
             if length % self.perm_size:
-                raise ValueError(f"perm_size {self.perm_size} does not divide {part} = {length}: the permutation "
-                                 "runs over whole blocks of perm_size positions")
+                raise ValueError(
+                    f"perm_size {self.perm_size} does not divide {part} = {length}: the permutation "
+                    "runs over whole blocks of perm_size positions"
+                )
         first, second = self.split_predictions()
         if first > self.reuse_len or second > room - 3:
-            raise ValueError(f"num_predict {self.num_predict} is more than the tokens there are to predict "
-                             f"({self.reuse_len} in the reuse part, {room - 3} in A and B)")
+            raise ValueError(
+                f"num_predict {self.num_predict} is more than the tokens there are to predict "
+                f"({self.reuse_len} in the reuse part, {room - 3} in A and B)"
+            )
 
     def split_predictions(self) -> tuple[int, int]:
         """Targets in the reuse part and in the rest, as the original splits them."""
@@ -81,8 +89,11 @@ class PermutationSettings:
         (64, 21, 64)
         """
         reuse = overrides.pop("reuse_len", None) or seq_len // 2
-        defaults = dict(reuse_len=reuse, num_predict=max(2, round(85 * seq_len / 512)),
-                        perm_size=_largest_common_divisor(reuse, seq_len - reuse, seq_len // 2))
+        defaults = dict(
+            reuse_len=reuse,
+            num_predict=max(2, round(85 * seq_len / 512)),
+            perm_size=_largest_common_divisor(reuse, seq_len - reuse, seq_len // 2),
+        )
         return cls(seq_len=seq_len, **{**defaults, **{k: v for k, v in overrides.items() if v is not None}})
 
 
@@ -92,9 +103,11 @@ def _largest_common_divisor(a: int, b: int, at_most: int) -> int:
 
 # ---- the stream ----------------------------------------------------------------------------------
 
+
 @dataclass
 class Stream:
     """Token ids, word-start flags and a flag that flips at every sentence; 1-D, or 2-D (rows, length)."""
+
     ids: np.ndarray
     starts: np.ndarray
     sentence: np.ndarray
@@ -132,7 +145,7 @@ def batchify(stream: Stream, rows: int, bi_data: bool = False) -> Stream:
         raise ValueError(f"bi_data needs an even batch size (forward rows and the same rows backwards), got {rows}")
     n = rows // 2 if bi_data else rows
     length = len(stream) // n
-    cut = [a[:n * length].reshape(n, length) for a in (stream.ids, stream.starts, stream.sentence)]
+    cut = [a[: n * length].reshape(n, length) for a in (stream.ids, stream.starts, stream.sentence)]
     if bi_data:
         cut = [np.concatenate([a, a[:, ::-1]]) for a in cut]
     return Stream(*cut)
@@ -140,13 +153,14 @@ def batchify(stream: Stream, rows: int, bi_data: bool = False) -> Stream:
 
 # ---- one example ---------------------------------------------------------------------------------
 
+
 def sentence_bounds(sentence: np.ndarray, begin: int, stop: int) -> np.ndarray:
     """Positions i in (begin, stop) where a sentence starts (sentence[i] != sentence[i - 1]).
 
     >>> sentence_bounds(np.array([0, 0, 1, 1, 1, 0], bool), 0, 6).tolist()
     [2, 5]
     """
-    return np.flatnonzero(sentence[begin + 1:stop] != sentence[begin:stop - 1]) + begin + 1
+    return np.flatnonzero(sentence[begin + 1 : stop] != sentence[begin : stop - 1]) + begin + 1
 
 
 def _boundary_at_or_after(sentence: np.ndarray, position: int, window: int = 64) -> int:
@@ -208,8 +222,15 @@ def split_a_b(sentence: np.ndarray, begin: int, total: int, rng: np.random.Gener
     return begin, begin + a_len, b_begin, b_begin + b_len, label
 
 
-def sample_spans(starts: np.ndarray, goal: int, rng: np.random.Generator, allowed: np.ndarray | None = None,
-                 mask_alpha: int = 6, mask_beta: int = 1, max_gram: int = 5) -> np.ndarray:
+def sample_spans(
+    starts: np.ndarray,
+    goal: int,
+    rng: np.random.Generator,
+    allowed: np.ndarray | None = None,
+    mask_alpha: int = 6,
+    mask_beta: int = 1,
+    max_gram: int = 5,
+) -> np.ndarray:
     """Exactly `goal` targets: word-aligned n-grams (p(n) ∝ 1/n) each in a context of n·alpha/beta
     tokens, then single tokens at random until `goal` is reached. `allowed` excludes positions.
 
@@ -247,7 +268,7 @@ def sample_spans(starts: np.ndarray, goal: int, rng: np.random.Generator, allowe
             end += 1
         if end >= n:
             break
-        span = np.flatnonzero(allowed[begin:end] & ~mask[begin:end])[:goal - chosen] + begin
+        span = np.flatnonzero(allowed[begin:end] & ~mask[begin:end])[: goal - chosen] + begin
         mask[span] = True
         chosen += len(span)
         cur = end + context - left
@@ -285,15 +306,22 @@ def permutation_mask(order: np.ndarray, targets: np.ndarray, functional: np.ndar
     return (own[:, None] <= rank[None, :]) & ~plain[None, :]
 
 
-def make_example(rows: Stream, row: int, position: int, s: PermutationSettings, specials: SpecialTokens,
-                 rng: np.random.Generator, reverse: bool = False) -> dict[str, np.ndarray]:
+def make_example(
+    rows: Stream,
+    row: int,
+    position: int,
+    s: PermutationSettings,
+    specials: SpecialTokens,
+    rng: np.random.Generator,
+    reverse: bool = False,
+) -> dict[str, np.ndarray]:
     """The example of batch row `row` whose reuse part starts at `position` of that row's stream."""
     ids, starts, sentence = rows.ids[row], rows.starts[row], rows.sentence[row]
     R = s.reuse_len
     a0, a1, b0, b1, label = split_a_b(sentence, position + R, s.seq_len - R - 3, rng)
     sep, cls = np.array([specials.sep]), np.array([specials.cls])
-    tokens = np.concatenate([ids[position:position + R], ids[a0:a1], sep, ids[b0:b1], sep, cls])
-    word = np.concatenate([starts[position:position + R], starts[a0:a1], [True], starts[b0:b1], [True, True]])
+    tokens = np.concatenate([ids[position : position + R], ids[a0:a1], sep, ids[b0:b1], sep, cls])
+    word = np.concatenate([starts[position : position + R], starts[a0:a1], [True], starts[b0:b1], [True, True]])
     types = np.array([0] * (R + a1 - a0 + 1) + [1] * (b1 - b0 + 1) + [2])
     functional = (tokens == specials.sep) | (tokens == specials.cls)
     first, second = s.split_predictions()
@@ -301,16 +329,23 @@ def make_example(rows: Stream, row: int, position: int, s: PermutationSettings, 
     perm = np.zeros((s.seq_len, s.seq_len), bool)
     for part, goal in ((slice(0, R), first), (slice(R, s.seq_len), second)):
         flip = (lambda a: a[::-1]) if reverse else (lambda a: a)  # a backward row: spans over the forward words
-        targets[part] = flip(sample_spans(flip(word[part]), goal, rng, flip(~functional[part]),
-                                          s.mask_alpha, s.mask_beta, s.max_gram))
+        targets[part] = flip(
+            sample_spans(flip(word[part]), goal, rng, flip(~functional[part]), s.mask_alpha, s.mask_beta, s.max_gram)
+        )
         order = block_order(part.stop - part.start, s.perm_size, rng)
         perm[part, part] = permutation_mask(order, targets[part], functional[part])
     perm[:R, R:] = True  # the reuse part never sees the new part (the new part sees all of it)
     where = np.flatnonzero(targets)
     mapping = np.zeros((s.num_predict, s.seq_len), np.float32)
     mapping[np.arange(s.num_predict), where] = 1
-    return dict(input_ids=tokens, token_type_ids=types, perm_mask=perm.astype(np.float32),
-                target_mapping=mapping, labels=tokens[where], is_continuation=np.array(label))
+    return dict(
+        input_ids=tokens,
+        token_type_ids=types,
+        perm_mask=perm.astype(np.float32),
+        target_mapping=mapping,
+        labels=tokens[where],
+        is_continuation=np.array(label),
+    )
 
 
 class PermutationData:
@@ -320,24 +355,36 @@ class PermutationData:
     the memory starts empty. `row` numbers the global batch rows, so that a micro-batch or a rank
     finds its rows' memory."""
 
-    def __init__(self, stream: Stream, settings: PermutationSettings, specials: SpecialTokens, batch_size: int,
-                 seed: int = 0):
+    def __init__(
+        self, stream: Stream, settings: PermutationSettings, specials: SpecialTokens, batch_size: int, seed: int = 0
+    ):
         self.settings, self.specials, self.batch_size, self.seed = settings, specials, batch_size, seed
         self.rows = batchify(stream, batch_size, settings.bi_data)
         length = len(self.rows)
         if length < settings.seq_len + 1:
-            raise ValueError(f"the corpus gives {length} tokens per batch row at batch size {batch_size}; "
-                             f"--seq-len {settings.seq_len} needs more than that: a larger corpus, a smaller "
-                             "--batch-size or --seq-len")
+            raise ValueError(
+                f"the corpus gives {length} tokens per batch row at batch size {batch_size}; "
+                f"--seq-len {settings.seq_len} needs more than that: a larger corpus, a smaller "
+                "--batch-size or --seq-len"
+            )
         self.steps_per_epoch = (length - 1 - settings.seq_len) // settings.reuse_len + 1
 
     def batch(self, step: int) -> dict[str, torch.Tensor]:
         epoch, k = divmod(step, self.steps_per_epoch)
         B = self.batch_size
         half = B // 2 if self.settings.bi_data else B
-        examples = [make_example(self.rows, r, k * self.settings.reuse_len, self.settings, self.specials,
-                                 np.random.default_rng([self.seed, epoch, k, r]), reverse=r >= half)
-                    for r in range(B)]
+        examples = [
+            make_example(
+                self.rows,
+                r,
+                k * self.settings.reuse_len,
+                self.settings,
+                self.specials,
+                np.random.default_rng([self.seed, epoch, k, r]),
+                reverse=r >= half,
+            )
+            for r in range(B)
+        ]
         out = {key: torch.from_numpy(np.stack([e[key] for e in examples])) for key in examples[0]}
         out["attention_mask"] = torch.ones_like(out["input_ids"])
         out["row"] = torch.arange(B)

@@ -11,6 +11,7 @@ user's options, frozen and validated here. Every job reads it and dispatches on 
 A new objective is one value of OBJECTIVES (with its HEADS entry), one objective class in
 train/objectives.py, and one masker / collator choice (data/masker.py).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -26,25 +27,30 @@ PACKINGS = ("pairs", "full-sentences", "doc-sentences")
 MASKINGS = ("static", "dynamic")  # --masking; "smoothed" is distillation's (DistilBERT)
 _MASKINGS = (*MASKINGS, "smoothed")
 # the model head each objective trains, and the batch key of its sentence-pair labels
-HEADS = {"mlm+nsp": "ForPreTraining", "mlm+sop": "ForPreTraining", "mlm": "ForMaskedLM", PLM: "LMHeadModel",
-         RTD: "ForPreTraining"}  # rtd: the discriminator, trained beside its generator (models.electra.ElectraPair)
+HEADS = {
+    "mlm+nsp": "ForPreTraining",
+    "mlm+sop": "ForPreTraining",
+    "mlm": "ForMaskedLM",
+    PLM: "LMHeadModel",
+    RTD: "ForPreTraining",
+}  # rtd: the discriminator, trained beside its generator (models.electra.ElectraPair)
 PAIR_LABELS = {"mlm+nsp": "next_sentence_label", "mlm+sop": "sentence_order_label"}
 
 
 @dataclass(frozen=True)
 class Recipe:
     family: str
-    objective: str                 # mlm+nsp | mlm+sop | mlm | rtd | plm
+    objective: str  # mlm+nsp | mlm+sop | mlm | rtd | plm
     max_seq_length: int = 128
-    packing: str = "pairs"         # pairs | full-sentences | doc-sentences (plm: streams)
-    masking: str = "static"        # static (a mask per instance, fixed) | dynamic (per batch) | smoothed (plm: none)
+    packing: str = "pairs"  # pairs | full-sentences | doc-sentences (plm: streams)
+    masking: str = "static"  # static (a mask per instance, fixed) | dynamic (per batch) | smoothed (plm: none)
     whole_word: bool = False
-    ngram: int = 1                 # mask spans of up to n words (or tokens), p(n) ∝ 1/n
+    ngram: int = 1  # mask spans of up to n words (or tokens), p(n) ∝ 1/n
     mlm_probability: float = 0.15
     max_predictions: int | None = 20
-    dupe_factor: int = 1           # copies of the text, each with its own instances and static masks
+    dupe_factor: int = 1  # copies of the text, each with its own instances and static masks
     short_seq_prob: float = 0.1
-    negative_window: int = 1000    # documents NSP draws its random next sentences from
+    negative_window: int = 1000  # documents NSP draws its random next sentences from
     permutation: PermutationSettings | None = None  # plm only
 
     def __post_init__(self):
@@ -53,24 +59,35 @@ class Recipe:
             if self.permutation is None:
                 raise ValueError("the permutation LM needs its settings (permutation=PermutationSettings(...))")
             return
-        for name, value, allowed in (("objective", self.objective, OBJECTIVES), ("packing", self.packing, PACKINGS),
-                                     ("masking", self.masking, _MASKINGS)):
+        for name, value, allowed in (
+            ("objective", self.objective, OBJECTIVES),
+            ("packing", self.packing, PACKINGS),
+            ("masking", self.masking, _MASKINGS),
+        ):
             if value not in allowed:
                 raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
         if (self.objective in ("mlm", RTD)) != (self.packing != "pairs"):
-            raise ValueError(f"objective {self.objective!r} does not go with packing {self.packing!r}: segment pairs "
-                             f"are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd")
-        checks = (("max_seq_length", self.max_seq_length >= 5, "be >= 5"), ("dupe_factor", self.dupe_factor >= 1, "be >= 1"),
-                  ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "be in [0, 1]"),
-                  ("ngram", self.ngram >= 1, "be >= 1"), ("mlm_probability", 0 <= self.mlm_probability <= 1, "be in [0, 1]"),
-                  ("max_predictions", self.max_predictions is None or self.max_predictions >= 1, "be >= 1"))
+            raise ValueError(
+                f"objective {self.objective!r} does not go with packing {self.packing!r}: segment pairs "
+                f"are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd"
+            )
+        checks = (
+            ("max_seq_length", self.max_seq_length >= 5, "be >= 5"),
+            ("dupe_factor", self.dupe_factor >= 1, "be >= 1"),
+            ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "be in [0, 1]"),
+            ("ngram", self.ngram >= 1, "be >= 1"),
+            ("mlm_probability", 0 <= self.mlm_probability <= 1, "be in [0, 1]"),
+            ("max_predictions", self.max_predictions is None or self.max_predictions >= 1, "be >= 1"),
+        )
         for name, ok, rule in checks:
             if not ok:
                 raise ValueError(f"{name} must {rule}, got {getattr(self, name)}")
         T, p, cap = self.max_seq_length, self.mlm_probability, self.max_predictions
         if cap is not None and cap < round(p * (T - (3 if self.pair_task else 2))):
-            warnings.warn(f"max_predictions_per_seq={cap} caps masking below mlm_probability={p} of max_seq_length={T} "
-                          "(Google used 20 for 128, 80 for 512)")
+            warnings.warn(
+                f"max_predictions_per_seq={cap} caps masking below mlm_probability={p} of max_seq_length={T} "
+                "(Google used 20 for 128, 80 for 512)"
+            )
 
     @property
     def head(self) -> str:
@@ -96,8 +113,16 @@ class Recipe:
 
     def instance_key(self) -> dict:
         """What the unmasked instances depend on (the masks are drawn later, from the rest)."""
-        keep = ("family", "objective", "max_seq_length", "packing", "dupe_factor", "short_seq_prob", "negative_window",
-                "whole_word")
+        keep = (
+            "family",
+            "objective",
+            "max_seq_length",
+            "packing",
+            "dupe_factor",
+            "short_seq_prob",
+            "negative_window",
+            "whole_word",
+        )
         return {k: getattr(self, k) for k in keep}
 
     def to_dict(self) -> dict:
@@ -111,29 +136,49 @@ class Recipe:
         return cls(**d)
 
     @classmethod
-    def resolve(cls, family: str, *, objective: str | None = None, packing: str | None = None,
-                masking: str | None = None, ngram: int | None = None, **rest) -> "Recipe":
+    def resolve(
+        cls,
+        family: str,
+        *,
+        objective: str | None = None,
+        packing: str | None = None,
+        masking: str | None = None,
+        ngram: int | None = None,
+        **rest,
+    ) -> "Recipe":
         """The family's paper recipe with the given options in place of its defaults (None: the
         family's). Defaults: bert = mlm+nsp, pairs, static; roberta = mlm, full-sentences, dynamic;
         albert = mlm+sop, pairs, static, n-gram (n <= 3); a pair family asked for plain mlm packs
         full sentences."""
         paper = get_family(family).pretraining
         if paper is None and None in (objective, packing, masking):
-            raise ValueError(f"{family} has no pretraining recipe of its own: give objective, packing and masking, or "
-                             f"choose one of {', '.join(PRETRAINABLE)}")
+            raise ValueError(
+                f"{family} has no pretraining recipe of its own: give objective, packing and masking, or "
+                f"choose one of {', '.join(PRETRAINABLE)}"
+            )
         if paper is not None and paper.objective == PLM:
             raise ValueError(f"{family} pretrains by permutation LM: Recipe.permutation_lm")
-        d_obj, d_pack, d_mask, d_ngram = ((paper.objective, paper.packing, paper.masking, paper.ngram) if paper
-                                          else (objective, packing, masking, 1))
+        d_obj, d_pack, d_mask, d_ngram = (
+            (paper.objective, paper.packing, paper.masking, paper.ngram) if paper else (objective, packing, masking, 1)
+        )
         objective = objective or d_obj
-        packing = packing or (d_pack if objective not in ("mlm", RTD) else ("full-sentences" if d_pack == "pairs" else d_pack))
-        return cls(family, objective, packing=packing, masking=masking or d_mask,
-                   ngram=d_ngram if ngram is None else ngram, **rest)
+        packing = packing or (
+            d_pack if objective not in ("mlm", RTD) else ("full-sentences" if d_pack == "pairs" else d_pack)
+        )
+        return cls(
+            family,
+            objective,
+            packing=packing,
+            masking=masking or d_mask,
+            ngram=d_ngram if ngram is None else ngram,
+            **rest,
+        )
 
     @classmethod
     def permutation_lm(cls, family: str, settings: PermutationSettings) -> "Recipe":
-        return cls(family, PLM, max_seq_length=settings.seq_len, packing="streams", masking="permutation",
-                   permutation=settings)
+        return cls(
+            family, PLM, max_seq_length=settings.seq_len, packing="streams", masking="permutation", permutation=settings
+        )
 
     @classmethod
     def from_options(cls, o) -> "Recipe":
@@ -143,14 +188,31 @@ class Recipe:
         if paper is not None and paper.objective == PLM:
             for name in ("objective", "packing", "masking", "ngram", "max_predictions"):
                 if getattr(o, name) is not None:
-                    raise ValueError(f"--{name.replace('_', '-')} is an MLM option; XLNet pretrains by permutation LM "
-                                     "(--reuse-len, --num-predict, --perm-size, --mem-len, --bi-data)")
+                    raise ValueError(
+                        f"--{name.replace('_', '-')} is an MLM option; XLNet pretrains by permutation LM "
+                        "(--reuse-len, --num-predict, --perm-size, --mem-len, --bi-data)"
+                    )
             if o.whole_word:
                 raise ValueError("--whole-word is an MLM option; XLNet's targets are word-aligned spans already")
-            return cls.permutation_lm(o.family, PermutationSettings.scaled(
-                o.seq_len, reuse_len=o.reuse_len, num_predict=o.num_predict, perm_size=o.perm_size, bi_data=o.bi_data))
+            return cls.permutation_lm(
+                o.family,
+                PermutationSettings.scaled(
+                    o.seq_len,
+                    reuse_len=o.reuse_len,
+                    num_predict=o.num_predict,
+                    perm_size=o.perm_size,
+                    bi_data=o.bi_data,
+                ),
+            )
         return cls.resolve(
-            o.family, objective=o.objective, packing=o.packing, masking=o.masking, ngram=o.ngram,
-            max_seq_length=o.seq_len, whole_word=bool(o.whole_word), mlm_probability=o.mlm_probability,
+            o.family,
+            objective=o.objective,
+            packing=o.packing,
+            masking=o.masking,
+            ngram=o.ngram,
+            max_seq_length=o.seq_len,
+            whole_word=bool(o.whole_word),
+            mlm_probability=o.mlm_probability,
             max_predictions=o.max_predictions or max(1, round(o.seq_len * o.mlm_probability)),
-            dupe_factor=o.dupe_factor)
+            dupe_factor=o.dupe_factor,
+        )

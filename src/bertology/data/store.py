@@ -26,6 +26,7 @@ perm_e is a permutation drawn from a generator seeded by (seed, e). `batch(step,
 world_size=w)` returns rows r, r+w, r+2w, ... of that global batch (every rank masks the global
 batch and keeps its rows), identical to slicing the single-process batch.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,14 +62,17 @@ class InstanceStore:
             raise FileNotFoundError(f"{meta_path}: no instance store here (build one with build_instances)")
         self.meta = json.loads(meta_path.read_text())
         if self.meta.get("layout") != LAYOUT:
-            raise ValueError(f"{self.dir}: an instance store of an earlier bertology (its masks are stored in it); "
-                             "it is a cache: delete the directory and the next run builds it again")
+            raise ValueError(
+                f"{self.dir}: an instance store of an earlier bertology (its masks are stored in it); "
+                "it is a cache: delete the directory and the next run builds it again"
+            )
         # the masking half of the recipe is the caller's (the instances do not depend on it)
         self.recipe = masker.recipe if masker is not None else Recipe.from_dict(self.meta["recipe"])
         self.arrays = open_arrays(self.dir, self.meta["arrays"])
         self.special_ids = torch.tensor(self.meta["special_ids"], dtype=torch.long)
-        self.masker = masker or Masker(self.recipe, self.meta["mask_id"], self.special_ids,
-                                       torch.tensor(self.meta["random_ids"], dtype=torch.long))
+        self.masker = masker or Masker(
+            self.recipe, self.meta["mask_id"], self.special_ids, torch.tensor(self.meta["random_ids"], dtype=torch.long)
+        )
         self.heldout: InstanceStore | None = None
         self._permutation = lru_cache(maxsize=4)(self._make_permutation)
 
@@ -99,8 +103,8 @@ class InstanceStore:
         counts = np.zeros(vocab_size, dtype=np.int64)
         special = self.special_ids.numpy()
         for start in range(0, self.num_instances, chunk):
-            ids = np.asarray(self.arrays["input_ids"][start:start + chunk], dtype=np.int64)  # (n, T)
-            real = np.arange(ids.shape[1])[None, :] < np.asarray(self.arrays["lengths"][start:start + chunk])[:, None]
+            ids = np.asarray(self.arrays["input_ids"][start : start + chunk], dtype=np.int64)  # (n, T)
+            real = np.arange(ids.shape[1])[None, :] < np.asarray(self.arrays["lengths"][start : start + chunk])[:, None]
             ids = ids[real & ~np.isin(ids, special)]
             if len(ids) and ids.max() >= vocab_size:
                 raise ValueError(f"{self.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
@@ -145,8 +149,9 @@ class InstanceStore:
             out[self.recipe.pair_label] = get("sentence_label")
         return out
 
-    def batch(self, step: int, batch_size: int, seed: int | None = None, rank: int = 0,
-              world_size: int = 1) -> dict[str, torch.Tensor]:
+    def batch(
+        self, step: int, batch_size: int, seed: int | None = None, rank: int = 0, world_size: int = 1
+    ) -> dict[str, torch.Tensor]:
         """Rows rank::world_size of the global batch at `step`, masked, as the model's keyword arguments."""
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
@@ -156,27 +161,70 @@ class InstanceStore:
         return {k: v[rank::world_size] for k, v in masked.items()}
 
 
-def build_instances(files, tokenizer, family: str = "bert", *, max_seq_length: int = 128,
-                    objective: str | None = None, packing: str | None = None, masking: str | None = None,
-                    dupe_factor: int = 1, short_seq_prob: float = 0.1, whole_word: bool = False,
-                    ngram: int | None = None, mlm_probability: float = 0.15,
-                    max_predictions_per_seq: int | None = 20, seed: int = 12345,
-                    cache_dir: str | os.PathLike | None = None, format: str = "lines", heldout: float | int = 0,
-                    negative_window: int = 1000, errors: str = "strict",
-                    show_progress: bool | None = None) -> InstanceStore:
+def build_instances(
+    files,
+    tokenizer,
+    family: str = "bert",
+    *,
+    max_seq_length: int = 128,
+    objective: str | None = None,
+    packing: str | None = None,
+    masking: str | None = None,
+    dupe_factor: int = 1,
+    short_seq_prob: float = 0.1,
+    whole_word: bool = False,
+    ngram: int | None = None,
+    mlm_probability: float = 0.15,
+    max_predictions_per_seq: int | None = 20,
+    seed: int = 12345,
+    cache_dir: str | os.PathLike | None = None,
+    format: str = "lines",
+    heldout: float | int = 0,
+    negative_window: int = 1000,
+    errors: str = "strict",
+    show_progress: bool | None = None,
+) -> InstanceStore:
     """Tokenize `files` and build the pretraining instances of `family` (see the module docstring);
     the options left None take the family's paper recipe (data/recipe.py)."""
-    recipe = Recipe.resolve(family, objective=objective, packing=packing, masking=masking, ngram=ngram,
-                            max_seq_length=max_seq_length, dupe_factor=dupe_factor, short_seq_prob=short_seq_prob,
-                            whole_word=bool(whole_word), mlm_probability=mlm_probability,
-                            max_predictions=max_predictions_per_seq, negative_window=negative_window)
-    return build_store(files, tokenizer, recipe, seed=seed, cache_dir=cache_dir, format=format, heldout=heldout,
-                       errors=errors, show_progress=show_progress)
+    recipe = Recipe.resolve(
+        family,
+        objective=objective,
+        packing=packing,
+        masking=masking,
+        ngram=ngram,
+        max_seq_length=max_seq_length,
+        dupe_factor=dupe_factor,
+        short_seq_prob=short_seq_prob,
+        whole_word=bool(whole_word),
+        mlm_probability=mlm_probability,
+        max_predictions=max_predictions_per_seq,
+        negative_window=negative_window,
+    )
+    return build_store(
+        files,
+        tokenizer,
+        recipe,
+        seed=seed,
+        cache_dir=cache_dir,
+        format=format,
+        heldout=heldout,
+        errors=errors,
+        show_progress=show_progress,
+    )
 
 
-def build_store(files, tokenizer, recipe: Recipe, *, seed: int, cache_dir: str | os.PathLike | None = None,
-                format: str = "lines", heldout: float | int = 0, errors: str = "strict",
-                show_progress: bool | None = None) -> InstanceStore:
+def build_store(
+    files,
+    tokenizer,
+    recipe: Recipe,
+    *,
+    seed: int,
+    cache_dir: str | os.PathLike | None = None,
+    format: str = "lines",
+    heldout: float | int = 0,
+    errors: str = "strict",
+    show_progress: bool | None = None,
+) -> InstanceStore:
     """The instance store of `recipe` (train, and `.heldout` when documents are held out)."""
     files = check_files(files)
     specials = special_tokens(tokenizer, recipe.family)
@@ -185,8 +233,15 @@ def build_store(files, tokenizer, recipe: Recipe, *, seed: int, cache_dir: str |
     show_progress = sys.stderr.isatty() if show_progress is None else show_progress
     cache = Path(cache_dir) if cache_dir is not None else Path(tempfile.mkdtemp(prefix="bertology-data-"))
     stamp = [(os.path.abspath(f), os.path.getsize(f), os.stat(f).st_mtime_ns) for f in files]
-    tok_key = digest({"files": stamp, "tokenizer": tokenizer.to_str(), "format": format, "errors": errors,
-                      "word_starts": WORD_STARTS})
+    tok_key = digest(
+        {
+            "files": stamp,
+            "tokenizer": tokenizer.to_str(),
+            "format": format,
+            "errors": errors,
+            "word_starts": WORD_STARTS,
+        }
+    )
     corpus = tokenize_corpus(files, tokenizer, cache / f"tokens-{tok_key}", format, errors, show_progress)
     where = ", ".join(files)
     if corpus.num_documents == 0:
@@ -195,14 +250,29 @@ def build_store(files, tokenizer, recipe: Recipe, *, seed: int, cache_dir: str |
     if recipe.pair_task == "nsp":
         check_nsp_split(len(docs_train), len(docs_held), corpus.num_documents, where)
     vocab_ids = sorted(set(tokenizer.get_vocab().values()) - set(specials.all_ids))
-    common = {"layout": LAYOUT, "seed": seed, "mask_id": specials.mask, "special_ids": list(specials.all_ids),
-              "random_ids": vocab_ids}
+    common = {
+        "layout": LAYOUT,
+        "seed": seed,
+        "mask_id": specials.mask,
+        "special_ids": list(specials.all_ids),
+        "random_ids": vocab_ids,
+    }
 
     def make(doc_ids, r: Recipe, part: str) -> InstanceStore:
-        key = digest({"tokens": tok_key, "instances": r.instance_key(), "seed": seed, "heldout": heldout, "part": part,
-                      "layout": LAYOUT})
-        d = build_cached(cache / f"instances-{key}", lambda tmp: {
-            **write_instances(tmp, corpus, doc_ids, r, seed, specials, where), **common, "part": part})
+        key = digest(
+            {
+                "tokens": tok_key,
+                "instances": r.instance_key(),
+                "seed": seed,
+                "heldout": heldout,
+                "part": part,
+                "layout": LAYOUT,
+            }
+        )
+        d = build_cached(
+            cache / f"instances-{key}",
+            lambda tmp: {**write_instances(tmp, corpus, doc_ids, r, seed, specials, where), **common, "part": part},
+        )
         store = InstanceStore(d, Masker(r, specials.mask, torch.tensor(specials.all_ids), torch.tensor(vocab_ids)))
         if cache_dir is None:  # a private temporary cache goes away with the store
             weakref.finalize(store, shutil.rmtree, cache, True)

@@ -6,6 +6,7 @@ and document offsets). `split_documents` then sets whole documents aside, drawn 
 before any instance or stream is made: the MLM store, the permutation-LM streams and their
 held-out evaluation all use it, so no held-out sentence ever reaches training.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,17 @@ class TokenizedCorpus:
         self.dir = Path(directory)
         self.meta = json.loads((self.dir / "meta.json").read_text())
         if self.meta.get("word_starts") != WORD_STARTS:
-            raise ValueError(f"{self.dir}: a tokenized corpus of an earlier bertology (word starts guessed from token "
-                             "strings); it is a cache: delete the directory and the next run builds it again")
+            raise ValueError(
+                f"{self.dir}: a tokenized corpus of an earlier bertology (word starts guessed from token "
+                "strings); it is a cache: delete the directory and the next run builds it again"
+            )
         a = open_arrays(self.dir, self.meta["arrays"])
-        self.ids, self.starts, self.sent_offsets, self.doc_offsets = a["ids"], a["starts"], a["sent_offsets"], a["doc_offsets"]
+        self.ids, self.starts, self.sent_offsets, self.doc_offsets = (
+            a["ids"],
+            a["starts"],
+            a["sent_offsets"],
+            a["doc_offsets"],
+        )
 
     @property
     def num_documents(self) -> int:
@@ -56,17 +64,21 @@ class TokenizedCorpus:
 
     def document(self, d: int) -> list[Segment]:
         s0, s1 = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
-        bounds = self.sent_offsets[s0:s1 + 1].tolist()
-        ids, starts = self.ids[bounds[0]:bounds[-1]].tolist(), self.starts[bounds[0]:bounds[-1]].astype(bool).tolist()
+        bounds = self.sent_offsets[s0 : s1 + 1].tolist()
+        ids, starts = (
+            self.ids[bounds[0] : bounds[-1]].tolist(),
+            self.starts[bounds[0] : bounds[-1]].astype(bool).tolist(),
+        )
         base = bounds[0]
-        return [Segment(ids[a - base:b - base], starts[a - base:b - base]) for a, b in zip(bounds, bounds[1:])]
+        return [Segment(ids[a - base : b - base], starts[a - base : b - base]) for a, b in zip(bounds, bounds[1:])]
 
     def documents(self, indices) -> Iterator[list[Segment]]:
         return (self.document(d) for d in indices)
 
 
-def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", errors: str = "strict",
-                    show_progress: bool = False) -> TokenizedCorpus:
+def tokenize_corpus(
+    files, tokenizer, directory: Path, format: str = "lines", errors: str = "strict", show_progress: bool = False
+) -> TokenizedCorpus:
     """Stream documents through the tokenizer into `directory` (atomically; reused when there).
 
     The tokenizer's own padding and truncation (a tokenizer.json may carry both) are switched
@@ -77,8 +89,15 @@ def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", er
         tokenizer.no_truncation()
 
     def build(tmp: Path) -> dict:
-        w = ArrayWriter(tmp, {"ids": ("int32", ()), "starts": ("uint8", ()), "sent_offsets": ("int64", ()),
-                              "doc_offsets": ("int64", ())})
+        w = ArrayWriter(
+            tmp,
+            {
+                "ids": ("int32", ()),
+                "starts": ("uint8", ()),
+                "sent_offsets": ("int64", ()),
+                "doc_offsets": ("int64", ()),
+            },
+        )
         n_tokens, n_sents = 0, 0
         w.add(sent_offsets=0, doc_offsets=0)
         docs = iter_documents(files, format, errors)
@@ -95,8 +114,12 @@ def tokenize_corpus(files, tokenizer, directory: Path, format: str = "lines", er
                 n_sents += 1
                 w.add(sent_offsets=n_tokens)
             w.add(doc_offsets=n_sents)
-        return {"files": [os.fspath(f) for f in files], "format": format, "word_starts": WORD_STARTS,
-                "arrays": w.close()}
+        return {
+            "files": [os.fspath(f) for f in files],
+            "format": format,
+            "word_starts": WORD_STARTS,
+            "arrays": w.close(),
+        }
 
     return TokenizedCorpus(build_cached(Path(directory), build))
 
@@ -149,8 +172,9 @@ def check_corpus_documents(files, format: str, heldout: float | int, nsp: bool) 
         raise ValueError(f"corpus file(s) {where} hold no text")
     held = heldout_count(documents, heldout)
     if held >= documents:
-        raise ValueError(f"--heldout {heldout:g} sets aside {held} of the {documents} documents of {where}, "
-                         "leaving none to train on")
+        raise ValueError(
+            f"--heldout {heldout:g} sets aside {held} of the {documents} documents of {where}, leaving none to train on"
+        )
     if nsp:
         check_nsp_split(documents - held, held, documents, where, "--heldout")
     return documents
@@ -159,6 +183,8 @@ def check_corpus_documents(files, format: str, heldout: float | int, nsp: bool) 
 def check_nsp_split(train: int, held: int, documents: int, where: str, flag: str = "the held-out share (--heldout)"):
     """NSP's random next sentences come from other documents: two in each non-empty split."""
     if train < 2 or 0 < held < 2:
-        raise ValueError(f"NSP draws its random next sentences from other documents, so it needs at least two in each "
-                         f"split; {where} hold {documents} document(s): {train} for training and {held} held out; "
-                         f"give more documents (a blank line separates them) or change {flag}")
+        raise ValueError(
+            f"NSP draws its random next sentences from other documents, so it needs at least two in each "
+            f"split; {where} hold {documents} document(s): {train} for training and {held} held out; "
+            f"give more documents (a blank line separates them) or change {flag}"
+        )

@@ -24,6 +24,7 @@ default 20; plan.py says how it is spent).
 model size is chosen by a throughput probe (probe.py, plan.choose_preset); the report says which
 device, preset and how many pretraining tokens.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -33,8 +34,18 @@ from pathlib import Path
 from .curve import Start, label_curves, twin
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name
 from .report import reference_lines, write_report
-from .stages import (CORPORA, EQUAL_TIME, FAMILIES, corpus_files, data_path, minilm_path, pretrain_one, recipe, teacher_track,
-                     train_tokenizers)
+from .stages import (
+    CORPORA,
+    EQUAL_TIME,
+    FAMILIES,
+    corpus_files,
+    data_path,
+    minilm_path,
+    pretrain_one,
+    recipe,
+    teacher_track,
+    train_tokenizers,
+)
 
 __all__ = ["CORPORA", "recipe", "run"]
 W2V = "bert+word2vec"  # BERT-tiny whose token embedding starts from word2vec vectors over its pieces
@@ -45,6 +56,7 @@ def say_to(quiet: bool):
     def say(message: str) -> None:
         if not quiet:
             print(message, flush=True)
+
     return say
 
 
@@ -75,11 +87,22 @@ def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -
     if not (resume and path.is_file()):
         t0 = time.perf_counter()
         width = get_family("bert").preset(plan.preset).hidden_size
-        _, summary = train(TrainOptions(corpus=[str(c) for c in corpus], out=str(path), algorithm="skipgram",
-                                        vector_size=width, tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
-                                        epochs=1 if plan.quick else 3, workers=2, quiet=True))
-        say(f"   word2vec (skip-gram) over BERT's pieces: {summary['vocabulary']:,} pieces × {width} dimensions "
-            f"({time.perf_counter() - t0:.1f} s)")
+        _, summary = train(
+            TrainOptions(
+                corpus=[str(c) for c in corpus],
+                out=str(path),
+                algorithm="skipgram",
+                vector_size=width,
+                tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
+                epochs=1 if plan.quick else 3,
+                workers=2,
+                quiet=True,
+            )
+        )
+        say(
+            f"   word2vec (skip-gram) over BERT's pieces: {summary['vocabulary']:,} pieces × {width} dimensions "
+            f"({time.perf_counter() - t0:.1f} s)"
+        )
     return path
 
 
@@ -106,11 +129,16 @@ def run(args) -> int:
         where, precision = cpu_summary(), "fp32 (--fp32)" if args.fp32 else precision_reason()
     plan = Plan.make(args.quick, bf16=bf16, device=str(device))
     models_of = "models sized by a throughput probe" if plan.probes_presets else f"{plan.preset} models"
-    say(f"bertology demo → {out}  (budget {budget.seconds / 60:g} min{', quick' if args.quick else ''}: {models_of}, "
+    say(
+        f"bertology demo → {out}  (budget {budget.seconds / 60:g} min{', quick' if args.quick else ''}: {models_of}, "
         f"{plan.batch_size} × {plan.seq_len} tokens a step, {'bf16' if plan.bf16 else 'fp32'})\n   "
-        f"{where}\n   precision: {precision}")
-    resume_hint = "continue with: bertology demo --resume" + (" --quick" if args.quick else "") + (
-        f" --out {out}" if str(out) != "runs/demo" else "")
+        f"{where}\n   precision: {precision}"
+    )
+    resume_hint = (
+        "continue with: bertology demo --resume"
+        + (" --quick" if args.quick else "")
+        + (f" --out {out}" if str(out) != "runs/demo" else "")
+    )
 
     corpus = corpus_files(out, plan.corpus_bytes)
     say("\n1/4 tokenizers and word vectors, trained on data/debian-descriptions")
@@ -127,7 +155,9 @@ def run(args) -> int:
     models = [(f, f, {}) for f in FAMILIES] + [(W2V, "bert", {"init_embeddings": str(vectors)})]
     pretraining_s = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S)
     started = budget.spent()
-    say(f"\n2/4 pretraining, {pretraining_s / (len(models) + 1):.0f} s of wall time for each of {len(models) + 1} models")
+    say(
+        f"\n2/4 pretraining, {pretraining_s / (len(models) + 1):.0f} s of wall time for each of {len(models) + 1} models"
+    )
     overheads: list[float] = []  # each stage's time outside its Trainer (instances, tokenizing, loading)
 
     def slot(models_left: int) -> float:
@@ -149,14 +179,18 @@ def run(args) -> int:
         print(f"interrupted during the teacher track; {resume_hint}")
         return 130
 
-    say(f"\n3/4 fine-tuning on data/debian-sections (description → one of 10 sections) with few and all labels; "
-        f"{budget.left():.0f} s of the budget left")
+    say(
+        f"\n3/4 fine-tuning on data/debian-sections (description → one of 10 sections) with few and all labels; "
+        f"{budget.left():.0f} s of the budget left"
+    )
     pretrained = out / "pretrain"
     starts = []
     for family in FAMILIES:
         pooling = "cls" if get_family(family).summary_head else "mean"  # XLNet's head is its own summary
-        starts += [Start(family, pretrained / family, pooling=pooling),
-                   Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling)]
+        starts += [
+            Start(family, pretrained / family, pooling=pooling),
+            Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling),
+        ]
     starts += [Start(W2V, pretrained / W2V), Start(STUDENT, out / "distill" / "minilm")]
     curves = label_curves(starts, plan, budget, data_path("debian-sections"), out / "finetune", args.resume, say)
     counts = [c for c in plan.label_counts if label_name(c) in curves[starts[0].name]]
@@ -165,7 +199,9 @@ def run(args) -> int:
     say("\n4/4 report")
     report = write_report(out, plan, rows, student, curves, references, budget)
     print("\n" + report["table"])
-    print(f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}; "
-          f"wall time {budget.spent() / 60:.1f} min of {budget.seconds / 60:g}; {plan.preset} models on {plan.device}, "
-          f"{report['tokens']:,} pretraining tokens")
+    print(
+        f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}; "
+        f"wall time {budget.spent() / 60:.1f} min of {budget.seconds / 60:g}; {plan.preset} models on {plan.device}, "
+        f"{report['tokens']:,} pretraining tokens"
+    )
     return 0

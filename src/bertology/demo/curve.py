@@ -9,6 +9,7 @@ averaged into one ensemble prediction per test item, and two starts are compared
 bootstrap over the test items (tasks/bootstrap.py). A gain is called one only when its 95%
 interval excludes 0.
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,6 +30,7 @@ def twin(name: str) -> str:
 @dataclass(frozen=True)
 class Start:
     """One starting point of fine-tuning: a model directory, or its random-init twin."""
+
     name: str  # "bert", "bert (random init)", …
     model: Path
     from_scratch: bool = False
@@ -63,8 +65,16 @@ class Meter:
         return passes * self.seconds / self.passes if self.passes else 0.0
 
 
-def run_grid(start: Start, count: int | None, epochs: float, lrs: tuple[float, ...], plan: Plan, data: Path, out: Path,
-             resume: bool) -> GridResult:
+def run_grid(
+    start: Start,
+    count: int | None,
+    epochs: float,
+    lrs: tuple[float, ...],
+    plan: Plan,
+    data: Path,
+    out: Path,
+    resume: bool,
+) -> GridResult:
     """One start at one label count through `lrs` × the plan's seeds (reused on --resume when finished)."""
     from ..tasks.finetune import FinetuneOptions
     from ..tasks.grid import finetune_grid
@@ -73,14 +83,27 @@ def run_grid(start: Start, count: int | None, epochs: float, lrs: tuple[float, .
     if resume and done.is_file():
         return GridResult.load(done)
     options = FinetuneOptions(
-        model=str(start.model), from_scratch=start.from_scratch, task="classify", train=str(task_file(data, "train")),
-        dev=str(task_file(data, "dev")), out_dir=str(out), epochs=epochs, batch_size=32, max_length=plan.finetune_length, bf16=plan.bf16, quiet=True, labels_per_class=count,
-        pooling=start.pooling, device=plan.device)
+        model=str(start.model),
+        from_scratch=start.from_scratch,
+        task="classify",
+        train=str(task_file(data, "train")),
+        dev=str(task_file(data, "dev")),
+        out_dir=str(out),
+        epochs=epochs,
+        batch_size=32,
+        max_length=plan.finetune_length,
+        bf16=plan.bf16,
+        quiet=True,
+        labels_per_class=count,
+        pooling=start.pooling,
+        device=plan.device,
+    )
     return finetune_grid(options, str(task_file(data, "test")), lrs, plan.seeds, overwrite=True)
 
 
-def label_curves(starts: list[Start], plan: Plan, budget: Budget, data: Path, out: Path, resume: bool,
-                 say) -> dict[str, dict[str, GridResult]]:
+def label_curves(
+    starts: list[Start], plan: Plan, budget: Budget, data: Path, out: Path, resume: bool, say
+) -> dict[str, dict[str, GridResult]]:
     """{start name: {label count name: GridResult}} for the counts that fit the budget, in PRIORITY order."""
     train_labels = labels_of(task_file(data, "train"))
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
@@ -93,11 +116,15 @@ def label_curves(starts: list[Start], plan: Plan, budget: Budget, data: Path, ou
         runs = sum(len(plan.learning_rates if i == 0 else (1,)) * len(plan.seeds) for _ in starts)
         needed, left = meter.estimate(runs * passes), budget.left() - REPORT_RESERVE_S
         if i > 0 and not plan.quick and needed > left:  # --quick runs every path, whatever the time
-            say(f"   {label_name(count)} labels per class: skipped, ~{needed:.0f} s of fine-tuning measured to be "
-                f"needed and {max(0.0, left):.0f} s left in the budget")
+            say(
+                f"   {label_name(count)} labels per class: skipped, ~{needed:.0f} s of fine-tuning measured to be "
+                f"needed and {max(0.0, left):.0f} s left in the budget"
+            )
             continue
-        say(f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, "
-            f"{len(plan.seeds)} seeds{', lr chosen on dev' if i == 0 and len(plan.learning_rates) > 1 else ''}):")
+        say(
+            f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, "
+            f"{len(plan.seeds)} seeds{', lr chosen on dev' if i == 0 and len(plan.learning_rates) > 1 else ''}):"
+        )
         for start in starts:
             lrs = plan.learning_rates if i == 0 else (chosen[start.name],)
             t0, run_dir = time.perf_counter(), out / start.name.replace(" ", "-").strip("()") / label_name(count)
@@ -107,8 +134,10 @@ def label_curves(starts: list[Start], plan: Plan, budget: Budget, data: Path, ou
                 meter.add(time.perf_counter() - t0, len(lrs) * len(plan.seeds) * passes)
             chosen.setdefault(start.name, grid.lr)
             curves[start.name][label_name(count)] = grid
-            say(f"      {start.name:<28} lr {grid.lr:g}: test {grid.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), "
-                f"{grid.test_mean:.3f} ± {grid.test_std:.3f} per seed")
+            say(
+                f"      {start.name:<28} lr {grid.lr:g}: test {grid.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), "
+                f"{grid.test_mean:.3f} ± {grid.test_std:.3f} per seed"
+            )
     return curves
 
 
@@ -123,4 +152,3 @@ def accuracy_interval(correct: list[bool], seed: int = 0) -> list[float]:
     that is never right)."""
     result = paired_bootstrap(correct, [False] * len(correct), seed=seed)
     return [result["low"], result["high"]]
-

@@ -10,6 +10,7 @@ On a GPU the same minutes buy far more tokens: batches are larger, and the model
 a throughput probe (`choose_preset`) so that each model sees enough tokens for its size. On the CPU
 the plan is the tiny one, unprobed.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,6 +46,7 @@ def count_order(count: int | None) -> float:
 @dataclass
 class Budget:
     """Seconds for the whole demo, counted from its creation."""
+
     seconds: float
     clock: Callable[[], float] = time.perf_counter
     started: float = field(init=False)
@@ -80,12 +82,34 @@ class Plan:
         """The CPU's plan (tiny models), or on a GPU the same with GPU_BATCH_SIZE sequences a step (not
         --quick, a smoke test); the preset on a GPU is then chosen by `choose_preset`."""
         if quick:
-            return cls(quick=True, preset="tiny", vocab_size=2000, corpus_bytes=400_000, seq_len=32, batch_size=16,
-                       finetune_length=32, seeds=(0, 1), learning_rates=(3e-3,), label_counts=(10, None), bf16=bf16,
-                       device=device)
-        return cls(quick=False, preset="tiny", vocab_size=8000, corpus_bytes=None, seq_len=32,
-                   batch_size=64 if device == "cpu" else GPU_BATCH_SIZE, finetune_length=32, seeds=SEEDS,
-                   learning_rates=LEARNING_RATES, label_counts=PRIORITY, bf16=bf16, device=device)
+            return cls(
+                quick=True,
+                preset="tiny",
+                vocab_size=2000,
+                corpus_bytes=400_000,
+                seq_len=32,
+                batch_size=16,
+                finetune_length=32,
+                seeds=(0, 1),
+                learning_rates=(3e-3,),
+                label_counts=(10, None),
+                bf16=bf16,
+                device=device,
+            )
+        return cls(
+            quick=False,
+            preset="tiny",
+            vocab_size=8000,
+            corpus_bytes=None,
+            seq_len=32,
+            batch_size=64 if device == "cpu" else GPU_BATCH_SIZE,
+            finetune_length=32,
+            seeds=SEEDS,
+            learning_rates=LEARNING_RATES,
+            label_counts=PRIORITY,
+            bf16=bf16,
+            device=device,
+        )
 
     @property
     def probes_presets(self) -> bool:
@@ -100,8 +124,9 @@ class Plan:
         return float(min(30, max(5, math.ceil(64 * 32 / examples))))
 
 
-def choose_preset(measured: dict[str, tuple[float, int]], seconds: float,
-                  tokens_per_parameter: float = TOKENS_PER_PARAMETER) -> str:
+def choose_preset(
+    measured: dict[str, tuple[float, int]], seconds: float, tokens_per_parameter: float = TOKENS_PER_PARAMETER
+) -> str:
     """The largest preset that sees at least `tokens_per_parameter` tokens per parameter in a pretraining
     slot of `seconds`, from {preset: (measured tokens/s, parameters)}; the smallest where none does.
 

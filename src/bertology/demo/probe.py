@@ -1,5 +1,6 @@
 """The throughput probe that sizes the demo's models on a GPU: a few pretraining steps of each
 candidate preset on the chosen device, timed, so that plan.choose_preset turns the budget into tokens."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def tokens_per_second(preset: str, device: torch.device, batch_size: int, seq_len: int, vocab_size: int,
-                      steps: int = 2) -> tuple[float, int]:
+def tokens_per_second(
+    preset: str, device: torch.device, batch_size: int, seq_len: int, vocab_size: int, steps: int = 2
+) -> tuple[float, int]:
     """(tokens/s, parameters) of BERT-`preset` MLM steps (forward, backward, AdamW) on `device` under the
     GPU's autocast, timed over `steps` after a warm-up step (which pays for the kernels' first launch).
     BERT stands for every family: ALBERT shares its layers (the same compute), XLNet's two streams cost
@@ -50,8 +52,9 @@ def tokens_per_second(preset: str, device: torch.device, batch_size: int, seq_le
     return batch_size * seq_len * steps / (time.perf_counter() - started), model.num_parameters()
 
 
-def probe_presets(presets: tuple[str, ...], device: torch.device, batch_size: int, seq_len: int,
-                  vocab_size: int) -> dict[str, tuple[float, int]]:
+def probe_presets(
+    presets: tuple[str, ...], device: torch.device, batch_size: int, seq_len: int, vocab_size: int
+) -> dict[str, tuple[float, int]]:
     """{preset: (tokens/s, parameters)} for each candidate, measured now on `device`."""
     measured = {}
     for preset in presets:
@@ -73,9 +76,20 @@ def sized_plan(plan: Plan, out: Path, seconds: float, resume: bool, say) -> Plan
     measured = probe_presets(GPU_PRESETS, device, plan.batch_size, plan.seq_len, plan.vocab_size)
     preset = choose_preset(measured, seconds)
     for name, (rate, parameters) in measured.items():
-        say(f"   {name:<6} {parameters:>12,} parameters  {rate:>12,.0f} tokens/s measured → "
-            f"{rate * seconds / parameters:>8,.1f} tokens per parameter in {seconds:.0f} s")
-    say(f"   preset: {preset}, the largest that sees ≥ {TOKENS_PER_PARAMETER:g} tokens per parameter (else the smallest)")
-    atomic_write_json(file, {"device": plan.device, "preset": preset, "seconds_per_model": seconds,
-                             "measured": {k: {"tokens_per_s": r, "parameters": n} for k, (r, n) in measured.items()}})
+        say(
+            f"   {name:<6} {parameters:>12,} parameters  {rate:>12,.0f} tokens/s measured → "
+            f"{rate * seconds / parameters:>8,.1f} tokens per parameter in {seconds:.0f} s"
+        )
+    say(
+        f"   preset: {preset}, the largest that sees ≥ {TOKENS_PER_PARAMETER:g} tokens per parameter (else the smallest)"
+    )
+    atomic_write_json(
+        file,
+        {
+            "device": plan.device,
+            "preset": preset,
+            "seconds_per_model": seconds,
+            "measured": {k: {"tokens_per_s": r, "parameters": n} for k, (r, n) in measured.items()},
+        },
+    )
     return replace(plan, preset=preset)

@@ -1,5 +1,6 @@
 """The demo's reference lines (linear models on the same label subsets), its tables, plots,
 results.json and report.md."""
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,11 @@ def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Pat
     test = task.read(str(data_path("debian-sections", "test.tsv")))
     minilm = minilm_path()
     subsets = {count: [train[i] for i in balanced_subset([e.label for e in train], count, seed=0)] for count in counts}
-    makers = {BAG_OF_WORDS: BagOfWordsBaseline,
-              WORD2VEC: lambda: WordVectorBaseline(KeyedVectors.load(str(vectors)), tokenizer=Tokenizer.load(bert_tokenizer)),
-              MINILM: lambda: EncoderBaseline(load(minilm), Tokenizer.load(minilm / "tokenizer.json"))}
+    makers = {
+        BAG_OF_WORDS: BagOfWordsBaseline,
+        WORD2VEC: lambda: WordVectorBaseline(KeyedVectors.load(str(vectors)), tokenizer=Tokenizer.load(bert_tokenizer)),
+        MINILM: lambda: EncoderBaseline(load(minilm), Tokenizer.load(minilm / "tokenizer.json")),
+    }
     lines: dict[str, dict[str, dict]] = {}
     for name, make in makers.items():
         model = make()  # one per line: an encoder's embeddings are computed once for every count
@@ -46,14 +49,24 @@ def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Pat
 
 
 def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, count: str) -> dict:
-    entry = {"labels_per_class": label_count(count), "test_accuracy": grid.ensemble_test,
-             "test_accuracy_ci95": accuracy_interval(grid.correct()), "test_accuracy_seed_mean": grid.test_mean,
-             "test_accuracy_seed_std": grid.test_std, "lr": grid.lr}
+    entry = {
+        "labels_per_class": label_count(count),
+        "test_accuracy": grid.ensemble_test,
+        "test_accuracy_ci95": accuracy_interval(grid.correct()),
+        "test_accuracy_seed_mean": grid.test_mean,
+        "test_accuracy_seed_std": grid.test_std,
+        "lr": grid.lr,
+    }
     if twin is not None:
         gain = compare(grid, twin.correct())
-        entry.update(random_init_test_accuracy=twin.ensemble_test,
-                     random_init_test_accuracy_ci95=accuracy_interval(twin.correct()), random_init_lr=twin.lr,
-                     gain=gain["diff"], ci95=gain["ci95"], significant=gain["significant"])
+        entry.update(
+            random_init_test_accuracy=twin.ensemble_test,
+            random_init_test_accuracy_ci95=accuracy_interval(twin.correct()),
+            random_init_lr=twin.lr,
+            gain=gain["diff"],
+            ci95=gain["ci95"],
+            significant=gain["significant"],
+        )
     if bag is not None:
         entry["vs_bag_of_words"] = compare(grid, bag["correct"])
     return entry
@@ -66,8 +79,12 @@ def twin_of(name: str) -> str | None:
     return twin(name if name in FAMILIES else "bert")
 
 
-def results(rows: dict[str, dict], student: dict, curves: dict[str, dict[str, GridResult]],
-            references: dict[str, dict[str, dict]]) -> list[dict]:
+def results(
+    rows: dict[str, dict],
+    student: dict,
+    curves: dict[str, dict[str, GridResult]],
+    references: dict[str, dict[str, dict]],
+) -> list[dict]:
     """runs/demo/results.json: one object per pretrained model (the top-level accuracies at the
     largest label count that ran), then the teacher track and the reference lines."""
     bag = references[BAG_OF_WORDS]
@@ -80,27 +97,58 @@ def results(rows: dict[str, dict], student: dict, curves: dict[str, dict[str, Gr
         curve.sort(key=lambda e: count_order(e["labels_per_class"]))
         last = max(grids, key=lambda c: count_order(label_count(c)))
         pre, rand = grids[last], curves[twin][last]
-        entry = {"model": name, "test_accuracy": pre.test_mean, "test_accuracy_std": pre.test_std,
-                 "random_init_test_accuracy": rand.test_mean, "random_init_test_accuracy_std": rand.test_std,
-                 "lr": pre.lr, "random_init_lr": rand.lr, "seeds": sorted({r["seed"] for r in pre.runs}),
-                 "labels_per_class": last, "label_curve": curve}
+        entry = {
+            "model": name,
+            "test_accuracy": pre.test_mean,
+            "test_accuracy_std": pre.test_std,
+            "random_init_test_accuracy": rand.test_mean,
+            "random_init_test_accuracy_std": rand.test_std,
+            "lr": pre.lr,
+            "random_init_lr": rand.lr,
+            "seeds": sorted({r["seed"] for r in pre.runs}),
+            "labels_per_class": last,
+            "label_curve": curve,
+        }
         if name in rows:
             r = rows[name]
-            entry.update(pretraining_tokens=r["pretraining_tokens"], pretraining_seconds=r["pretrain_s"],
-                         pretraining_tokens_per_s=r["tokens_per_s"], mlm_accuracy=r["mlm_accuracy"],
-                         unigram_accuracy=r["unigram_accuracy"], pair_accuracy=r["pair_accuracy"],
-                         parameters=r["parameters"], tokenizer=r["tokenizer"], vocab_size=r["vocab"],
-                         tokens_per_word=r["tokens_per_word"], init_embeddings=r.get("init_embeddings"))
+            entry.update(
+                pretraining_tokens=r["pretraining_tokens"],
+                pretraining_seconds=r["pretrain_s"],
+                pretraining_tokens_per_s=r["tokens_per_s"],
+                mlm_accuracy=r["mlm_accuracy"],
+                unigram_accuracy=r["unigram_accuracy"],
+                pair_accuracy=r["pair_accuracy"],
+                parameters=r["parameters"],
+                tokenizer=r["tokenizer"],
+                vocab_size=r["vocab"],
+                tokens_per_word=r["tokens_per_word"],
+                init_embeddings=r.get("init_embeddings"),
+            )
         else:  # the teacher track's student
-            entry.update(teacher="all-MiniLM-L6-v2", parameters=student["parameters"],
-                         teacher_parameters=student["teacher_parameters"], distillation_seconds=student["distill_s"],
-                         teacher_texts=student["texts"], heldout_cosine=student["heldout_cosine"],
-                         inference_speedup=student.get("speedup"))
+            entry.update(
+                teacher="all-MiniLM-L6-v2",
+                parameters=student["parameters"],
+                teacher_parameters=student["teacher_parameters"],
+                distillation_seconds=student["distill_s"],
+                teacher_texts=student["texts"],
+                heldout_cosine=student["heldout_cosine"],
+                inference_speedup=student.get("speedup"),
+            )
         out.append(entry)
     for name, line in references.items():
-        out.append({"model": name, "label_curve": [
-            {"labels_per_class": label_count(c), "test_accuracy": v["test_accuracy"],
-             "test_accuracy_ci95": accuracy_interval(v["correct"])} for c, v in line.items()]})
+        out.append(
+            {
+                "model": name,
+                "label_curve": [
+                    {
+                        "labels_per_class": label_count(c),
+                        "test_accuracy": v["test_accuracy"],
+                        "test_accuracy_ci95": accuracy_interval(v["correct"]),
+                    }
+                    for c, v in line.items()
+                ],
+            }
+        )
     return out
 
 
@@ -114,53 +162,98 @@ def _accuracy(accuracy: float, ci95: list[float]) -> str:
 
 
 def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -> str:
-    pre = ["| model | tokenizer (vocab, tokens/word) | parameters | pretraining: tokens (s, tokens/s) "
-           "| held-out MLM / PLM acc. (unigram) | NSP / SOP / replaced-token acc. |", "|" + "---|" * 6]
+    pre = [
+        "| model | tokenizer (vocab, tokens/word) | parameters | pretraining: tokens (s, tokens/s) "
+        "| held-out MLM / PLM acc. (unigram) | NSP / SOP / replaced-token acc. |",
+        "|" + "---|" * 6,
+    ]
     for name, r in rows.items():
         kind = {"mlm+nsp": "NSP", "mlm+sop": "SOP", "rtd": "RTD"}.get(r["objective"])
         pair = f"{r['pair_accuracy']:.3f} ({kind})" if r.get("pair_accuracy") is not None else "–"
-        pre.append(f"| {name} | {r['tokenizer']} ({r['vocab']:,}, {r['tokens_per_word']:.2f}) | {r['parameters']:,} "
-                   f"| {r['pretraining_tokens']:,} ({r['pretrain_s']:.0f} s, {r['tokens_per_s']:,.0f}/s) "
-                   f"| {r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f}) | {pair} |")
+        pre.append(
+            f"| {name} | {r['tokenizer']} ({r['vocab']:,}, {r['tokens_per_word']:.2f}) | {r['parameters']:,} "
+            f"| {r['pretraining_tokens']:,} ({r['pretrain_s']:.0f} s, {r['tokens_per_s']:,.0f}/s) "
+            f"| {r['mlm_accuracy']:.3f} ({r['unigram_accuracy']:.3f}) | {pair} |"
+        )
     for name, partner in EQUAL_TIME.items():  # the race of equal time: the same seconds, not the same steps
         if name in rows and partner in rows:
             a, b = rows[name], rows[partner]
-            pre += ["", f"{name} pretrained on the wall-clock budget of {partner} ({a['time_budget_s']:.0f} s of training "
-                        f"each): {a['pretraining_tokens']:,} tokens in {a['pretraining_steps']:,} steps against "
-                        f"{b['pretraining_tokens']:,} in {b['pretraining_steps']:,}."]
+            pre += [
+                "",
+                f"{name} pretrained on the wall-clock budget of {partner} ({a['time_budget_s']:.0f} s of training "
+                f"each): {a['pretraining_tokens']:,} tokens in {a['pretraining_steps']:,} steps against "
+                f"{b['pretraining_tokens']:,} in {b['pretraining_steps']:,}.",
+            ]
     header = "| start | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
     curve = [header, "|" + "---|" * (len(counts) + 1)]
-    gains = ["| model | " + " | ".join(f"gain over twin, {c}/class" for c in counts) + " | "
-             + " | ".join(f"vs bag-of-words, {c}/class" for c in counts) + " |", "|" + "---|" * (2 * len(counts) + 1)]
+    gains = [
+        "| model | "
+        + " | ".join(f"gain over twin, {c}/class" for c in counts)
+        + " | "
+        + " | ".join(f"vs bag-of-words, {c}/class" for c in counts)
+        + " |",
+        "|" + "---|" * (2 * len(counts) + 1),
+    ]
     for e in results_list:
         at = {label_name(p["labels_per_class"]): p for p in e["label_curve"]}
-        curve.append(f"| {e['model']} | " + " | ".join(
-            _accuracy(at[c]["test_accuracy"], at[c]["test_accuracy_ci95"]) if c in at else "–" for c in counts) + " |")
+        curve.append(
+            f"| {e['model']} | "
+            + " | ".join(
+                _accuracy(at[c]["test_accuracy"], at[c]["test_accuracy_ci95"]) if c in at else "–" for c in counts
+            )
+            + " |"
+        )
         if e["model"] in FAMILIES:  # its twin's row under it (the other BERT-tiny starts share BERT's twin)
-            curve.append(f"| {twin(e['model'])} | " + " | ".join(
-                _accuracy(at[c]["random_init_test_accuracy"], at[c]["random_init_test_accuracy_ci95"]) if c in at else "–"
-                for c in counts) + " |")
+            curve.append(
+                f"| {twin(e['model'])} | "
+                + " | ".join(
+                    _accuracy(at[c]["random_init_test_accuracy"], at[c]["random_init_test_accuracy_ci95"])
+                    if c in at
+                    else "–"
+                    for c in counts
+                )
+                + " |"
+            )
         if "random_init_test_accuracy" in e:
-            gains.append(f"| {e['model']} | "
-                         + " | ".join(_gain(at[c]["gain"], at[c]["ci95"], at[c]["significant"]) if c in at else "–"
-                                      for c in counts) + " | "
-                         + " | ".join(_gain(**at[c]["vs_bag_of_words"]) if c in at else "–" for c in counts) + " |")
+            gains.append(
+                f"| {e['model']} | "
+                + " | ".join(
+                    _gain(at[c]["gain"], at[c]["ci95"], at[c]["significant"]) if c in at else "–" for c in counts
+                )
+                + " | "
+                + " | ".join(_gain(**at[c]["vs_bag_of_words"]) if c in at else "–" for c in counts)
+                + " |"
+            )
     for e in results_list:
         if "teacher" in e:
-            pre += ["", "Teacher track (the real all-MiniLM-L6-v2 distilled at the sentence level into BERT-tiny with "
-                        "BERT's tokenizer):", "",
-                    "| student | parameters (teacher) | texts the teacher embedded (s) | held-out cosine to the teacher "
-                    "| CPU inference speed vs the teacher |", "|---|---|---|---|---|",
-                    f"| {e['model']} | {e['parameters']:,} ({e['teacher_parameters']:,}, "
-                    f"{e['parameters'] / e['teacher_parameters']:.1%}) | {e['teacher_texts']:,} "
-                    f"({e['distillation_seconds']:.0f} s) | {e['heldout_cosine']:.3f} | {e['inference_speedup']:.1f}× |"]
-    return ("Pretraining:\n\n" + "\n".join(pre) + "\n\nTest accuracy (ensemble of the seeds) [95% bootstrap interval], "
-            "by labelled examples per class:\n\n" + "\n".join(curve) + "\n\nGains, paired bootstrap over the test items "
-            "(bold: the interval excludes 0):\n\n" + "\n".join(gains))
+            pre += [
+                "",
+                "Teacher track (the real all-MiniLM-L6-v2 distilled at the sentence level into BERT-tiny with "
+                "BERT's tokenizer):",
+                "",
+                "| student | parameters (teacher) | texts the teacher embedded (s) | held-out cosine to the teacher "
+                "| CPU inference speed vs the teacher |",
+                "|---|---|---|---|---|",
+                f"| {e['model']} | {e['parameters']:,} ({e['teacher_parameters']:,}, "
+                f"{e['parameters'] / e['teacher_parameters']:.1%}) | {e['teacher_texts']:,} "
+                f"({e['distillation_seconds']:.0f} s) | {e['heldout_cosine']:.3f} | {e['inference_speedup']:.1f}× |",
+            ]
+    return (
+        "Pretraining:\n\n" + "\n".join(pre) + "\n\nTest accuracy (ensemble of the seeds) [95% bootstrap interval], "
+        "by labelled examples per class:\n\n" + "\n".join(curve) + "\n\nGains, paired bootstrap over the test items "
+        "(bold: the interval excludes 0):\n\n" + "\n".join(gains)
+    )
 
 
-def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[str, dict[str, GridResult]],
-                 references: dict[str, dict[str, dict]], budget: Budget) -> dict:
+def write_report(
+    out: Path,
+    plan: Plan,
+    rows: dict,
+    student: dict,
+    curves: dict[str, dict[str, GridResult]],
+    references: dict[str, dict[str, dict]],
+    budget: Budget,
+) -> dict:
     from .. import load
     from ..io import atomic_write_text
     from ..models.params import count
@@ -170,22 +263,38 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
 
     listed = results(rows, student, curves, references)
     atomic_write_text(out / "results.json", json.dumps(listed, indent=2) + "\n")
-    counts = [label_name(c) for c in sorted(plan.label_counts, key=count_order)
-              if any(label_name(c) in g for g in curves.values())]
+    counts = [
+        label_name(c)
+        for c in sorted(plan.label_counts, key=count_order)
+        if any(label_name(c) in g for g in curves.values())
+    ]
     metrics = {f: read_metrics(out / "pretrain" / f / "metrics.jsonl") for f in rows}
-    images = [plot_curves(metrics, out / "pretraining.png", {f: plan.batch_size * plan.seq_len for f in rows}),
-              # the same runs against wall-clock seconds: an ELECTRA step costs more than BERT's (its generator)
-              plot_curves(metrics, out / "pretraining-time.png", seconds=True)]
+    images = [
+        plot_curves(metrics, out / "pretraining.png", {f: plan.batch_size * plan.seq_len for f in rows}),
+        # the same runs against wall-clock seconds: an ELECTRA step costs more than BERT's (its generator)
+        plot_curves(metrics, out / "pretraining-time.png", seconds=True),
+    ]
     lines = {}  # each family's line, then its twin's
     for e in listed:
-        lines[e["model"]] = [(p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]]
+        lines[e["model"]] = [
+            (p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]
+        ]
         if e["model"] in FAMILIES:
-            lines[twin(e["model"])] = [(p["labels_per_class"], p["random_init_test_accuracy"],
-                                                     p["random_init_test_accuracy_ci95"]) for p in e["label_curve"]]
+            lines[twin(e["model"])] = [
+                (p["labels_per_class"], p["random_init_test_accuracy"], p["random_init_test_accuracy_ci95"])
+                for p in e["label_curve"]
+            ]
     train_labels = labels_of(data_path("debian-sections", "train.tsv"))
     all_labels = round(len(train_labels) / len(set(train_labels)))  # per class, where the "all" points are drawn
-    images.append(plot_label_curve(lines, out / "label-curve.png", all_labels=all_labels, references=set(references),
-                                   title="Debian sections (10 classes): test accuracy against labelled examples"))
+    images.append(
+        plot_label_curve(
+            lines,
+            out / "label-curve.png",
+            all_labels=all_labels,
+            references=set(references),
+            title="Debian sections (10 classes): test accuracy against labelled examples",
+        )
+    )
     breakdown = {}
     for family in FAMILIES:
         model = load(out / "pretrain" / family)
@@ -199,18 +308,27 @@ def write_report(out: Path, plan: Plan, rows: dict, student: dict, curves: dict[
     text = tables(rows, listed, counts)
     tokens = sum(r.get("pretraining_tokens", 0) for r in rows.values())
     body = [
-        "# bertology demo report", "",
+        "# bertology demo report",
+        "",
         f"{plan.preset} models pretrained on data/debian-descriptions for an equal share of a {budget.seconds / 60:g}-minute "
         f"budget on {plan.device} ({plan.batch_size} × {plan.seq_len} tokens a step, "
         f"{'bf16 autocast' if plan.bf16 else 'fp32'}; {tokens:,} pretraining tokens in all); "
         f"fine-tuned on class-balanced subsets of data/debian-sections, lr ∈ "
         f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}} chosen on mean dev accuracy, {len(plan.seeds)} seeds "
-        f"ensembled; total wall time {budget.spent() / 60:.1f} min.", "",
-        text, "",
-        "![label curve](label-curve.png)", "", "![pretraining curves](pretraining.png)", "",
-        "![pretraining curves against seconds](pretraining-time.png)", "",
-        "![parameter breakdown](parameters.png)", "",
-        *[f"![attention {f}](attention-{f}.png)" for f in FAMILIES], "",
+        f"ensembled; total wall time {budget.spent() / 60:.1f} min.",
+        "",
+        text,
+        "",
+        "![label curve](label-curve.png)",
+        "",
+        "![pretraining curves](pretraining.png)",
+        "",
+        "![pretraining curves against seconds](pretraining-time.png)",
+        "",
+        "![parameter breakdown](parameters.png)",
+        "",
+        *[f"![attention {f}](attention-{f}.png)" for f in FAMILIES],
+        "",
     ]
     path = out / "report.md"
     atomic_write_text(path, "\n".join(body))

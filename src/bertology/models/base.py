@@ -1,4 +1,5 @@
 """What every bertology model shares: its config, weight initialisation, input checks, saving."""
+
 from __future__ import annotations
 
 import os
@@ -91,26 +92,42 @@ class PreTrainedModel(nn.Module):
         with None after loading, it quantizes any block not done yet).
         """
         if any(p.device.type != "cpu" for p in self.parameters()):
-            raise ValueError(f"{self.architecture}: int8 quantization is for the CPU; the model is on "
-                             f"{next(self.parameters()).device}")
+            raise ValueError(
+                f"{self.architecture}: int8 quantization is for the CPU; the model is on "
+                f"{next(self.parameters()).device}"
+            )
         if is_int8(self):
             raise ValueError(f"{self.architecture} is already quantized to int8")
-        named = {id(m): (n, m) for n, m in reversed(list(self.named_modules(remove_duplicate=False)))
-                 if getattr(type(m), "compile_unit", False)}  # each block once, under its first name
+        named = {
+            id(m): (n, m)
+            for n, m in reversed(list(self.named_modules(remove_duplicate=False)))
+            if getattr(type(m), "compile_unit", False)
+        }  # each block once, under its first name
         blocks = [m for _, m in named.values()]
         if any(getattr(b, "_compiled_call_impl", None) is not None for b in blocks):  # set by nn.Module.compile
-            raise ValueError(f"{self.architecture}: quantize before compiling, not after (int8 and compile_blocks "
-                             "do not combine)")
+            raise ValueError(
+                f"{self.architecture}: quantize before compiling, not after (int8 and compile_blocks do not combine)"
+            )
         linear_weights = {id(m.weight) for b in blocks for m in b.modules() if isinstance(m, nn.Linear)}
-        unquantized = sorted({name.rsplit(".", 1)[-1] for b in blocks for name, p in b.named_parameters()
-                              if p.dim() >= 2 and id(p) not in linear_weights})
+        unquantized = sorted(
+            {
+                name.rsplit(".", 1)[-1]
+                for b in blocks
+                for name, p in b.named_parameters()
+                if p.dim() >= 2 and id(p) not in linear_weights
+            }
+        )
         self.eval()
         count = sum(isinstance(m, nn.Linear) for b in blocks for m in b.modules())
-        notes = [f"int8: {count} linear layers in {len(blocks)} blocks quantized (weights per output "
-                 "channel, activations per call); embeddings, LayerNorms, pooler and head stay fp32"]
+        notes = [
+            f"int8: {count} linear layers in {len(blocks)} blocks quantized (weights per output "
+            "channel, activations per call); embeddings, LayerNorms, pooler and head stay fp32"
+        ]
         if unquantized:
-            note = (f"{self.architecture}: the block weights {', '.join(unquantized)} are not linear layers and stay "
-                    "fp32 (only the linear layers are quantized)")
+            note = (
+                f"{self.architecture}: the block weights {', '.join(unquantized)} are not linear layers and stay "
+                "fp32 (only the linear layers are quantized)"
+            )
             warnings.warn(note, RuntimeWarning, stacklevel=2)
             notes.append(note)
         if not as_loaded:
@@ -148,24 +165,37 @@ class EncoderModel(PreTrainedModel):
         """Raise a clear ValueError before any computation, instead of an index error deep inside."""
         c = self.config
         if input_ids is None or input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be a (batch, length) tensor, got {None if input_ids is None else tuple(input_ids.shape)}")
+            raise ValueError(
+                f"input_ids must be a (batch, length) tensor, got {None if input_ids is None else tuple(input_ids.shape)}"
+            )
         if input_ids.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
         _check_range("input_ids", input_ids, c.vocab_size, "vocab_size")
         if position_ids is not None:
             if position_ids.shape[-1] != input_ids.shape[1]:
-                raise ValueError(f"position_ids shape {tuple(position_ids.shape)} does not match input_ids {tuple(input_ids.shape)}")
-            _check_range("position_ids", position_ids, c.max_position_embeddings, "max_position_embeddings",
-                         hint=f"sequence length {input_ids.shape[1]} is longer than the position table")
+                raise ValueError(
+                    f"position_ids shape {tuple(position_ids.shape)} does not match input_ids {tuple(input_ids.shape)}"
+                )
+            _check_range(
+                "position_ids",
+                position_ids,
+                c.max_position_embeddings,
+                "max_position_embeddings",
+                hint=f"sequence length {input_ids.shape[1]} is longer than the position table",
+            )
         if token_type_ids is not None:
             if token_type_ids.shape != input_ids.shape:
-                raise ValueError(f"token_type_ids shape {tuple(token_type_ids.shape)} does not match input_ids {tuple(input_ids.shape)}")
+                raise ValueError(
+                    f"token_type_ids shape {tuple(token_type_ids.shape)} does not match input_ids {tuple(input_ids.shape)}"
+                )
             if c.type_vocab_size == 0:
                 raise ValueError(f"{type(self).__name__} has no token-type embeddings; do not pass token_type_ids")
             _check_range("token_type_ids", token_type_ids, c.type_vocab_size, "type_vocab_size")
         if attention_mask is not None:
             if attention_mask.shape != input_ids.shape:
-                raise ValueError(f"attention_mask shape {tuple(attention_mask.shape)} does not match input_ids {tuple(input_ids.shape)}")
+                raise ValueError(
+                    f"attention_mask shape {tuple(attention_mask.shape)} does not match input_ids {tuple(input_ids.shape)}"
+                )
             empty = (attention_mask.sum(dim=1) == 0).nonzero().flatten().tolist()
             if empty:
                 raise ValueError(f"attention_mask rows {empty} have no tokens to attend to")

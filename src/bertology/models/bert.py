@@ -6,6 +6,7 @@ Shapes: B batch, T length, H hidden, E embedding size (= H for BERT), V vocab, M
               ──► pack to real tokens (M, H) ─► L × post-LN layer ─► unpack           (B, T, H)
               ──► pooler: tanh(W · h[CLS])                                              (B, H)
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -17,8 +18,13 @@ from ..nn import AttentionBlock, Dropout, FeedForwardBlock, Padding, Transformer
 from .base import EncoderModel
 from .config import BertConfig, EncoderConfig
 from .heads import (
-    ForMaskedLM, ForMultipleChoice, ForNextSentencePrediction, ForPreTraining, ForQuestionAnswering,
-    ForSequenceClassification, ForTokenClassification,
+    ForMaskedLM,
+    ForMultipleChoice,
+    ForNextSentencePrediction,
+    ForPreTraining,
+    ForQuestionAnswering,
+    ForSequenceClassification,
+    ForTokenClassification,
 )
 from .outputs import BaseModelOutput
 
@@ -62,7 +68,11 @@ class Encoder(nn.Module):
                 attentions.append(probs)
         if output_hidden_states:
             hidden_states.append(padding.unpack(x))
-        return x, (tuple(hidden_states) if output_hidden_states else None), (tuple(attentions) if output_attentions else None)
+        return (
+            x,
+            (tuple(hidden_states) if output_hidden_states else None),
+            (tuple(attentions) if output_attentions else None),
+        )
 
 
 class LayerStack(Encoder):
@@ -83,14 +93,21 @@ def make_layer(config: EncoderConfig) -> TransformerLayer:
 
 def make_attention_block(config: EncoderConfig) -> AttentionBlock:
     return AttentionBlock(
-        config.hidden_size, config.num_attention_heads, config.attention_probs_dropout_prob,
-        config.hidden_dropout_prob, config.layer_norm_eps,
+        config.hidden_size,
+        config.num_attention_heads,
+        config.attention_probs_dropout_prob,
+        config.hidden_dropout_prob,
+        config.layer_norm_eps,
     )
 
 
 def make_ffn_block(config: EncoderConfig) -> FeedForwardBlock:
     return FeedForwardBlock(
-        config.hidden_size, config.intermediate_size, config.hidden_act, config.hidden_dropout_prob, config.layer_norm_eps
+        config.hidden_size,
+        config.intermediate_size,
+        config.hidden_act,
+        config.hidden_dropout_prob,
+        config.layer_norm_eps,
     )
 
 
@@ -131,8 +148,13 @@ class BertModel(EncoderModel):
         return self.embeddings.default_position_ids(input_ids)
 
     def forward(
-        self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-        output_hidden_states=False, output_attentions=False,
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        output_hidden_states=False,
+        output_attentions=False,
     ) -> BaseModelOutput:
         if position_ids is None and input_ids is not None:
             position_ids = self.default_position_ids(input_ids)

@@ -3,6 +3,7 @@
 Writing a model and reading tensors into one already built; the family's `NameMap` (hf_names.py)
 says what each parameter is called there. Choosing the class a directory holds is auto.py's job.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,6 @@ from safetensors.torch import load_file, save_file
 from ..io import atomic_path, atomic_write_text
 from .config import AlbertConfig, EncoderConfig
 from .family import config_from_dict, family_of
-
 
 
 class CheckpointError(ValueError):
@@ -55,6 +55,7 @@ def _tied(model) -> set[str]:
 
 # ---- save -----------------------------------------------------------------------------------------
 
+
 def save(model, path: str | os.PathLike) -> None:
     """Write config.json and model.safetensors; transformers' Auto classes load them with no missing keys."""
     path = Path(path)
@@ -67,7 +68,13 @@ def save(model, path: str | os.PathLike) -> None:
         if name in tied:
             continue
         names = hf_names(name, config, bare)
-        parts = [tensor.clone() for _ in names] if copied(name, config) else tensor.chunk(len(names), dim=0) if len(names) > 1 else (tensor,)
+        parts = (
+            [tensor.clone() for _ in names]
+            if copied(name, config)
+            else tensor.chunk(len(names), dim=0)
+            if len(names) > 1
+            else (tensor,)
+        )
         for n, t in zip(names, parts):
             tensors[n] = t.detach().contiguous().cpu()
     d = config.to_dict()
@@ -88,16 +95,20 @@ def save(model, path: str | os.PathLike) -> None:
 
 # Keys transformers checkpoints may hold that carry nothing we need: position-id buffers, and the
 # decoder copies of the tied word embeddings / bias.
-_IGNORABLE = re.compile(r"(.*\.position_ids$|.*decoder\.bias$|"
-                        r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$|^lm_loss\.weight$|"
-                        r"^generator_lm_head\.weight$)")
+_IGNORABLE = re.compile(
+    r"(.*\.position_ids$|.*decoder\.bias$|"
+    r"(cls\.predictions|lm_head|predictions)\.decoder\.weight$|vocab_projector\.weight$|^lm_loss\.weight$|"
+    r"^generator_lm_head\.weight$)"
+)
 
 
 def read_config(path: str | os.PathLike) -> EncoderConfig:
     path = Path(path)
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
-        raise FileNotFoundError(f"{file}: no config.json (a Hugging Face model directory holds config.json and weights)")
+        raise FileNotFoundError(
+            f"{file}: no config.json (a Hugging Face model directory holds config.json and weights)"
+        )
     try:
         d = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -149,8 +160,9 @@ class TensorReader(Mapping):
         try:
             return self._handle(i).get_tensor(key)
         except Exception as e:
-            raise CheckpointError(f"{self.files[i]}: tensor {key} could not be read, the file is truncated or "
-                                  f"corrupt ({e})") from None
+            raise CheckpointError(
+                f"{self.files[i]}: tensor {key} could not be read, the file is truncated or corrupt ({e})"
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -206,8 +218,10 @@ def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], str]:
         try:
             return torch.load(str(binary), map_location="cpu", weights_only=True), str(binary)
         except Exception as e:  # pickle, zip and weights_only refusals all end here
-            raise CheckpointError(f"{binary}: not a readable PyTorch state dict, truncated, corrupt or holding "
-                                  f"more than tensors ({type(e).__name__}: {e})") from None
+            raise CheckpointError(
+                f"{binary}: not a readable PyTorch state dict, truncated, corrupt or holding "
+                f"more than tensors ({type(e).__name__}: {e})"
+            ) from None
     raise FileNotFoundError(f"{path}: no model.safetensors, model.safetensors.index.json or pytorch_model.bin")
 
 
@@ -221,8 +235,9 @@ def _renamed(tensors: Mapping[str, torch.Tensor], rename: Callable[[str], str]) 
     return {rename(k): v for k, v in tensors.items()}
 
 
-def _rebase(tensors: Mapping[str, torch.Tensor], config: EncoderConfig, bare: bool,
-            backbone_only: bool) -> Mapping[str, torch.Tensor]:
+def _rebase(
+    tensors: Mapping[str, torch.Tensor], config: EncoderConfig, bare: bool, backbone_only: bool
+) -> Mapping[str, torch.Tensor]:
     """Tensor names as the model at hand expects them: TF names renamed, and the backbone prefix
     ("bert.") dropped for a bare backbone read from a task checkpoint, or added for a task model
     read from a bare backbone checkpoint."""
@@ -233,7 +248,7 @@ def _rebase(tensors: Mapping[str, torch.Tensor], config: EncoderConfig, bare: bo
         return tensors
     prefix = family_of(config).names.prefix + "."
     if bare and not any(k.startswith("embeddings.") for k in tensors):
-        return _renamed(tensors, lambda k: k[len(prefix):] if k.startswith(prefix) else k)
+        return _renamed(tensors, lambda k: k[len(prefix) :] if k.startswith(prefix) else k)
     if backbone_only and not any(k.startswith(prefix) for k in tensors):
         return _renamed(tensors, lambda k: prefix + k)
     return tensors
@@ -251,12 +266,21 @@ def absent_parameters(model, tensors: dict[str, torch.Tensor]) -> list[str]:
     bare = not hasattr(model, "backbone")
     tensors = _rebase(tensors, config, bare, backbone_only=True)  # a bare backbone's names as the model's
     tied = _tied(model)
-    return [name for name in model.state_dict() if name not in tied
-            and any(n not in tensors for n in hf_names(name, config, bare))]
+    return [
+        name
+        for name in model.state_dict()
+        if name not in tied and any(n not in tensors for n in hf_names(name, config, bare))
+    ]
 
 
-def load_state(model, tensors: Mapping[str, torch.Tensor], source: str, strict: bool = True,
-               backbone_only: bool = False, copied_one: Callable[[str], None] | None = None) -> None:
+def load_state(
+    model,
+    tensors: Mapping[str, torch.Tensor],
+    source: str,
+    strict: bool = True,
+    backbone_only: bool = False,
+    copied_one: Callable[[str], None] | None = None,
+) -> None:
     """Copy `tensors` (transformers' names; a dict, or a `TensorReader`) into `model`; `backbone_only`
     leaves the heads as they are. `copied_one(name)` is called after each of the model's tensors is
     filled (in `state_dict` order), with no reference to it kept here: it may replace the module.
@@ -283,13 +307,17 @@ def load_state(model, tensors: Mapping[str, torch.Tensor], source: str, strict: 
             if copied(name, config):  # one parameter, a copy per layer in transformers: the copies must agree
                 value = tensors[names[0]]
                 if any(not torch.equal(tensors[n], value) for n in names[1:]):
-                    raise CheckpointError(f"{source}: {names[0]} differs between layers, but the config ties it "
-                                          "across layers (untie_r false); set untie_r true to load these weights")
+                    raise CheckpointError(
+                        f"{source}: {names[0]} differs between layers, but the config ties it "
+                        "across layers (untie_r false); set untie_r true to load these weights"
+                    )
             else:
                 value = torch.cat([tensors[n] for n in names], dim=0) if len(names) > 1 else tensors[names[0]]
             if value.shape != target.shape:
-                raise CheckpointError(f"{source}: {'+'.join(names)} has shape {tuple(value.shape)}, the config "
-                                      f"implies {tuple(target.shape)}")
+                raise CheckpointError(
+                    f"{source}: {'+'.join(names)} has shape {tuple(value.shape)}, the config "
+                    f"implies {tuple(target.shape)}"
+                )
             target.copy_(value)
             used.update(names)
             del target, value
@@ -298,11 +326,16 @@ def load_state(model, tensors: Mapping[str, torch.Tensor], source: str, strict: 
     if backbone_only:
         pooler = [m for m in missing if ".pooler" in m]
         if pooler:
-            warnings.warn(f"{source}: the checkpoint has no pooler ({pooler[0]} …); the new head's pooler starts "
-                          "randomly initialised", stacklevel=3)
+            warnings.warn(
+                f"{source}: the checkpoint has no pooler ({pooler[0]} …); the new head's pooler starts "
+                "randomly initialised",
+                stacklevel=3,
+            )
         missing = [m for m in missing if ".pooler" not in m]
     unexpected = [] if backbone_only else sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
-    problems = ([_listed("missing", missing)] if missing else []) + ([_listed("unexpected", unexpected)] if unexpected else [])
+    problems = ([_listed("missing", missing)] if missing else []) + (
+        [_listed("unexpected", unexpected)] if unexpected else []
+    )
     if problems:
         message = f"{source}: {'; '.join(problems)} for {model.architecture}"
         if strict:
@@ -311,6 +344,7 @@ def load_state(model, tensors: Mapping[str, torch.Tensor], source: str, strict: 
 
 
 # ---- a model and its tokenizer ---------------------------------------------------------------------
+
 
 def check_tokenizer(config: EncoderConfig, tokenizer, source: str | os.PathLike) -> None:
     """Refuse (ValueError naming `source`, the tokenizer file) a tokenizer that does not belong to a model with
@@ -324,22 +358,30 @@ def check_tokenizer(config: EncoderConfig, tokenizer, source: str | os.PathLike)
     vocab = tokenizer.get_vocab()
     top_token, top = max(vocab.items(), key=lambda kv: kv[1], default=(None, -1))
     if top >= rows:
-        raise ValueError(f"{source}: {len(vocab):,} tokens with ids up to {top:,} ({top_token!r}), past the "
-                         f"{rows:,} rows of the model's embedding table (config.json vocab_size): this tokenizer "
-                         "was not made for this model")
+        raise ValueError(
+            f"{source}: {len(vocab):,} tokens with ids up to {top:,} ({top_token!r}), past the "
+            f"{rows:,} rows of the model's embedding table (config.json vocab_size): this tokenizer "
+            "was not made for this model"
+        )
     probe = tokenizer.encode("a", "b")  # the special tokens a post-processor inserts carry their own ids
     if probe.ids and max(probe.ids) >= rows:
-        raise ValueError(f"{source}: its post-processor inserts id {max(probe.ids):,}, past the {rows:,} rows of the "
-                         "model's embedding table (config.json vocab_size)")
+        raise ValueError(
+            f"{source}: its post-processor inserts id {max(probe.ids):,}, past the {rows:,} rows of the "
+            "model's embedding table (config.json vocab_size)"
+        )
     pad_token = family_of(config).specials.pad
     pad_id = tokenizer.token_to_id(pad_token)
     padding = getattr(tokenizer, "padding", None)
     if padding is not None:
         pad_token, pad_id = padding["pad_token"], padding["pad_id"]
     if pad_id is not None and config.pad_token_id is not None and pad_id != config.pad_token_id:
-        raise ValueError(f"{source}: pads with {pad_token!r} = id {pad_id}, but config.json's pad_token_id is "
-                         f"{config.pad_token_id}: this tokenizer was not made for this model")
+        raise ValueError(
+            f"{source}: pads with {pad_token!r} = id {pad_id}, but config.json's pad_token_id is "
+            f"{config.pad_token_id}: this tokenizer was not made for this model"
+        )
     truncation = getattr(tokenizer, "truncation", None)
     if truncation is not None and truncation["max_length"] > config.max_length:
-        raise ValueError(f"{source}: truncates to {truncation['max_length']} tokens, more than the model's "
-                         f"{config.max_length} positions (config.json max_position_embeddings)")
+        raise ValueError(
+            f"{source}: truncates to {truncation['max_length']} tokens, more than the model's "
+            f"{config.max_length} positions (config.json max_position_embeddings)"
+        )

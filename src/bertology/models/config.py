@@ -4,6 +4,7 @@
 is read by `transformers.AutoConfig` and the reverse. Keys we do not model are kept in `extra`
 and written back unchanged.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,14 @@ class EncoderConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     # sizes that must be positive integers, and probabilities that must lie in [0, 1)
-    _POSITIVE: ClassVar[tuple[str, ...]] = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                                            "intermediate_size", "max_position_embeddings")
+    _POSITIVE: ClassVar[tuple[str, ...]] = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "max_position_embeddings",
+    )
     _PROBABILITIES: ClassVar[tuple[str, ...]] = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
     def __post_init__(self):
@@ -53,7 +60,11 @@ class EncoderConfig:
             value = getattr(self, f)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: {f} must be a positive integer, got {value!r}")
-        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
+        if (
+            isinstance(self.type_vocab_size, bool)
+            or not isinstance(self.type_vocab_size, int)
+            or self.type_vocab_size < 0
+        ):
             raise ValueError(f"{name}: type_vocab_size must be an integer ≥ 0, got {self.type_vocab_size!r}")
         for f in self._PROBABILITIES:
             value = getattr(self, f)
@@ -172,8 +183,9 @@ def _sizes(**named: tuple[int, int, int]) -> dict[str, dict[str, int]]:
 
 
 # The compact BERTs of Turc et al. (2019) plus the paper's base and large.
-_BERT_SIZES = _sizes(tiny=(2, 128, 2), mini=(4, 256, 4), small=(4, 512, 8), medium=(8, 512, 8),
-                     base=(12, 768, 12), large=(24, 1024, 16))
+_BERT_SIZES = _sizes(
+    tiny=(2, 128, 2), mini=(4, 256, 4), small=(4, 512, 8), medium=(8, 512, 8), base=(12, 768, 12), large=(24, 1024, 16)
+)
 
 
 @dataclass
@@ -266,8 +278,12 @@ class DistilBertConfig(EncoderConfig):
 
     model_type: ClassVar[str] = "distilbert"
     hf_names: ClassVar[dict[str, str]] = dict(
-        hidden_size="dim", num_hidden_layers="n_layers", num_attention_heads="n_heads",
-        intermediate_size="hidden_dim", hidden_act="activation", hidden_dropout_prob="dropout",
+        hidden_size="dim",
+        num_hidden_layers="n_layers",
+        num_attention_heads="n_heads",
+        intermediate_size="hidden_dim",
+        hidden_act="activation",
+        hidden_dropout_prob="dropout",
         attention_probs_dropout_prob="attention_dropout",
     )
     presets: ClassVar[dict[str, dict[str, Any]]] = {
@@ -313,8 +329,12 @@ class XLNetConfig(EncoderConfig):
 
     model_type: ClassVar[str] = "xlnet"
     hf_names: ClassVar[dict[str, str]] = dict(
-        hidden_size="d_model", num_hidden_layers="n_layer", num_attention_heads="n_head",
-        intermediate_size="d_inner", hidden_act="ff_activation", hidden_dropout_prob="dropout",
+        hidden_size="d_model",
+        num_hidden_layers="n_layer",
+        num_attention_heads="n_head",
+        intermediate_size="d_inner",
+        hidden_act="ff_activation",
+        hidden_dropout_prob="dropout",
     )
     presets: ClassVar[dict[str, dict[str, Any]]] = _BERT_SIZES
 
@@ -340,8 +360,12 @@ class XLNetConfig(EncoderConfig):
     end_n_top: int = 5
 
     # config.json keys of BertConfig that XLNet does not have
-    _NOT_WRITTEN: ClassVar[tuple[str, ...]] = ("attention_probs_dropout_prob", "max_position_embeddings",
-                                               "type_vocab_size", "classifier_dropout")
+    _NOT_WRITTEN: ClassVar[tuple[str, ...]] = (
+        "attention_probs_dropout_prob",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "classifier_dropout",
+    )
 
     def __post_init__(self):
         self.attention_probs_dropout_prob = self.hidden_dropout_prob  # XLNet has one dropout rate
@@ -396,8 +420,9 @@ class ElectraConfig(EncoderConfig):
     presets: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": dict(_BERT_SIZES["tiny"], embedding_size=128),
         "mini": dict(_BERT_SIZES["mini"], embedding_size=256),
-        "small": dict(num_hidden_layers=12, hidden_size=256, num_attention_heads=4, intermediate_size=1024,
-                      embedding_size=128),
+        "small": dict(
+            num_hidden_layers=12, hidden_size=256, num_attention_heads=4, intermediate_size=1024, embedding_size=128
+        ),
         "base": dict(_BERT_SIZES["base"], embedding_size=768),
         "large": dict(_BERT_SIZES["large"], embedding_size=1024),
     }
@@ -414,6 +439,8 @@ class ElectraConfig(EncoderConfig):
         super().__post_init__()
         # transformers' other summaries (last token, mean, no projection) are not ELECTRA's: refuse, not guess
         if (self.summary_type, self.summary_use_proj) != ("first", True) or self.extra.get("summary_proj_to_labels"):
-            raise ValueError(f"ElectraConfig: summary_type {self.summary_type!r} / summary_use_proj "
-                             f"{self.summary_use_proj!r} / summary_proj_to_labels: only ELECTRA's own ('first', "
-                             "true, false) is supported")
+            raise ValueError(
+                f"ElectraConfig: summary_type {self.summary_type!r} / summary_use_proj "
+                f"{self.summary_use_proj!r} / summary_proj_to_labels: only ELECTRA's own ('first', "
+                "true, false) is supported"
+            )

@@ -4,6 +4,7 @@ The student is trained from a BERT teacher with a triple loss (see train/); the 
 only in what it leaves out, optional fixed sinusoidal positions, and its classification head
 (pre_classifier + ReLU on [CLS], since there is no pooler).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,11 @@ from ..nn import Dropout
 from .bert import BertModel, Embeddings
 from .config import DistilBertConfig
 from .heads import (
-    ForMaskedLM, ForMultipleChoice, ForQuestionAnswering, ForSequenceClassification, ForTokenClassification,
+    ForMaskedLM,
+    ForMultipleChoice,
+    ForQuestionAnswering,
+    ForSequenceClassification,
+    ForTokenClassification,
 )
 from .outputs import BaseModelOutput
 

@@ -12,6 +12,7 @@ Shapes: B batch, T length, H hidden, E embedding size, V vocab.
   - `ElectraPair` is the pretraining model: a generator and a discriminator sharing their token,
     position and token-type embeddings; train/objectives.py has the loss.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,7 +28,11 @@ from .bert import BertModel, Embeddings, LayerStack
 from .checkpoint import CheckpointError, load_state, read_config, read_weights
 from .config import ElectraConfig
 from .heads import (
-    ForMaskedLM, ForMultipleChoice, ForQuestionAnswering, ForSequenceClassification, ForTokenClassification,
+    ForMaskedLM,
+    ForMultipleChoice,
+    ForQuestionAnswering,
+    ForSequenceClassification,
+    ForTokenClassification,
     TaskModel,
 )
 from .outputs import BaseModelOutput, ClassifierOutput
@@ -38,7 +43,11 @@ class ElectraEncoder(LayerStack):
 
     def __init__(self, config: ElectraConfig):
         super().__init__(config)
-        self.project = nn.Linear(config.embedding_size, config.hidden_size) if config.embedding_size != config.hidden_size else None
+        self.project = (
+            nn.Linear(config.embedding_size, config.hidden_size)
+            if config.embedding_size != config.hidden_size
+            else None
+        )
 
     def forward(self, x, padding, output_hidden_states=False, output_attentions=False):
         x = self.project(x) if self.project is not None else x  # (M, E) → (M, H)
@@ -73,7 +82,9 @@ class DiscriminatorHead(nn.Module):
         return self.dense_prediction(self.act(self.dense(h))).squeeze(-1)  # (B, T)
 
 
-def replaced_token_loss(logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+def replaced_token_loss(
+    logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
+) -> torch.Tensor:
     """Mean binary cross-entropy of (B, T) logits against 0 / 1 labels over the real tokens."""
     if attention_mask is not None:
         real = attention_mask.bool()
@@ -89,10 +100,19 @@ class ElectraForPreTraining(TaskModel):
     def build_head(self, config):
         self.discriminator = DiscriminatorHead(config)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        output_hidden_states=False,
+        output_attentions=False,
+    ) -> ClassifierOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions
+        )
         logits = self.discriminator(out.last_hidden_state)  # (B, T)
         loss = replaced_token_loss(logits, labels, attention_mask) if labels is not None else None
         return self.output(out, loss=loss, logits=logits)
@@ -165,6 +185,7 @@ class ElectraForMultipleChoice(ForMultipleChoice):
 
 # ---- pretraining: generator and discriminator ---------------------------------------------------
 
+
 def generator_config(config: ElectraConfig, size: float) -> ElectraConfig:
     """The generator of a discriminator `config` at `size` × its hidden width, scaled as
     google-research/electra scales it: 4× feed-forward, one head per 64 dimensions (at least one),
@@ -175,15 +196,25 @@ def generator_config(config: ElectraConfig, size: float) -> ElectraConfig:
     (192, 3, 768, 768)
     """
     if isinstance(size, bool) or not isinstance(size, (int, float)) or not 0 < size <= 1:
-        raise ValueError(f"--generator-size {size!r}: the generator's width as a fraction of the discriminator's, "
-                         "in (0, 1] (the paper's best is 0.25); a generator wider than the discriminator is refused")
+        raise ValueError(
+            f"--generator-size {size!r}: the generator's width as a fraction of the discriminator's, "
+            "in (0, 1] (the paper's best is 0.25); a generator wider than the discriminator is refused"
+        )
     hidden = max(1, round(config.hidden_size * size))
     heads = max(1, hidden // 64)
     if hidden % heads:
-        raise ValueError(f"--generator-size {size}: a generator of hidden size {hidden} cannot be split into "
-                         f"{heads} heads of 64; choose a size giving a multiple of 64 or less than 128")
-    return dataclasses.replace(config, hidden_size=hidden, num_attention_heads=heads, intermediate_size=4 * hidden,
-                               architectures=["ElectraForMaskedLM"], extra=dict(config.extra))
+        raise ValueError(
+            f"--generator-size {size}: a generator of hidden size {hidden} cannot be split into "
+            f"{heads} heads of 64; choose a size giving a multiple of 64 or less than 128"
+        )
+    return dataclasses.replace(
+        config,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        architectures=["ElectraForMaskedLM"],
+        extra=dict(config.extra),
+    )
 
 
 GENERATOR_DIR = "generator"
@@ -200,8 +231,9 @@ class ElectraPair(nn.Module):
     generator, continued by `pretrain --init`); its embedding fields must be the discriminator's.
     """
 
-    def __init__(self, config: ElectraConfig, generator_size: float | None = 0.25,
-                 gen_config: ElectraConfig | None = None):
+    def __init__(
+        self, config: ElectraConfig, generator_size: float | None = 0.25, gen_config: ElectraConfig | None = None
+    ):
         super().__init__()
         if not isinstance(config, ElectraConfig):
             raise TypeError(f"ElectraPair takes an ElectraConfig, got {type(config).__name__}")
@@ -210,7 +242,9 @@ class ElectraPair(nn.Module):
             gen_config = generator_config(config, generator_size)
         else:
             check_shared_embeddings(gen_config, config, "the generator's config")
-            gen_config = dataclasses.replace(gen_config, architectures=["ElectraForMaskedLM"], extra=dict(gen_config.extra))
+            gen_config = dataclasses.replace(
+                gen_config, architectures=["ElectraForMaskedLM"], extra=dict(gen_config.extra)
+            )
         self.discriminator = ElectraForPreTraining(dataclasses.replace(config, architectures=["ElectraForPreTraining"]))
         self.generator = ElectraForMaskedLM(gen_config)
         shared = self.discriminator.backbone.embeddings
@@ -251,11 +285,16 @@ class ElectraPair(nn.Module):
         theirs = read_config(gen_dir)
         ours = self.generator.config
         if (theirs.hidden_size, theirs.num_attention_heads, theirs.intermediate_size) != (
-                ours.hidden_size, ours.num_attention_heads, ours.intermediate_size):
-            made = (f"--generator-size {self.generator_size} makes" if self.generator_size is not None
-                    else "generator has")
-            raise ValueError(f"{gen_dir}: the generator has hidden size {theirs.hidden_size}, this run's "
-                             f"{made} {ours.hidden_size}")
+            ours.hidden_size,
+            ours.num_attention_heads,
+            ours.intermediate_size,
+        ):
+            made = (
+                f"--generator-size {self.generator_size} makes" if self.generator_size is not None else "generator has"
+            )
+            raise ValueError(
+                f"{gen_dir}: the generator has hidden size {theirs.hidden_size}, this run's {made} {ours.hidden_size}"
+            )
         for model, directory in ((self.discriminator, path), (self.generator, gen_dir)):
             tensors, source = read_weights(directory)
             load_state(model, tensors, source, strict=True)
@@ -265,12 +304,16 @@ class ElectraPair(nn.Module):
 SHARED_EMBEDDING_FIELDS = ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size")
 
 
-def check_shared_embeddings(gen: ElectraConfig, disc: ElectraConfig, what: str, disc_what: str = "the discriminator's") -> None:
+def check_shared_embeddings(
+    gen: ElectraConfig, disc: ElectraConfig, what: str, disc_what: str = "the discriminator's"
+) -> None:
     """A generator config `gen` that can share `disc`'s embeddings, or a ValueError naming both values."""
     for key in SHARED_EMBEDDING_FIELDS:
         if getattr(gen, key) != getattr(disc, key):
-            raise ValueError(f"{what}: {key} {getattr(gen, key)}, but {disc_what} is {getattr(disc, key)}; the "
-                             "generator and discriminator share one embeddings module, so they must be equal")
+            raise ValueError(
+                f"{what}: {key} {getattr(gen, key)}, but {disc_what} is {getattr(disc, key)}; the "
+                "generator and discriminator share one embeddings module, so they must be equal"
+            )
     if gen.hidden_size > disc.hidden_size:
         raise ValueError(f"{what}: hidden size {gen.hidden_size}, wider than the discriminator's {disc.hidden_size}")
 
@@ -279,15 +322,20 @@ def check_pair_checkpoint(path: str | os.PathLike) -> Path:
     """The generator directory of a pretraining checkpoint, or a FileNotFoundError naming it."""
     gen_dir = Path(path) / GENERATOR_DIR
     if not (gen_dir / "config.json").is_file():
-        raise FileNotFoundError(f"{gen_dir}: missing; an ELECTRA checkpoint holds its generator there "
-                                "(the discriminator alone cannot continue pretraining)")
+        raise FileNotFoundError(
+            f"{gen_dir}: missing; an ELECTRA checkpoint holds its generator there "
+            "(the discriminator alone cannot continue pretraining)"
+        )
     return gen_dir
 
 
 def check_generator_checkpoint(tensors: dict[str, torch.Tensor], source: str) -> None:
     """A discriminator's weights given to ElectraForMaskedLM: say what they are, not only which keys are missing."""
     if any(k.startswith("discriminator_predictions.") for k in tensors) and not any(
-            k.startswith("generator_predictions.") for k in tensors):
-        raise CheckpointError(f"{source}: an ELECTRA discriminator (ElectraForPreTraining), which has no masked-LM "
-                              f"head; load its {GENERATOR_DIR}/ directory as the masked LM, or this one as "
-                              "ElectraForPreTraining / a task head")
+        k.startswith("generator_predictions.") for k in tensors
+    ):
+        raise CheckpointError(
+            f"{source}: an ELECTRA discriminator (ElectraForPreTraining), which has no masked-LM "
+            f"head; load its {GENERATOR_DIR}/ directory as the masked LM, or this one as "
+            "ElectraForPreTraining / a task head"
+        )

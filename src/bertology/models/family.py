@@ -12,6 +12,7 @@ instances are built from, and how its paper pretrained it.
     >>> get_family("distilbert").tokenizer                 # DistilBERT reuses BERT's WordPiece
     'bert'
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,13 +20,20 @@ from typing import Any
 
 from . import hf_names
 from .config import (
-    AlbertConfig, BertConfig, DistilBertConfig, ElectraConfig, EncoderConfig, RobertaConfig, XLNetConfig,
+    AlbertConfig,
+    BertConfig,
+    DistilBertConfig,
+    ElectraConfig,
+    EncoderConfig,
+    RobertaConfig,
+    XLNetConfig,
 )
 
 
 @dataclass(frozen=True)
 class Specials:
     """The special tokens, by role, that pretraining instances are built from."""
+
     cls: str
     sep: str
     mask: str
@@ -36,21 +44,22 @@ class Specials:
 @dataclass(frozen=True)
 class Pretraining:
     """How the family's paper pretrained it; every field is overridable per run."""
-    objective: str   # mlm+nsp | mlm+sop | mlm | plm (XLNet's permutation LM) | rtd (ELECTRA's replaced-token detection)
-    packing: str     # pairs | full-sentences | doc-sentences | streams (XLNet: a text stream per batch row)
-    masking: str     # static (masks drawn once, dupe_factor copies) | dynamic (drawn per batch) | permutation
-    ngram: int = 1   # mask spans of up to n words (ALBERT: 3)
+
+    objective: str  # mlm+nsp | mlm+sop | mlm | plm (XLNet's permutation LM) | rtd (ELECTRA's replaced-token detection)
+    packing: str  # pairs | full-sentences | doc-sentences | streams (XLNet: a text stream per batch row)
+    masking: str  # static (masks drawn once, dupe_factor copies) | dynamic (drawn per batch) | permutation
+    ngram: int = 1  # mask spans of up to n words (ALBERT: 3)
 
 
 @dataclass(frozen=True)
 class Family:
-    name: str                             # config.json's model_type
-    config: type[EncoderConfig]           # presets, defaults and config.json keys
-    class_prefix: str                     # "Bert": BertModel, BertForMaskedLM, … (transformers' class names)
-    heads: tuple[str, ...]                # the task heads it has, e.g. "ForMaskedLM"
-    names: hf_names.NameMap               # parameter names in transformers' layout
-    tokenizer: str                        # the tokenizer recipe it is trained with (tokenizers.training.RECIPES)
-    tokenizer_algorithm: str              # how the docs and the demo call that tokenizer
+    name: str  # config.json's model_type
+    config: type[EncoderConfig]  # presets, defaults and config.json keys
+    class_prefix: str  # "Bert": BertModel, BertForMaskedLM, … (transformers' class names)
+    heads: tuple[str, ...]  # the task heads it has, e.g. "ForMaskedLM"
+    names: hf_names.NameMap  # parameter names in transformers' layout
+    tokenizer: str  # the tokenizer recipe it is trained with (tokenizers.training.RECIPES)
+    tokenizer_algorithm: str  # how the docs and the demo call that tokenizer
     specials: Specials
     pretraining: Pretraining | None = None  # None: not pretrained from scratch here (DistilBERT is distilled)
     task_heads: tuple[tuple[str, str], ...] = ()  # (task's head, this family's) where they differ
@@ -82,39 +91,99 @@ class Family:
         return self.config.preset(size, **overrides)
 
 
-_TASK_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
-               "ForMultipleChoice")
+_TASK_HEADS = (
+    "ForMaskedLM",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForMultipleChoice",
+)
 _BERT_SPECIALS = Specials(cls="[CLS]", sep="[SEP]", mask="[MASK]", pad="[PAD]")
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("bert", BertConfig, "Bert", ("ForPreTraining", "ForNextSentencePrediction") + _TASK_HEADS, hf_names.BERT,
-           tokenizer="bert", tokenizer_algorithm="WordPiece", specials=_BERT_SPECIALS,
-           pretraining=Pretraining("mlm+nsp", "pairs", "static"),
-           # WordPiece by frequency, Hugging Face's rule: the likelihood criterion (the default of
-           # `tokenizer train`) needs more tokens per word at the small vocabularies jobs train
-           tokenizer_options=(("criterion", "frequency"),)),
-    Family("roberta", RobertaConfig, "Roberta", _TASK_HEADS, hf_names.ROBERTA,
-           tokenizer="roberta", tokenizer_algorithm="byte-level BPE",
-           specials=Specials(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>"),
-           pretraining=Pretraining("mlm", "full-sentences", "dynamic")),
-    Family("albert", AlbertConfig, "Albert", ("ForPreTraining",) + _TASK_HEADS, hf_names.ALBERT,
-           tokenizer="albert", tokenizer_algorithm="Unigram",
-           specials=Specials(cls="[CLS]", sep="[SEP]", mask="[MASK]", pad="<pad>"),
-           pretraining=Pretraining("mlm+sop", "pairs", "static", ngram=3)),
-    Family("distilbert", DistilBertConfig, "DistilBert", _TASK_HEADS, hf_names.DISTILBERT,
-           tokenizer="bert", tokenizer_algorithm="WordPiece", specials=_BERT_SPECIALS),
-    Family("xlnet", XLNetConfig, "XLNet", ("LMHeadModel", "ForSequenceClassification", "ForTokenClassification",
-                                           "ForQuestionAnsweringSimple", "ForQuestionAnswering", "ForMultipleChoice"),
-           hf_names.XLNET, tokenizer="xlnet", tokenizer_algorithm="Unigram",
-           specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>", eod="</s>"),
-           pretraining=Pretraining("plm", "streams", "permutation"),
-           task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),), summary_head=True),
-    # the discriminator is the model kept; pretraining adds a generator (models/electra.py ElectraPair)
-    Family("electra", ElectraConfig, "Electra", ("ForPreTraining",) + _TASK_HEADS, hf_names.ELECTRA,
-           tokenizer="bert", tokenizer_algorithm="WordPiece", specials=_BERT_SPECIALS,
-           pretraining=Pretraining("rtd", "full-sentences", "dynamic"),
-           tokenizer_options=(("criterion", "frequency"),)),
-)}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "bert",
+            BertConfig,
+            "Bert",
+            ("ForPreTraining", "ForNextSentencePrediction") + _TASK_HEADS,
+            hf_names.BERT,
+            tokenizer="bert",
+            tokenizer_algorithm="WordPiece",
+            specials=_BERT_SPECIALS,
+            pretraining=Pretraining("mlm+nsp", "pairs", "static"),
+            # WordPiece by frequency, Hugging Face's rule: the likelihood criterion (the default of
+            # `tokenizer train`) needs more tokens per word at the small vocabularies jobs train
+            tokenizer_options=(("criterion", "frequency"),),
+        ),
+        Family(
+            "roberta",
+            RobertaConfig,
+            "Roberta",
+            _TASK_HEADS,
+            hf_names.ROBERTA,
+            tokenizer="roberta",
+            tokenizer_algorithm="byte-level BPE",
+            specials=Specials(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>"),
+            pretraining=Pretraining("mlm", "full-sentences", "dynamic"),
+        ),
+        Family(
+            "albert",
+            AlbertConfig,
+            "Albert",
+            ("ForPreTraining",) + _TASK_HEADS,
+            hf_names.ALBERT,
+            tokenizer="albert",
+            tokenizer_algorithm="Unigram",
+            specials=Specials(cls="[CLS]", sep="[SEP]", mask="[MASK]", pad="<pad>"),
+            pretraining=Pretraining("mlm+sop", "pairs", "static", ngram=3),
+        ),
+        Family(
+            "distilbert",
+            DistilBertConfig,
+            "DistilBert",
+            _TASK_HEADS,
+            hf_names.DISTILBERT,
+            tokenizer="bert",
+            tokenizer_algorithm="WordPiece",
+            specials=_BERT_SPECIALS,
+        ),
+        Family(
+            "xlnet",
+            XLNetConfig,
+            "XLNet",
+            (
+                "LMHeadModel",
+                "ForSequenceClassification",
+                "ForTokenClassification",
+                "ForQuestionAnsweringSimple",
+                "ForQuestionAnswering",
+                "ForMultipleChoice",
+            ),
+            hf_names.XLNET,
+            tokenizer="xlnet",
+            tokenizer_algorithm="Unigram",
+            specials=Specials(cls="<cls>", sep="<sep>", mask="<mask>", pad="<pad>", eod="</s>"),
+            pretraining=Pretraining("plm", "streams", "permutation"),
+            task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),),
+            summary_head=True,
+        ),
+        # the discriminator is the model kept; pretraining adds a generator (models/electra.py ElectraPair)
+        Family(
+            "electra",
+            ElectraConfig,
+            "Electra",
+            ("ForPreTraining",) + _TASK_HEADS,
+            hf_names.ELECTRA,
+            tokenizer="bert",
+            tokenizer_algorithm="WordPiece",
+            specials=_BERT_SPECIALS,
+            pretraining=Pretraining("rtd", "full-sentences", "dynamic"),
+            tokenizer_options=(("criterion", "frequency"),),
+        ),
+    )
+}
 PRETRAINABLE = tuple(name for name, f in FAMILIES.items() if f.pretraining is not None)
 
 

@@ -5,6 +5,7 @@ loss are written once here.
 Shapes: B batch, T length, H hidden, E embedding size, V vocab, C classes or choices, M masked tokens.
 Label conventions follow transformers: -100 = ignored position; NSP 0 = B follows A; SOP 1 = swapped.
 """
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -18,7 +19,12 @@ from ..nn.cross_entropy import IGNORE, cross_entropy
 from .base import PreTrainedModel
 from .config import EncoderConfig
 from .outputs import (
-    BaseModelOutput, ClassifierOutput, MaskedLMOutput, ModelOutput, PreTrainingOutput, QuestionAnsweringOutput,
+    BaseModelOutput,
+    ClassifierOutput,
+    MaskedLMOutput,
+    ModelOutput,
+    PreTrainingOutput,
+    QuestionAnsweringOutput,
 )
 
 
@@ -182,13 +188,18 @@ class TaskModel(PreTrainedModel):
     def build_head(self, config: EncoderConfig) -> None:
         raise NotImplementedError
 
-    def run_backbone(self, input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                     output_attentions, **inputs) -> BaseModelOutput:
+    def run_backbone(
+        self, input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+    ) -> BaseModelOutput:
         if position_ids is not None:  # only absolute-position families take them
             inputs["position_ids"] = position_ids
         return self.backbone(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-            output_hidden_states=output_hidden_states, output_attentions=output_attentions, **inputs,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            **inputs,
         )
 
     def output(self, out: BaseModelOutput, **fields) -> ModelOutput:
@@ -207,10 +218,21 @@ class ForMaskedLM(TaskModel):
         """(logits over the vocabulary, loss or None) from the last hidden states."""
         return self.mlm(h, labels, sparse)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                sparse_prediction=False, output_hidden_states=False, output_attentions=False, **inputs) -> MaskedLMOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions, **inputs)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        sparse_prediction=False,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> MaskedLMOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+        )
         logits, loss = self.predict_tokens(out.last_hidden_state, labels, sparse_prediction)
         return self.output(out, loss=loss, logits=logits)
 
@@ -227,18 +249,36 @@ class ForPreTraining(ForMaskedLM):
         super().build_head(config)
         self.pair = PooledHead(config, 2, self.pair_dropout)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                next_sentence_label=None, sentence_order_label=None, sparse_prediction=False,
-                output_hidden_states=False, output_attentions=False) -> PreTrainingOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        next_sentence_label=None,
+        sentence_order_label=None,
+        sparse_prediction=False,
+        output_hidden_states=False,
+        output_attentions=False,
+    ) -> PreTrainingOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions
+        )
         logits, mlm_loss = self.predict_tokens(out.last_hidden_state, labels, sparse_prediction)
         pair_logits = self.pair(out)  # (B, 2)
         pair_label = next_sentence_label if next_sentence_label is not None else sentence_order_label
         pair_loss = choice_loss(pair_logits, pair_label) if pair_label is not None else None
         losses = [term for term in (mlm_loss, pair_loss) if term is not None]
         field = "seq_relationship_logits" if self.pair_objective == "nsp" else "sop_logits"
-        return self.output(out, loss=sum(losses) if losses else None, prediction_logits=logits, mlm_loss=mlm_loss,
-                           pair_loss=pair_loss, **{field: pair_logits})
+        return self.output(
+            out,
+            loss=sum(losses) if losses else None,
+            prediction_logits=logits,
+            mlm_loss=mlm_loss,
+            pair_loss=pair_loss,
+            **{field: pair_logits},
+        )
 
 
 class ForNextSentencePrediction(TaskModel):
@@ -247,9 +287,20 @@ class ForNextSentencePrediction(TaskModel):
     def build_head(self, config):
         self.pair = PooledHead(config, 2, dropout=0.0)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                next_sentence_label=None, output_hidden_states=False, output_attentions=False) -> ClassifierOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        next_sentence_label=None,
+        output_hidden_states=False,
+        output_attentions=False,
+    ) -> ClassifierOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions
+        )
         logits = self.pair(out)
         label = labels if labels is not None else next_sentence_label
         return self.output(out, loss=choice_loss(logits, label) if label is not None else None, logits=logits)
@@ -277,10 +328,20 @@ class ForSequenceClassification(TaskModel):
         """(B, num_outputs) scores of each sequence from its sentence vector."""
         return self.classifier(out, attention_mask) if self.pooling == "mean" else self.classifier(out)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False, **inputs) -> ClassifierOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions, **inputs)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> ClassifierOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+        )
         logits = self.sentence_logits(out, attention_mask)  # (B, C)
         loss = classification_loss(logits, labels, self.config) if labels is not None else None
         return self.output(out, loss=loss, logits=logits)
@@ -290,10 +351,20 @@ class ForTokenClassification(TaskModel):
     def build_head(self, config):
         self.classifier = TokenHead(config.hidden_size, config.num_labels, config.token_head_dropout)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False, **inputs) -> ClassifierOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions, **inputs)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> ClassifierOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+        )
         logits = self.classifier(out.last_hidden_state)  # (B, T, C)
         return self.output(out, loss=token_loss(logits, labels) if labels is not None else None, logits=logits)
 
@@ -310,10 +381,21 @@ class ForQuestionAnswering(TaskModel):
         """(B, T, 2): each token's score as the answer's start and as its end."""
         return self.qa(h)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
-                end_positions=None, output_hidden_states=False, output_attentions=False, **inputs) -> QuestionAnsweringOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions, **inputs)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        start_positions=None,
+        end_positions=None,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> QuestionAnsweringOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+        )
         start_logits, end_logits = self.span_logits(out.last_hidden_state).float().unbind(-1)  # each (B, T)
         loss = None
         if start_positions is not None and end_positions is not None:
@@ -333,13 +415,24 @@ class ForMultipleChoice(TaskModel):
         """(B·C, 1): the score of each (context, choice) sequence."""
         return self.classifier(out)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_hidden_states=False, output_attentions=False, **inputs) -> ClassifierOutput:
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> ClassifierOutput:
         B, C = choice_shape(input_ids)
         input_ids, attention_mask, token_type_ids, position_ids = flatten_choices(
-            input_ids, attention_mask, token_type_ids, position_ids)
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
-                                output_attentions, **inputs)
+            input_ids, attention_mask, token_type_ids, position_ids
+        )
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+        )
         logits = self.sentence_logits(out, attention_mask).view(B, C)
         return self.output(out, loss=choice_loss(logits, labels) if labels is not None else None, logits=logits)
 
@@ -347,8 +440,10 @@ class ForMultipleChoice(TaskModel):
 def choice_shape(input_ids: torch.Tensor | None) -> tuple[int, int]:
     """(batch, choices) of multiple-choice input_ids (B, C, T), or a ValueError naming the shape."""
     if input_ids is None or input_ids.dim() != 3:
-        raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
-                         f"{None if input_ids is None else tuple(input_ids.shape)}")
+        raise ValueError(
+            f"multiple choice takes input_ids of shape (batch, choices, length), got "
+            f"{None if input_ids is None else tuple(input_ids.shape)}"
+        )
     return input_ids.shape[0], input_ids.shape[1]
 
 
@@ -358,6 +453,7 @@ def flatten_choices(*tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
 
 
 # ---- losses: every head's, written once ----------------------------------------------------------
+
 
 def vocabulary_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Language modelling: (…, V) logits against (…) token ids, IGNORE left out, a block of rows at a time."""
@@ -379,8 +475,9 @@ def binary_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
 
 
-def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor,
-              end_positions: torch.Tensor) -> torch.Tensor:
+def span_loss(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor, end_positions: torch.Tensor
+) -> torch.Tensor:
     """Mean of the start and end cross-entropies over (B, T) logits. Positions outside the window (an
     answer cut off by truncation) are clamped to T and ignored."""
     T = start_logits.shape[1]

@@ -10,6 +10,7 @@ projection split along its output dimension into query, key, value.
     >>> names[0]
     'bert.encoder.layer.0.attention.self.query.weight'
 """
+
 from __future__ import annotations
 
 import re
@@ -52,6 +53,7 @@ def _albert_backbone(config: AlbertConfig) -> list[Rule]:
         def name(m: re.Match) -> str:  # unique layer u = group · inner_group_num + j
             group, j = divmod(int(m[1]), inner)
             return f"encoder.albert_layer_groups.{group}.albert_layers.{j}.{suffix}"
+
         return name
 
     return _EMBEDDINGS + [
@@ -66,13 +68,18 @@ def _albert_backbone(config: AlbertConfig) -> list[Rule]:
     ]
 
 
-def _heads(mlm: str, transform: str, norm: str, bias: str, decoder: str, pair: str = "cls.seq_relationship.") -> list[Rule]:
+def _heads(
+    mlm: str, transform: str, norm: str, bias: str, decoder: str, pair: str = "cls.seq_relationship."
+) -> list[Rule]:
     return [
-        (r"mlm\.dense\.", mlm + transform), (r"mlm\.norm\.", mlm + norm),
-        (r"mlm\.bias$", bias), (r"mlm\.decoder\.weight$", decoder),
+        (r"mlm\.dense\.", mlm + transform),
+        (r"mlm\.norm\.", mlm + norm),
+        (r"mlm\.bias$", bias),
+        (r"mlm\.decoder\.weight$", decoder),
         (r"pair\.classifier\.", pair),
         (r"classifier\.pre_classifier\.", "pre_classifier."),  # DistilBERT
-        (r"classifier\.dense\.", "classifier.dense."), (r"classifier\.out_proj\.", "classifier.out_proj."),  # RoBERTa
+        (r"classifier\.dense\.", "classifier.dense."),
+        (r"classifier\.out_proj\.", "classifier.out_proj."),  # RoBERTa
         (r"classifier\.classifier\.", "classifier."),
         (r"classifier\.proj\.", "mean_classifier."),  # bertology's mean-pooled head: no transformers name
         (r"qa\.classifier\.", "qa_outputs."),
@@ -83,7 +90,8 @@ def _heads(mlm: str, transform: str, norm: str, bias: str, decoder: str, pair: s
 @dataclass(frozen=True)
 class NameMap:
     """How one family's parameters are named in transformers."""
-    prefix: str                                          # the backbone's attribute in task models ("bert")
+
+    prefix: str  # the backbone's attribute in task models ("bert")
     backbone: "list[Rule] | Callable[[EncoderConfig], list[Rule]]"  # a function where the config decides
     heads: list[Rule]
     qkv: tuple[str, str, str] = ("query", "key", "value")
@@ -98,38 +106,63 @@ class NameMap:
         `bare`: the model is a backbone on its own (no `backbone.` prefix, no heads)."""
         backbone = self.backbone(config) if callable(self.backbone) else self.backbone
         if name.startswith("backbone."):
-            name, rules, prefix = name[len("backbone."):], backbone, self.prefix + "."
+            name, rules, prefix = name[len("backbone.") :], backbone, self.prefix + "."
         else:
             rules, prefix = (backbone if bare else self.heads), ""
         for pattern, replacement in rules:
             m = re.match(pattern, name)
             if m:
                 mapped = replacement(m) if callable(replacement) else m.expand(replacement)
-                mapped = prefix + mapped + name[m.end():]
+                mapped = prefix + mapped + name[m.end() :]
                 if "{layer}" in mapped:
                     return [mapped.replace("{layer}", str(i)) for i in range(config.num_hidden_layers)]
                 return [mapped.replace("{qkv}", part) for part in self.qkv] if "{qkv}" in mapped else [mapped]
         raise KeyError(f"no Hugging Face name for parameter {name!r} of a {config.model_type} model")
 
 
-BERT = NameMap("bert", _BERT_BACKBONE, _heads("cls.predictions.", "transform.dense.", "transform.LayerNorm.",
-                                              "cls.predictions.bias", "cls.predictions.decoder.weight"))
-ROBERTA = NameMap("roberta", _BERT_BACKBONE, _heads("lm_head.", "dense.", "layer_norm.", "lm_head.bias",
-                                                    "lm_head.decoder.weight"))
-ALBERT = NameMap("albert", _albert_backbone, _heads("predictions.", "dense.", "LayerNorm.", "predictions.bias",
-                                                    "predictions.decoder.weight", pair="sop_classifier.classifier."))
-DISTILBERT = NameMap("distilbert", _DISTILBERT_BACKBONE,
-                     _heads("", "vocab_transform.", "vocab_layer_norm.", "vocab_projector.bias", "vocab_projector.weight"),
-                     qkv=("q_lin", "k_lin", "v_lin"))
+BERT = NameMap(
+    "bert",
+    _BERT_BACKBONE,
+    _heads(
+        "cls.predictions.",
+        "transform.dense.",
+        "transform.LayerNorm.",
+        "cls.predictions.bias",
+        "cls.predictions.decoder.weight",
+    ),
+)
+ROBERTA = NameMap(
+    "roberta", _BERT_BACKBONE, _heads("lm_head.", "dense.", "layer_norm.", "lm_head.bias", "lm_head.decoder.weight")
+)
+ALBERT = NameMap(
+    "albert",
+    _albert_backbone,
+    _heads(
+        "predictions.",
+        "dense.",
+        "LayerNorm.",
+        "predictions.bias",
+        "predictions.decoder.weight",
+        pair="sop_classifier.classifier.",
+    ),
+)
+DISTILBERT = NameMap(
+    "distilbert",
+    _DISTILBERT_BACKBONE,
+    _heads("", "vocab_transform.", "vocab_layer_norm.", "vocab_projector.bias", "vocab_projector.weight"),
+    qkv=("q_lin", "k_lin", "v_lin"),
+)
 
 
 # ELECTRA: BERT's backbone without a pooler, its projection E → H beside the embeddings; the
 # generator's and discriminator's heads and the multiple-choice summary under their transformers names
 _ELECTRA_BACKBONE: list[Rule] = [(r"encoder\.project\.", "embeddings_project.")] + _BERT_BACKBONE[:-1]
-ELECTRA = NameMap("electra", _ELECTRA_BACKBONE,
-                  [(r"discriminator\.", "discriminator_predictions."), (r"classifier\.summary\.", "sequence_summary.summary.")]
-                  + _heads("generator_predictions.", "dense.", "LayerNorm.", "generator_lm_head.bias",
-                           "generator_lm_head.weight"))
+ELECTRA = NameMap(
+    "electra",
+    _ELECTRA_BACKBONE,
+    [(r"discriminator\.", "discriminator_predictions."), (r"classifier\.summary\.", "sequence_summary.summary.")]
+    + _heads("generator_predictions.", "dense.", "LayerNorm.", "generator_lm_head.bias", "generator_lm_head.weight"),
+)
 
 
 # XLNet shares nothing with BERT's layout. Its heads carry transformers' own names, so they map to

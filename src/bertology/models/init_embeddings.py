@@ -19,6 +19,7 @@ pieces near the context; what the raw scale costs is a slower start of the sente
 `rescale=True` multiplies every copied vector by one factor (the geometry, cosines and relative
 norms, intact) so that their standard deviation is the config's initializer_range.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,17 +50,22 @@ def read_init_vectors(path: str | os.PathLike, config: EncoderConfig) -> KeyedVe
     are as wide as the token embedding."""
     path = os.fspath(path)
     if config.model_type == "xlnet":
-        raise ValueError(f"--init-embeddings {path}: not supported for xlnet (its permutation-LM pretraining "
-                         "builds its own model)")
+        raise ValueError(
+            f"--init-embeddings {path}: not supported for xlnet (its permutation-LM pretraining builds its own model)"
+        )
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"--init-embeddings {path}: " + ("not a file" if os.path.exists(path) else "no such file"))
+        raise FileNotFoundError(
+            f"--init-embeddings {path}: " + ("not a file" if os.path.exists(path) else "no such file")
+        )
     vectors = KeyedVectors.load(path)
     size = embedding_size(config)
     if vectors.vector_size != size:
         what = "embedding_size" if getattr(config, "embedding_size", None) else "hidden_size"
-        raise ValueError(f"--init-embeddings {path}: its vectors have {vectors.vector_size} dimensions but the "
-                         f"{config.model_type} token embedding has {size} ({what}); train vectors with "
-                         f"--vector-size {size}")
+        raise ValueError(
+            f"--init-embeddings {path}: its vectors have {vectors.vector_size} dimensions but the "
+            f"{config.model_type} token embedding has {size} ({what}); train vectors with "
+            f"--vector-size {size}"
+        )
     return vectors
 
 
@@ -75,31 +81,48 @@ def token_embedding(model: nn.Module) -> nn.Embedding:
 @dataclass
 class EmbeddingInit:
     """What init_token_embeddings did."""
+
     path: str
-    rows: int              # the embedding's rows: the vocabulary size
-    copied: int            # rows that took a vector
-    missing: list[str]     # pieces without a vector, in id order: their rows kept their initial values
-    unused: int            # vectors whose key is no piece of the vocabulary
-    scale: float           # the factor every copied vector was multiplied by
+    rows: int  # the embedding's rows: the vocabulary size
+    copied: int  # rows that took a vector
+    missing: list[str]  # pieces without a vector, in id order: their rows kept their initial values
+    unused: int  # vectors whose key is no piece of the vocabulary
+    scale: float  # the factor every copied vector was multiplied by
 
     @property
     def missing_fraction(self) -> float:
         return len(self.missing) / self.rows
 
     def summary(self) -> dict:
-        return {"path": self.path, "rows": self.rows, "copied": self.copied, "missing": len(self.missing),
-                "missing_fraction": self.missing_fraction, "unused_vectors": self.unused, "scale": self.scale}
+        return {
+            "path": self.path,
+            "rows": self.rows,
+            "copied": self.copied,
+            "missing": len(self.missing),
+            "missing_fraction": self.missing_fraction,
+            "unused_vectors": self.unused,
+            "scale": self.scale,
+        }
 
     def __str__(self) -> str:
         shown = ", ".join(self.missing[:8]) + (", …" if len(self.missing) > 8 else "")
-        return (f"--init-embeddings {self.path}: {self.copied:,} of {self.rows:,} embedding rows copied "
-                f"(scaled by {self.scale:.4g}); {len(self.missing):,} pieces ({self.missing_fraction:.1%}) have no "
-                f"vector and keep their initial values" + (f" ({shown})" if self.missing else "")
-                + (f"; {self.unused:,} vectors are not vocabulary pieces" if self.unused else ""))
+        return (
+            f"--init-embeddings {self.path}: {self.copied:,} of {self.rows:,} embedding rows copied "
+            f"(scaled by {self.scale:.4g}); {len(self.missing):,} pieces ({self.missing_fraction:.1%}) have no "
+            f"vector and keep their initial values"
+            + (f" ({shown})" if self.missing else "")
+            + (f"; {self.unused:,} vectors are not vocabulary pieces" if self.unused else "")
+        )
 
 
-def init_token_embeddings(model: nn.Module, tokenizer, vectors: KeyedVectors, path: str | os.PathLike = "vectors",
-                          rescale: bool = False, log: bool = False) -> EmbeddingInit:
+def init_token_embeddings(
+    model: nn.Module,
+    tokenizer,
+    vectors: KeyedVectors,
+    path: str | os.PathLike = "vectors",
+    rescale: bool = False,
+    log: bool = False,
+) -> EmbeddingInit:
     """Copy `vectors` into the model's token embedding, row `tokenizer.token_to_id(piece)` for
     each vector whose key is a piece: as they are, or with `rescale` scaled so that the copied
     values have the standard deviation of the model's initialisation, config.initializer_range. The padding row
@@ -108,8 +131,10 @@ def init_token_embeddings(model: nn.Module, tokenizer, vectors: KeyedVectors, pa
     path = os.fspath(path)
     embedding = token_embedding(model)
     if vectors.vector_size != embedding.embedding_dim:
-        raise ValueError(f"--init-embeddings {path}: its vectors have {vectors.vector_size} dimensions but the "
-                         f"token embedding has {embedding.embedding_dim}")
+        raise ValueError(
+            f"--init-embeddings {path}: its vectors have {vectors.vector_size} dimensions but the "
+            f"token embedding has {embedding.embedding_dim}"
+        )
     rows, pad = embedding.num_embeddings, embedding.padding_idx
     ids, keys = [], []  # (embedding row, vector row) pairs
     for k, piece in enumerate(vectors.index_to_key):
@@ -130,7 +155,10 @@ def init_token_embeddings(model: nn.Module, tokenizer, vectors: KeyedVectors, pa
     if log:
         print(result, file=sys.stderr)
     if result.missing_fraction > MISSING_WARNING:
-        warnings.warn(f"--init-embeddings {path}: {len(missing):,} of {rows:,} pieces ({result.missing_fraction:.0%}) "
-                      "have no vector; were the vectors trained over this tokenizer's pieces "
-                      "(`bertology wordvec train --tokenizer`)?", stacklevel=2)
+        warnings.warn(
+            f"--init-embeddings {path}: {len(missing):,} of {rows:,} pieces ({result.missing_fraction:.0%}) "
+            "have no vector; were the vectors trained over this tokenizer's pieces "
+            "(`bertology wordvec train --tokenizer`)?",
+            stacklevel=2,
+        )
     return result

@@ -1,4 +1,5 @@
 """Model outputs as dataclasses, with Hugging Face's field names (never positional tuples)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

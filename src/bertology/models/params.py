@@ -5,6 +5,7 @@ weights once. FLOPs count a multiply-add as 2 and include the matrix products, a
 (QKᵀ and the weighted sum of V, which grow with the sequence length T) and the MLM head at every
 position; LayerNorm, softmax, activations and the pooler are left out (≪ 1%).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -135,8 +136,10 @@ def format_table(c: ParameterCount) -> str:
     lines.append(_row("total (backbone)", total))
     lines.append(_row("MLM head (decoder tied)", c.mlm_head))
     f = c.flops_per_token
-    lines.append(f"  forward FLOPs per token at T={c.seq_length}: encoder {f['encoder'] / 1e6:,.1f} M, "
-                 f"MLM head {f['MLM head'] / 1e6:,.1f} M, total {f['total'] / 1e6:,.1f} M")
+    lines.append(
+        f"  forward FLOPs per token at T={c.seq_length}: encoder {f['encoder'] / 1e6:,.1f} M, "
+        f"MLM head {f['MLM head'] / 1e6:,.1f} M, total {f['total'] / 1e6:,.1f} M"
+    )
     return "\n".join(lines)
 
 
@@ -144,6 +147,8 @@ def format_summary(counts: list[ParameterCount]) -> str:
     lines = [f"  {'model':<18}{'parameters':>14}{'FLOPs/token':>14}{'params vs first':>17}{'FLOPs vs first':>16}"]
     first = counts[0]
     for c in counts:
-        lines.append(f"  {c.name:<18}{c.total:>14,}{c.flops_per_token['total'] / 1e6:>12,.0f} M"
-                     f"{c.total / first.total:>16.2f}×{c.flops_per_token['total'] / first.flops_per_token['total']:>15.2f}×")
+        lines.append(
+            f"  {c.name:<18}{c.total:>14,}{c.flops_per_token['total'] / 1e6:>12,.0f} M"
+            f"{c.total / first.total:>16.2f}×{c.flops_per_token['total'] / first.flops_per_token['total']:>15.2f}×"
+        )
     return "\n".join(lines)

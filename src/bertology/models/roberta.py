@@ -7,6 +7,7 @@ byte-level BPE: see data/ and tokenizers/). In the network itself only three thi
   - one token type, LayerNorm eps 1e-5 (in the config);
   - the classification head reads <s> through dense + tanh + out_proj instead of the pooler.
 """
+
 from __future__ import annotations
 
 import torch
@@ -16,7 +17,11 @@ from ..nn import Dropout
 from .bert import BertModel, Embeddings
 from .config import RobertaConfig
 from .heads import (
-    ForMaskedLM, ForMultipleChoice, ForQuestionAnswering, ForSequenceClassification, ForTokenClassification,
+    ForMaskedLM,
+    ForMultipleChoice,
+    ForQuestionAnswering,
+    ForSequenceClassification,
+    ForTokenClassification,
 )
 from .outputs import BaseModelOutput
 

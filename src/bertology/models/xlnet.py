@@ -22,6 +22,7 @@ Score of query i and key j (i and j positions in [mem; h]):
 The attention itself is nn/relative_attention.py; the task heads are heads.py's, with XLNet's modules
 under transformers' names; the beam QA head is xlnet_qa.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,12 +33,24 @@ from torch import nn
 
 from ..nn import Dropout, activation
 from ..nn.relative_attention import (  # noqa: F401 (rel_shift: the step the parity tests check on its own)
-    Relative, RelativeAttention, Stream, at_rows, causal_mask, rel_shift, relative_distances, sinusoid,
+    Relative,
+    RelativeAttention,
+    Stream,
+    at_rows,
+    causal_mask,
+    rel_shift,
+    relative_distances,
+    sinusoid,
 )
 from .base import EncoderModel, PreTrainedModel
 from .config import XLNetConfig
 from .heads import (
-    ForMaskedLM, ForMultipleChoice, ForQuestionAnswering, ForSequenceClassification, ForTokenClassification, TaskModel,
+    ForMaskedLM,
+    ForMultipleChoice,
+    ForQuestionAnswering,
+    ForSequenceClassification,
+    ForTokenClassification,
+    TaskModel,
     vocabulary_loss,
 )
 from .outputs import BaseModelOutput, ClassifierOutput, MaskedLMOutput, QuestionAnsweringOutput
@@ -46,6 +59,7 @@ Tensor = torch.Tensor
 
 
 # ---- outputs: transformers' fields, plus the new memory -------------------------------------------
+
 
 @dataclass
 class XLNetModelOutput(BaseModelOutput):
@@ -75,8 +89,9 @@ def target_rows(target_mapping: Tensor, T: int) -> Tensor:
     bad = ((ones != 1) | (zeros != T - 1)).nonzero()
     if len(bad):
         b, p = bad[0].tolist()
-        raise ValueError(f"target_mapping row [{b}, {p}] is not one-hot (a single 1 among 0s): "
-                         f"{target_mapping[b, p].tolist()[:12]}")
+        raise ValueError(
+            f"target_mapping row [{b}, {p}] is not one-hot (a single 1 among 0s): {target_mapping[b, p].tolist()[:12]}"
+        )
     rows = target_mapping.argmax(-1)  # (B, P)
     if (rows.sort(-1).values.diff(dim=-1) == 0).any():
         raise ValueError("target_mapping predicts one position twice in a sequence; each row must pick its own token")
@@ -84,6 +99,7 @@ def target_rows(target_mapping: Tensor, T: int) -> Tensor:
 
 
 # ---- the layer -----------------------------------------------------------------------------------
+
 
 class FeedForward(nn.Module):
     """Post-LN feed-forward; unlike BERT's, with dropout after the activation too."""
@@ -105,8 +121,14 @@ class XLNetLayer(nn.Module):
 
     def __init__(self, config: XLNetConfig):
         super().__init__()
-        self.attention = RelativeAttention(config.hidden_size, config.num_attention_heads, config.d_head,
-                                           config.hidden_dropout_prob, config.layer_norm_eps, biases=config.untie_r)
+        self.attention = RelativeAttention(
+            config.hidden_size,
+            config.num_attention_heads,
+            config.d_head,
+            config.hidden_dropout_prob,
+            config.layer_norm_eps,
+            biases=config.untie_r,
+        )
         self.ffn = FeedForward(config)
 
     def forward(self, h: Tensor, g: Tensor | None, mem: Tensor | None, rel: Relative):
@@ -115,6 +137,7 @@ class XLNetLayer(nn.Module):
 
 
 # ---- the backbone --------------------------------------------------------------------------------
+
 
 class XLNetModel(EncoderModel):
     config_class = XLNetConfig
@@ -142,32 +165,44 @@ class XLNetModel(EncoderModel):
         if token_type_ids is not None and token_type_ids.shape != input_ids.shape:
             raise ValueError(f"token_type_ids shape {tuple(token_type_ids.shape)} does not match input_ids {(B, T)}")
         if perm_mask is not None and tuple(perm_mask.shape) != (B, T, T):
-            raise ValueError(f"perm_mask must have shape (batch, length, length) = {(B, T, T)}, got {tuple(perm_mask.shape)}")
+            raise ValueError(
+                f"perm_mask must have shape (batch, length, length) = {(B, T, T)}, got {tuple(perm_mask.shape)}"
+            )
         if self.config.bi_data and B % 2:
-            raise ValueError(f"bi_data runs the second half of the batch backwards: the batch size must be even, got {B}")
+            raise ValueError(
+                f"bi_data runs the second half of the batch backwards: the batch size must be even, got {B}"
+            )
         if mems is None:
             return 0
         c = self.config
         if len(mems) != c.num_hidden_layers:
-            raise ValueError(f"mems holds {len(mems)} tensors; this model has {c.num_hidden_layers} layers (mems from another config?)")
+            raise ValueError(
+                f"mems holds {len(mems)} tensors; this model has {c.num_hidden_layers} layers (mems from another config?)"
+            )
         M = mems[0].shape[0] if mems[0].dim() == 3 else -1
         for i, m in enumerate(mems):
             if m.dim() != 3 or tuple(m.shape) != (M, B, c.hidden_size):
-                raise ValueError(f"mems[{i}] has shape {tuple(m.shape)}; expected (memory length, {B}, {c.hidden_size}) "
-                                 "for this batch and d_model (mems from another config or batch?)")
+                raise ValueError(
+                    f"mems[{i}] has shape {tuple(m.shape)}; expected (memory length, {B}, {c.hidden_size}) "
+                    "for this batch and d_model (mems from another config or batch?)"
+                )
         return M
 
-    def relative_inputs(self, attention_mask, token_type_ids, perm_mask, rows, M: int, h: Tensor,
-                        need_weights: bool) -> Relative:
+    def relative_inputs(
+        self, attention_mask, token_type_ids, perm_mask, rows, M: int, h: Tensor, need_weights: bool
+    ) -> Relative:
         """What every layer's attention reads besides the states; h (B, T, H) gives sizes, device and dtype."""
         c, (B, T, _) = self.config, h.shape
         hidden = hidden_keys(attention_mask, perm_mask, B, T, M, c, h.device)  # (B, T, K) or None
         differ = other_segments(token_type_ids, M)  # (B, T, K) or None
         pos = self.dropout(self.relative_encoding(T, M + T, B).to(h.device, h.dtype))  # one mask for all layers
         return Relative(
-            length=T, pos=pos, content=Stream(None, sees_itself(hidden, M), differ),
+            length=T,
+            pos=pos,
+            content=Stream(None, sees_itself(hidden, M), differ),
             query=Stream(rows, at_rows(hidden, rows), at_rows(differ, rows)) if rows is not None else None,
-            biases=None if c.untie_r else (self.r_w_bias, self.r_r_bias, self.r_s_bias), need_weights=need_weights,
+            biases=None if c.untie_r else (self.r_w_bias, self.r_r_bias, self.r_s_bias),
+            need_weights=need_weights,
         )
 
     def relative_encoding(self, T: int, K: int, B: int) -> Tensor:
@@ -183,14 +218,23 @@ class XLNetModel(EncoderModel):
         c = self.config
         new = h.transpose(0, 1)  # (T, B, H)
         if c.reuse_len:
-            new = new[:c.reuse_len]
+            new = new[: c.reuse_len]
         if previous is not None:
             new = torch.cat([previous, new], dim=0)
-        return (new[-c.mem_len:] if c.mem_len else new).detach()
+        return (new[-c.mem_len :] if c.mem_len else new).detach()
 
-    def forward(self, input_ids, attention_mask=None, mems: Sequence[Tensor] | None = None, perm_mask=None,
-                target_mapping=None, token_type_ids=None, use_mems: bool | None = None,
-                output_hidden_states=False, output_attentions=False) -> XLNetModelOutput:
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        mems: Sequence[Tensor] | None = None,
+        perm_mask=None,
+        target_mapping=None,
+        token_type_ids=None,
+        use_mems: bool | None = None,
+        output_hidden_states=False,
+        output_attentions=False,
+    ) -> XLNetModelOutput:
         M = self.check_xlnet_inputs(input_ids, attention_mask, token_type_ids, perm_mask, mems)
         B, T = input_ids.shape
         if use_mems is None:
@@ -268,6 +312,7 @@ def init_relative_parameters(model: nn.Module, std: float) -> None:
 
 # ---- heads: the shared ones of heads.py, under transformers' module names ------------------------
 
+
 class XLNetTaskModel(TaskModel):
     """XLNet's heads run the shared forwards of heads.py: XLNet's own inputs (mems, perm_mask,
     target_mapping, use_mems) pass through them to the backbone as keywords, and every output
@@ -302,8 +347,10 @@ class XLNetLMHeadModel(XLNetTaskModel, ForMaskedLM):
         if labels is None:
             return logits, None
         if labels.shape != logits.shape[:2]:
-            raise ValueError(f"labels have shape {tuple(labels.shape)}; the model predicts {tuple(logits.shape[:2])} "
-                             "(batch, num_predict with a target_mapping, else length)")
+            raise ValueError(
+                f"labels have shape {tuple(labels.shape)}; the model predicts {tuple(logits.shape[:2])} "
+                "(batch, num_predict with a target_mapping, else length)"
+            )
         return logits, vocabulary_loss(logits, labels)
 
 
@@ -314,7 +361,9 @@ class SequenceSummary(nn.Module):
         super().__init__()
         self.kind = config.summary_type
         extra = config.extra
-        width = config.num_labels if extra.get("summary_proj_to_labels") and config.num_labels > 0 else config.hidden_size
+        width = (
+            config.num_labels if extra.get("summary_proj_to_labels") and config.num_labels > 0 else config.hidden_size
+        )
         self.summary = nn.Linear(config.hidden_size, width) if config.summary_use_proj else nn.Identity()
         self.activation = activation(config.summary_activation) if config.summary_activation else nn.Identity()
         self.first_dropout = Dropout(extra.get("summary_first_dropout", 0.0))

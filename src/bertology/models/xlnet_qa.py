@@ -10,6 +10,7 @@ Shapes: B batch, T length, H d_model, S start_n_top starts kept, E end_n_top end
 The fine-tuning tasks use the simpler span head (XLNetForQuestionAnsweringSimple, as BERT's); this
 one is what transformers' XLNetForQuestionAnswering checkpoints hold, loaded and run the same.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ Tensor = torch.Tensor
 @dataclass
 class XLNetQuestionAnsweringOutput(ModelOutput):
     """The beam over answer starts and ends. The "log_probs" are probabilities (transformers' names)."""
+
     loss: Tensor | None = None
     start_top_log_probs: Tensor | None = None  # (B, S)
     start_top_index: Tensor | None = None  # (B, S)
@@ -95,16 +97,32 @@ class XLNetForQuestionAnswering(XLNetTaskModel):
         self.end_logits = EndLogits(config)
         self.answer_class = AnswerClass(config)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, start_positions=None, end_positions=None,
-                is_impossible=None, cls_index=None, p_mask=None, output_hidden_states=False, output_attentions=False,
-                **inputs) -> XLNetQuestionAnsweringOutput:
-        out = self.run_backbone(input_ids, attention_mask, token_type_ids, None, output_hidden_states,
-                                output_attentions, **inputs)
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        start_positions=None,
+        end_positions=None,
+        is_impossible=None,
+        cls_index=None,
+        p_mask=None,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> XLNetQuestionAnsweringOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, None, output_hidden_states, output_attentions, **inputs
+        )
         h = out.last_hidden_state  # (B, T, H)
         start_logits = self.start_logits(h, p_mask)  # (B, T)
         if start_positions is not None and end_positions is not None:
-            return self.output(out, loss=self.loss(h, start_logits, start_positions.view(-1), end_positions.view(-1),
-                                                   is_impossible, cls_index, p_mask))
+            return self.output(
+                out,
+                loss=self.loss(
+                    h, start_logits, start_positions.view(-1), end_positions.view(-1), is_impossible, cls_index, p_mask
+                ),
+            )
         return self.output(out, **self.beam(h, start_logits, p_mask, cls_index))
 
     def loss(self, h, start_logits, start_positions, end_positions, is_impossible, cls_index, p_mask) -> Tensor:
@@ -125,10 +143,15 @@ class XLNetForQuestionAnswering(XLNetTaskModel):
         top_start_probs, top_start = start_probs.topk(S, dim=-1)  # (B, S)
         start_states = h.gather(1, top_start[..., None].expand(-1, -1, H))  # (B, S, H)
         start_states = start_states[:, None].expand(-1, T, -1, -1)  # (B, T, S, H)
-        end_logits = self.end_logits(h[:, :, None].expand_as(start_states), start_states,
-                                     p_mask[..., None] if p_mask is not None else None)  # (B, T, S)
+        end_logits = self.end_logits(
+            h[:, :, None].expand_as(start_states), start_states, p_mask[..., None] if p_mask is not None else None
+        )  # (B, T, S)
         top_end_probs, top_end = F.softmax(end_logits, dim=1).topk(E, dim=1)  # (B, E, S)
         expected_start = torch.einsum("blh,bl->bh", h, start_probs)  # (B, H)
-        return dict(start_top_log_probs=top_start_probs, start_top_index=top_start,
-                    end_top_log_probs=top_end_probs.reshape(B, S * E), end_top_index=top_end.reshape(B, S * E),
-                    cls_logits=self.answer_class(h, expected_start, cls_index))
+        return dict(
+            start_top_log_probs=top_start_probs,
+            start_top_index=top_start,
+            end_top_log_probs=top_end_probs.reshape(B, S * E),
+            end_top_index=top_end.reshape(B, S * E),
+            cls_logits=self.answer_class(h, expected_start, cls_index),
+        )

@@ -1,4 +1,5 @@
 """Activation functions by the names Hugging Face configs use (`hidden_act`)."""
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -47,4 +48,3 @@ class Activation(nn.Module):
 
 def activation(name: str) -> Activation:
     return Activation(name)
-

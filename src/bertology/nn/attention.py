@@ -13,6 +13,7 @@ explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can
 Over packed activations on CUDA, attention skips padding too (`varlen_attention`): each sequence's
 rows attend among themselves through a variable-length kernel, with no gather back to (B, T).
 """
+
 from __future__ import annotations
 
 import math
@@ -67,11 +68,14 @@ class Padding:
     rows: torch.Tensor | None = None  # (B·T,) each position's row in the packed activations (0 at padding)
     offsets: torch.Tensor | None = None  # (B+1,) or (B+2,) int32: where each sequence starts in the packed rows
     longest: int = 0  # a bound on the longest sequence of `offsets` (the kernels' grid), known without a sync
-    bounds: list[int] | None = None  # `offsets` as Python numbers, on the CPU (where attention loops over the sequences)
+    bounds: list[int] | None = (
+        None  # `offsets` as Python numbers, on the CPU (where attention loops over the sequences)
+    )
 
     @classmethod
-    def build(cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool,
-              varlen: bool | None = None) -> "Padding":
+    def build(
+        cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool, varlen: bool | None = None
+    ) -> "Padding":
         """`varlen` None: attention over the packed rows where the mask is on CUDA. On the CPU a call
         per sequence over its rows measured slower than the one padded call with the key mask
         (bench/ort.py --ablate), which stays the default there."""
@@ -94,8 +98,17 @@ class Padding:
         if extra:  # the copies: a sequence of their own after the real ones
             bounds.append(torch.full((1,), real + extra, dtype=torch.int32, device=ends.device))
         offsets = torch.cat(bounds)
-        return cls(batch, length, keep[:, None, None, :], indices, real, rows, offsets, max(length, extra),
-                   None if offsets.is_cuda else offsets.tolist())
+        return cls(
+            batch,
+            length,
+            keep[:, None, None, :],
+            indices,
+            real,
+            rows,
+            offsets,
+            max(length, extra),
+            None if offsets.is_cuda else offsets.tolist(),
+        )
 
     @property
     def packed(self) -> bool:
@@ -118,7 +131,7 @@ class Padding:
         if not self.packed:
             return x
         full = x.new_zeros((self.batch * self.length,) + x.shape[1:])
-        full.index_copy_(0, self.indices[:self.real], x[:self.real])
+        full.index_copy_(0, self.indices[: self.real], x[: self.real])
         return full.view(self.batch, self.length, *x.shape[1:])
 
 
@@ -189,8 +202,9 @@ class MultiHeadCrossAttention(nn.Module):
         self.out = nn.Linear(hidden_size, hidden_size)
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, source: torch.Tensor, source_mask: torch.Tensor | None = None,
-                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, source: torch.Tensor, source_mask: torch.Tensor | None = None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, T, H) attends to source (B, S, K); source_mask (B, S), true or 1 at real positions
         (None: all real). Returns (B, T, H) and, with need_weights, the (B, N, T, S) probabilities.
         A source with no real position gives no weights to average: that is an error, not NaNs."""
@@ -216,8 +230,15 @@ class MultiHeadCrossAttention(nn.Module):
 
 
 @torch.compiler.disable  # a compiled block runs this eagerly: the jagged shapes change every batch
-def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, offsets: torch.Tensor, longest: int,
-                     dropout: float = 0.0, bounds: list[int] | None = None) -> torch.Tensor:
+def varlen_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    offsets: torch.Tensor,
+    longest: int,
+    dropout: float = 0.0,
+    bounds: list[int] | None = None,
+) -> torch.Tensor:
     """Attention within each sequence of packed rows: q, k, v (M, N, D), sequence i the rows
     offsets[i]:offsets[i + 1]; returns (M, N, D).
 

@@ -10,6 +10,7 @@ forward pass keeps only the log-normaliser per row, the backward pass writes the
 softmax − one-hot once, in the logits' dtype. Same loss and gradient (fp32 arithmetic throughout),
 a third of the time.
 """
+
 from __future__ import annotations
 
 import torch

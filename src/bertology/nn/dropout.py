@@ -11,6 +11,7 @@ values are scaled by the inverse of the realised keep probability, so E[dropout(
 On other devices, and inside torch.compile (inductor draws its own random numbers in fused,
 parallel code), this is `F.dropout`.
 """
+
 from __future__ import annotations
 
 import torch

@@ -18,6 +18,7 @@ The packed weights are kept beside the parameters, not in them (a cache keyed by
 `state_dict`, saving and copying see only the plain weights); a weight changed in place (a new
 version) is packed again.
 """
+
 from __future__ import annotations
 
 import time
@@ -29,8 +30,15 @@ from torch import nn
 
 
 # activation names (nn/activations.py) → oneDNN's post-op (attr, algorithm)
-EPILOGUES = {"gelu": ("gelu", "none"), "gelu_new": ("gelu", "tanh"), "gelu_pytorch_tanh": ("gelu", "tanh"),
-             "relu": ("relu", ""), "silu": ("swish", ""), "swish": ("swish", ""), "tanh": ("tanh", "")}
+EPILOGUES = {
+    "gelu": ("gelu", "none"),
+    "gelu_new": ("gelu", "tanh"),
+    "gelu_pytorch_tanh": ("gelu", "tanh"),
+    "relu": ("relu", ""),
+    "silu": ("swish", ""),
+    "swish": ("swish", ""),
+    "tanh": ("tanh", ""),
+}
 PROBE_CALLS = 3  # timed calls of each kernel per shape (after one warm-up each); the best of them counts
 
 # id(weight) → (weak reference to it, its version key, the packed weight); an entry goes when its weight does
@@ -53,12 +61,18 @@ def set_enabled(model: nn.Module, enabled: bool) -> nn.Module:
 
 def applies(x: torch.Tensor, linear: nn.Module) -> bool:
     """Whether `linear` on `x` may take the oneDNN path: a plain fp32 nn.Linear on the CPU, inference."""
-    return (type(linear) is nn.Linear and getattr(linear, "fused_cpu", True)
-            and x.device.type == "cpu" and x.dtype == torch.float32
-            and linear.weight.dtype == torch.float32
-            and not (torch.is_grad_enabled() and (x.requires_grad or linear.weight.requires_grad))
-            and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
-            and not torch.jit.is_tracing() and available())
+    return (
+        type(linear) is nn.Linear
+        and getattr(linear, "fused_cpu", True)
+        and x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and linear.weight.dtype == torch.float32
+        and not (torch.is_grad_enabled() and (x.requires_grad or linear.weight.requires_grad))
+        and not torch.is_autocast_enabled("cpu")
+        and not torch.compiler.is_compiling()
+        and not torch.jit.is_tracing()
+        and available()
+    )
 
 
 def packed_weight(linear: nn.Linear) -> torch.Tensor:
@@ -92,8 +106,10 @@ def _aten(x, linear, act, residual):
 def _fastest(x, linear, packed, epilogue, act, residual) -> bool:
     """Time both kernels on this call's input; True when oneDNN's is faster (ties go to PyTorch's)."""
     best = {}
-    for name, run in (("aten", lambda: _aten(x, linear, act, residual)),
-                      ("onednn", lambda: _onednn(x, linear, packed, epilogue, residual))):
+    for name, run in (
+        ("aten", lambda: _aten(x, linear, act, residual)),
+        ("onednn", lambda: _onednn(x, linear, packed, epilogue, residual)),
+    ):
         run()
         times = []
         for _ in range(PROBE_CALLS):
@@ -104,8 +120,9 @@ def _fastest(x, linear, packed, epilogue, act, residual) -> bool:
     return best["onednn"] < best["aten"]
 
 
-def linear(module: nn.Module, x: torch.Tensor, act: nn.Module | None = None,
-           residual: torch.Tensor | None = None) -> torch.Tensor:
+def linear(
+    module: nn.Module, x: torch.Tensor, act: nn.Module | None = None, residual: torch.Tensor | None = None
+) -> torch.Tensor:
     """act(module(x)) (+ residual): `act` an `activations.Activation` (or None), `residual` shaped as
     the output. On the oneDNN path a known activation or the residual runs in the product's
     epilogue; elsewhere this is what the modules compute one after the other."""

@@ -14,6 +14,7 @@ Two choices differ from torch.ao's `quantize_dynamic`, both for accuracy:
 Without them all-MiniLM-L6-v2's sentence vectors drift from fp32's by more than the 0.99 cosine that
 tests/models/test_model_int8.py holds them to (docs/export.md has the measurements).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -62,9 +63,11 @@ class Int8Linear(nn.Module):
         return y if self.bias is None else y.add_(self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, int8 per channel, "
-                f"activations per {'token' if self.per_token else 'call'}"
-                f"{', 7-bit (no VNNI)' if self.reduce_range else ''}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, int8 per channel, "
+            f"activations per {'token' if self.per_token else 'call'}"
+            f"{', 7-bit (no VNNI)' if self.reduce_range else ''}"
+        )
 
 
 def quantize_linear_int8(module: nn.Module) -> int:

@@ -3,6 +3,7 @@
 Split in two blocks because ALBERT shares them independently (attention only, feed-forward only).
 Blocks accept (B, T, H) or packed (M, H) activations; see `attention.Padding`.
 """
+
 from __future__ import annotations
 
 import torch

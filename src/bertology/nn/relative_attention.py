@@ -11,6 +11,7 @@ Score of query i and key j (i and j positions in [mem; segment]):
 What does not change from layer to layer (the distances' encodings, the masks, the segments) is
 built once per forward into a `Relative` record, as `attention.Padding` is for BERT.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,6 +28,7 @@ NEG = -1e30  # what transformers subtracts from hidden scores (a fully hidden ro
 
 
 # ---- relative positions --------------------------------------------------------------------------
+
 
 def relative_distances(qlen: int, klen: int, attn_type: str = "bi", clamp_len: int = -1) -> Tensor:
     """The distances i - j that relative encodings are made for, from klen down (R of them).
@@ -94,9 +96,11 @@ def at_rows(x: Tensor | None, rows: Tensor) -> Tensor | None:
 
 # ---- what every layer reads besides the states ---------------------------------------------------
 
+
 @dataclass
 class Stream:
     """One stream's queries: where they are, which keys they may not see, which lie in another segment."""
+
     rows: Tensor | None  # (B, P) positions in the segment; None: all T in order (the content stream)
     hidden: Tensor | None  # (B, Q, K) True where the key is hidden from the query; None: nothing hidden
     other_segment: Tensor | None  # (B, Q, K) True where query and key differ in segment; None: no token types
@@ -107,6 +111,7 @@ class Relative:
     """The inputs of relative attention that do not change from layer to layer, built once per forward
     (as `Padding` is for BERT): the distances' encodings, with one dropout mask for all layers; the two
     streams' masks and segments; the attention biases when the layers share one set."""
+
     length: int  # T, the segment's length (queries); keys are [memory; segment]
     pos: Tensor  # (1|B, R, H) sinusoids of the distances K … -T+1
     content: Stream  # the tokens themselves, each seeing its own
@@ -117,6 +122,7 @@ class Relative:
 
 # ---- the attention -------------------------------------------------------------------------------
 
+
 class RelativeAttention(nn.Module):
     """Relative multi-head attention; both streams use the same q / k / v / r / o projections.
 
@@ -124,8 +130,9 @@ class RelativeAttention(nn.Module):
     across layers (untie_r=False) and passes its own set in the `Relative` inputs.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, head_size: int, dropout: float, eps: float,
-                 biases: bool = True):
+    def __init__(
+        self, hidden_size: int, num_heads: int, head_size: int, dropout: float, eps: float, biases: bool = True
+    ):
         super().__init__()
         H, N, D = hidden_size, num_heads, head_size
         self.n_head, self.d_head, self.scale = N, D, 1 / math.sqrt(D)

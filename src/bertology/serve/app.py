@@ -4,6 +4,7 @@ Handlers run on the event loop and do no model work: they read the body (capped)
 shape (schemas.py), queue the request and await its result. The page at `GET /` is a static file
 (page/index.html) that calls the same API.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,13 +31,25 @@ from .options import ServeOptions
 from .schemas import ApiError
 
 PARSERS = {
-    "embed": schemas.parse_embed, "embed_all": schemas.parse_embed, "similarity": schemas.parse_similarity,
-    "rerank": schemas.parse_rerank, "decode": schemas.parse_decode, "fill-mask": schemas.parse_fill_mask,
-    "tokenize": schemas.parse_tokenize, "tag": schemas.parse_tag, "qa": schemas.parse_qa,
+    "embed": schemas.parse_embed,
+    "embed_all": schemas.parse_embed,
+    "similarity": schemas.parse_similarity,
+    "rerank": schemas.parse_rerank,
+    "decode": schemas.parse_decode,
+    "fill-mask": schemas.parse_fill_mask,
+    "tokenize": schemas.parse_tokenize,
+    "tag": schemas.parse_tag,
+    "qa": schemas.parse_qa,
 }
 # TEI's POST /: the loaded model's own task (the Hugging Face Inference API's clients post there)
-ROOT_OPS = {"embedding": "embed", "fill-mask": "fill-mask", "classifier": "predict", "tagger": "tag", "qa": "qa",
-            "choice": "predict"}
+ROOT_OPS = {
+    "embedding": "embed",
+    "fill-mask": "fill-mask",
+    "classifier": "predict",
+    "tagger": "tag",
+    "qa": "qa",
+    "choice": "predict",
+}
 
 
 async def read_json(request: Request, limit: int, timeout: float | None = None):
@@ -53,10 +66,13 @@ async def read_json(request: Request, limit: int, timeout: float | None = None):
                 if len(body) > limit:
                     raise schemas.too_large(f"the body is more than --max-body-bytes {limit:,} bytes")
     except TimeoutError:
-        raise ApiError(408, "Timeout", f"the body did not arrive within --read-timeout {timeout:g}s "
-                                       f"({len(body):,} bytes came)") from None
+        raise ApiError(
+            408, "Timeout", f"the body did not arrive within --read-timeout {timeout:g}s ({len(body):,} bytes came)"
+        ) from None
     except ClientDisconnect:  # the client left mid-body: an answer nobody reads, counted, not a server error
-        raise ApiError(400, "Validation", f"the client closed the connection after {len(body):,} bytes of its body") from None
+        raise ApiError(
+            400, "Validation", f"the client closed the connection after {len(body):,} bytes of its body"
+        ) from None
     try:
         return json.loads(body)
     except ValueError as e:  # UnicodeDecodeError included
@@ -65,13 +81,24 @@ async def read_json(request: Request, limit: int, timeout: float | None = None):
 
 def create_app(engine: Engine, options: ServeOptions) -> Starlette:
     metrics = Metrics()
-    batcher = Batcher(engine.prepare, engine.run, BatchLimits(options.max_batch_tokens, options.max_batch_requests,
-                                                              options.max_wait_ms, options.max_concurrent_requests),
-                      error_of, on_batch=metrics.batch)
+    batcher = Batcher(
+        engine.prepare,
+        engine.run,
+        BatchLimits(
+            options.max_batch_tokens, options.max_batch_requests, options.max_wait_ms, options.max_concurrent_requests
+        ),
+        error_of,
+        on_batch=metrics.batch,
+    )
     page = resources.files(__package__).joinpath("page/index.html").read_text(encoding="utf-8")
-    info = {**engine.info(), "max_batch_tokens": options.max_batch_tokens,
-            "max_batch_requests": options.max_batch_requests, "max_client_batch_size": options.max_client_batch_size,
-            "max_concurrent_requests": options.max_concurrent_requests, "max_body_bytes": options.max_body_bytes}
+    info = {
+        **engine.info(),
+        "max_batch_tokens": options.max_batch_tokens,
+        "max_batch_requests": options.max_batch_requests,
+        "max_client_batch_size": options.max_client_batch_size,
+        "max_concurrent_requests": options.max_concurrent_requests,
+        "max_body_bytes": options.max_body_bytes,
+    }
 
     def answer(path: str, started: float, response: Response) -> Response:
         metrics.request(path, response.status_code, time.perf_counter() - started)
@@ -82,8 +109,12 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
 
     def served(path: str, op: str) -> None:
         if op not in engine.endpoints:
-            raise ApiError(404, "NotFound", f"{path}: the loaded {engine.model.architecture} does not serve "
-                                            f"this; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
+            raise ApiError(
+                404,
+                "NotFound",
+                f"{path}: the loaded {engine.model.architecture} does not serve "
+                f"this; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}",
+            )
 
     async def submit(request: Request, op: str, parse) -> tuple[object, object]:
         served(request.url.path, op)
@@ -99,8 +130,12 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             return "similarity", schemas.parse_similarity(body, options.max_client_batch_size), None
         op = ROOT_OPS.get(engine.kind)
         if op is None:
-            raise ApiError(404, "NotFound", f"POST /: the loaded {engine.model.architecture} has no task of its own "
-                                            f"there; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}")
+            raise ApiError(
+                404,
+                "NotFound",
+                f"POST /: the loaded {engine.model.architecture} has no task of its own "
+                f"there; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}",
+            )
         parsed = predict_parser(body) if op == "predict" else PARSERS[op](body, options.max_client_batch_size)
         renders = {"predict": per_input if engine.kind == "classifier" else None, "fill-mask": one_mask_flat}
         return op, parsed, renders.get(op)
@@ -111,6 +146,7 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
     def one_mask_flat(request, result) -> Response:  # fill-mask: a text with one mask gets its candidates flat
         def flat(per_mask):
             return per_mask[0] if len(per_mask) == 1 else per_mask
+
         return JSONResponse(flat(result) if request.single else [flat(r) for r in result])
 
     async def root(request: Request) -> Response:
@@ -144,18 +180,32 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
 
     def openai_render(request, vectors) -> Response:
         def encode(v):
-            return base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if request.encoding_format == "base64" else v
+            return (
+                base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if request.encoding_format == "base64" else v
+            )
 
         data = [{"object": "embedding", "embedding": encode(v), "index": i} for i, v in enumerate(vectors)]
-        return JSONResponse({"object": "list", "data": data, "model": engine.name,
-                             "usage": {"prompt_tokens": request.tokens, "total_tokens": request.tokens}})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": engine.name,
+                "usage": {"prompt_tokens": request.tokens, "total_tokens": request.tokens},
+            }
+        )
 
     def attention_render(request, weights) -> Response:
         if request.format == "html":
             return HTMLResponse(attention_html(weights, request.text + (f" / {request.pair}" if request.pair else "")))
-        return JSONResponse({"tokens": weights.tokens, "special": weights.special,
-                             "weights": [[[[round(v, 5) for v in row] for row in h] for h in layer]
-                                         for layer in weights.weights.tolist()]})
+        return JSONResponse(
+            {
+                "tokens": weights.tokens,
+                "special": weights.special,
+                "weights": [
+                    [[[round(v, 5) for v in row] for row in h] for h in layer] for layer in weights.weights.tolist()
+                ],
+            }
+        )
 
     async def health(request: Request) -> Response:
         if not batcher.running:
@@ -173,7 +223,9 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
         kind = "NotFound" if exc.status_code == 404 else "Validation"
-        message = f"{request.method} {request.url.path}: " + ("no such endpoint" if exc.status_code == 404 else exc.detail)
+        message = f"{request.method} {request.url.path}: " + (
+            "no such endpoint" if exc.status_code == 404 else exc.detail
+        )
         return JSONResponse({"error": message, "error_type": kind}, exc.status_code)
 
     @contextlib.asynccontextmanager
@@ -185,14 +237,25 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             await asyncio.to_thread(batcher.stop)
 
     routes = [
-        Route("/", get_page, methods=["GET"]), Route("/", root, methods=["POST"]), Route("/health", health), Route("/info", get_info), Route("/metrics", get_metrics),
+        Route("/", get_page, methods=["GET"]),
+        Route("/", root, methods=["POST"]),
+        Route("/health", health),
+        Route("/info", get_info),
+        Route("/metrics", get_metrics),
         Route("/embed", endpoint("embed"), methods=["POST"]),
         Route("/embed_all", endpoint("embed_all"), methods=["POST"]),
         Route("/similarity", endpoint("similarity"), methods=["POST"]),
         Route("/rerank", endpoint("rerank"), methods=["POST"]),
         Route("/decode", endpoint("decode"), methods=["POST"]),
-        Route("/v1/embeddings", endpoint("embed", lambda body: schemas.parse_openai_embeddings(body, options.max_client_batch_size),
-                                                openai_render), methods=["POST"]),
+        Route(
+            "/v1/embeddings",
+            endpoint(
+                "embed",
+                lambda body: schemas.parse_openai_embeddings(body, options.max_client_batch_size),
+                openai_render,
+            ),
+            methods=["POST"],
+        ),
         Route("/predict", endpoint("predict", predict_parser), methods=["POST"]),
         Route("/fill-mask", endpoint("fill-mask"), methods=["POST"]),
         Route("/tokenize", endpoint("tokenize"), methods=["POST"]),

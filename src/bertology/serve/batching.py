@@ -13,6 +13,7 @@ is refused (413). While one batch runs, new requests gather, so the next batch i
 load: no waiting when idle is needed (max_wait_ms 0), a little helps bursts. If a batch fails, its
 requests are retried one by one, so one bad request fails alone.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,9 +52,14 @@ class Batcher:
     """prepare(op, request) -> tokens and run(op, requests) -> results are called in the worker thread only;
     on_batch(requests, tokens) reports each forward pass (for the metrics); error_of(exception) -> ApiError."""
 
-    def __init__(self, prepare: Callable[[str, Any], int], run: Callable[[str, list], list],
-                 limits: BatchLimits, error_of: Callable[[BaseException], ApiError],
-                 on_batch: Callable[[int, int], None] = lambda requests, tokens: None):
+    def __init__(
+        self,
+        prepare: Callable[[str, Any], int],
+        run: Callable[[str, list], list],
+        limits: BatchLimits,
+        error_of: Callable[[BaseException], ApiError],
+        on_batch: Callable[[int, int], None] = lambda requests, tokens: None,
+    ):
         self.prepare, self.run, self.limits, self.error_of, self.on_batch = prepare, run, limits, error_of, on_batch
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -81,8 +87,12 @@ class Batcher:
         if self._stopping or self._thread is None:
             raise ApiError(503, "Unhealthy", "the server is shutting down")
         if self.depth >= self.limits.max_concurrent_requests:
-            raise ApiError(429, "Overloaded", f"model is overloaded: {self.depth} requests queued or running "
-                                              f"(--max-concurrent-requests {self.limits.max_concurrent_requests})")
+            raise ApiError(
+                429,
+                "Overloaded",
+                f"model is overloaded: {self.depth} requests queued or running "
+                f"(--max-concurrent-requests {self.limits.max_concurrent_requests})",
+            )
         loop = asyncio.get_running_loop()
         job = Job(op, request, loop.create_future(), loop)
         self.depth += 1
@@ -107,8 +117,10 @@ class Batcher:
                     carried = job
                     break
                 if self._admit(job):
-                    if batch and (tokens + job.tokens > self.limits.max_batch_tokens
-                                  or len(batch) >= self.limits.max_batch_requests):
+                    if batch and (
+                        tokens + job.tokens > self.limits.max_batch_tokens
+                        or len(batch) >= self.limits.max_batch_requests
+                    ):
                         carried = job  # it starts the next batch
                         break
                     batch.append(job)
@@ -135,8 +147,9 @@ class Batcher:
         try:
             tokens = self.prepare(job.op, job.request)
             if tokens > self.limits.max_batch_tokens:
-                raise too_large(f"the request has {tokens} tokens, more than --max-batch-tokens "
-                                f"{self.limits.max_batch_tokens}")
+                raise too_large(
+                    f"the request has {tokens} tokens, more than --max-batch-tokens {self.limits.max_batch_tokens}"
+                )
         except Exception as e:  # noqa: BLE001 — delivered to this request's caller
             self._settle(job, None, self.error_of(e), e)
             return False

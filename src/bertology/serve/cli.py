@@ -3,6 +3,7 @@
 Nothing heavy is imported until the command runs, so `bertology --help` stays fast: Starlette,
 uvicorn and torch load inside `_serve`.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,15 +25,18 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _serve(args) -> int:
-    options = from_args(ServeOptions, args, api_key=args.api_key if args.api_key is not None else os.environ.get(ENV_KEY))
+    options = from_args(
+        ServeOptions, args, api_key=args.api_key if args.api_key is not None else os.environ.get(ENV_KEY)
+    )
     try:
         import uvicorn
 
         from .app import create_app
         from .guard import guarded_h11
     except ImportError as e:
-        raise ValueError(f"bertology serve needs the serve extra ({e.name} is missing): "
-                         "pip install 'bertology[serve]'") from None
+        raise ValueError(
+            f"bertology serve needs the serve extra ({e.name} is missing): pip install 'bertology[serve]'"
+        ) from None
     from ..hardware import resolve_device
     from .engine import Engine
 
@@ -41,27 +45,46 @@ def _serve(args) -> int:
     device = resolve_device(options.device, notes.append)
     if options.int8 and device.type != "cpu":
         raise ValueError(f"--int8 is for the CPU; the model would run on {device} (pass --device cpu)")
-    engine = Engine.load(options.model, options.tokenizer, options.pooling, options.bf16, options.compile, device,
-                         quantize="int8" if options.int8 else None, say=notes.append)
+    engine = Engine.load(
+        options.model,
+        options.tokenizer,
+        options.pooling,
+        options.bf16,
+        options.compile,
+        device,
+        quantize="int8" if options.int8 else None,
+        say=notes.append,
+    )
     sock = _listen(options.host, options.port)
     host, port = sock.getsockname()[:2]
-    print(f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "
-          f"{', '.join('/' + e for e in sorted(engine.endpoints))}) [{engine.device}, {engine.precision}] on "
-          f"http://{host}:{port}/", flush=True)
+    print(
+        f"bertology serve: {engine.model.architecture} from {options.model} ({engine.kind}: "
+        f"{', '.join('/' + e for e in sorted(engine.endpoints))}) [{engine.device}, {engine.precision}] on "
+        f"http://{host}:{port}/",
+        flush=True,
+    )
     for note in notes:
         print(f"bertology serve: {note}", flush=True)
     if options.api_key is None and not is_loopback(host):
-        print(f"bertology serve: no --api-key: anyone who can reach {host}:{port} can use it (--allow-anonymous)",
-              flush=True)
+        print(
+            f"bertology serve: no --api-key: anyone who can reach {host}:{port} can use it (--allow-anonymous)",
+            flush=True,
+        )
     # uvicorn's own limits: idle kept-alive connections close after 5 s, and the SIGTERM grace is bounded;
     # guarded_h11 adds the two it lacks (a slow request head, an answer left unread)
-    config = uvicorn.Config(create_app(engine, options), log_level="warning" if options.quiet else "info",
-                            access_log=not options.quiet, timeout_graceful_shutdown=options.shutdown_grace,
-                            http=guarded_h11(options.read_timeout, options.write_timeout))
+    config = uvicorn.Config(
+        create_app(engine, options),
+        log_level="warning" if options.quiet else "info",
+        access_log=not options.quiet,
+        timeout_graceful_shutdown=options.shutdown_grace,
+        http=guarded_h11(options.read_timeout, options.write_timeout),
+    )
     # uvicorn catches SIGTERM / SIGINT, stops accepting, lets the requests in flight finish within the grace (the
     # batcher drains its queue), then raises the signal again for the handler it found: make that a note, not a death
     stopped: list[int] = []
-    previous = {s: signal.signal(s, lambda number, frame: stopped.append(number)) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {
+        s: signal.signal(s, lambda number, frame: stopped.append(number)) for s in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
@@ -69,14 +92,23 @@ def _serve(args) -> int:
             signal.signal(s, handler)
     app = config.app
     cancelled = app.state.cancelled if hasattr(app, "state") else 0
-    print(f"bertology serve: stopped{' by ' + signal.Signals(stopped[0]).name if stopped else ''}; " +
-          (f"{cancelled} request(s) still running after --shutdown-grace {options.shutdown_grace:g}s were cancelled"
-           if cancelled else "every request received was answered"), flush=True)
+    print(
+        f"bertology serve: stopped{' by ' + signal.Signals(stopped[0]).name if stopped else ''}; "
+        + (
+            f"{cancelled} request(s) still running after --shutdown-grace {options.shutdown_grace:g}s were cancelled"
+            if cancelled
+            else "every request received was answered"
+        ),
+        flush=True,
+    )
     return 0
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="serve a model over HTTP (text-embeddings-inference's API) with dynamic "
-                                            "batching, and a page to try it at /")
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a model over HTTP (text-embeddings-inference's API) with dynamic "
+        "batching, and a page to try it at /",
+    )
     add_arguments(p, ServeOptions)
     p.set_defaults(func=_serve)

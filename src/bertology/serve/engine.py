@@ -16,6 +16,7 @@ vectors), /similarity, /tokenize, /decode and /attention; an MLM head adds /fill
 classifier (classify, pair, regress) /predict, one trained on pairs /rerank as well, a token
 classifier /tag, a QA head /qa, a multiple-choice head /predict (a context and its choices).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,16 +36,32 @@ from ..tasks.pipeline import Pipeline
 from ..train.device import model_device
 from ..viz import attention_weights
 from .schemas import (
-    ApiError, AttentionRequest, ChoiceRequest, DecodeRequest, EmbedRequest, FillMaskRequest, PredictRequest, QARequest,
+    ApiError,
+    AttentionRequest,
+    ChoiceRequest,
+    DecodeRequest,
+    EmbedRequest,
+    FillMaskRequest,
+    PredictRequest,
+    QARequest,
     RerankRequest,
-    SimilarityRequest, TagRequest, TokenizeRequest, invalid,
+    SimilarityRequest,
+    TagRequest,
+    TokenizeRequest,
+    invalid,
 )
 
 ALWAYS = ("embed", "embed_all", "similarity", "tokenize", "decode", "attention")
 # every layer's and head's T × T weights go back as JSON: L·N·T² numbers (6·12·128² = 1.2 M for MiniLM at 128)
 ATTENTION_MAX_TOKENS = 128
-KIND_ENDPOINTS = {"embedding": (), "fill-mask": ("fill-mask",), "classifier": ("predict",), "tagger": ("tag",),
-                  "qa": ("qa",), "choice": ("predict",)}
+KIND_ENDPOINTS = {
+    "embedding": (),
+    "fill-mask": ("fill-mask",),
+    "classifier": ("predict",),
+    "tagger": ("tag",),
+    "qa": ("qa",),
+    "choice": ("predict",),
+}
 
 
 class Engine:
@@ -60,7 +77,7 @@ class Engine:
         if self.pipeline is not None:
             self.pipeline.bf16 = bf16
         self.family = family_of(model.config)
-        self.head = model.architecture[len(self.family.class_prefix):]  # "Model", "ForMaskedLM", …
+        self.head = model.architecture[len(self.family.class_prefix) :]  # "Model", "ForMaskedLM", …
         if self.pipeline is not None:
             task = self.pipeline.task.name
             self.kind = {"tag": "tagger", "qa": "qa", "choice": "choice"}.get(task, "classifier")
@@ -72,9 +89,17 @@ class Engine:
         self.task_max_length = self.pipeline.max_length if self.pipeline else self.max_length
 
     @classmethod
-    def load(cls, path: str | Path, tokenizer: str | None = None, pooling: str = "mean", bf16: bool = False,
-             compile: bool = False, device: str | torch.device = "cpu", quantize: str | None = None,
-             say=None) -> "Engine":
+    def load(
+        cls,
+        path: str | Path,
+        tokenizer: str | None = None,
+        pooling: str = "mean",
+        bf16: bool = False,
+        compile: bool = False,
+        device: str | torch.device = "cpu",
+        quantize: str | None = None,
+        say=None,
+    ) -> "Engine":
         """A model directory `bertology.load` reads (safetensors, or a weights_only pickle) and its tokenizer,
         the model on `device` (`quantize="int8"`: its linear layers int8, on the CPU; notes through `say`)."""
         model = load(path, compile=compile, device=device, quantize=quantize, say=say)
@@ -103,31 +128,55 @@ class Engine:
         if self.device.type != "cpu":
             return None
         counts = fused.chosen()
-        linear = ("int8 linear layers (asked for)" if is_int8(self.model) else "bf16 autocast (asked for)" if self.bf16
-                  else "fp32 linear layers (PyTorch's kernels)" if not sum(counts.values())
-                  else "fp32 linear layers, their kernel measured at start-up per shape: "
-                  + ", ".join(f"{k} for {v}" for k, v in counts.items() if v)
-                  + " (oneDNN with bias + GELU and the residual add in the product)")
-        return (f"path: eager, {linear}, padding skipped in the linear layers (--compile is used only when asked: "
-                "each new batch shape compiles for seconds to minutes first)")
+        linear = (
+            "int8 linear layers (asked for)"
+            if is_int8(self.model)
+            else "bf16 autocast (asked for)"
+            if self.bf16
+            else "fp32 linear layers (PyTorch's kernels)"
+            if not sum(counts.values())
+            else "fp32 linear layers, their kernel measured at start-up per shape: "
+            + ", ".join(f"{k} for {v}" for k, v in counts.items() if v)
+            + " (oneDNN with bias + GELU and the residual add in the product)"
+        )
+        return (
+            f"path: eager, {linear}, padding skipped in the linear layers (--compile is used only when asked: "
+            "each new batch shape compiles for seconds to minutes first)"
+        )
 
     def info(self) -> dict[str, Any]:
         config = self.model.config
         labels = None
         if self.kind in ("classifier", "tagger") and self.pipeline.task.name != "regress":
             labels = [config.id2label.get(i, config.id2label.get(str(i))) for i in range(config.num_labels)]
-        model_type = ({"classifier": {"id2label": {str(i): n for i, n in enumerate(labels)},
-                                      "label2id": {n: i for i, n in enumerate(labels)}}}
-                      if self.kind == "classifier" and labels else {"embedding": {"pooling": self.pooling}})
+        model_type = (
+            {
+                "classifier": {
+                    "id2label": {str(i): n for i, n in enumerate(labels)},
+                    "label2id": {n: i for i, n in enumerate(labels)},
+                }
+            }
+            if self.kind == "classifier" and labels
+            else {"embedding": {"pooling": self.pooling}}
+        )
         return {
-            "model_id": self.name, "model_type": model_type,
-            "model_dtype": self.precision, "device": str(self.device),
-            "architecture": self.model.architecture, "family": self.family.name, "head": self.head, "kind": self.kind,
-            "task": self.pipeline.task.name if self.pipeline else None, "labels": labels,
+            "model_id": self.name,
+            "model_type": model_type,
+            "model_dtype": self.precision,
+            "device": str(self.device),
+            "architecture": self.model.architecture,
+            "family": self.family.name,
+            "head": self.head,
+            "kind": self.kind,
+            "task": self.pipeline.task.name if self.pipeline else None,
+            "labels": labels,
             "parameters": sum(p.numel() for p in self.model.parameters()),
-            "max_input_length": self.task_max_length, "max_position_length": self.max_length,
-            "num_layers": config.num_hidden_layers, "num_heads": config.num_attention_heads,
-            "hidden_size": config.hidden_size, "pooling": self.pooling,
+            "max_input_length": self.task_max_length,
+            "max_position_length": self.max_length,
+            "num_layers": config.num_hidden_layers,
+            "num_heads": config.num_attention_heads,
+            "hidden_size": config.hidden_size,
+            "pooling": self.pooling,
             "mask_token": mask_token_of(self.model) if self.kind == "fill-mask" else None,
             "endpoints": sorted(self.endpoints),
         }
@@ -156,8 +205,10 @@ class Engine:
             cut = self.tokenizer.encode_batch(request.texts, truncation=True, max_length=self.max_length)
             for i, enc in enumerate(cut):
                 if mask_id not in enc.ids:
-                    raise invalid(f"input {i} has no {mask} token to fill"
-                                  + (" (after truncation)" if mask in request.texts[i] else ""))
+                    raise invalid(
+                        f"input {i} has no {mask} token to fill"
+                        + (" (after truncation)" if mask in request.texts[i] else "")
+                    )
             return cost
         if op == "predict" and isinstance(request, ChoiceRequest):  # every (context, choice) pair is a sequence
             limit, cost = self.task_max_length, 0
@@ -165,20 +216,27 @@ class Engine:
                 for k, choice in enumerate(choices):
                     n = len(self.tokenizer.encode(context, choice))
                     if n > limit and not request.truncate:
-                        raise invalid(f"input {i}, choice {k}: the context and the choice are {n} tokens long, longer "
-                                      f"than the model's limit of {limit} (send \"truncate\": true to cut them)")
+                        raise invalid(
+                            f"input {i}, choice {k}: the context and the choice are {n} tokens long, longer "
+                            f'than the model\'s limit of {limit} (send "truncate": true to cut them)'
+                        )
                     cost += min(n, limit)
             return cost
         if op == "predict":
-            return self._lengths([x if isinstance(x, tuple) else (x, None) for x in request.items], request.truncate,
-                                 self.task_max_length)
+            return self._lengths(
+                [x if isinstance(x, tuple) else (x, None) for x in request.items],
+                request.truncate,
+                self.task_max_length,
+            )
         if op == "tag":
-            return self._lengths([(" ".join(t.split()), None) for t in request.texts], request.truncate,
-                                 self.task_max_length)
+            return self._lengths(
+                [(" ".join(t.split()), None) for t in request.texts], request.truncate, self.task_max_length
+            )
         if op == "qa":
             try:  # the question must fit a window with room for the context (the context is cut into windows)
-                features = self.pipeline.task.featurize(self._qa_examples(request), self.tokenizer,
-                                                        self.pipeline.max_length, None, self.pipeline.stride)
+                features = self.pipeline.task.featurize(
+                    self._qa_examples(request), self.tokenizer, self.pipeline.max_length, None, self.pipeline.stride
+                )
             except ValueError as e:
                 raise invalid(str(e)) from None
             return int(features.tensors["attention_mask"].sum())
@@ -193,8 +251,10 @@ class Engine:
         encodings = [self.tokenizer.encode(text, pair) for text, pair in items]
         for i, enc in enumerate(encodings):
             if len(enc) > limit and not truncate:
-                raise invalid(f"input {i} is {len(enc)} tokens long, longer than the model's limit of {limit} "
-                              "(send \"truncate\": true to cut it)")
+                raise invalid(
+                    f"input {i} is {len(enc)} tokens long, longer than the model's limit of {limit} "
+                    '(send "truncate": true to cut it)'
+                )
         return sum(min(len(e), limit) for e in encodings)
 
     # ---- run: a batch of requests of one operation ---------------------------------------------
@@ -209,7 +269,7 @@ class Engine:
         out, i = [], 0
         for r in requests:
             chosen = normalized if r.normalize else vectors
-            out.append(chosen[i:i + len(r.texts)].tolist())
+            out.append(chosen[i : i + len(r.texts)].tolist())
             i += len(r.texts)
         return out
 
@@ -218,7 +278,7 @@ class Engine:
         vectors = token_vectors(self.model, self.tokenizer, texts, max_length=self.max_length)
         out, i = [], 0
         for r in requests:
-            out.append([v.tolist() for v in vectors[i:i + len(r.texts)]])
+            out.append([v.tolist() for v in vectors[i : i + len(r.texts)]])
             i += len(r.texts)
         return out
 
@@ -228,7 +288,7 @@ class Engine:
         vectors = embed(self.model, self.tokenizer, texts, self.pooling, normalize=True, max_length=self.max_length)
         out, i = [], 0
         for r in requests:
-            source, others = vectors[i], vectors[i + 1:i + 1 + len(r.sentences)]
+            source, others = vectors[i], vectors[i + 1 : i + 1 + len(r.sentences)]
             out.append((others @ source).tolist())
             i += 1 + len(r.sentences)
         return out
@@ -236,15 +296,18 @@ class Engine:
     def _run_rerank(self, requests: list[RerankRequest]) -> list[Any]:
         """Each text's relevance to the query, best first: the pair classifier's probability of its last
         label (of relevance, for one label: the sigmoid of its logit); raw_scores: that label's logit."""
-        examples = [Example(r.query, t, None, id=str(i), where=f"texts[{i}]") for r in requests
-                    for i, t in enumerate(r.texts)]
+        examples = [
+            Example(r.query, t, None, id=str(i), where=f"texts[{i}]") for r in requests for i, t in enumerate(r.texts)
+        ]
         logits = torch.stack(self.pipeline.logits(examples)).float()  # (N, labels)
         probabilities = logits.sigmoid() if logits.shape[-1] == 1 else logits.softmax(-1)
         out, i = [], 0
         for r in requests:
-            scores = (logits if r.raw_scores else probabilities)[i:i + len(r.texts), -1].tolist()
-            ranked = [{"index": k, "score": v, **({"text": r.texts[k]} if r.return_text else {})}
-                      for k, v in enumerate(scores)]
+            scores = (logits if r.raw_scores else probabilities)[i : i + len(r.texts), -1].tolist()
+            ranked = [
+                {"index": k, "score": v, **({"text": r.texts[k]} if r.return_text else {})}
+                for k, v in enumerate(scores)
+            ]
             out.append(sorted(ranked, key=lambda d: -d["score"]))
             i += len(r.texts)
         return out
@@ -258,7 +321,10 @@ class Engine:
         filled = fill_mask(self.model, self.tokenizer, texts, top_k, max_length=self.max_length)
         out, i = [], 0
         for r in requests:
-            mine = [[[c._asdict() for c in cands[:r.top_k]] for cands in per_text] for per_text in filled[i:i + len(r.texts)]]
+            mine = [
+                [[c._asdict() for c in cands[: r.top_k]] for cands in per_text]
+                for per_text in filled[i : i + len(r.texts)]
+            ]
             out.append(mine[0] if r.single else mine)
             i += len(r.texts)
         return out
@@ -273,11 +339,17 @@ class Engine:
         ranked: list[Any] = [None] * len(flat)
         for raw in (False, True):
             for pairs in (False, True):
-                chosen = [j for j, (k, x) in enumerate(flat) if requests[k].raw_scores == raw and isinstance(x, tuple) == pairs]
+                chosen = [
+                    j
+                    for j, (k, x) in enumerate(flat)
+                    if requests[k].raw_scores == raw and isinstance(x, tuple) == pairs
+                ]
                 if not chosen:
                     continue
-                examples = [Example(*(flat[j][1] if pairs else (flat[j][1], None)), id=str(i), where=f"input {i}")
-                            for i, j in enumerate(chosen)]
+                examples = [
+                    Example(*(flat[j][1] if pairs else (flat[j][1], None)), id=str(i), where=f"input {i}")
+                    for i, j in enumerate(chosen)
+                ]
                 if raw:
                     scores = [dict(zip(names, row.tolist())) for row in pipe.logits(examples)]
                 elif pipe.task.name == "regress":
@@ -288,7 +360,7 @@ class Engine:
                     ranked[j] = sorted(({"label": k, "score": v} for k, v in s.items()), key=lambda d: -d["score"])
         out, i = [], 0
         for r in requests:
-            out.append(ranked[i] if r.single else ranked[i:i + len(r.items)])
+            out.append(ranked[i] if r.single else ranked[i : i + len(r.items)])
             i += len(r.items)
         return out
 
@@ -299,15 +371,17 @@ class Engine:
         answers: list[Any] = [None] * len(flat)
         for n in sorted({len(choices) for _, (_, choices) in flat}):  # a batch is (items, choices, tokens)
             chosen = [j for j, (_, (_, choices)) in enumerate(flat) if len(choices) == n]
-            examples = [Example(flat[j][1][0], list(flat[j][1][1]), None, id=str(i), where=f"input {i}")
-                        for i, j in enumerate(chosen)]
+            examples = [
+                Example(flat[j][1][0], list(flat[j][1][1]), None, id=str(i), where=f"input {i}")
+                for i, j in enumerate(chosen)
+            ]
             for j, logits in zip(chosen, self.pipeline.logits(examples)):  # (C,) each
                 scores = logits if requests[flat[j][0]].raw_scores else logits.softmax(-1)
                 best = int(logits.argmax())
                 answers[j] = {"choice": best, "text": flat[j][1][1][best], "scores": scores.tolist()}
         out, i = [], 0
         for r in requests:
-            out.append(answers[i] if r.single else answers[i:i + len(r.items)])
+            out.append(answers[i] if r.single else answers[i : i + len(r.items)])
             i += len(r.items)
         return out
 
@@ -317,13 +391,15 @@ class Engine:
 
     def _run_tag(self, requests: list[TagRequest]) -> list[Any]:
         texts = [t for r in requests for t in r.texts]
-        examples = [Example([w for w, _, _ in word_spans(t)], None, None, id=str(i), where=f"input {i}")
-                    for i, t in enumerate(texts)]
+        examples = [
+            Example([w for w, _, _ in word_spans(t)], None, None, id=str(i), where=f"input {i}")
+            for i, t in enumerate(texts)
+        ]
         predictions = self.pipeline.predict_examples(examples)
         entities = [tagged_entities(t, p["tags"], p["scores"]) for t, p in zip(texts, predictions)]
         out, i = [], 0
         for r in requests:
-            out.append(entities[i] if r.single else entities[i:i + len(r.texts)])
+            out.append(entities[i] if r.single else entities[i : i + len(r.texts)])
             i += len(r.texts)
         return out
 
@@ -332,11 +408,13 @@ class Engine:
 
     def _run_qa(self, requests: list[QARequest]) -> list[Any]:
         examples = [e for r in requests for e in self._qa_examples(r)]
-        answers = [{"answer": p["text"], "score": p["score"], "start": p["start"], "end": p["end"]}
-                   for p in self.pipeline.predict_examples(examples)]
+        answers = [
+            {"answer": p["text"], "score": p["score"], "start": p["start"], "end": p["end"]}
+            for p in self.pipeline.predict_examples(examples)
+        ]
         out, i = [], 0
         for r in requests:
-            out.append(answers[i] if r.single else answers[i:i + len(r.items)])
+            out.append(answers[i] if r.single else answers[i : i + len(r.items)])
             i += len(r.items)
         return out
 
@@ -344,9 +422,15 @@ class Engine:
         out = []
         for r in requests:
             encodings = self.tokenizer.encode_batch(r.texts, add_special_tokens=r.add_special_tokens)
-            out.append([[{"id": i, "text": t, "special": bool(s), "start": None if s else a, "stop": None if s else b}
-                         for i, t, s, (a, b) in zip(e.ids, e.tokens, e.special_tokens_mask, e.offsets)]
-                        for e in encodings])
+            out.append(
+                [
+                    [
+                        {"id": i, "text": t, "special": bool(s), "start": None if s else a, "stop": None if s else b}
+                        for i, t, s, (a, b) in zip(e.ids, e.tokens, e.special_tokens_mask, e.offsets)
+                    ]
+                    for e in encodings
+                ]
+            )
         return out
 
     def _run_attention(self, requests: list[AttentionRequest]) -> list[Any]:

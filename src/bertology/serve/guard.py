@@ -13,6 +13,7 @@ A stalled client otherwise holds a connection (and its unread answer) until the 
 uvicorn's graceful shutdown waits for every open connection: one such client would keep a
 SIGTERM'd server alive forever.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +21,9 @@ import hmac
 import ipaddress
 import json
 
-OPEN_PATHS = frozenset({"/health", "/"})  # "/" is the page's static HTML: it holds nothing of the model, and asks for the key
+OPEN_PATHS = frozenset(
+    {"/health", "/"}
+)  # "/" is the page's static HTML: it holds nothing of the model, and asks for the key
 ENV_KEY = "BERTOLOGY_API_KEY"
 
 
@@ -46,15 +49,22 @@ def key_problem(key: str) -> str | None:
 async def send_json(send, status: int, body: dict, headers: tuple = ()) -> None:
     """A whole JSON answer as two ASGI messages (this module stays free of Starlette, so the CLI stays light)."""
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
 def unauthorized_body(path: str, sent: bool) -> dict:
-    why = "the Authorization header's bearer token is not the server's key" if sent else \
-        "send the server's key as `Authorization: Bearer KEY` (the server was started with --api-key)"
+    why = (
+        "the Authorization header's bearer token is not the server's key"
+        if sent
+        else "send the server's key as `Authorization: Bearer KEY` (the server was started with --api-key)"
+    )
     return {"error": f"{path}: unauthorized: {why}", "error_type": "Unauthorized"}
 
 
@@ -73,8 +83,12 @@ class KeyRequired:
         if sent is not None and hmac.compare_digest(sent, self.expected):  # constant time: no timing oracle
             return await self.app(scope, receive, send)
         self.on_refused(scope["path"], 401)
-        await send_json(send, 401, unauthorized_body(scope["path"], sent is not None),
-                        ((b"www-authenticate", b'Bearer realm="bertology"'),))
+        await send_json(
+            send,
+            401,
+            unauthorized_body(scope["path"], sent is not None),
+            ((b"www-authenticate", b'Bearer realm="bertology"'),),
+        )
 
 
 class CountCancelled:
@@ -95,8 +109,10 @@ class CountCancelled:
 
 def _timeout_answer() -> bytes:
     body = json.dumps({"error": "the request did not arrive within --read-timeout", "error_type": "Timeout"}).encode()
-    return (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
-            b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return (
+        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
 
 
 def guarded_h11(read_timeout: float, write_timeout: float):
@@ -161,8 +177,11 @@ def guarded_h11(read_timeout: float, write_timeout: float):
         def _write_late(self) -> None:
             self._write_timer = None
             if self.transport.get_write_buffer_size() > 0 or self.flow.write_paused:
-                self.logger.warning("%s:%s stopped reading its answer for --write-timeout %gs: connection closed",
-                                    *(self.client or ("?", "?")), write_timeout)
+                self.logger.warning(
+                    "%s:%s stopped reading its answer for --write-timeout %gs: connection closed",
+                    *(self.client or ("?", "?")),
+                    write_timeout,
+                )
                 self.transport.abort()
 
     return GuardedH11

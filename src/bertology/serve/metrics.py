@@ -5,6 +5,7 @@ status, their latency, the size of each forward pass in requests and tokens, and
     >>> print(m.render(queue_depth=0).splitlines()[2])
     bertology_requests_total{endpoint="/embed",status="200"} 1
 """
+
 from __future__ import annotations
 
 import threading
@@ -60,18 +61,29 @@ class Metrics:
 
     def render(self, queue_depth: int) -> str:
         with self._lock:
-            lines = ["# HELP bertology_requests_total HTTP requests by endpoint and status code",
-                     "# TYPE bertology_requests_total counter"]
-            lines += [f'bertology_requests_total{{endpoint="{e}",status="{s}"}} {n}'
-                      for (e, s), n in sorted(self.requests.items())]
-            lines += ["# HELP bertology_request_duration_seconds time from the request's arrival to its answer",
-                      "# TYPE bertology_request_duration_seconds histogram"]
+            lines = [
+                "# HELP bertology_requests_total HTTP requests by endpoint and status code",
+                "# TYPE bertology_requests_total counter",
+            ]
+            lines += [
+                f'bertology_requests_total{{endpoint="{e}",status="{s}"}} {n}'
+                for (e, s), n in sorted(self.requests.items())
+            ]
+            lines += [
+                "# HELP bertology_request_duration_seconds time from the request's arrival to its answer",
+                "# TYPE bertology_request_duration_seconds histogram",
+            ]
             for endpoint, h in sorted(self.latency.items()):
                 lines += h.lines("bertology_request_duration_seconds", f'endpoint="{endpoint}"')
-            lines += ["# HELP bertology_batch_requests requests grouped into one forward pass",
-                      "# TYPE bertology_batch_requests histogram", *self.batch_requests.lines("bertology_batch_requests"),
-                      "# HELP bertology_batch_tokens tokens in one forward pass",
-                      "# TYPE bertology_batch_tokens histogram", *self.batch_tokens.lines("bertology_batch_tokens"),
-                      "# HELP bertology_queue_depth requests queued or running now",
-                      "# TYPE bertology_queue_depth gauge", f"bertology_queue_depth {queue_depth}"]
+            lines += [
+                "# HELP bertology_batch_requests requests grouped into one forward pass",
+                "# TYPE bertology_batch_requests histogram",
+                *self.batch_requests.lines("bertology_batch_requests"),
+                "# HELP bertology_batch_tokens tokens in one forward pass",
+                "# TYPE bertology_batch_tokens histogram",
+                *self.batch_tokens.lines("bertology_batch_tokens"),
+                "# HELP bertology_queue_depth requests queued or running now",
+                "# TYPE bertology_queue_depth gauge",
+                f"bertology_queue_depth {queue_depth}",
+            ]
         return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ Every check names the field and the value at fault; nothing here needs the model
     404 NotFound     an endpoint the loaded head does not serve, or no such path
     503 Unhealthy    the server is shutting down
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -124,8 +125,15 @@ def _object(body: Any) -> dict:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
 def _text(value: Any, where: str) -> str:
@@ -147,8 +155,9 @@ def _count(items: list, max_client_batch_size: int) -> None:
     if not items:
         raise invalid("inputs is an empty list")
     if len(items) > max_client_batch_size:
-        raise too_large(f"batch size {len(items)} > maximum allowed batch size {max_client_batch_size} "
-                        "(--max-client-batch-size)")
+        raise too_large(
+            f"batch size {len(items)} > maximum allowed batch size {max_client_batch_size} (--max-client-batch-size)"
+        )
 
 
 def _texts(body: dict, max_client_batch_size: int, key: str = "inputs") -> tuple[list[str], bool]:
@@ -190,7 +199,7 @@ def parse_predict(body: Any, max_client_batch_size: int, pairs: bool) -> Predict
     flags = _flag(body, "raw_scores", False), _flag(body, "truncate", False)
     if isinstance(value, str):
         if pairs:
-            raise invalid("this model classifies text pairs: send \"inputs\": [text, pair]")
+            raise invalid('this model classifies text pairs: send "inputs": [text, pair]')
         return PredictRequest([_text(value, "inputs")], True, *flags)
     if not isinstance(value, list):
         raise invalid(f"inputs should be a string, a [text, pair] list or a list of them, got {_kind(value)}")
@@ -227,13 +236,14 @@ def _choice_item(value: Any, where: str, max_choices: int) -> tuple[str, list[st
             raise invalid(f"{where} is an empty list; send [context, choice, choice, …]")
         context, choices, at = _text(value[0], f"{where}[0]"), value[1:], where
     else:
-        raise invalid(f"{where} should be [context, choice, choice, …] or {{\"context\", \"choices\"}}, "
-                      f"got {_kind(value)}")
+        raise invalid(f'{where} should be [context, choice, choice, …] or {{"context", "choices"}}, got {_kind(value)}')
     if len(choices) < 2:
         raise invalid(f"{where} has {len(choices)} choice(s); multiple choice needs at least 2")
     if len(choices) > max_choices:
-        raise invalid(f"{where} has {len(choices)} choices, more than {max_choices} (each choice is one sequence of "
-                      "the forward pass; --max-client-batch-size)")
+        raise invalid(
+            f"{where} has {len(choices)} choices, more than {max_choices} (each choice is one sequence of "
+            "the forward pass; --max-client-batch-size)"
+        )
     offset = 0 if isinstance(value, dict) else 1  # the flat form's choices start after the context
     return context, [_text(c, f"{at}[{k + offset}]") for k, c in enumerate(choices)]
 
@@ -252,14 +262,18 @@ def parse_choice(body: Any, max_client_batch_size: int) -> ChoiceRequest:
     if single:
         return ChoiceRequest([_choice_item(value, "inputs", max_client_batch_size)], True, *flags)
     if not isinstance(value, list):
-        raise invalid(f"inputs should be [context, choice, choice, …], {{\"context\", \"choices\"}} or a list of "
-                      f"them, got {_kind(value)}")
+        raise invalid(
+            f'inputs should be [context, choice, choice, …], {{"context", "choices"}} or a list of '
+            f"them, got {_kind(value)}"
+        )
     _count(value, max_client_batch_size)
     items = [_choice_item(v, f"inputs[{i}]", max_client_batch_size) for i, v in enumerate(value)]
     for i, (_, choices) in enumerate(items[1:], 1):
         if len(choices) != len(items[0][1]):
-            raise invalid(f"inputs[{i}] has {len(choices)} choices, inputs[0] has {len(items[0][1])}: the items of one "
-                          "request need the same number of choices (send the others in another request)")
+            raise invalid(
+                f"inputs[{i}] has {len(choices)} choices, inputs[0] has {len(items[0][1])}: the items of one "
+                "request need the same number of choices (send the others in another request)"
+            )
     return ChoiceRequest(items, False, *flags)
 
 
@@ -331,8 +345,13 @@ def parse_rerank(body: Any, max_client_batch_size: int) -> RerankRequest:
     body = _object(body)
     query = _text(body.get("query"), "query")
     texts, _ = _texts(body, max_client_batch_size, key="texts")
-    return RerankRequest(query, texts, _flag(body, "raw_scores", False), _flag(body, "return_text", False),
-                         _flag(body, "truncate", False))
+    return RerankRequest(
+        query,
+        texts,
+        _flag(body, "raw_scores", False),
+        _flag(body, "return_text", False),
+        _flag(body, "truncate", False),
+    )
 
 
 def parse_decode(body: Any, max_client_batch_size: int) -> DecodeRequest:

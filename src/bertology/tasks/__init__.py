@@ -2,6 +2,7 @@
 
 `TASKS[name]` gives the task class; see base.py for the contract and finetune.py for the job.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -11,6 +11,7 @@ model outputs back into predictions on the original examples, and how to score t
     predictions = task.predict(outputs, features, examples)   # outputs: list of model output batches
     scores = task.metrics(predictions, examples)      # {"accuracy": …, …}; task.main_metric names the one to select on
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -62,12 +63,14 @@ class Task(ABC):
         return None
 
     @abstractmethod
-    def featurize(self, examples: list[Example], tokenizer, max_length: int,
-                  label2id: dict[str, int] | None, stride: int = 128) -> Features: ...
+    def featurize(
+        self, examples: list[Example], tokenizer, max_length: int, label2id: dict[str, int] | None, stride: int = 128
+    ) -> Features: ...
 
     @abstractmethod
-    def predict(self, outputs: list[Any], features: Features, examples: list[Example],
-                id2label: dict[int, str] | None) -> list[Any]: ...
+    def predict(
+        self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None
+    ) -> list[Any]: ...
 
     @abstractmethod
     def metrics(self, predictions: list[Any], examples: list[Example]) -> dict[str, float]: ...

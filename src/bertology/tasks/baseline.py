@@ -13,6 +13,7 @@ sparse feature matrix (full-batch L-BFGS, or mini-batch Adam).
 Deterministic: L-BFGS starts from zeros and sees the whole batch; Adam shuffles with a generator
 seeded by `seed`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,7 @@ def ngrams(tokens: Sequence[str], n_max: int = 2, prefix: str = "") -> list[str]
     >>> ngrams(["binary", "file", "editor"])
     ['binary', 'file', 'editor', 'binary file', 'file editor']
     """
-    return [prefix + " ".join(tokens[i:i + n]) for n in range(1, n_max + 1) for i in range(len(tokens) - n + 1)]
+    return [prefix + " ".join(tokens[i : i + n]) for n in range(1, n_max + 1) for i in range(len(tokens) - n + 1)]
 
 
 def smooth_idf(df: int, n_docs: int) -> float:
@@ -63,9 +64,18 @@ def _mm(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     return torch.sparse.mm(X, W) if X.is_sparse else X @ W
 
 
-def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, optimizer: str = "lbfgs",
-                            max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64,
-                            seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def fit_logistic_regression(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    n_classes: int,
+    l2: float,
+    optimizer: str = "lbfgs",
+    max_iter: int = 300,
+    epochs: int = 30,
+    lr: float = 0.05,
+    batch_size: int = 64,
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Multinomial logistic regression on features X (N, F), sparse or dense, and labels y (N,):
     the weights (F, C) and bias (C,) minimising mean cross-entropy + (l2 / 2)·|W|² (the bias
     unpenalised), by full-batch L-BFGS from zeros or by mini-batch Adam shuffled by `seed`."""
@@ -76,8 +86,15 @@ def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, n_classes: int, l2
         return torch.nn.functional.cross_entropy(_mm(Xb, W) + b, yb) + 0.5 * l2 * (W * W).sum()
 
     if optimizer == "lbfgs":
-        opt = torch.optim.LBFGS([W, b], lr=1, max_iter=max_iter, tolerance_grad=1e-6,
-                                tolerance_change=1e-9, history_size=20, line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(
+            [W, b],
+            lr=1,
+            max_iter=max_iter,
+            tolerance_grad=1e-6,
+            tolerance_change=1e-9,
+            history_size=20,
+            line_search_fn="strong_wolfe",
+        )
 
         def closure():
             opt.zero_grad()
@@ -144,9 +161,18 @@ class LinearBaseline:
         self.learn_features(examples)
         label_id = {name: i for i, name in enumerate(self.labels)}
         y = torch.tensor([label_id[e.label] for e in examples], dtype=torch.long)
-        self.weight, self.bias = fit_logistic_regression(self.features(examples), y, len(self.labels), self.l2,
-                                                         self.optimizer, self.max_iter, self.epochs, self.lr,
-                                                         self.batch_size, self.seed)
+        self.weight, self.bias = fit_logistic_regression(
+            self.features(examples),
+            y,
+            len(self.labels),
+            self.l2,
+            self.optimizer,
+            self.max_iter,
+            self.epochs,
+            self.lr,
+            self.batch_size,
+            self.seed,
+        )
         return self
 
     def predict_proba(self, examples: Sequence[Example]) -> torch.Tensor:
@@ -171,8 +197,18 @@ class LinearBaseline:
 
 
 class BagOfWordsBaseline(LinearBaseline):
-    def __init__(self, n_max: int = 2, min_df: int = 1, l2: float = 3e-4, optimizer: str = "lbfgs",
-                 max_iter: int = 300, epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+    def __init__(
+        self,
+        n_max: int = 2,
+        min_df: int = 1,
+        l2: float = 3e-4,
+        optimizer: str = "lbfgs",
+        max_iter: int = 300,
+        epochs: int = 30,
+        lr: float = 0.05,
+        batch_size: int = 64,
+        seed: int = 0,
+    ):
         super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
         self.n_max, self.min_df = n_max, min_df
         self.vocab: dict[str, int] = {}
@@ -198,8 +234,9 @@ class BagOfWordsBaseline(LinearBaseline):
                 cols.append(j)
                 vals.append(weights[j] / norm)
         index = torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1)
-        return torch.sparse_coo_tensor(index, torch.tensor(vals, dtype=torch.float32),
-                                       (len(examples), len(self.vocab)), check_invariants=False).coalesce()
+        return torch.sparse_coo_tensor(
+            index, torch.tensor(vals, dtype=torch.float32), (len(examples), len(self.vocab)), check_invariants=False
+        ).coalesce()
 
     def learn_features(self, examples: Sequence[Example]) -> None:
         """The vocabulary (terms in at least min_df examples) and their smoothed idf."""
@@ -207,7 +244,6 @@ class BagOfWordsBaseline(LinearBaseline):
         kept = sorted(t for t, c in df.items() if c >= self.min_df)
         self.vocab = {t: i for i, t in enumerate(kept)}
         self.idf = torch.tensor([smooth_idf(df[t], len(examples)) for t in kept], dtype=torch.float32)
-
 
 
 class WordVectorBaseline(LinearBaseline):
@@ -225,8 +261,18 @@ class WordVectorBaseline(LinearBaseline):
     one L2 penalty suits vectors from any trainer.
     """
 
-    def __init__(self, vectors, tokenizer=None, l2: float = 1e-3, optimizer: str = "lbfgs", max_iter: int = 300,
-                 epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+    def __init__(
+        self,
+        vectors,
+        tokenizer=None,
+        l2: float = 1e-3,
+        optimizer: str = "lbfgs",
+        max_iter: int = 300,
+        epochs: int = 30,
+        lr: float = 0.05,
+        batch_size: int = 64,
+        seed: int = 0,
+    ):
         super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
         self.vectors, self.tokenizer = vectors, tokenizer
         self.pairs = False  # whether the features hold a second mean, for the pair
@@ -250,8 +296,9 @@ class WordVectorBaseline(LinearBaseline):
         """Dense (N, E), or (N, 2E) when the training examples had pairs."""
         if not examples:
             return torch.empty(0, self.vectors.vector_size * (2 if self.pairs else 1))
-        return torch.stack([torch.cat([self.mean(e.text), self.mean(e.pair)]) if self.pairs else self.mean(e.text)
-                            for e in examples])
+        return torch.stack(
+            [torch.cat([self.mean(e.text), self.mean(e.pair)]) if self.pairs else self.mean(e.text) for e in examples]
+        )
 
     def learn_features(self, examples: Sequence[Example]) -> None:
         self.pairs = any(e.pair is not None for e in examples)
@@ -266,8 +313,17 @@ class KeyedVectorBaseline(LinearBaseline):
         model = KeyedVectorBaseline(KeyedVectors.load("nodes.txt")).fit(train_examples)   # Example(id=package)
     """
 
-    def __init__(self, vectors, l2: float = 1e-3, optimizer: str = "lbfgs", max_iter: int = 300, epochs: int = 30,
-                 lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+    def __init__(
+        self,
+        vectors,
+        l2: float = 1e-3,
+        optimizer: str = "lbfgs",
+        max_iter: int = 300,
+        epochs: int = 30,
+        lr: float = 0.05,
+        batch_size: int = 64,
+        seed: int = 0,
+    ):
         super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
         self.vectors = vectors
 
@@ -290,8 +346,17 @@ class CombinedBaseline(LinearBaseline):
         CombinedBaseline([KeyedVectorBaseline(nodes), EncoderBaseline(minilm, tokenizer)]).fit(train_examples)
     """
 
-    def __init__(self, parts: Sequence[LinearBaseline], l2: float = 1e-3, optimizer: str = "lbfgs", max_iter: int = 300,
-                 epochs: int = 30, lr: float = 0.05, batch_size: int = 64, seed: int = 0):
+    def __init__(
+        self,
+        parts: Sequence[LinearBaseline],
+        l2: float = 1e-3,
+        optimizer: str = "lbfgs",
+        max_iter: int = 300,
+        epochs: int = 30,
+        lr: float = 0.05,
+        batch_size: int = 64,
+        seed: int = 0,
+    ):
         super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
         self.parts = list(parts)
 
@@ -313,8 +378,19 @@ class EncoderBaseline(LinearBaseline):
         model.fit(train_examples).score(test_examples)
     """
 
-    def __init__(self, encoder, tokenizer, max_length: int = 128, batch_size: int = 64, l2: float = 1e-3,
-                 optimizer: str = "lbfgs", max_iter: int = 300, epochs: int = 30, lr: float = 0.05, seed: int = 0):
+    def __init__(
+        self,
+        encoder,
+        tokenizer,
+        max_length: int = 128,
+        batch_size: int = 64,
+        l2: float = 1e-3,
+        optimizer: str = "lbfgs",
+        max_iter: int = 300,
+        epochs: int = 30,
+        lr: float = 0.05,
+        seed: int = 0,
+    ):
         super().__init__(l2, optimizer, max_iter, epochs, lr, batch_size, seed)
         self.encoder = getattr(encoder, "backbone", encoder).eval()
         self.tokenizer, self.max_length = tokenizer, max_length
@@ -327,9 +403,10 @@ class EncoderBaseline(LinearBaseline):
 
         todo = sorted({t for t in texts if t not in self.cache})
         for i in range(0, len(todo), self.batch_size):
-            chunk = todo[i:i + self.batch_size]
-            enc = self.tokenizer.encode_batch(chunk, padding=True, truncation=True, max_length=self.max_length,
-                                              return_tensors="pt")
+            chunk = todo[i : i + self.batch_size]
+            enc = self.tokenizer.encode_batch(
+                chunk, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            )
             out = self.encoder(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
             vectors = torch.nn.functional.normalize(mean_pool(out.last_hidden_state, enc["attention_mask"]), dim=-1)
             self.cache.update(zip(chunk, vectors))

@@ -8,6 +8,7 @@ only when the interval excludes zero.
     r = paired_bootstrap(correct_pretrained, correct_twin)
     r["diff"], r["low"], r["high"], significant(r)
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,8 +18,13 @@ import numpy as np
 _CELLS = 4_000_000  # resampled item indices held at once (32 MB of int64): memory stays flat for any n
 
 
-def paired_bootstrap(correct_a: Sequence[bool | float], correct_b: Sequence[bool | float], resamples: int = 10_000,
-                     seed: int = 0, confidence: float = 0.95) -> dict[str, float | bool]:
+def paired_bootstrap(
+    correct_a: Sequence[bool | float],
+    correct_b: Sequence[bool | float],
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, float | bool]:
     """The accuracy difference A − B on the same items and its percentile bootstrap interval.
 
     `correct_a[i]` says whether A got item i right (bool or a score in [0, 1]); items are resampled
@@ -31,7 +37,9 @@ def paired_bootstrap(correct_a: Sequence[bool | float], correct_b: Sequence[bool
     a = np.asarray(correct_a, dtype=np.float64)
     b = np.asarray(correct_b, dtype=np.float64)
     if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"paired_bootstrap needs two flat sequences over the same items, got shapes {a.shape} and {b.shape}")
+        raise ValueError(
+            f"paired_bootstrap needs two flat sequences over the same items, got shapes {a.shape} and {b.shape}"
+        )
     if len(a) == 0:
         raise ValueError("paired_bootstrap: no items")
     if resamples < 1:

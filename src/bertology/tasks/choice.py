@@ -8,6 +8,7 @@ Files: CSV (SWAG's columns: sent1 = context, sent2 = the start of the second sen
 ending0 … endingN, label) or JSON lines ({"context", "question" or "start" (optional),
 "choices": [...], "label"}); other column names through text_column / pair_column / label_column.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -78,8 +79,9 @@ def _row_to_example(row: dict, where: str, text_column, pair_column, label_colum
 
 def read_choice(path: str, text_column=None, pair_column=None, label_column=None) -> list[Example]:
     """Multiple-choice examples from a JSON-lines or CSV / TSV file (readers.read_table)."""
-    examples = [_row_to_example(row.values, row.where, text_column, pair_column, label_column)
-                for row in read_table(path).rows]
+    examples = [
+        _row_to_example(row.values, row.where, text_column, pair_column, label_column) for row in read_table(path).rows
+    ]
     if not examples:
         raise ValueError(f"{path}: no examples")
     return examples
@@ -95,15 +97,23 @@ class ChoiceTask(Task):
             raise ValueError(f"{path}: unexpected column options for multiple choice: {columns}")
         return read_choice(path, text_column, pair_column, label_column)
 
-    def featurize(self, examples: list[Example], tokenizer, max_length: int,
-                  label2id: dict[str, int] | None = None, stride: int = 128) -> Features:
+    def featurize(
+        self,
+        examples: list[Example],
+        tokenizer,
+        max_length: int,
+        label2id: dict[str, int] | None = None,
+        stride: int = 128,
+    ) -> Features:
         if not examples:
             raise ValueError("featurize: no examples")
         C = len(examples[0].pair)
         for ex in examples:
             if not isinstance(ex.pair, list) or len(ex.pair) != C:
-                raise ValueError(f"{ex.where}: {len(ex.pair) if isinstance(ex.pair, list) else ex.pair!r} choices, "
-                                 f"but the first example has {C}: a batch needs the same number of choices")
+                raise ValueError(
+                    f"{ex.where}: {len(ex.pair) if isinstance(ex.pair, list) else ex.pair!r} choices, "
+                    f"but the first example has {C}: a batch needs the same number of choices"
+                )
         contexts = [ex.text for ex in examples for _ in range(C)]
         seconds = [c for ex in examples for c in ex.pair]
         encs = tokenizer.encode_batch(contexts, seconds, truncation=True, max_length=max_length, padding=True)
@@ -112,8 +122,11 @@ class ChoiceTask(Task):
         def stack(field: str) -> torch.Tensor:
             return torch.tensor([getattr(e, field) for e in encs], dtype=torch.long).view(N, C, T)  # (N, C, T)
 
-        tensors = {"input_ids": stack("ids"), "attention_mask": stack("attention_mask"),
-                   "token_type_ids": stack("type_ids")}
+        tensors = {
+            "input_ids": stack("ids"),
+            "attention_mask": stack("attention_mask"),
+            "token_type_ids": stack("type_ids"),
+        }
         labels = [ex.label for ex in examples]
         if all(lab is not None for lab in labels):
             for ex in examples:
@@ -123,14 +136,18 @@ class ChoiceTask(Task):
         truncated = sum(any(encs[i * C + k].overflowing for k in range(C)) for i in range(N))
         return Features(tensors, [[i] for i in range(N)], {}, truncated)
 
-    def predict(self, outputs: list[Any], features: Features, examples: list[Example],
-                id2label: dict[int, str] | None = None) -> list[dict]:
-        logits = torch.cat([o.logits if not isinstance(o, torch.Tensor) else o for o in outputs]).detach().float()  # (N, C)
+    def predict(
+        self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None = None
+    ) -> list[dict]:
+        logits = (
+            torch.cat([o.logits if not isinstance(o, torch.Tensor) else o for o in outputs]).detach().float()
+        )  # (N, C)
         if logits.shape[0] != len(examples):
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(examples)} examples")
         p, best = logits.softmax(-1).max(-1)
-        return [{"choice": int(b), "probability": float(q), "text": ex.pair[int(b)]}
-                for b, q, ex in zip(best, p, examples)]
+        return [
+            {"choice": int(b), "probability": float(q), "text": ex.pair[int(b)]} for b, q, ex in zip(best, p, examples)
+        ]
 
     def metrics(self, predictions: list[dict], examples: list[Example]) -> dict[str, float]:
         """accuracy as a fraction (like the classification tasks)."""

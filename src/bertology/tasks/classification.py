@@ -8,6 +8,7 @@
 Labels are the names found in the training data, sorted; the job uses them as id2label. A class
 prediction is Prediction(label, probability, {label: probability}).
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -49,8 +50,9 @@ def encode_sequences(examples: list[Example], tokenizer, max_length: int, use_pa
             _check_text(e.pair, e.where, "pair")
     texts = [e.text for e in examples]
     pairs = [e.pair for e in examples] if use_pairs else None
-    enc = tokenizer.encode_batch(texts, pairs, padding=True, truncation=True, max_length=max_length,
-                                 return_tensors="pt")
+    enc = tokenizer.encode_batch(
+        texts, pairs, padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+    )
     truncated = int((enc["num_overflowing"] > 0).sum())
     return {k: v for k, v in enc.items() if k not in _NOT_MODEL_INPUTS}, truncated
 
@@ -76,14 +78,22 @@ class ClassifyTask(Task):
     pair_required = False  # classify takes a pair column if one is named (or an Example has a pair)
     default_pair_column: str | None = None
 
-    def read(self, path: str, text_column: str = "text", pair_column: str | None = _TASK_DEFAULT,
-             label_column: str | None = "label", **unknown) -> list[Example]:
+    def read(
+        self,
+        path: str,
+        text_column: str = "text",
+        pair_column: str | None = _TASK_DEFAULT,
+        label_column: str | None = "label",
+        **unknown,
+    ) -> list[Example]:
         """Examples from a CSV / TSV / JSON-lines / Parquet file or a datasets directory (see readers.py).
         pair_column defaults to none for classify / regress and "pair" for pair; label_column=None
         reads unlabelled data. An "id" column, if present, becomes Example.id."""
         if unknown:
-            raise TypeError(f"{self.name} task: unknown column option(s) {', '.join(sorted(unknown))}; "
-                            "use text_column, pair_column, label_column")
+            raise TypeError(
+                f"{self.name} task: unknown column option(s) {', '.join(sorted(unknown))}; "
+                "use text_column, pair_column, label_column"
+            )
         if pair_column is _TASK_DEFAULT:
             pair_column = self.default_pair_column
         if self.pair_required and pair_column is None:
@@ -113,12 +123,15 @@ class ClassifyTask(Task):
             raise ValueError(f"{missing.where}: training example without a label")
         labels = sorted({e.label for e in examples})
         if len(labels) < 2:
-            raise ValueError(f"{examples[0].where if examples else 'training data'}: "
-                             f"{len(labels)} distinct label(s) {labels}; classification needs at least 2")
+            raise ValueError(
+                f"{examples[0].where if examples else 'training data'}: "
+                f"{len(labels)} distinct label(s) {labels}; classification needs at least 2"
+            )
         return labels
 
-    def featurize(self, examples: list[Example], tokenizer, max_length: int,
-                  label2id: dict[str, int] | None, stride: int = 128) -> Features:
+    def featurize(
+        self, examples: list[Example], tokenizer, max_length: int, label2id: dict[str, int] | None, stride: int = 128
+    ) -> Features:
         use_pairs = self.pair_required or any(e.pair is not None for e in examples)
         tensors, truncated = encode_sequences(examples, tokenizer, max_length, use_pairs)
         labels = self._label_tensor(examples, label2id)
@@ -135,13 +148,16 @@ class ClassifyTask(Task):
             if e.label is None:
                 raise ValueError(f"{e.where}: example without a label among labelled ones")
             if e.label not in label2id:
-                raise ValueError(f"{e.where}: label {e.label!r} was not seen in training; "
-                                 f"known labels: {', '.join(map(str, label2id))}")
+                raise ValueError(
+                    f"{e.where}: label {e.label!r} was not seen in training; "
+                    f"known labels: {', '.join(map(str, label2id))}"
+                )
             ids.append(label2id[e.label])
         return torch.tensor(ids, dtype=torch.long)
 
-    def predict(self, outputs: list[Any], features: Features, examples: list[Example],
-                id2label: dict[int, str] | None) -> list[Prediction]:
+    def predict(
+        self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None
+    ) -> list[Prediction]:
         logits = _logits(outputs, len(features))
         probs = logits.softmax(-1)
         id2label = id2label or {}
@@ -189,8 +205,9 @@ class RegressTask(ClassifyTask):
                 raise ValueError(f"{e.where}: regression label should be a number, got {e.label!r}")
         return torch.tensor([float(e.label) for e in examples], dtype=torch.float32)
 
-    def predict(self, outputs: list[Any], features: Features, examples: list[Example],
-                id2label: dict[int, str] | None) -> list[float]:
+    def predict(
+        self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None
+    ) -> list[float]:
         logits = _logits(outputs, len(features))
         if logits.shape[1] != 1:
             raise ValueError(f"regression expects one output per row (num_labels=1), got {logits.shape[1]}")

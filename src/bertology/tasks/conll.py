@@ -14,6 +14,7 @@ conlleval's chunk rules, which these functions follow to the letter:
 - a sentence boundary counts as O.
 Scores are percentages, as conlleval prints them.
 """
+
 from __future__ import annotations
 
 import io
@@ -40,8 +41,7 @@ def end_of_chunk(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
     >>> end_of_chunk("I", "B", "PER", "PER"), end_of_chunk("I", "I", "PER", "LOC"), end_of_chunk("I", "I", "PER", "PER")
     (True, True, False)
     """
-    end = (prev_tag, tag) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
-                              ("E", "E"), ("E", "I"), ("E", "O")}
+    end = (prev_tag, tag) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")}
     if prev_tag not in ("O", ".") and prev_type != type_:
         end = True
     return end or prev_tag in ("]", "[")  # bracket chunks have length one
@@ -53,8 +53,7 @@ def start_of_chunk(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
     >>> start_of_chunk("O", "I", "", "PER"), start_of_chunk("I", "I", "PER", "PER"), start_of_chunk("I", "B", "PER", "PER")
     (True, False, True)
     """
-    start = (prev_tag, tag) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
-                                ("E", "E"), ("E", "I"), ("O", "E")}
+    start = (prev_tag, tag) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")}
     if tag not in ("O", ".") and prev_type != type_:
         start = True
     return start or tag in ("[", "]")
@@ -112,8 +111,9 @@ def count_chunks(gold: Iterable[Sequence[str]], guessed: Iterable[Sequence[str]]
         lines.append(None)  # the blank line between sentences
     for line in lines:
         boundary = line is None
-        (correct, c_type), (guess, g_type) = ((("O", ""), ("O", "")) if boundary
-                                              else (split_tag(line[0]), split_tag(line[1])))
+        (correct, c_type), (guess, g_type) = (
+            (("O", ""), ("O", "")) if boundary else (split_tag(line[0]), split_tag(line[1]))
+        )
         end_c = end_of_chunk(last_c, correct, last_ct, c_type)
         end_g = end_of_chunk(last_g, guess, last_gt, g_type)
         start_c = start_of_chunk(last_c, correct, last_ct, c_type)
@@ -158,8 +158,7 @@ def conlleval(gold: Iterable[Sequence[str]], guessed: Iterable[Sequence[str]]) -
     """
     c = count_chunks(gold, guessed)
     p, r, f = _prf(c.correct_chunks, c.found_guessed, c.found_correct)
-    out = {"precision": p, "recall": r, "f1": f,
-           "accuracy": 100.0 * c.correct_tags / c.tokens if c.tokens else 0.0}
+    out = {"precision": p, "recall": r, "f1": f, "accuracy": 100.0 * c.correct_tags / c.tokens if c.tokens else 0.0}
     for kind in sorted(c.by_type):
         found, guessed_n, correct = c.by_type[kind]
         tp, tr, tf = _prf(correct, guessed_n, found)
@@ -179,8 +178,15 @@ def read_conll(path: str, word_column: int = 0, label_column: int | None = -1) -
 
     def flush():
         if words:
-            examples.append(Example(list(words), None, list(tags) if label_column is not None else None,
-                                    id=str(len(examples)), where=f"{path}:{first_line}"))
+            examples.append(
+                Example(
+                    list(words),
+                    None,
+                    list(tags) if label_column is not None else None,
+                    id=str(len(examples)),
+                    where=f"{path}:{first_line}",
+                )
+            )
             words.clear()
             tags.clear()
 
@@ -195,8 +201,10 @@ def read_conll(path: str, word_column: int = 0, label_column: int | None = -1) -
         need = max(word_column, label_column if label_column is not None else 0)
         low = min(word_column, label_column if label_column is not None else 0)
         if need >= len(cols) or -low > len(cols):
-            raise ValueError(f"{path}:{n}: expected a word in column {word_column} and a label in column "
-                             f"{label_column}, got {len(cols)} column(s): {line.rstrip()!r}")
+            raise ValueError(
+                f"{path}:{n}: expected a word in column {word_column} and a label in column "
+                f"{label_column}, got {len(cols)} column(s): {line.rstrip()!r}"
+            )
         if label_column is not None and len(cols) < 2:
             raise ValueError(f"{path}:{n}: a word without a label column: {line.rstrip()!r}")
         if not words:

@@ -6,6 +6,7 @@ starting them afresh, with the model's own initialisation, helps when there are 
 re-purpose them with. A new head starts from random weights while the encoder starts from
 useful ones, so the head can take a larger rate than the encoder tolerates.
 """
+
 from __future__ import annotations
 
 import torch
@@ -42,8 +43,10 @@ def reinit_top_layers(model: nn.Module, n: int) -> list[int]:
     top = {id(m) for blocks in layers[-n:] for m in blocks}
     shared = [i for i, blocks in enumerate(layers[:-n]) if any(id(m) in top for m in blocks)]
     if shared:
-        raise ValueError(f"--reinit-layers {n}: the top layers' blocks are shared with layer(s) {shared} below "
-                         "(ALBERT's cross-layer sharing); re-initialising them would reset those too")
+        raise ValueError(
+            f"--reinit-layers {n}: the top layers' blocks are shared with layer(s) {shared} below "
+            "(ALBERT's cross-layer sharing); re-initialising them would reset those too"
+        )
     fresh = type(model)(model.config)
     for mine, theirs in zip(layers[-n:], encoder_layers(fresh)[-n:]):
         for m, t in zip(mine, theirs):

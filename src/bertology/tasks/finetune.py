@@ -6,6 +6,7 @@ tokenizer.json): transformers' Auto classes load it and give the same logits. Th
 columns are recorded in config.json (`bertology_task`, `bertology_columns`) so that `evaluate`,
 `predict` and `Pipeline.load` know how to read new data.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,22 +36,27 @@ from .subsets import balanced_subset
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
 
 # what may differ on --resume (train/resume.py): the horizon (--epochs extends the run) and how it reports / runs
-RESUME_MAY_CHANGE = frozenset({"epochs", "quiet", "log_every", "keep_checkpoints", "stop_at", "compile", "device",
-                               "out_dir"})
+RESUME_MAY_CHANGE = frozenset(
+    {"epochs", "quiet", "log_every", "keep_checkpoints", "stop_at", "compile", "device", "out_dir"}
+)
 
 
 @dataclass
 class FinetuneOptions:
-    model: str = option(help="a model directory, or a preset such as bert-mini (random initialisation)",
-                        metavar="DIR_OR_PRESET")
+    model: str = option(
+        help="a model directory, or a preset such as bert-mini (random initialisation)", metavar="DIR_OR_PRESET"
+    )
     task: str = option(help="the task head", choices=tuple(TASKS))
-    train: str = option(help="CSV / TSV / JSON lines / Parquet / a datasets directory (save_to_disk), CoNLL (tag), "
-                             "SQuAD JSON (qa)", metavar="FILE")
+    train: str = option(
+        help="CSV / TSV / JSON lines / Parquet / a datasets directory (save_to_disk), CoNLL (tag), SQuAD JSON (qa)",
+        metavar="FILE",
+    )
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
     dev: str | None = option(None, "evaluated each epoch; the best epoch is kept", metavar="FILE")
     tokenizer: str | None = option(None, "default: the model directory's tokenizer.json")
-    from_scratch: bool = option(False, "the model directory's architecture and tokenizer, randomly initialised "
-                                       "(its random-init twin)")
+    from_scratch: bool = option(
+        False, "the model directory's architecture and tokenizer, randomly initialised (its random-init twin)"
+    )
     epochs: float = option(3.0, "passes over the training file; fractions allowed", check=POSITIVE_NUMBER)
     lr: float = option(5e-5, "peak learning rate", check=POSITIVE_NUMBER)
     batch_size: int = option(32, "examples per optimizer step", check=POSITIVE)
@@ -58,10 +64,13 @@ class FinetuneOptions:
     stride: int = option(64, "overlap of QA context windows", check=NON_NEGATIVE)
     warmup_ratio: float = option(0.1, "share of the steps spent warming up", check=PROBABILITY)
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
-    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the "
-                               "precision is measured and said)")
-    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
-                         check=DEVICE)
+    bf16: bool = option(
+        False,
+        "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the precision is measured and said)",
+    )
+    device: str = option(
+        "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
+    )
     seed: int = option(0, "seeds the new head, the example order and dropout")
     columns: dict[str, str] = option(default_factory=dict, cli=False)  # text_column, pair_column, label_column …
     quiet: bool = option(False, "no progress bar")
@@ -69,18 +78,27 @@ class FinetuneOptions:
     keep_checkpoints: int = option(1, "checkpoints kept", check=POSITIVE)
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
     compile: bool = option(False, "torch.compile the model's blocks (inductor); the first steps compile first")
-    labels_per_class: int | None = option(None, "train on this many examples of each class (classify, pair): a "
-                                                "class-balanced subset, nested across sizes for one --subset-seed",
-                                          check=POSITIVE)
-    subset_seed: int = option(0, "draws the --labels-per-class subset (kept apart from --seed, so every seed trains "
-                                 "on the same examples)")
-    pooling: str = option("cls", "sentence vector of classify / pair / regress: cls = the family's head on the first "
-                                 "token; mean = a linear layer on the mean of the real tokens (no pooler needed)",
-                          choices=POOLINGS)
-    head_lr: float | None = option(None, "peak learning rate of the new head's parameters (default: --lr)",
-                                   check=POSITIVE_NUMBER)
-    reinit_layers: int = option(0, "re-initialise the top N encoder layers (and the pooler) before fine-tuning",
-                                check=NON_NEGATIVE, metavar="N")
+    labels_per_class: int | None = option(
+        None,
+        "train on this many examples of each class (classify, pair): a "
+        "class-balanced subset, nested across sizes for one --subset-seed",
+        check=POSITIVE,
+    )
+    subset_seed: int = option(
+        0, "draws the --labels-per-class subset (kept apart from --seed, so every seed trains on the same examples)"
+    )
+    pooling: str = option(
+        "cls",
+        "sentence vector of classify / pair / regress: cls = the family's head on the first "
+        "token; mean = a linear layer on the mean of the real tokens (no pooler needed)",
+        choices=POOLINGS,
+    )
+    head_lr: float | None = option(
+        None, "peak learning rate of the new head's parameters (default: --lr)", check=POSITIVE_NUMBER
+    )
+    reinit_layers: int = option(
+        0, "re-initialise the top N encoder layers (and the pooler) before fine-tuning", check=NON_NEGATIVE, metavar="N"
+    )
 
     def __post_init__(self):
         check_options(self)
@@ -112,7 +130,9 @@ def load_tokenizer(model_dir: str | None, tokenizer: str | None):
 
     source = tokenizer or (str(Path(model_dir) / "tokenizer.json") if model_dir else None)
     if source is None or not Path(source).exists():
-        raise FileNotFoundError(f"{source or model_dir}: no tokenizer; pass --tokenizer (a tokenizer.json or directory)")
+        raise FileNotFoundError(
+            f"{source or model_dir}: no tokenizer; pass --tokenizer (a tokenizer.json or directory)"
+        )
     tok = Tokenizer.load(source)
     padding = tok.padding
     tok.no_padding()  # the task pads and truncates itself, and reports what it cuts
@@ -125,10 +145,20 @@ def load_tokenizer(model_dir: str | None, tokenizer: str | None):
 LABEL_VOCABULARY = {"classify", "pair", "tag"}  # tasks whose labels are names mapped through label2id
 
 
-def predict_examples(model, task: Task, tokenizer, examples, max_length: int, stride: int, bf16: bool = False,
-                     label2id: dict[str, int] | None = None) -> list[Any]:
+def predict_examples(
+    model,
+    task: Task,
+    tokenizer,
+    examples,
+    max_length: int,
+    stride: int,
+    bf16: bool = False,
+    label2id: dict[str, int] | None = None,
+) -> list[Any]:
     """Featurize, run the model, post-process. With `label2id`, labels are checked against it on the way."""
-    return predict_features(model, task, task.featurize(examples, tokenizer, max_length, label2id, stride), examples, bf16)
+    return predict_features(
+        model, task, task.featurize(examples, tokenizer, max_length, label2id, stride), examples, bf16
+    )
 
 
 def predict_features(model, task: Task, features: Features, examples, bf16: bool = False) -> list[Any]:
@@ -148,7 +178,9 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
         except ValueError as e:
             raise ValueError(f"{o.model!r}: not a model directory, and {e}") from None
         pad = tokenizer.token_to_id(record.specials.pad)
-        config = record.preset(size, vocab_size=tokenizer.vocab_size, **({"pad_token_id": pad} if pad is not None else {}))
+        config = record.preset(
+            size, vocab_size=tokenizer.vocab_size, **({"pad_token_id": pad} if pad is not None else {})
+        )
     if task.head == SENTENCE_HEAD:
         _check_pooling(o, config.model_type)
         config.extra["bertology_pooling"] = o.pooling  # read by the head, here and whenever the model is loaded
@@ -162,16 +194,22 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
 
 def _check_pooling(o: FinetuneOptions, model_type: str) -> None:
     if o.pooling == "mean" and get_family(model_type).summary_head:
-        raise ValueError("--pooling mean: XLNet's sentence head is its own sequence summary (config summary_type); "
-                         "mean pooling covers bert, roberta, albert and distilbert")
+        raise ValueError(
+            "--pooling mean: XLNet's sentence head is its own sequence summary (config summary_type); "
+            "mean pooling covers bert, roberta, albert and distilbert"
+        )
 
 
 def _check_task_options(o: FinetuneOptions, task: Task) -> None:
     """Options that only some tasks take fail before anything is read or written."""
     if o.labels_per_class is not None and task.name not in ("classify", "pair"):
-        raise ValueError(f"--labels-per-class takes a sequence-classification task (classify, pair), not --task {task.name}")
+        raise ValueError(
+            f"--labels-per-class takes a sequence-classification task (classify, pair), not --task {task.name}"
+        )
     if o.pooling != "cls" and task.head != SENTENCE_HEAD:
-        raise ValueError(f"--pooling {o.pooling} takes a sequence task (classify, pair, regress), not --task {task.name}")
+        raise ValueError(
+            f"--pooling {o.pooling} takes a sequence task (classify, pair, regress), not --task {task.name}"
+        )
 
 
 def training_subset(o: FinetuneOptions, examples) -> list[int] | None:
@@ -193,8 +231,10 @@ def _check_model_source(o: FinetuneOptions) -> None:
     except ValueError as e:
         raise ValueError(f"--model {o.model!r}: no such model directory, and not a preset ({e})") from None
     if o.from_scratch:
-        raise ValueError(f"--from-scratch takes a model directory (its random-init twin); --model {o.model!r} is a "
-                         "preset, which starts from random weights anyway")
+        raise ValueError(
+            f"--from-scratch takes a model directory (its random-init twin); --model {o.model!r} is a "
+            "preset, which starts from random weights anyway"
+        )
     if o.tokenizer is None:
         raise ValueError(f"--model {o.model!r} is a preset: give the tokenizer to use with --tokenizer")
 
@@ -205,8 +245,10 @@ def _check_labels(task: Task, labels: list[str] | None, split: str, examples) ->
         return
     unknown = sorted(set(task.label_set(examples)) - set(labels))
     if unknown:
-        raise ValueError(f"{split}: label(s) {', '.join(map(repr, unknown[:10]))} never occur in the training file, "
-                         f"so the model cannot predict them (training labels: {', '.join(map(repr, labels[:20]))})")
+        raise ValueError(
+            f"{split}: label(s) {', '.join(map(repr, unknown[:10]))} never occur in the training file, "
+            f"so the model cannot predict them (training labels: {', '.join(map(repr, labels[:20]))})"
+        )
 
 
 def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
@@ -231,8 +273,9 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
     with seeded(o.seed):  # the new head's initial weights (from scratch: every weight) and dropout
         model = _build_model(o, task, labels, tokenizer)
         if o.max_length > model.config.max_length:
-            raise ValueError(f"--max-length {o.max_length} is longer than the {model.config.max_length} positions "
-                             f"of {o.model}")
+            raise ValueError(
+                f"--max-length {o.max_length} is longer than the {model.config.max_length} positions of {o.model}"
+            )
         if dist.is_main():
             claim_output_dir(out, "finetune", resume=resume, overwrite=overwrite)
         dist.barrier()
@@ -242,15 +285,33 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
         return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset, device)
 
 
-def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labels, out: Path, resume: bool,
-              overwrite: bool, subset: list[int] | None = None, device: torch.device | None = None) -> dict[str, Any]:
-    model.config.extra.update(bertology_task=task.name, bertology_columns=dict(o.columns),
-                              bertology_max_length=o.max_length, bertology_stride=o.stride,
-                              bertology_task_options=task_options(task))
+def _finetune(
+    o: FinetuneOptions,
+    task: Task,
+    model,
+    tokenizer,
+    train,
+    dev,
+    labels,
+    out: Path,
+    resume: bool,
+    overwrite: bool,
+    subset: list[int] | None = None,
+    device: torch.device | None = None,
+) -> dict[str, Any]:
+    model.config.extra.update(
+        bertology_task=task.name,
+        bertology_columns=dict(o.columns),
+        bertology_max_length=o.max_length,
+        bertology_stride=o.stride,
+        bertology_task_options=task_options(task),
+    )
     label2id = model.config.label2id if labels is not None else None
     features = task.featurize(train, tokenizer, o.max_length, label2id, o.stride)
     if features.truncated:
-        warnings.warn(f"{o.train}: {features.truncated} of {len(train)} examples were truncated to {o.max_length} tokens")
+        warnings.warn(
+            f"{o.train}: {features.truncated} of {len(train)} examples were truncated to {o.max_length} tokens"
+        )
     n = len(features)
     steps_per_epoch = math.ceil(n / o.batch_size)
     steps = max(1, math.ceil(o.epochs * steps_per_epoch))
@@ -258,7 +319,7 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
     def batches(step: int) -> dict[str, torch.Tensor]:
         epoch, i = divmod(step, steps_per_epoch)
         order = torch.randperm(n, generator=torch.Generator().manual_seed(o.seed * 1_000_003 + epoch))
-        return model_inputs(model, features.batch(order[i * o.batch_size:(i + 1) * o.batch_size]))
+        return model_inputs(model, features.batch(order[i * o.batch_size : (i + 1) * o.batch_size]))
 
     best = {"score": -math.inf, "step": None, "metrics": None}
     best_file = out / "best" / "best.json"  # so that a resumed run knows the epoch to beat
@@ -284,16 +345,30 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
         return scores
 
     args = TrainingArguments.from_options(
-        o, out, overwrite, steps=steps, warmup_steps=round(o.warmup_ratio * steps), keep_last=o.keep_checkpoints,
-        eval_every=steps_per_epoch if dev else None, save_every=steps_per_epoch,
-        **({"device": str(device)} if device is not None else {}))
+        o,
+        out,
+        overwrite,
+        steps=steps,
+        warmup_steps=round(o.warmup_ratio * steps),
+        keep_last=o.keep_checkpoints,
+        eval_every=steps_per_epoch if dev else None,
+        save_every=steps_per_epoch,
+        **({"device": str(device)} if device is not None else {}),
+    )
     if not resume:
         tokenizer.save(out / "tokenizer.json")  # once; checkpoints copy the file
     groups = parameter_groups(model, o.weight_decay)
     if o.head_lr is not None:
         groups = head_lr_groups(groups, head_parameters(model), o.head_lr)
-    trainer = Trainer(model, args, batches, TaskObjective(per_token=task.name == "tag"), evaluate if dev else None,
-                      save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"), param_groups=groups)
+    trainer = Trainer(
+        model,
+        args,
+        batches,
+        TaskObjective(per_token=task.name == "tag"),
+        evaluate if dev else None,
+        save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"),
+        param_groups=groups,
+    )
     result = trainer.train(resume=resume)
     if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
         return {"task": task.name, "model": o.model, "steps": result["step"], "interrupted": True, "options": asdict(o)}
@@ -304,11 +379,20 @@ def _finetune(o: FinetuneOptions, task: Task, model, tokenizer, train, dev, labe
         else:
             _save(model, out / "tokenizer.json", out)
     summary = {
-        "task": task.name, "model": o.model, "architecture": model.architecture, "train_examples": len(train),
-        "truncated": features.truncated, "steps": result["step"], "best_step": best["step"],
-        "dev": best["metrics"], "labels": labels, "interrupted": False, "options": asdict(o),
-        "train_subset": None if subset is None else {"labels_per_class": o.labels_per_class, "seed": o.subset_seed,
-                                                     "indices": subset},
+        "task": task.name,
+        "model": o.model,
+        "architecture": model.architecture,
+        "train_examples": len(train),
+        "truncated": features.truncated,
+        "steps": result["step"],
+        "best_step": best["step"],
+        "dev": best["metrics"],
+        "labels": labels,
+        "interrupted": False,
+        "options": asdict(o),
+        "train_subset": None
+        if subset is None
+        else {"labels_per_class": o.labels_per_class, "seed": o.subset_seed, "indices": subset},
     }
     if dist.is_main():
         atomic_write_json(out / "summary.json", summary)
@@ -333,7 +417,9 @@ def load_finetuned(path: str | Path):
     config = read_config(path)
     name = config.extra.get("bertology_task")
     if name not in TASKS:
-        raise ValueError(f"{Path(path) / 'config.json'}: no bertology_task recorded; was it written by `bertology finetune`?")
+        raise ValueError(
+            f"{Path(path) / 'config.json'}: no bertology_task recorded; was it written by `bertology finetune`?"
+        )
     task = TASKS[name](**config.extra.get("bertology_task_options", {}))
     tokenizer = load_tokenizer(str(path), None)
     check_tokenizer(config, tokenizer, Path(path) / "tokenizer.json")

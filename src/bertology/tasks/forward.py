@@ -6,6 +6,7 @@ On the CPU nothing moves and the precision is the caller's (bf16 only where aske
 probe decides whether it pays); on CUDA inference runs under autocast, bf16 where the GPU
 multiplies it natively (Ampere and later), fp16 elsewhere.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,6 +51,7 @@ def precision_name(device: torch.device, bf16: bool = False) -> str:
 
 def to_cpu(output: Any) -> Any:
     """A model output (dataclass) with every tensor, and every tensor of a tuple field, on the CPU."""
+
     def move(value):
         if isinstance(value, torch.Tensor):
             return value.cpu()

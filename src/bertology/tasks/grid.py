@@ -19,6 +19,7 @@ two grids over the same test file can then be compared item by item,
     a, b = GridResult.load("runs/pretrained/grid.json"), GridResult.load("runs/twin/grid.json")
     paired_bootstrap(a.correct(), b.correct())   # ensembles; a.correct(run) for one run
 """
+
 from __future__ import annotations
 
 import json
@@ -80,12 +81,19 @@ def _ensemble(task, probabilities: list[list[list[float]]], labels: list[str], e
     """(label ids, main metric) of the runs' class probabilities averaged per item, then the most probable class."""
     mean = np.mean(np.asarray(probabilities, dtype=np.float64), axis=0)  # (items, classes)
     predicted = mean.argmax(axis=1).tolist()
-    predictions = [Prediction(labels[k], float(row[k]), dict(zip(labels, row.tolist()))) for k, row in zip(predicted, mean)]
+    predictions = [
+        Prediction(labels[k], float(row[k]), dict(zip(labels, row.tolist()))) for k, row in zip(predicted, mean)
+    ]
     return predicted, task.metrics(predictions, examples)[task.main_metric]
 
 
-def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LEARNING_RATES,
-                  seeds: Sequence[int] = SEEDS, overwrite: bool = False) -> GridResult:
+def finetune_grid(
+    options: FinetuneOptions,
+    test: str,
+    lrs: Sequence[float] = LEARNING_RATES,
+    seeds: Sequence[int] = SEEDS,
+    overwrite: bool = False,
+) -> GridResult:
     """Fine-tune `options` at every rate × seed under options.out_dir; see the module docstring."""
     if not options.dev:
         raise ValueError("finetune_grid chooses the learning rate on dev: options.dev is required")
@@ -105,11 +113,24 @@ def finetune_grid(options: FinetuneOptions, test: str, lrs: Sequence[float] = LE
             summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
             model, task, tokenizer, _ = load_finetuned(out)
             classes = task.name in LABEL_VOCABULARY and task.name != "tag"
-            predictions = predict_examples(model, task, tokenizer, test_examples, options.max_length, options.stride,
-                                           options.bf16, model.config.label2id if task.name in LABEL_VOCABULARY else None)
+            predictions = predict_examples(
+                model,
+                task,
+                tokenizer,
+                test_examples,
+                options.max_length,
+                options.stride,
+                options.bf16,
+                model.config.label2id if task.name in LABEL_VOCABULARY else None,
+            )
             metric = task.main_metric
-            run = {"lr": lr, "seed": seed, "dev": summary["dev"][metric],
-                   "test": task.metrics(predictions, test_examples)[metric], "dir": str(out)}
+            run = {
+                "lr": lr,
+                "seed": seed,
+                "dev": summary["dev"][metric],
+                "test": task.metrics(predictions, test_examples)[metric],
+                "dir": str(out),
+            }
             probabilities.append(None)
             if classes:
                 labels = summary["labels"]  # the same for every run: they come from the training file

@@ -9,6 +9,7 @@ Texts are tokenized here without truncation unless `max_length` is given: the ca
 what happens to a text longer than the model's positions (the server refuses it or cuts it).
 Both run where the model is (tasks/forward.py) and answer on the CPU.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,9 @@ def backbone_of(model):
 
 def encode(tokenizer, texts: list[str], max_length: int | None = None) -> dict[str, torch.Tensor]:
     """Padded model inputs of `texts` (cut to max_length when given)."""
-    enc = tokenizer.encode_batch(list(texts), padding=True, truncation=max_length is not None, max_length=max_length,
-                                 return_tensors="pt")
+    enc = tokenizer.encode_batch(
+        list(texts), padding=True, truncation=max_length is not None, max_length=max_length, return_tensors="pt"
+    )
     return {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
 
 
@@ -64,8 +66,9 @@ def _last_hidden(model, tokenizer, texts: list[str], max_length: int | None) -> 
 
 
 @torch.no_grad()
-def embed(model, tokenizer, texts: list[str], pooling: str = "mean", normalize: bool = False,
-          max_length: int | None = None) -> torch.Tensor:
+def embed(
+    model, tokenizer, texts: list[str], pooling: str = "mean", normalize: bool = False, max_length: int | None = None
+) -> torch.Tensor:
     """One vector per text, (len(texts), H) float32, from the model's encoder (any head's backbone)."""
     hidden, attention_mask = _last_hidden(model, tokenizer, texts, max_length)
     vectors = pool(hidden, attention_mask, pooling)
@@ -89,8 +92,9 @@ class MaskFill(NamedTuple):
 
 
 @torch.no_grad()
-def fill_mask(model, tokenizer, texts: list[str], top_k: int = 5, mask_token: str | None = None,
-              max_length: int | None = None) -> list[list[list[MaskFill]]]:
+def fill_mask(
+    model, tokenizer, texts: list[str], top_k: int = 5, mask_token: str | None = None, max_length: int | None = None
+) -> list[list[list[MaskFill]]]:
     """For each text, for each mask token in it (in order), the top_k tokens of the MLM head, best first."""
     if not model.architecture.endswith(MLM_HEADS):
         raise ValueError(f"{model.architecture} has no masked-language-model head ({' or '.join(MLM_HEADS)})")
@@ -98,8 +102,9 @@ def fill_mask(model, tokenizer, texts: list[str], top_k: int = 5, mask_token: st
     mask_id = tokenizer.token_to_id(mask_token)
     if mask_id is None:
         raise ValueError(f"the tokenizer has no {mask_token} token")
-    encodings = tokenizer.encode_batch(list(texts), padding=True, truncation=max_length is not None,
-                                       max_length=max_length)
+    encodings = tokenizer.encode_batch(
+        list(texts), padding=True, truncation=max_length is not None, max_length=max_length
+    )
     positions = [[t for t, i in enumerate(e.ids) if i == mask_id] for e in encodings]
     for i, p in enumerate(positions):
         if not p:
@@ -107,8 +112,11 @@ def fill_mask(model, tokenizer, texts: list[str], top_k: int = 5, mask_token: st
     model.eval()
     device = model_device(model)
     ids = torch.tensor([e.ids for e in encodings])
-    inputs = {"input_ids": ids, "token_type_ids": torch.tensor([e.type_ids for e in encodings]),
-              "attention_mask": torch.tensor([e.attention_mask for e in encodings])}
+    inputs = {
+        "input_ids": ids,
+        "token_type_ids": torch.tensor([e.type_ids for e in encodings]),
+        "attention_mask": torch.tensor([e.attention_mask for e in encodings]),
+    }
     with precision(device):
         out = model(**model_inputs(model, to_device(inputs, device, pin=True)))
     logits = out.logits if getattr(out, "logits", None) is not None else out.prediction_logits  # (B, T, V)
@@ -156,8 +164,15 @@ def tagged_entities(text: str, tags: list[str | None], scores: list[float | None
         raise ValueError(f"{len(tags)} tags for {len(spans)} words")
     out = []
     for kind, first, last in chunks([t if t is not None else "O" for t in tags]):
-        words = [s for s in scores[first:last + 1] if s is not None]
+        words = [s for s in scores[first : last + 1] if s is not None]
         start, end = spans[first][1], spans[last][2]
-        out.append({"entity_group": kind, "score": round(sum(words) / len(words), 6) if words else 0.0,
-                    "word": text[start:end], "start": start, "end": end})
+        out.append(
+            {
+                "entity_group": kind,
+                "score": round(sum(words) / len(words), 6) if words else 0.0,
+                "word": text[start:end],
+                "start": start,
+                "end": end,
+            }
+        )
     return out

@@ -5,6 +5,7 @@ Regression: Pearson and Spearman correlation (ties get their average rank).
 Undefined cases get 0.0 by convention (a constant prediction correlates with nothing; a class that
 is never predicted has precision 0), never NaN, so a dev metric can always pick a checkpoint.
 """
+
 from __future__ import annotations
 
 import math

@@ -11,6 +11,7 @@ tuple; choice — {"context", "choices"} or a tuple. A list of inputs gives a li
 The Pipeline runs where its model is (`Pipeline.load(path, device="cuda")`): inputs are made on the
 CPU and copied to the model's device a batch at a time (tasks/forward.py).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,8 +26,13 @@ from .finetune import LABEL_VOCABULARY, load_finetuned
 from .forward import run_model
 
 # the task a head serves when config.json records none (a checkpoint written by transformers)
-HEAD_TASKS = {"ForSequenceClassification": "classify", "ForTokenClassification": "tag",
-              "ForQuestionAnswering": "qa", "ForQuestionAnsweringSimple": "qa", "ForMultipleChoice": "choice"}
+HEAD_TASKS = {
+    "ForSequenceClassification": "classify",
+    "ForTokenClassification": "tag",
+    "ForQuestionAnswering": "qa",
+    "ForQuestionAnsweringSimple": "qa",
+    "ForMultipleChoice": "choice",
+}
 
 
 def to_example(task_name: str, item: Any, i: int = 0) -> Example:
@@ -51,16 +57,25 @@ def to_example(task_name: str, item: Any, i: int = 0) -> Example:
 
 
 class Pipeline:
-    def __init__(self, model, task, tokenizer, max_length: int = 128, stride: int = 64,
-                 columns: dict[str, str] | None = None, bf16: bool = False):
+    def __init__(
+        self,
+        model,
+        task,
+        tokenizer,
+        max_length: int = 128,
+        stride: int = 64,
+        columns: dict[str, str] | None = None,
+        bf16: bool = False,
+    ):
         self.model, self.task, self.tokenizer = model, task, tokenizer
         self.max_length, self.stride = max_length, stride
         self.bf16 = bf16  # bf16 autocast for the forward passes (pays where the CPU multiplies bf16 natively)
         self.columns = dict(columns or {})  # the training files' column names, for reading new files
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu", say=None,
-             quantize: str | None = None) -> "Pipeline":
+    def load(
+        cls, path: str | Path, device: str | torch.device = "cpu", say=None, quantize: str | None = None
+    ) -> "Pipeline":
         """A directory written by `finetune`, its model on `device` (as `bertology.load` takes it:
         "cpu", "cuda", "cuda:N" or "auto", which says through `say` when it takes a GPU).
         `quantize="int8"`: its blocks' linear layers as dynamic int8 layers (CPU only; what stays fp32
@@ -75,8 +90,9 @@ class Pipeline:
                 if say is not None:
                     say(note)
         extra = model.config.extra
-        return cls(model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64),
-                   columns)
+        return cls(
+            model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64), columns
+        )
 
     @classmethod
     def for_model(cls, model, tokenizer) -> "Pipeline | None":
@@ -93,8 +109,14 @@ class Pipeline:
             if name == "classify" and model.config.num_labels == 1:
                 name = "regress"
         task = TASKS[name](**extra.get("bertology_task_options", {}))
-        return cls(model, task, tokenizer, extra.get("bertology_max_length", model.config.max_length),
-                   extra.get("bertology_stride", 64), extra.get("bertology_columns", {}))
+        return cls(
+            model,
+            task,
+            tokenizer,
+            extra.get("bertology_max_length", model.config.max_length),
+            extra.get("bertology_stride", 64),
+            extra.get("bertology_columns", {}),
+        )
 
     def logits(self, examples: list[Example]) -> list[Any]:
         """Sequence classification: the head's logits per example, before the task's post-processing

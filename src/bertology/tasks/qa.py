@@ -14,6 +14,7 @@ over all windows wins and its text is cut from the ORIGINAL context by character
 SQuAD v2.0: the no-answer score is [CLS]'s start + end logit (the smallest over the windows);
 the answer is "" when it beats the best span by more than null_score_threshold.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -46,8 +47,9 @@ def context_offsets(context: str, offsets, sequence_ids) -> list[tuple[int, int]
     return out
 
 
-def answer_positions(offsets: list[tuple[int, int] | None], start_char: int, end_char: int,
-                     cls_index: int = 0) -> tuple[int, int]:
+def answer_positions(
+    offsets: list[tuple[int, int] | None], start_char: int, end_char: int, cls_index: int = 0
+) -> tuple[int, int]:
     """(first, last) token of the answer characters [start_char, end_char) in one window, or
     (cls_index, cls_index) when the window does not hold the whole answer.
 
@@ -63,8 +65,13 @@ def answer_positions(offsets: list[tuple[int, int] | None], start_char: int, end
     return first, last
 
 
-def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, offsets: list[tuple[int, int] | None],
-               n_best: int = 20, max_answer_length: int = 30) -> list[tuple[float, int, int]]:
+def best_spans(
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    offsets: list[tuple[int, int] | None],
+    n_best: int = 20,
+    max_answer_length: int = 30,
+) -> list[tuple[float, int, int]]:
     """(score, first, last) candidates of one window, best first: from the n_best start and end
     logits of the context tokens, pairs with first <= last spanning at most max_answer_length tokens.
 
@@ -79,8 +86,12 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, offsets: li
     neg = torch.finfo(start_logits.dtype).min
     starts = start_logits.masked_fill(~ctx, neg).topk(k).indices.tolist()
     ends = end_logits.masked_fill(~ctx, neg).topk(k).indices.tolist()
-    out = [(float(start_logits[a] + end_logits[b]), a, b) for a in starts for b in ends
-           if a <= b and b - a + 1 <= max_answer_length]
+    out = [
+        (float(start_logits[a] + end_logits[b]), a, b)
+        for a in starts
+        for b in ends
+        if a <= b and b - a + 1 <= max_answer_length
+    ]
     out.sort(key=lambda c: (-c[0], c[1], c[2]))
     return out
 
@@ -90,8 +101,13 @@ class QATask(Task):
     head = "ForQuestionAnswering"
     main_metric = "f1"
 
-    def __init__(self, version_2: bool | None = None, n_best: int = 20, max_answer_length: int = 30,
-                 null_score_threshold: float = 0.0):
+    def __init__(
+        self,
+        version_2: bool | None = None,
+        n_best: int = 20,
+        max_answer_length: int = 30,
+        null_score_threshold: float = 0.0,
+    ):
         """version_2: allow "no answer" (None: as the files read say: a v2.0 file or is_impossible keys)."""
         self.version_2 = version_2
         self._file_says_v2 = False
@@ -110,21 +126,40 @@ class QATask(Task):
         self._file_says_v2 |= v2
         return examples
 
-    def featurize(self, examples: list[Example], tokenizer, max_length: int,
-                  label2id: dict[str, int] | None = None, stride: int = 128) -> Features:
+    def featurize(
+        self,
+        examples: list[Example],
+        tokenizer,
+        max_length: int,
+        label2id: dict[str, int] | None = None,
+        stride: int = 128,
+    ) -> Features:
         if not examples:
             raise ValueError("featurize: no examples")
         rows, rows_of_example, offsets, cls_indices, starts, ends = [], [], [], [], [], []
         labelled = all(ex.label is not None for ex in examples)
         for ex in examples:
-            if not isinstance(ex.text, str) or not ex.text.strip() or not isinstance(ex.pair, str) or not ex.pair.strip():
+            if (
+                not isinstance(ex.text, str)
+                or not ex.text.strip()
+                or not isinstance(ex.pair, str)
+                or not ex.pair.strip()
+            ):
                 raise ValueError(f"{ex.where}: a question and a context (non-empty strings) are needed")
             try:
-                (enc,) = tokenizer.encode_batch([ex.text], [ex.pair], truncation="only_second", max_length=max_length,
-                                                stride=stride, padding="max_length")
+                (enc,) = tokenizer.encode_batch(
+                    [ex.text],
+                    [ex.pair],
+                    truncation="only_second",
+                    max_length=max_length,
+                    stride=stride,
+                    padding="max_length",
+                )
             except ValueError as e:  # a question too long for max_length, or stride >= the context's room
-                raise ValueError(f"{ex.where}: cannot fit question + context windows in max_length={max_length} "
-                                 f"with stride={stride}: {e}") from None
+                raise ValueError(
+                    f"{ex.where}: cannot fit question + context windows in max_length={max_length} "
+                    f"with stride={stride}: {e}"
+                ) from None
             answer = ex.label[0] if labelled and ex.label else None
             mine = []
             for window in [enc, *enc.overflowing]:
@@ -135,8 +170,11 @@ class QATask(Task):
                 offsets.append(offs)
                 cls_indices.append(cls)
                 if labelled:
-                    s, e = ((cls, cls) if answer is None else
-                            answer_positions(offs, answer["start"], answer["start"] + len(answer["text"]), cls))
+                    s, e = (
+                        (cls, cls)
+                        if answer is None
+                        else answer_positions(offs, answer["start"], answer["start"] + len(answer["text"]), cls)
+                    )
                     starts.append(s)
                     ends.append(e)
             rows_of_example.append(mine)
@@ -147,8 +185,9 @@ class QATask(Task):
         # windows cover the whole context, and the question is never cut: nothing is truncated
         return Features(tensors, rows_of_example, {"offsets": offsets, "cls_index": cls_indices}, 0)
 
-    def predict(self, outputs: list[Any], features: Features, examples: list[Example],
-                id2label: dict[int, str] | None = None) -> list[dict]:
+    def predict(
+        self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None = None
+    ) -> list[dict]:
         start = torch.cat([o.start_logits for o in outputs]).detach().float()  # (rows, T)
         end = torch.cat([o.end_logits for o in outputs]).detach().float()
         if start.shape[0] != len(features):

@@ -18,6 +18,7 @@ Formats (a first header line names the columns of CSV and TSV files):
 Errors name file:line and, for a missing column, the columns that are there; a text column of a
 Parquet or datasets table that holds no strings is refused with the text columns listed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -91,8 +92,9 @@ class Table:
         A role given as None is not needed and not checked."""
         for role, column in roles.items():
             if column is not None and column not in self.columns:
-                raise ValueError(f"{self.path}: no column {column!r} (the {role}); "
-                                 f"columns present: {_listing(self.columns)}")
+                raise ValueError(
+                    f"{self.path}: no column {column!r} (the {role}); columns present: {_listing(self.columns)}"
+                )
 
     def require_text(self, **roles: str | None) -> None:
         """As `require`, and in a typed table each column holds strings (the error lists the ones that do);
@@ -100,12 +102,14 @@ class Table:
         self.require(**roles)
         for role, column in roles.items():
             if column is not None and self.text_columns is not None and column not in self.text_columns:
-                raise ValueError(f"{self.path}: column {column!r} (the {role}) does not hold text; text columns: "
-                                 f"{_listing(self.text_columns)} (all columns: {_listing(self.columns)})")
+                raise ValueError(
+                    f"{self.path}: column {column!r} (the {role}) does not hold text; text columns: "
+                    f"{_listing(self.text_columns)} (all columns: {_listing(self.columns)})"
+                )
 
 
 def file_format(path: str, format: str | None = None) -> str:
-    """"csv", "tsv" or "jsonl", from `format` or the extension.
+    """ "csv", "tsv" or "jsonl", from `format` or the extension.
 
     >>> file_format("train.tsv"), file_format("dev.jsonl.gz"), file_format("x.txt", "csv")
     ('tsv', 'jsonl', 'csv')
@@ -114,10 +118,12 @@ def file_format(path: str, format: str | None = None) -> str:
         if format not in ("csv", "tsv", "jsonl"):
             raise ValueError(f"{path}: unknown format {format!r}; use csv, tsv or jsonl")
         return format
-    ext = os.path.splitext(path[:-len(os.path.splitext(path)[1])] if compression(path) else path)[1].lower()
+    ext = os.path.splitext(path[: -len(os.path.splitext(path)[1])] if compression(path) else path)[1].lower()
     if ext not in FORMATS:
-        raise ValueError(f"{path}: cannot tell the format from the extension {ext or '(none)'!r}; "
-                         f"use one of {', '.join(sorted(FORMATS))}, .parquet / .pq, or a datasets directory")
+        raise ValueError(
+            f"{path}: cannot tell the format from the extension {ext or '(none)'!r}; "
+            f"use one of {', '.join(sorted(FORMATS))}, .parquet / .pq, or a datasets directory"
+        )
     return FORMATS[ext]
 
 
@@ -133,8 +139,9 @@ def read_text(path: str | os.PathLike) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r}); "
-                         "re-save the file as UTF-8") from None
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte {e.start} is {data[e.start : e.start + 1]!r}); re-save the file as UTF-8"
+        ) from None
 
 
 def read_table(path: str | os.PathLike, format: str | None = None, stream: bool = False) -> Table:
@@ -177,8 +184,9 @@ def _read_delimited(path: str, f, fmt: str) -> Table:
     table = Table(path, header)
     for line, fields in records[1:]:
         if len(fields) != len(header):
-            raise ValueError(f"{path}:{line}: {len(fields)} fields, but the header names {len(header)} "
-                             f"columns ({_listing(header)})")
+            raise ValueError(
+                f"{path}:{line}: {len(fields)} fields, but the header names {len(header)} columns ({_listing(header)})"
+            )
         table.rows.append(Row(dict(zip(header, fields)), f"{path}:{line}"))
     return table
 
@@ -192,7 +200,9 @@ def _read_jsonl(path: str, f) -> Table:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as e:
-            hint = " (a JSON array? write one object per line)" if line_no == 1 and line.lstrip().startswith("[") else ""
+            hint = (
+                " (a JSON array? write one object per line)" if line_no == 1 and line.lstrip().startswith("[") else ""
+            )
             raise ValueError(f"{path}:{line_no}: not valid JSON: {e.msg}{hint}") from None
         if not isinstance(value, dict):
             raise ValueError(f"{path}:{line_no}: expected a JSON object per line, got {type(value).__name__}")

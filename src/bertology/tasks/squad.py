@@ -9,6 +9,7 @@ collapsed); exact match compares the normalised strings, F1 the bags of their wo
 prediction gets the best score over the gold answers. For an unanswerable question the only
 gold answer is "" and only the empty prediction scores. Totals are percentages.
 """
+
 from __future__ import annotations
 
 import json
@@ -89,9 +90,11 @@ def score(predictions: dict[str, str], golds: dict[str, list[dict]]) -> dict[str
 
     def total(ids: list[str], prefix: str) -> dict[str, float]:
         n = len(ids)
-        return {f"{prefix}exact_match": 100.0 * sum(em_by_id[i] for i in ids) / n if n else 0.0,
-                f"{prefix}f1": 100.0 * sum(f1_by_id[i] for i in ids) / n if n else 0.0,
-                f"{prefix}total": float(n)}
+        return {
+            f"{prefix}exact_match": 100.0 * sum(em_by_id[i] for i in ids) / n if n else 0.0,
+            f"{prefix}f1": 100.0 * sum(f1_by_id[i] for i in ids) / n if n else 0.0,
+            f"{prefix}total": float(n),
+        }
 
     out = total(list(golds), "")
     has = [q for q, a in golds.items() if a]  # as the official script: answerable = has gold answers
@@ -142,9 +145,11 @@ def read_squad(path: str) -> tuple[list[Example], bool]:
                 for k, ans in enumerate(answers):
                     text = _get(ans, "text", str, path, f"question {qid} answers[{k}]")
                     start = _get(ans, "answer_start", int, path, f"question {qid} answers[{k}]")
-                    if not text or context[start:start + len(text)] != text:
-                        raise ValueError(f"{here}: answer {text!r} does not occur at answer_start={start} "
-                                         f"(the context there reads {context[start:start + len(text)]!r})")
+                    if not text or context[start : start + len(text)] != text:
+                        raise ValueError(
+                            f"{here}: answer {text!r} does not occur at answer_start={start} "
+                            f"(the context there reads {context[start : start + len(text)]!r})"
+                        )
                     label.append({"text": text, "start": start})
                 examples.append(Example(question, context, label, id=qid, where=here))
     if not examples:

@@ -4,6 +4,7 @@ The subsets of one seed are nested: the k-per-class subset is the first k of eac
 shuffled order, so a larger k only adds examples and a curve over k never swaps the examples it
 started from.
 """
+
 from __future__ import annotations
 
 from typing import Hashable, Sequence

@@ -12,6 +12,7 @@ split "U.S." in four), which works alike for WordPiece, byte-level BPE and Unigr
 Special tokens and padding get -100 (ignored by the loss). A word's prediction is its first
 sub-token's; a word truncated away gets none (counted in Features.truncated, scored as O).
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -49,8 +50,12 @@ def word_of_tokens(word_starts: list[int], text: str, offsets, sequence_ids) -> 
     return out
 
 
-def align_labels(token_words: list[int | None], word_labels: list[int], label_all_subtokens: bool = False,
-                 continuation: dict[int, int] | None = None) -> list[int]:
+def align_labels(
+    token_words: list[int | None],
+    word_labels: list[int],
+    label_all_subtokens: bool = False,
+    continuation: dict[int, int] | None = None,
+) -> list[int]:
     """Token labels from word labels: the first sub-token of a word gets its label, the others
     IGNORE (or, with label_all_subtokens, the label mapped through `continuation`, B-X -> I-X).
 
@@ -103,19 +108,25 @@ class TagTask(Task):
         row, a list of words under text_column (default "tokens") and a list of tag names under label_column
         (default "tags"; a datasets list of ClassLabel gives its names)."""
         if pair_column is not None or columns:
-            raise ValueError(f"{path}: the tag task reads words and tags only; unexpected columns "
-                             f"{ {'pair_column': pair_column, **columns} }")
+            raise ValueError(
+                f"{path}: the tag task reads words and tags only; unexpected columns "
+                f"{ {'pair_column': pair_column, **columns} }"
+            )
         if str(path).lower().endswith((".jsonl", ".ndjson", ".json")) or table_format(path):  # a table's rows as lines
             return read_tagged_jsonl(path, text_column or "tokens", label_column or "tags")
         if str(path).lower().endswith(".csv"):
-            raise ValueError(f"{path}: the tag task reads CoNLL (one word and its tag per line, a blank line between "
-                             "sentences) or JSON lines ({\"tokens\": [...], \"tags\": [...]}), not CSV")
+            raise ValueError(
+                f"{path}: the tag task reads CoNLL (one word and its tag per line, a blank line between "
+                'sentences) or JSON lines ({"tokens": [...], "tags": [...]}), not CSV'
+            )
         word, label = (_column(path, "text_column", text_column, 0), _column(path, "label_column", label_column, -1))
         examples = read_conll(path, word, label)
         if len(examples) == 1 and len(examples[0].text) > MAX_SENTENCE_WORDS:
-            raise ValueError(f"{path}: read as CoNLL, the whole file is one sentence of {len(examples[0].text):,} words; "
-                             "CoNLL separates sentences with blank lines (is it a table of texts and labels? the "
-                             "tag task needs one word per line)")
+            raise ValueError(
+                f"{path}: read as CoNLL, the whole file is one sentence of {len(examples[0].text):,} words; "
+                "CoNLL separates sentences with blank lines (is it a table of texts and labels? the "
+                "tag task needs one word per line)"
+            )
         return examples
 
     def label_set(self, examples: list[Example]) -> list[str]:
@@ -124,8 +135,9 @@ class TagTask(Task):
             raise ValueError(f"{examples[0].where if examples else 'training data'}: no tags in the training data")
         return sorted(tags)
 
-    def featurize(self, examples: list[Example], tokenizer, max_length: int,
-                  label2id: dict[str, int] | None, stride: int = 128) -> Features:
+    def featurize(
+        self, examples: list[Example], tokenizer, max_length: int, label2id: dict[str, int] | None, stride: int = 128
+    ) -> Features:
         if not examples:
             raise ValueError("featurize: no examples")
         labelled = [ex.label is not None for ex in examples]
@@ -135,9 +147,14 @@ class TagTask(Task):
         texts, starts = [], []
         for ex in examples:
             words = ex.text
-            if not isinstance(words, list) or not words or any(not isinstance(w, str) or not w or w.split() != [w]
-                                                                for w in words):
-                raise ValueError(f"{ex.where}: a sentence is a non-empty list of words without spaces, got {words!r:.80}")
+            if (
+                not isinstance(words, list)
+                or not words
+                or any(not isinstance(w, str) or not w or w.split() != [w] for w in words)
+            ):
+                raise ValueError(
+                    f"{ex.where}: a sentence is a non-empty list of words without spaces, got {words!r:.80}"
+                )
             if ex.label is not None and len(ex.label) != len(words):
                 raise ValueError(f"{ex.where}: {len(words)} words but {len(ex.label)} tags")
             texts.append(" ".join(words))
@@ -164,18 +181,25 @@ class TagTask(Task):
                 ids = []
                 for k, tag in enumerate(ex.label):
                     if tag not in label2id:
-                        raise ValueError(f"{ex.where}: tag {tag!r} (word {k + 1}, {ex.text[k]!r}) was not seen in "
-                                         f"training; known tags: {sorted(label2id)}")
+                        raise ValueError(
+                            f"{ex.where}: tag {tag!r} (word {k + 1}, {ex.text[k]!r}) was not seen in "
+                            f"training; known tags: {sorted(label2id)}"
+                        )
                     ids.append(label2id[tag])
                 rows_labels.append(align_labels(token_words, ids, self.label_all_subtokens, continuation))
         tensors = model_tensors(encs)
         if labelled:
             tensors["labels"] = torch.tensor(rows_labels, dtype=torch.long)
-        return Features(tensors, [[i] for i in range(len(examples))],
-                        {"first_token": first_tokens, "words_without_prediction": missing}, truncated)
+        return Features(
+            tensors,
+            [[i] for i in range(len(examples))],
+            {"first_token": first_tokens, "words_without_prediction": missing},
+            truncated,
+        )
 
-    def predict(self, outputs: list[Any], features: Features, examples: list[Example],
-                id2label: dict[int, str] | None) -> list[dict]:
+    def predict(
+        self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None
+    ) -> list[dict]:
         if id2label is None:
             raise ValueError("the tag task needs id2label to name its predictions")
         probs = _logits(outputs).softmax(-1)  # (N, T, L)
@@ -204,13 +228,17 @@ class TagTask(Task):
         words, tags = prediction["words"], [t if t is not None else "O" for t in prediction["tags"]]
         style = self.format
         if style == "auto":
-            style = "spans" if all(t == "O" or (split_tag(t)[0] in "BIES" and split_tag(t)[1]) for t in tags) else "word/tag"
+            style = (
+                "spans"
+                if all(t == "O" or (split_tag(t)[0] in "BIES" and split_tag(t)[1]) for t in tags)
+                else "word/tag"
+            )
         if style == "word/tag":
             return " ".join(f"{w}/{t}" for w, t in zip(words, prediction["tags"]))
         parts, i = [], 0
         for kind, a, b in chunks(tags):
             parts.extend(words[i:a])
-            parts.append(f"[{kind} {' '.join(words[a:b + 1])}]")
+            parts.append(f"[{kind} {' '.join(words[a : b + 1])}]")
             i = b + 1
         parts.extend(words[i:])
         return " ".join(parts)
@@ -255,5 +283,6 @@ def _column(path: str, key: str, value, default: int) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{path}: {key} for a CoNLL file is a column number (0 = first, -1 = last), "
-                         f"got {value!r}") from None
+        raise ValueError(
+            f"{path}: {key} for a CoNLL file is a column number (0 = first, -1 = last), got {value!r}"
+        ) from None

@@ -10,6 +10,7 @@ worker processes) is all in fast/, the one place that looks at the stages' concr
     >>> tok.encode("Hello, world!").tokens                   # doctest: +SKIP
     ['[CLS]', 'hello', ',', 'world', '!', '[SEP]']
 """
+
 from . import decoders, normalizers, post_processors, pre_tokenizers
 from .base import Model, Token
 from .bpe import BPE
@@ -18,8 +19,20 @@ from .added_tokens import AddedToken
 from .tokenizer import Tokenizer
 from .wordpiece import WordPiece
 
-__all__ = ["Tokenizer", "Encoding", "AddedToken", "Model", "Token", "BPE", "WordPiece", "train",
-           "normalizers", "pre_tokenizers", "post_processors", "decoders"]
+__all__ = [
+    "Tokenizer",
+    "Encoding",
+    "AddedToken",
+    "Model",
+    "Token",
+    "BPE",
+    "WordPiece",
+    "train",
+    "normalizers",
+    "pre_tokenizers",
+    "post_processors",
+    "decoders",
+]
 
 
 def __getattr__(name):
@@ -27,5 +40,6 @@ def __getattr__(name):
     # encoding never pay for the trainers.
     if name == "train":
         from .training import train
+
         return train
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

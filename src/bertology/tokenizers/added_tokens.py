@@ -9,6 +9,7 @@ tokens with normalized=False are found in the raw text, the others in the normal
     >>> [(ns.normalized, t and t.content) for ns, t in vocab.split("a [MASK] b", None)]
     [('a ', None), ('[MASK]', '[MASK]'), (' b', None)]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ class AddedToken:
 
     normalized=None means "match on normalized text unless special" (the `tokenizers` default).
     """
+
     content: str
     special: bool = False
     single_word: bool = False
@@ -45,8 +47,14 @@ class AddedToken:
         if isinstance(token, cls) and not (special and not token.special):
             return token
         is_special = special or bool(getattr(token, "special", False))
-        return cls(token.content, is_special, token.single_word, token.lstrip, token.rstrip,
-                   False if is_special else token.normalized)
+        return cls(
+            token.content,
+            is_special,
+            token.single_word,
+            token.lstrip,
+            token.rstrip,
+            False if is_special else token.normalized,
+        )
 
 
 def _is_word_char(c: str) -> bool:
@@ -59,7 +67,9 @@ def _alternation(contents) -> "regex.Pattern | None":
     return regex.compile("|".join(regex.escape(c) for c in contents)) if contents else None
 
 
-def find_added(s: str, pattern: "regex.Pattern", by_text: dict[str, AddedToken]) -> list[tuple[int, int, AddedToken | None]]:
+def find_added(
+    s: str, pattern: "regex.Pattern", by_text: dict[str, AddedToken]
+) -> list[tuple[int, int, AddedToken | None]]:
     """Cut s into (start, end, token or None) parts at the matches of pattern (leftmost longest),
     honouring each token's single_word / lstrip / rstrip.
 
@@ -95,8 +105,8 @@ class AddedVocabulary:
 
     def __init__(self):
         self.tokens: list[AddedToken] = []
-        self.ids: dict[str, int] = {}        # content -> id
-        self.contents: dict[int, str] = {}   # id -> content
+        self.ids: dict[str, int] = {}  # content -> id
+        self.contents: dict[int, str] = {}  # id -> content
         # alternations of the raw-matched / normalized-matched tokens (None: there are none)
         self.raw_pattern = self.normalized_pattern = None
         self._raw_map: dict[str, AddedToken] = {}
@@ -105,8 +115,15 @@ class AddedVocabulary:
     def __bool__(self):
         return bool(self.tokens)
 
-    def add(self, tokens, model_id: Callable[[str], int | None], model_size: int, special: bool = False,
-            ids: list[int] | None = None, normalizer: Normalizer | None = None) -> int:
+    def add(
+        self,
+        tokens,
+        model_id: Callable[[str], int | None],
+        model_size: int,
+        special: bool = False,
+        ids: list[int] | None = None,
+        normalizer: Normalizer | None = None,
+    ) -> int:
         """Add tokens (str or AddedToken); returns how many were new. An id is ids[k] when given,
         else the model's (model_id(content)), else the next free id after everything there."""
         added = 0
@@ -134,8 +151,10 @@ class AddedVocabulary:
 
     def refresh(self, normalizer: Normalizer | None) -> None:
         """Rebuild the matchers; normalized tokens are matched in their normalized form."""
+
         def form(t: AddedToken) -> str:
             return normalizer.normalize_str(t.content) if normalizer is not None else t.content
+
         self._raw_map = {t.content: t for t in self.tokens if not t.normalized}
         self._norm_map = {form(t): t for t in self.tokens if t.normalized}
         self.raw_pattern = _alternation(self._raw_map)
@@ -145,8 +164,10 @@ class AddedVocabulary:
         """text as pieces: each added token (with its token), the rest normalized piece by piece
         (with None). Pieces the normalizer empties are dropped."""
         if self.raw_pattern is not None and self.raw_pattern.search(text):
-            raw = [(NormalizedString(text, text[a:b], None, a), t)
-                   for a, b, t in find_added(text, self.raw_pattern, self._raw_map)]
+            raw = [
+                (NormalizedString(text, text[a:b], None, a), t)
+                for a, b, t in find_added(text, self.raw_pattern, self._raw_map)
+            ]
         else:
             raw = [(NormalizedString(text), None)]
         out = []

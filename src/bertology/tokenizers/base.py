@@ -4,6 +4,7 @@ A model sees one pre-token at a time (a word, already normalised and split) and 
 sub-tokens with character offsets *relative to that pre-token*; the Tokenizer maps them back to
 the original text.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod

@@ -7,6 +7,7 @@
 The byte-level variant (GPT-2, RoBERTa) is this same model behind the ByteLevel
 pre-tokenizer, whose 256-symbol alphabet makes every input encodable.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,10 +70,19 @@ def _apply_merges_dropout(ids, spans, ranks, dropout: float, rng: random.Random)
 
 
 class BPE(DictVocabModel):
-    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]], unk_token: str | None = None,
-                 continuing_subword_prefix: str | None = None, end_of_word_suffix: str | None = None,
-                 fuse_unk: bool = False, byte_fallback: bool = False, dropout: float | None = None,
-                 ignore_merges: bool = False, seed: int | None = None):
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        merges: list[tuple[str, str]],
+        unk_token: str | None = None,
+        continuing_subword_prefix: str | None = None,
+        end_of_word_suffix: str | None = None,
+        fuse_unk: bool = False,
+        byte_fallback: bool = False,
+        dropout: float | None = None,
+        ignore_merges: bool = False,
+        seed: int | None = None,
+    ):
         self.vocab = dict(vocab)
         self.vocab_r = {i: t for t, i in self.vocab.items()}
         self.merges = [_merge_pair(m, rank) for rank, m in enumerate(merges)]
@@ -134,8 +144,10 @@ class BPE(DictVocabModel):
             if unk_id is None:
                 unk_id = vocab.get(self.unk_token)
                 if unk_id is None:
-                    raise KeyError(f"BPE: unk_token {self.unk_token!r} is not in the vocabulary "
-                                   f"(needed for {c!r} in {word[:50]!r})")
+                    raise KeyError(
+                        f"BPE: unk_token {self.unk_token!r} is not in the vocabulary "
+                        f"(needed for {c!r} in {word[:50]!r})"
+                    )
             if self.fuse_unk and last_unk:
                 spans[-1][1] = i + 1
             else:
@@ -158,20 +170,32 @@ class BPE(DictVocabModel):
         return [Token(i, self.vocab_r[i], (a, b)) for i, (a, b) in zip(ids, spans)]
 
     def to_json(self):
-        return {"type": "BPE", "dropout": self.dropout, "unk_token": self.unk_token,
-                "continuing_subword_prefix": self.continuing_subword_prefix,
-                "end_of_word_suffix": self.end_of_word_suffix, "fuse_unk": self.fuse_unk,
-                "byte_fallback": self.byte_fallback, "ignore_merges": self.ignore_merges,
-                "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
-                "merges": [list(m) for m in self.merges]}
+        return {
+            "type": "BPE",
+            "dropout": self.dropout,
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": self.continuing_subword_prefix,
+            "end_of_word_suffix": self.end_of_word_suffix,
+            "fuse_unk": self.fuse_unk,
+            "byte_fallback": self.byte_fallback,
+            "ignore_merges": self.ignore_merges,
+            "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
+            "merges": [list(m) for m in self.merges],
+        }
 
     @classmethod
     def from_json(cls, data):
-        return cls(data["vocab"], data.get("merges", []), unk_token=data.get("unk_token"),
-                   continuing_subword_prefix=data.get("continuing_subword_prefix"),
-                   end_of_word_suffix=data.get("end_of_word_suffix"), fuse_unk=data.get("fuse_unk", False),
-                   byte_fallback=data.get("byte_fallback", False), dropout=data.get("dropout"),
-                   ignore_merges=data.get("ignore_merges", False))
+        return cls(
+            data["vocab"],
+            data.get("merges", []),
+            unk_token=data.get("unk_token"),
+            continuing_subword_prefix=data.get("continuing_subword_prefix"),
+            end_of_word_suffix=data.get("end_of_word_suffix"),
+            fuse_unk=data.get("fuse_unk", False),
+            byte_fallback=data.get("byte_fallback", False),
+            dropout=data.get("dropout"),
+            ignore_merges=data.get("ignore_merges", False),
+        )
 
     @classmethod
     def from_files(cls, vocab_json, merges_txt, **kw) -> "BPE":

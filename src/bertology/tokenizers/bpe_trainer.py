@@ -21,6 +21,7 @@ the same merges.
 `merge_word` merges one word and says which neighbouring pairs changed, which is all the
 counts need. The WordPiece trainer shares these.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -71,7 +72,9 @@ def merge(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
     return out
 
 
-def merge_word(word: list[int], a: int, b: int, new: int) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
+def merge_word(
+    word: list[int], a: int, b: int, new: int
+) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
     """Merge every (a, b) in word into `new`, left to right, no overlaps. Also returns the
     adjacent pairs that merging took away and those it formed (the neighbours of each merged
     pair, in order): the trainers update their pair counts from them instead of recounting
@@ -100,7 +103,7 @@ def merge_word(word: list[int], a: int, b: int, new: int) -> tuple[list[int], li
             out.append(new)
             i = j + 2
         else:
-            out += word[i:j + 1]
+            out += word[i : j + 1]
             i = j + 1
     out += word[i:]
     return out, gone, formed
@@ -113,7 +116,7 @@ def merged_token(left: str, right: str, prefix: str | None) -> str:
     'hug'
     """
     if prefix and right.startswith(prefix):
-        right = right[len(prefix):]
+        right = right[len(prefix) :]
     return left + right
 
 
@@ -126,8 +129,9 @@ def add_token(token: str, vocab: dict[str, int], id_to_token: list[str]) -> int:
     return i
 
 
-def compute_alphabet(word_counts: dict[str, int], limit_alphabet: int | None = None,
-                     initial_alphabet: Iterable[str] = ()) -> list[str]:
+def compute_alphabet(
+    word_counts: dict[str, int], limit_alphabet: int | None = None, initial_alphabet: Iterable[str] = ()
+) -> list[str]:
     """The characters that start the vocabulary, sorted by code point.
 
     Characters of `initial_alphabet` are always kept (unless `limit_alphabet` is below their
@@ -154,8 +158,13 @@ def compute_alphabet(word_counts: dict[str, int], limit_alphabet: int | None = N
     return sorted(kept, key=ord)
 
 
-def symbolize(word_counts: dict[str, int], vocab: dict[str, int], id_to_token: list[str],
-              prefix: str | None = None, suffix: str | None = None) -> tuple[list[list[int]], list[int]]:
+def symbolize(
+    word_counts: dict[str, int],
+    vocab: dict[str, int],
+    id_to_token: list[str],
+    prefix: str | None = None,
+    suffix: str | None = None,
+) -> tuple[list[list[int]], list[int]]:
     """Split every word into the ids of its characters, adding `##c` / `c</w>` forms to `vocab`.
 
     Characters outside `vocab` (dropped by `limit_alphabet`) are skipped. `vocab` and
@@ -189,8 +198,15 @@ def symbolize(word_counts: dict[str, int], vocab: dict[str, int], id_to_token: l
     return words, counts
 
 
-def initial_vocab(word_counts: dict[str, int], special_tokens: Iterable[str], limit_alphabet: int | None,
-                  initial_alphabet: Iterable[str], prefix: str | None, suffix: str | None, vocab_size: int):
+def initial_vocab(
+    word_counts: dict[str, int],
+    special_tokens: Iterable[str],
+    limit_alphabet: int | None,
+    initial_alphabet: Iterable[str],
+    prefix: str | None,
+    suffix: str | None,
+    vocab_size: int,
+):
     """Steps 1-2: specials, alphabet, words as symbol ids. Checks vocab_size leaves room to merge."""
     if not word_counts:
         raise ValueError("cannot train on an empty corpus: no words were counted")
@@ -213,7 +229,8 @@ def initial_vocab(word_counts: dict[str, int], special_tokens: Iterable[str], li
         raise ValueError(
             f"vocab_size={vocab_size} is smaller than the {n_special} special tokens plus the "
             f"{len(id_to_token) - n_special} alphabet symbols the corpus needs; raise vocab_size "
-            f"or set limit_alphabet")
+            f"or set limit_alphabet"
+        )
     return vocab, id_to_token, words, counts
 
 
@@ -285,8 +302,9 @@ def _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency, pr
     return merges
 
 
-def reference_bpe(word_counts: dict[str, int], vocab_size: int, min_frequency: int = 0,
-                  prefix: str | None = None) -> tuple[dict[str, int], list[tuple[str, str]]]:
+def reference_bpe(
+    word_counts: dict[str, int], vocab_size: int, min_frequency: int = 0, prefix: str | None = None
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
     """Textbook BPE, the reference for _merge_loop: recount all pairs after every merge, take
     the most frequent (ties to the smallest (a, b) ids). Returns the vocabulary (alphabet in
     code-point order, no specials) and the merges.
@@ -324,10 +342,17 @@ def dedupe_merges(merges: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [m for i, m in enumerate(merges) if last[m] == i]
 
 
-def train_bpe(word_counts: dict[str, int], vocab_size: int = 30000, min_frequency: int = 0,
-              special_tokens: Iterable[str] = (), limit_alphabet: int | None = None,
-              initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str | None = None,
-              end_of_word_suffix: str | None = None, show_progress: bool = False):
+def train_bpe(
+    word_counts: dict[str, int],
+    vocab_size: int = 30000,
+    min_frequency: int = 0,
+    special_tokens: Iterable[str] = (),
+    limit_alphabet: int | None = None,
+    initial_alphabet: Iterable[str] = (),
+    continuing_subword_prefix: str | None = None,
+    end_of_word_suffix: str | None = None,
+    show_progress: bool = False,
+):
     """Train on word counts; returns (vocab: token -> id, merges: list of (left, right) strings).
 
     >>> vocab, merges = train_bpe({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}, vocab_size=10)
@@ -337,20 +362,35 @@ def train_bpe(word_counts: dict[str, int], vocab_size: int = 30000, min_frequenc
     ['ug', 'un', 'hug']
     """
     vocab, id_to_token, words, counts = initial_vocab(
-        word_counts, special_tokens, limit_alphabet, initial_alphabet,
-        continuing_subword_prefix, end_of_word_suffix, vocab_size)
-    merges = _merge_loop(words, counts, vocab, id_to_token, vocab_size, min_frequency,
-                         continuing_subword_prefix, show_progress)
+        word_counts,
+        special_tokens,
+        limit_alphabet,
+        initial_alphabet,
+        continuing_subword_prefix,
+        end_of_word_suffix,
+        vocab_size,
+    )
+    merges = _merge_loop(
+        words, counts, vocab, id_to_token, vocab_size, min_frequency, continuing_subword_prefix, show_progress
+    )
     return vocab, dedupe_merges([(id_to_token[a], id_to_token[b]) for a, b in merges])
 
 
 class BpeTrainer:
     """Trains a `BPE` model; the same options as tokenizers' BpeTrainer (max_token_length aside)."""
 
-    def __init__(self, vocab_size: int = 30000, min_frequency: int = 0, special_tokens: Iterable[str] = (),
-                 limit_alphabet: int | None = None, initial_alphabet: Iterable[str] = (),
-                 continuing_subword_prefix: str | None = None, end_of_word_suffix: str | None = None,
-                 show_progress: bool = False, unk_token: str | None = None):
+    def __init__(
+        self,
+        vocab_size: int = 30000,
+        min_frequency: int = 0,
+        special_tokens: Iterable[str] = (),
+        limit_alphabet: int | None = None,
+        initial_alphabet: Iterable[str] = (),
+        continuing_subword_prefix: str | None = None,
+        end_of_word_suffix: str | None = None,
+        show_progress: bool = False,
+        unk_token: str | None = None,
+    ):
         if vocab_size < 1:
             raise ValueError(f"vocab_size must be positive, got {vocab_size}")
         self.vocab_size = vocab_size
@@ -365,13 +405,25 @@ class BpeTrainer:
 
     def train_vocab(self, word_counts: dict[str, int]):
         """(vocab, merges) as plain data."""
-        return train_bpe(word_counts, self.vocab_size, self.min_frequency, self.special_tokens,
-                         self.limit_alphabet, self.initial_alphabet, self.continuing_subword_prefix,
-                         self.end_of_word_suffix, self.show_progress)
+        return train_bpe(
+            word_counts,
+            self.vocab_size,
+            self.min_frequency,
+            self.special_tokens,
+            self.limit_alphabet,
+            self.initial_alphabet,
+            self.continuing_subword_prefix,
+            self.end_of_word_suffix,
+            self.show_progress,
+        )
 
     def train_from_counts(self, word_counts: dict[str, int]):
         """Train and return a ready `BPE` model."""
         vocab, merges = self.train_vocab(word_counts)
-        return BPE(vocab, merges, unk_token=self.unk_token,
-                   continuing_subword_prefix=self.continuing_subword_prefix,
-                   end_of_word_suffix=self.end_of_word_suffix)
+        return BPE(
+            vocab,
+            merges,
+            unk_token=self.unk_token,
+            continuing_subword_prefix=self.continuing_subword_prefix,
+            end_of_word_suffix=self.end_of_word_suffix,
+        )

@@ -9,6 +9,7 @@ With 256 base symbols every input encodes and no unknown token is ever needed.
     >>> from_byte_chars("hÃ©Ġ")
     b'h\\xc3\\xa9 '
 """
+
 from __future__ import annotations
 
 import regex
@@ -35,9 +36,7 @@ _LATIN1_TO_BYTE_CHAR = {b: c for b, c in BYTE_TO_CHAR.items()}
 
 # GPT-2's pre-tokenization pattern: contractions, letters, numbers, other symbols, each with an
 # optional leading space; whitespace runs keep their last space for the following word.
-GPT2_PATTERN = regex.compile(
-    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-)
+GPT2_PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 
 
 def to_byte_chars(text: str) -> str:
@@ -62,8 +61,12 @@ class ByteLevelSettings:
     use_regex: bool
 
     def to_json(self) -> dict:
-        return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space,
-                "trim_offsets": self.trim_offsets, "use_regex": self.use_regex}
+        return {
+            "type": "ByteLevel",
+            "add_prefix_space": self.add_prefix_space,
+            "trim_offsets": self.trim_offsets,
+            "use_regex": self.use_regex,
+        }
 
     @classmethod
     def from_json(cls, data: dict):

@@ -1,8 +1,9 @@
 """`bertology tokenizer train|encode`: argument parsing for the tokenizer commands, nothing else.
 
-    bertology tokenizer train --family bert --vocab-size 30000 --out tok/ corpus.txt more.txt
-    bertology tokenizer encode --tokenizer tok/ "Hello, world!" --pair "Second segment"
+bertology tokenizer train --family bert --vocab-size 30000 --out tok/ corpus.txt more.txt
+bertology tokenizer encode --tokenizer tok/ "Hello, world!" --pair "Second segment"
 """
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,23 @@ def _train(args) -> int:
     files = corpus_files(args.files, lambda note: print(note, file=sys.stderr))
     errors = "replace" if args.replace_errors else "strict"
     # a Parquet file or a datasets directory: its text column's lines, read in one stream
-    source = ({"lines": corpus_lines(files, args.text_column, errors)} if any(table_format(f) for f in files)
-              else {"files": files})
+    source = (
+        {"lines": corpus_lines(files, args.text_column, errors)}
+        if any(table_format(f) for f in files)
+        else {"files": files}
+    )
     try:
-        tok = train(**source, algorithm=args.algorithm, vocab_size=args.vocab_size,
-                    min_frequency=args.min_frequency, special_tokens=specials, family=args.family,
-                    show_progress=not args.quiet and sys.stderr.isatty(),
-                    errors=errors,
-                    **({"criterion": args.criterion} if args.criterion else {}))
+        tok = train(
+            **source,
+            algorithm=args.algorithm,
+            vocab_size=args.vocab_size,
+            min_frequency=args.min_frequency,
+            special_tokens=specials,
+            family=args.family,
+            show_progress=not args.quiet and sys.stderr.isatty(),
+            errors=errors,
+            **({"criterion": args.criterion} if args.criterion else {}),
+        )
     except CorpusError as e:
         if not e.invalid_utf8:
             raise
@@ -63,31 +73,45 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
 
     t = sub.add_parser("train", help="train BPE / byte-level BPE / WordPiece / Unigram on text files")
-    t.add_argument("files", nargs="+", metavar="FILE",
-                   help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its "
-                        "files in name order; a Parquet file or a datasets directory (save_to_disk): the lines of "
-                        "--text-column")
-    t.add_argument("--algorithm", choices=ALGORITHMS, default=None,
-                   help="default: the family's, or wordpiece")
-    t.add_argument("--family", choices=FAMILIES, default=None,
-                   help="pipeline and special tokens of a model family")
+    t.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its "
+        "files in name order; a Parquet file or a datasets directory (save_to_disk): the lines of "
+        "--text-column",
+    )
+    t.add_argument("--algorithm", choices=ALGORITHMS, default=None, help="default: the family's, or wordpiece")
+    t.add_argument("--family", choices=FAMILIES, default=None, help="pipeline and special tokens of a model family")
     t.add_argument("--vocab-size", type=int, default=30000)
     t.add_argument("--min-frequency", type=int, default=2)
-    t.add_argument("--special-tokens", default=None, metavar="TOK1,TOK2,...",
-                   help="comma-separated; default: the family's")
-    t.add_argument("--criterion", choices=["likelihood", "frequency"], default=None,
-                   help="WordPiece merge rule: likelihood (the definition, default) or frequency (Hugging Face's)")
-    t.add_argument("--text-column", default=DEFAULT_TEXT_COLUMN, metavar="NAME",
-                   help="the column of text in a Parquet file or a datasets directory (default: text)")
-    t.add_argument("--replace-errors", action="store_true",
-                   help="read undecodable bytes as U+FFFD instead of failing")
+    t.add_argument(
+        "--special-tokens", default=None, metavar="TOK1,TOK2,...", help="comma-separated; default: the family's"
+    )
+    t.add_argument(
+        "--criterion",
+        choices=["likelihood", "frequency"],
+        default=None,
+        help="WordPiece merge rule: likelihood (the definition, default) or frequency (Hugging Face's)",
+    )
+    t.add_argument(
+        "--text-column",
+        default=DEFAULT_TEXT_COLUMN,
+        metavar="NAME",
+        help="the column of text in a Parquet file or a datasets directory (default: text)",
+    )
+    t.add_argument("--replace-errors", action="store_true", help="read undecodable bytes as U+FFFD instead of failing")
     t.add_argument("--out", required=True, metavar="DIR", help="writes DIR/tokenizer.json")
     t.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     t.set_defaults(func=_train)
 
     e = sub.add_parser("encode", help="print tokens, ids and offsets of a text")
-    e.add_argument("--tokenizer", required=True, metavar="DIR_OR_FILE",
-                   help="tokenizer.json, a directory holding one, vocab.txt, ...")
+    e.add_argument(
+        "--tokenizer",
+        required=True,
+        metavar="DIR_OR_FILE",
+        help="tokenizer.json, a directory holding one, vocab.txt, ...",
+    )
     e.add_argument("text")
     e.add_argument("--pair", default=None, metavar="TEXT", help="second segment")
     e.set_defaults(func=_encode)

@@ -13,6 +13,7 @@ stream, see `open_corpus`).
 exact shortcuts (fast/counting.py); the tests check every shortcut against the reference on real
 text.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -35,8 +36,13 @@ def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
     return [w for w, _ in pre_tokenizer.pre_tokenize_str(text)]
 
 
-def count_words(lines: Iterable[str], normalizer=None, pre_tokenizer=None, show_progress: bool = False,
-                total_chars: int | None = None) -> dict[str, int]:
+def count_words(
+    lines: Iterable[str],
+    normalizer=None,
+    pre_tokenizer=None,
+    show_progress: bool = False,
+    total_chars: int | None = None,
+) -> dict[str, int]:
     """{pre-token: count} over lines, as the pipeline's normalizer + pre-tokenizer produce them.
 
     >>> from bertology.tokenizers.pre_tokenizers import BertPreTokenizer
@@ -114,9 +120,16 @@ def _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, wor
     return dict(words)
 
 
-def count_words_in_files(files, normalizer=None, pre_tokenizer=None, errors: str = "strict",
-                         keep_newlines: bool = True, show_progress: bool = False,
-                         workers: int | None = None, parallel_min_bytes: int = 4_000_000) -> dict[str, int]:
+def count_words_in_files(
+    files,
+    normalizer=None,
+    pre_tokenizer=None,
+    errors: str = "strict",
+    keep_newlines: bool = True,
+    show_progress: bool = False,
+    workers: int | None = None,
+    parallel_min_bytes: int = 4_000_000,
+) -> dict[str, int]:
     """count_words over the lines of files; raises CorpusError if the corpus yields no word.
 
     Corpora of at least `parallel_min_bytes` (on disk) are counted by `workers` forked processes

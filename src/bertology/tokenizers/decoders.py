@@ -6,6 +6,7 @@ chain in a Sequence); `decode` joins the result.
     >>> WordPiece().decode(["un", "##want", "##ed", ",", "it", "'", "s"])
     "unwanted, it ' s"
 """
+
 from __future__ import annotations
 
 import regex
@@ -35,8 +36,19 @@ class Decoder:
 
 def cleanup(text: str) -> str:
     """Undo the spaces BERT's tokenization puts before punctuation and English contractions."""
-    for a, b in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                 (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+    for a, b in (
+        (" .", "."),
+        (" ?", "?"),
+        (" !", "!"),
+        (" ,", ","),
+        (" ' ", "'"),
+        (" n't", "n't"),
+        (" 'm", "'m"),
+        (" do not", " don't"),
+        (" 's", "'s"),
+        (" 've", "'ve"),
+        (" 're", "'re"),
+    ):
         text = text.replace(a, b)
     return text
 
@@ -51,7 +63,7 @@ class WordPiece(Decoder):
         out, p = [], self.prefix
         for i, t in enumerate(tokens):
             if i:
-                t = t[len(p):] if t.startswith(p) else " " + t
+                t = t[len(p) :] if t.startswith(p) else " " + t
             out.append(cleanup(t) if self.cleanup else t)
         return out
 
@@ -79,7 +91,6 @@ class ByteLevel(ByteLevelSettings, Decoder):
         return [buf.decode("utf-8", errors="replace")]
 
 
-
 class Metaspace(Decoder):
     """'▁' -> ' '; with a prepend scheme, the first token's '▁' are dropped (as `tokenizers`)."""
 
@@ -97,8 +108,12 @@ class Metaspace(Decoder):
         return out
 
     def to_json(self):
-        return {"type": "Metaspace", "replacement": self.replacement,
-                "prepend_scheme": self.prepend_scheme, "split": self.split}
+        return {
+            "type": "Metaspace",
+            "replacement": self.replacement,
+            "prepend_scheme": self.prepend_scheme,
+            "split": self.split,
+        }
 
     @classmethod
     def from_json(cls, data):
@@ -154,12 +169,12 @@ class Strip(Decoder):
         for t in tokens:
             a, b = 0, len(t)
             for _ in range(self.start):
-                if t[a:a + 1] == self.content:
+                if t[a : a + 1] == self.content:
                     a += 1
                 else:
                     break
             for _ in range(self.stop):
-                if b > a and t[b - 1:b] == self.content:
+                if b > a and t[b - 1 : b] == self.content:
                     b -= 1
                 else:
                     break
@@ -224,8 +239,17 @@ class Sequence(Decoder):
         return cls([decoder_from_json(d) for d in data["decoders"]])
 
 
-DECODERS = {"WordPiece": WordPiece, "ByteLevel": ByteLevel, "Metaspace": Metaspace, "BPEDecoder": BPEDecoder,
-            "Replace": Replace, "Strip": Strip, "Fuse": Fuse, "ByteFallback": ByteFallback, "Sequence": Sequence}
+DECODERS = {
+    "WordPiece": WordPiece,
+    "ByteLevel": ByteLevel,
+    "Metaspace": Metaspace,
+    "BPEDecoder": BPEDecoder,
+    "Replace": Replace,
+    "Strip": Strip,
+    "Fuse": Fuse,
+    "ByteFallback": ByteFallback,
+    "Sequence": Sequence,
+}
 
 
 def decoder_from_json(data: dict | None) -> Decoder | None:

@@ -5,6 +5,7 @@ get (0, 0)); word_ids say which pre-token each token came from (None for special
 sequence_ids say which input of a pair (None for special tokens and padding). When truncation
 cuts an encoding, what was cut is kept in `overflowing`, so nothing is lost silently.
 """
+
 from __future__ import annotations
 
 from itertools import chain, repeat
@@ -17,14 +18,32 @@ class Encoding:
     The columns are plain lists, read and changed in place like attributes (properties over
     slots, so that the fast encoder's DeferredEncoding can make them when first read).
     """
-    FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "special_tokens_mask",
-              "attention_mask", "sequence_ids")
+
+    FIELDS = (
+        "ids",
+        "tokens",
+        "offsets",
+        "word_ids",
+        "type_ids",
+        "special_tokens_mask",
+        "attention_mask",
+        "sequence_ids",
+    )
     __slots__ = tuple("_" + f for f in FIELDS) + ("overflowing",)
     __hash__ = None  # mutable
 
-    def __init__(self, ids=None, tokens=None, offsets=None, word_ids=None, type_ids=None,
-                 special_tokens_mask=None, attention_mask=None, sequence_ids=None,
-                 overflowing: list["Encoding"] | None = None):
+    def __init__(
+        self,
+        ids=None,
+        tokens=None,
+        offsets=None,
+        word_ids=None,
+        type_ids=None,
+        special_tokens_mask=None,
+        attention_mask=None,
+        sequence_ids=None,
+        overflowing: list["Encoding"] | None = None,
+    ):
         self._ids = [] if ids is None else ids
         self._tokens = [] if tokens is None else tokens
         self._offsets = [] if offsets is None else offsets
@@ -41,8 +60,7 @@ class Encoding:
     def __eq__(self, other):
         if not isinstance(other, Encoding):
             return NotImplemented
-        return (all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
-                and self.overflowing == other.overflowing)
+        return all(getattr(self, f) == getattr(other, f) for f in self.FIELDS) and self.overflowing == other.overflowing
 
     def __repr__(self):
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.FIELDS)
@@ -51,9 +69,17 @@ class Encoding:
     def __reduce__(self):
         # Offsets travel as one flat list of ints, which pickles in about half the time of a
         # list of tuples (encode_batch's worker processes send their encodings back this way).
-        return _from_flat, (self.ids, self.tokens, list(chain.from_iterable(self.offsets)), self.word_ids,
-                            self.type_ids, self.special_tokens_mask, self.attention_mask, self.sequence_ids,
-                            self.overflowing)
+        return _from_flat, (
+            self.ids,
+            self.tokens,
+            list(chain.from_iterable(self.offsets)),
+            self.word_ids,
+            self.type_ids,
+            self.special_tokens_mask,
+            self.attention_mask,
+            self.sequence_ids,
+            self.overflowing,
+        )
 
     @property
     def n_sequences(self) -> int:
@@ -113,8 +139,10 @@ class Encoding:
             self.overflowing = [whole]
             return
         if stride >= max_length:
-            raise ValueError(f"truncation stride ({stride}) must be smaller than the length kept ({max_length}; "
-                             "special tokens are already subtracted)")
+            raise ValueError(
+                f"truncation stride ({stride}) must be smaller than the length kept ({max_length}; "
+                "special tokens are already subtracted)"
+            )
         step = max_length - stride
         windows = []
         if direction == "right":
@@ -137,8 +165,9 @@ class Encoding:
             setattr(self, f, getattr(main, f))
         self.overflowing = parts[1:]
 
-    def pad(self, length: int, pad_id: int = 0, pad_type_id: int = 0, pad_token: str = "[PAD]",
-            direction: str = "right") -> None:
+    def pad(
+        self, length: int, pad_id: int = 0, pad_type_id: int = 0, pad_token: str = "[PAD]", direction: str = "right"
+    ) -> None:
         for o in self.overflowing:
             o.pad(length, pad_id, pad_type_id, pad_token, direction)
         k = length - len(self)
@@ -167,6 +196,7 @@ def _column(name: str) -> property:
 
     def set(self, value):
         setattr(self, slot, value)
+
     return property(attrgetter(slot), set)
 
 

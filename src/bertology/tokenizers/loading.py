@@ -7,6 +7,7 @@
 
 `Tokenizer.load(path)` is `Tokenizer.from_spec(read_spec(path))`. Errors name the file.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def read_spec(path: str | os.PathLike, **kw) -> TokenizerSpec:
         models = sorted(path.glob("*.model"))
         if models:
             return spm_spec(models[0], **kw)
-        raise FileNotFoundError(f"{path}: no tokenizer.json, vocab.txt, vocab.json + merges.txt or "
-                                "SentencePiece .model in this directory")
+        raise FileNotFoundError(
+            f"{path}: no tokenizer.json, vocab.txt, vocab.json + merges.txt or SentencePiece .model in this directory"
+        )
     if path.name in ("vocab.json", "merges.txt"):
         vocab, merges = path.with_name("vocab.json"), path.with_name("merges.txt")
         for p in (vocab, merges):
@@ -49,8 +51,10 @@ def read_spec(path: str | os.PathLike, **kw) -> TokenizerSpec:
         return vocab_txt_spec(path, **kw)
     if path.suffix == ".model":
         return spm_spec(path, **kw)
-    raise ValueError(f"{path}: unknown tokenizer file type (expected tokenizer.json, vocab.txt, "
-                     "vocab.json + merges.txt or a SentencePiece .model)")
+    raise ValueError(
+        f"{path}: unknown tokenizer file type (expected tokenizer.json, vocab.txt, "
+        "vocab.json + merges.txt or a SentencePiece .model)"
+    )
 
 
 def read_json_file(path: Path) -> TokenizerSpec:

@@ -17,6 +17,7 @@ original[offset + i]". A per-character list is only built once a step changes le
 `Normalizer` is the interface of the pipeline's first stage (normalizers.py, precompiled.py,
 sentencepiece_model.py implement it): it edits a NormalizedString in place.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -27,8 +28,7 @@ import regex
 # Python's str.isspace() also counts \x1c-\x1f, so we spell the set out.
 WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 WHITESPACE_CHARS = frozenset(
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(chr(c) for c in range(0x2000, 0x200B))
 )
 
 
@@ -50,8 +50,13 @@ class NormalizedString:
 
     __slots__ = ("original", "normalized", "spans", "offset")
 
-    def __init__(self, original: str, normalized: str | None = None,
-                 alignments: list[tuple[int, int]] | None = None, start: int = 0):
+    def __init__(
+        self,
+        original: str,
+        normalized: str | None = None,
+        alignments: list[tuple[int, int]] | None = None,
+        start: int = 0,
+    ):
         self.original = original
         self.normalized = original if normalized is None else normalized
         self.spans = alignments  # None: identity, char i <- original[start + i]
@@ -159,10 +164,17 @@ class NormalizedString:
                 cursor += 1 - change
         self.normalized, self.spans = "".join(chars), align
 
-    def nfd(self): self.unicode_normalize("NFD")
-    def nfc(self): self.unicode_normalize("NFC")
-    def nfkd(self): self.unicode_normalize("NFKD")
-    def nfkc(self): self.unicode_normalize("NFKC")
+    def nfd(self):
+        self.unicode_normalize("NFD")
+
+    def nfc(self):
+        self.unicode_normalize("NFC")
+
+    def nfkd(self):
+        self.unicode_normalize("NFKD")
+
+    def nfkc(self):
+        self.unicode_normalize("NFKC")
 
     def replace(self, pattern: "regex.Pattern", content: str) -> None:
         """Replace every match; like `tokenizers`, new chars take the span of the match's last char."""

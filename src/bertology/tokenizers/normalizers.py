@@ -8,6 +8,7 @@ alignment to the original text. `normalizer_from_json` builds one from a tokeniz
     >>> ns.normalized, ns.original_span(0, 5)
     ('hello', (0, 5))
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -18,16 +19,42 @@ from .base import component_from_json
 from .normalized_string import WHITESPACE, WHITESPACE_CHARS, NormalizedString, Normalizer, is_whitespace
 from .precompiled import Precompiled
 
-__all__ = ["NormalizedString", "Normalizer", "WHITESPACE", "WHITESPACE_CHARS", "is_whitespace",
-           "BertNormalizer", "NFD", "NFC", "NFKD", "NFKC", "Lowercase", "StripAccents", "Replace", "Strip",
-           "Prepend", "Sequence", "Precompiled", "NORMALIZERS", "normalizer_from_json", "pattern_from_json"]
+__all__ = [
+    "NormalizedString",
+    "Normalizer",
+    "WHITESPACE",
+    "WHITESPACE_CHARS",
+    "is_whitespace",
+    "BertNormalizer",
+    "NFD",
+    "NFC",
+    "NFKD",
+    "NFKC",
+    "Lowercase",
+    "StripAccents",
+    "Replace",
+    "Strip",
+    "Prepend",
+    "Sequence",
+    "Precompiled",
+    "NORMALIZERS",
+    "normalizer_from_json",
+    "pattern_from_json",
+]
 
 
 def is_chinese_char(cp: int) -> bool:
     """The CJK Unified Ideograph blocks that BERT surrounds with spaces (not Hangul / kana)."""
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B920 <= cp <= 0x2CEAF
-            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B920 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
 
 
 # Characters BertNormalizer's clean_text drops, as `tokenizers` has it: NUL, U+FFFD, controls
@@ -96,14 +123,22 @@ class BertNormalizer(Normalizer):
         return r
 
     def to_json(self):
-        return {"type": "BertNormalizer", "clean_text": self.clean_text,
-                "handle_chinese_chars": self.handle_chinese_chars,
-                "strip_accents": self.strip_accents, "lowercase": self.lowercase}
+        return {
+            "type": "BertNormalizer",
+            "clean_text": self.clean_text,
+            "handle_chinese_chars": self.handle_chinese_chars,
+            "strip_accents": self.strip_accents,
+            "lowercase": self.lowercase,
+        }
 
     @classmethod
     def from_json(cls, data):
-        return cls(data.get("clean_text", True), data.get("handle_chinese_chars", True),
-                   data.get("strip_accents"), data.get("lowercase", True))
+        return cls(
+            data.get("clean_text", True),
+            data.get("handle_chinese_chars", True),
+            data.get("strip_accents"),
+            data.get("lowercase", True),
+        )
 
 
 class _UnicodeForm(Normalizer):
@@ -154,7 +189,7 @@ def pattern_from_json(pattern: dict, where: str) -> tuple["regex.Pattern", dict]
     """A tokenizer.json pattern {"String": s} | {"Regex": r} -> compiled regex."""
     if not isinstance(pattern, dict) or len(pattern) != 1:
         raise ValueError(f"{where}: pattern must be {{'String': ...}} or {{'Regex': ...}}, got {pattern!r}")
-    (kind, value), = pattern.items()
+    ((kind, value),) = pattern.items()
     if kind == "String":
         return regex.compile(regex.escape(value)), pattern
     if kind == "Regex":
@@ -229,9 +264,18 @@ class Sequence(Normalizer):
 
 
 NORMALIZERS = {
-    "BertNormalizer": BertNormalizer, "NFD": NFD, "NFC": NFC, "NFKD": NFKD, "NFKC": NFKC,
-    "Lowercase": Lowercase, "StripAccents": StripAccents, "Replace": Replace, "Strip": Strip,
-    "Prepend": Prepend, "Sequence": Sequence, "Precompiled": Precompiled,
+    "BertNormalizer": BertNormalizer,
+    "NFD": NFD,
+    "NFC": NFC,
+    "NFKD": NFKD,
+    "NFKC": NFKC,
+    "Lowercase": Lowercase,
+    "StripAccents": StripAccents,
+    "Replace": Replace,
+    "Strip": Strip,
+    "Prepend": Prepend,
+    "Sequence": Sequence,
+    "Precompiled": Precompiled,
 }
 
 

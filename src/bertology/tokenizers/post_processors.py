@@ -7,6 +7,7 @@
 A template is a list of pieces: ("A" | "B", type_id) for the sequences, (name, type_id) for a
 special token; `special_tokens` maps each name to its ids and tokens.
 """
+
 from __future__ import annotations
 
 import copy
@@ -64,8 +65,7 @@ def trim_byte_level_offsets(enc: Encoding, add_prefix_space: bool) -> None:
     enc.offsets = trimmed_offsets(enc.tokens, enc.offsets, add_prefix_space, [0] if enc.tokens else [])
 
 
-def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bool,
-                    firsts) -> list[tuple[int, int]]:
+def trimmed_offsets(tokens, offsets: list[tuple[int, int]], add_prefix_space: bool, firsts) -> list[tuple[int, int]]:
     """trim_byte_level_offsets on the columns of one or more sequences laid end to end
     (firsts: the index of each sequence's first token). Called per encoding and, on the
     batch fast path, once per distinct word (fast.words.WordCache.trimmed_entry).
@@ -125,6 +125,7 @@ class TemplateProcessing(PostProcessor):
     As in `tokenizers`, the template's type ids apply to the kept part of each sequence; the
     overflowing windows keep the type id of their sequence (0 for A, 1 for B).
     """
+
     _overflow_types_from_template = False
 
     def __init__(self, single, pair=None, special_tokens=None):
@@ -144,8 +145,10 @@ class TemplateProcessing(PostProcessor):
                 self.special_tokens[name] = {"id": name, "ids": [tid], "tokens": [name]}
         for k, name, _ in self.single + (self.pair or []):
             if k == "special" and name not in self.special_tokens:
-                raise ValueError(f"TemplateProcessing: special token {name!r} is used in a template but not "
-                                 f"given in special_tokens ({sorted(self.special_tokens)})")
+                raise ValueError(
+                    f"TemplateProcessing: special token {name!r} is used in a template but not "
+                    f"given in special_tokens ({sorted(self.special_tokens)})"
+                )
 
     def added_tokens(self, is_pair):
         template = self.pair if is_pair else self.single
@@ -174,11 +177,17 @@ class TemplateProcessing(PostProcessor):
             seqs = [i for i, (kind, _, _) in enumerate(self.single) if kind == "seq"]
             parts = None
             if len(seqs) == 1 and self.single[seqs[0]][1] == "A":
+
                 def specials(pieces):
-                    return Encoding.merge([Encoding.special(self.special_tokens[n]["ids"],
-                                                            self.special_tokens[n]["tokens"], t) for _, n, t in pieces])
+                    return Encoding.merge(
+                        [
+                            Encoding.special(self.special_tokens[n]["ids"], self.special_tokens[n]["tokens"], t)
+                            for _, n, t in pieces
+                        ]
+                    )
+
                 i = seqs[0]
-                parts = specials(self.single[:i]), self.single[i][2], specials(self.single[i + 1:])
+                parts = specials(self.single[:i]), self.single[i][2], specials(self.single[i + 1 :])
             cached = self._parts = (list(self.single), copy.deepcopy(self.special_tokens), parts)
         return cached[2]
 
@@ -206,8 +215,13 @@ class TemplateProcessing(PostProcessor):
     def to_json(self):
         def piece(k, n, t):
             return {"Sequence": {"id": n, "type_id": t}} if k == "seq" else {"SpecialToken": {"id": n, "type_id": t}}
-        return {"type": "TemplateProcessing", "single": [piece(*p) for p in self.single],
-                "pair": [piece(*p) for p in self.pair or []], "special_tokens": dict(self.special_tokens)}
+
+        return {
+            "type": "TemplateProcessing",
+            "single": [piece(*p) for p in self.single],
+            "pair": [piece(*p) for p in self.pair or []],
+            "special_tokens": dict(self.special_tokens),
+        }
 
     @classmethod
     def from_json(cls, data):
@@ -216,6 +230,7 @@ class TemplateProcessing(PostProcessor):
 
 class BertProcessing(TemplateProcessing):
     """[CLS] A [SEP] (B [SEP]), B with type id 1."""
+
     _overflow_types_from_template = True
 
     def __init__(self, sep: tuple[str, int], cls: tuple[str, int]):
@@ -238,10 +253,12 @@ class BertProcessing(TemplateProcessing):
 
 class RobertaProcessing(TemplateProcessing):
     """<s> A </s> (</s> B </s>), all type ids 0; trims byte-level offsets first."""
+
     _overflow_types_from_template = True
 
-    def __init__(self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = True,
-                 add_prefix_space: bool = True):
+    def __init__(
+        self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = True, add_prefix_space: bool = True
+    ):
         self.sep, self.cls = tuple(sep), tuple(cls)
         self.trim_offsets, self.add_prefix_space = trim_offsets, add_prefix_space
         s, c = self.sep[0], self.cls[0]
@@ -261,8 +278,13 @@ class RobertaProcessing(TemplateProcessing):
         return super().process_encodings(encodings, add_special_tokens)
 
     def to_json(self):
-        return {"type": "RobertaProcessing", "sep": list(self.sep), "cls": list(self.cls),
-                "trim_offsets": self.trim_offsets, "add_prefix_space": self.add_prefix_space}
+        return {
+            "type": "RobertaProcessing",
+            "sep": list(self.sep),
+            "cls": list(self.cls),
+            "trim_offsets": self.trim_offsets,
+            "add_prefix_space": self.add_prefix_space,
+        }
 
     @classmethod
     def from_json(cls, data):
@@ -306,9 +328,12 @@ class Sequence(PostProcessor):
 
 # -- the families' templates -------------------------------------------------------------------
 
+
 def bert_processing(cls_id: int, sep_id: int, cls: str = "[CLS]", sep: str = "[SEP]") -> TemplateProcessing:
     """BERT and ALBERT: [CLS] A [SEP] B [SEP], type ids 0 for A, 1 for B."""
-    return TemplateProcessing(f"{cls}:0 $A:0 {sep}:0", f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1", [(cls, cls_id), (sep, sep_id)])
+    return TemplateProcessing(
+        f"{cls}:0 $A:0 {sep}:0", f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1", [(cls, cls_id), (sep, sep_id)]
+    )
 
 
 albert_processing = bert_processing
@@ -321,11 +346,18 @@ def roberta_processing(bos_id: int, eos_id: int, bos: str = "<s>", eos: str = "<
 
 def xlnet_processing(sep_id: int, cls_id: int, sep: str = "<sep>", cls: str = "<cls>") -> TemplateProcessing:
     """XLNet: A <sep> B <sep> <cls> at the END (type id 2); pad on the left (pad type id 3)."""
-    return TemplateProcessing(f"$A:0 {sep}:0 {cls}:2", f"$A:0 {sep}:0 $B:1 {sep}:1 {cls}:2", [(sep, sep_id), (cls, cls_id)])
+    return TemplateProcessing(
+        f"$A:0 {sep}:0 {cls}:2", f"$A:0 {sep}:0 $B:1 {sep}:1 {cls}:2", [(sep, sep_id), (cls, cls_id)]
+    )
 
 
-POST_PROCESSORS = {"TemplateProcessing": TemplateProcessing, "BertProcessing": BertProcessing,
-                   "RobertaProcessing": RobertaProcessing, "ByteLevel": ByteLevel, "Sequence": Sequence}
+POST_PROCESSORS = {
+    "TemplateProcessing": TemplateProcessing,
+    "BertProcessing": BertProcessing,
+    "RobertaProcessing": RobertaProcessing,
+    "ByteLevel": ByteLevel,
+    "Sequence": Sequence,
+}
 
 
 def post_processor_from_json(data: dict | None) -> PostProcessor | None:

@@ -6,6 +6,7 @@ alignment, so offsets survive. `pre_tokenize_str` shows the result for inspectio
     >>> BertPreTokenizer().pre_tokenize_str("Hey, you!")
     [('Hey', (0, 3)), (',', (3, 4)), ('you', (5, 8)), ('!', (8, 9))]
 """
+
 from __future__ import annotations
 
 import regex
@@ -119,6 +120,7 @@ class PreTokenizer:
 
 class _RegexFind(PreTokenizer):
     """Keep the matches of one compiled pattern, drop the rest."""
+
     pattern: "regex.Pattern"
 
     def split(self, ns):
@@ -127,11 +129,13 @@ class _RegexFind(PreTokenizer):
 
 class BertPreTokenizer(_RegexFind):
     """Split on whitespace (dropped) and isolate every punctuation char."""
+
     pattern = BERT_RE
 
 
 class Whitespace(_RegexFind):
     r"""`\w+|[^\w\s]+`: words and runs of symbols."""
+
     pattern = WHITESPACE_RE
 
 
@@ -197,8 +201,12 @@ class Split(PreTokenizer):
         return _cut(ns, split_spans(ns.normalized, self.pattern, self.behavior, self.invert))
 
     def to_json(self):
-        return {"type": "Split", "pattern": self.pattern_json,
-                "behavior": _json_behavior(self.behavior), "invert": self.invert}
+        return {
+            "type": "Split",
+            "pattern": self.pattern_json,
+            "behavior": _json_behavior(self.behavior),
+            "invert": self.invert,
+        }
 
     @classmethod
     def from_json(cls, data):
@@ -263,16 +271,19 @@ class Metaspace(PreTokenizer):
     def split(self, ns):
         ns.replace(self._space, self.replacement)
         if not ns.normalized.startswith(self.replacement):
-            if self.prepend_scheme == "always" or (
-                    self.prepend_scheme == "first" and ns.offsets_original()[0] == 0):
+            if self.prepend_scheme == "always" or (self.prepend_scheme == "first" and ns.offsets_original()[0] == 0):
                 ns.prepend(self.replacement)
         if not self.split_on_replacement:
             return [ns]
         return _cut(ns, split_spans(ns.normalized, self._rep, "merged_with_next"))
 
     def to_json(self):
-        return {"type": "Metaspace", "replacement": self.replacement,
-                "prepend_scheme": self.prepend_scheme, "split": self.split_on_replacement}
+        return {
+            "type": "Metaspace",
+            "replacement": self.replacement,
+            "prepend_scheme": self.prepend_scheme,
+            "split": self.split_on_replacement,
+        }
 
     @classmethod
     def from_json(cls, data):
@@ -312,9 +323,15 @@ def _json_behavior(snake: str) -> str:
 
 
 PRE_TOKENIZERS = {
-    "BertPreTokenizer": BertPreTokenizer, "ByteLevel": ByteLevel, "Metaspace": Metaspace,
-    "Whitespace": Whitespace, "WhitespaceSplit": WhitespaceSplit, "Split": Split,
-    "Punctuation": Punctuation, "Digits": Digits, "CharDelimiterSplit": CharDelimiterSplit,
+    "BertPreTokenizer": BertPreTokenizer,
+    "ByteLevel": ByteLevel,
+    "Metaspace": Metaspace,
+    "Whitespace": Whitespace,
+    "WhitespaceSplit": WhitespaceSplit,
+    "Split": Split,
+    "Punctuation": Punctuation,
+    "Digits": Digits,
+    "CharDelimiterSplit": CharDelimiterSplit,
     "Sequence": Sequence,
 }
 

@@ -10,6 +10,7 @@ where a NUL-terminated replacement string starts. Two matching disciplines exist
   matches a key is replaced as a whole by the first (shortest) match; otherwise each char is
   looked up on its own (`Precompiled.normalize`, the tokenizer.json normalizer).
 """
+
 from __future__ import annotations
 
 import base64
@@ -34,10 +35,11 @@ class CharsMap:
             raise ValueError(f"{source}: {len(blob)} bytes, too short for the trie size header")
         (size,) = struct.unpack_from("<I", blob, 0)
         if size % 4 or size > len(blob) - 4:
-            raise ValueError(f"{source}: trie size {size} (at offset 0) does not fit a "
-                             f"{len(blob)}-byte blob of 4-byte units")
+            raise ValueError(
+                f"{source}: trie size {size} (at offset 0) does not fit a {len(blob)}-byte blob of 4-byte units"
+            )
         self.units = list(struct.unpack_from(f"<{size // 4}I", blob, 4))
-        self.normalized = blob[4 + size:]
+        self.normalized = blob[4 + size :]
         self._cache: dict[bytes, list[tuple[int, int]]] = {}
 
     def prefix_matches(self, data: bytes, start: int = 0) -> list[tuple[int, int]]:
@@ -70,8 +72,10 @@ class CharsMap:
     def replacement(self, offset: int) -> str:
         end = self.normalized.find(b"\x00", offset)
         if offset >= len(self.normalized) or end < 0:
-            raise ValueError(f"precompiled_charsmap: replacement offset {offset} is outside the "
-                             f"{len(self.normalized)}-byte string blob")
+            raise ValueError(
+                f"precompiled_charsmap: replacement offset {offset} is outside the "
+                f"{len(self.normalized)}-byte string blob"
+            )
         return self.normalized[offset:end].decode("utf-8")
 
     def lookup_first(self, text: str) -> str | None:
@@ -147,8 +151,7 @@ class Precompiled(Normalizer):
             ns.set("".join(new_chars), align)
 
     def to_json(self) -> dict:
-        return {"type": "Precompiled",
-                "precompiled_charsmap": base64.b64encode(self.charsmap.blob).decode("ascii")}
+        return {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(self.charsmap.blob).decode("ascii")}
 
     @classmethod
     def from_json(cls, data: dict) -> "Precompiled":
@@ -163,8 +166,9 @@ class Precompiled(Normalizer):
         return f"Precompiled({len(self.charsmap.blob)} bytes)"
 
 
-def _replace(chars: list[str], align: list[tuple[int, int]], old: list[tuple[int, int]],
-             start: int, count: int, norm: str) -> None:
+def _replace(
+    chars: list[str], align: list[tuple[int, int]], old: list[tuple[int, int]], start: int, count: int, norm: str
+) -> None:
     """Alignment of `count` old chars rewritten as `norm`, the way tokenizers assigns it:
     new chars map one-to-one onto the old ones; extra new chars share the last old char's span;
     when shrinking, the last new char takes the span of its old char and the rest is dropped

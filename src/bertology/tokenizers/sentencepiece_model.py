@@ -12,6 +12,7 @@ SentencePieceNormalizer (the charsmap's longest-match rewrite plus SentencePiece
 rules) -> Unigram over the whole normalized sentence, in float32 (control/unknown/byte/unused
 pieces are never matched in text) -> Metaspace decoder.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,6 +64,7 @@ class SentencePieceModel:
 
 # -- protobuf wire format -------------------------------------------------------------------
 
+
 class _Reader:
     def __init__(self, data: bytes, source: str):
         self.data, self.source = data, source
@@ -99,7 +101,7 @@ class _Reader:
             elif wire == 1:
                 if pos + 8 > end:
                     self.fail(at, f"truncated 64-bit field {num} in {what}")
-                value, pos = self.data[pos:pos + 8], pos + 8
+                value, pos = self.data[pos : pos + 8], pos + 8
             elif wire == 2:
                 length, pos = self.varint(pos, end, f"{what} field {num} length")
                 if pos + length > end:
@@ -108,14 +110,14 @@ class _Reader:
             elif wire == 5:
                 if pos + 4 > end:
                     self.fail(at, f"truncated 32-bit field {num} in {what}")
-                value, pos = self.data[pos:pos + 4], pos + 4
+                value, pos = self.data[pos : pos + 4], pos + 4
             else:
                 self.fail(at, f"unsupported wire type {wire} for field {num} in {what}")
             yield num, wire, value, at
 
     def text(self, span, at: int, what: str) -> str:
         try:
-            return self.data[span[0]:span[1]].decode("utf-8")
+            return self.data[span[0] : span[1]].decode("utf-8")
         except UnicodeDecodeError:
             self.fail(at, f"{what} is not valid UTF-8")
 
@@ -195,7 +197,7 @@ def _normalizer_spec(r: _Reader, span, spec: NormalizerSpec) -> None:
             spec.name = r.text(value, at, "NormalizerSpec.name")
         elif num == 2:
             _expect(r, wire, 2, at, "NormalizerSpec.precompiled_charsmap")
-            spec.precompiled_charsmap = r.data[value[0]:value[1]]
+            spec.precompiled_charsmap = r.data[value[0] : value[1]]
         elif num in bools:
             _expect(r, wire, 0, at, f"NormalizerSpec.{bools[num]}")
             setattr(spec, bools[num], bool(value))
@@ -209,13 +211,19 @@ def read_model(path: str | os.PathLike) -> SentencePieceModel:
 
 # -- SentencePiece's normalization ----------------------------------------------------------
 
+
 class SentencePieceNormalizer(Normalizer):
     """SentencePiece's Normalizer: longest-match charsmap rewrite, then its whitespace rules
     (drop leading, trailing and repeated spaces; a "▁" dummy prefix; spaces as "▁")."""
 
-    def __init__(self, precompiled_charsmap: bytes = b"", add_dummy_prefix: bool = True,
-                 remove_extra_whitespaces: bool = True, escape_whitespaces: bool = True,
-                 treat_whitespace_as_suffix: bool = False):
+    def __init__(
+        self,
+        precompiled_charsmap: bytes = b"",
+        add_dummy_prefix: bool = True,
+        remove_extra_whitespaces: bool = True,
+        escape_whitespaces: bool = True,
+        treat_whitespace_as_suffix: bool = False,
+    ):
         self.charsmap = CharsMap(precompiled_charsmap)
         self.add_dummy_prefix = add_dummy_prefix
         self.remove_extra_whitespaces = remove_extra_whitespaces
@@ -261,24 +269,29 @@ class SentencePieceNormalizer(Normalizer):
         ns.set("".join(chars), align)
 
     def to_json(self) -> dict:
-        raise NotImplementedError("SentencePieceNormalizer has no tokenizer.json form; "
-                                  "save the .model file itself")
+        raise NotImplementedError("SentencePieceNormalizer has no tokenizer.json form; save the .model file itself")
 
 
 # -- the tokenizer ------------------------------------------------------------------------------
+
 
 def unigram_from_spm(model: SentencePieceModel) -> Unigram:
     """The Unigram model of a parsed .model, matching only normal and user-defined pieces."""
     spec = model.trainer_spec
     if spec.model_type != "unigram":
-        raise ValueError(f"SentencePiece model_type {spec.model_type!r} is not supported "
-                         "(only 'unigram' .model files can be loaded)")
+        raise ValueError(
+            f"SentencePiece model_type {spec.model_type!r} is not supported (only 'unigram' .model files can be loaded)"
+        )
     unk_ids = [i for i, (_, _, t) in enumerate(model.pieces) if t == "unknown"]
     unk_id = unk_ids[0] if unk_ids else (spec.unk_id if 0 <= spec.unk_id < len(model.pieces) else None)
-    unmatchable = [i for i, (_, _, t) in enumerate(model.pieces)
-                   if t in ("unknown", "control", "byte", "unused")]
-    return Unigram([(p, s) for p, s, _ in model.pieces], unk_id=unk_id,
-                   byte_fallback=spec.byte_fallback, unmatchable=unmatchable, float32=True)
+    unmatchable = [i for i, (_, _, t) in enumerate(model.pieces) if t in ("unknown", "control", "byte", "unused")]
+    return Unigram(
+        [(p, s) for p, s, _ in model.pieces],
+        unk_id=unk_id,
+        byte_fallback=spec.byte_fallback,
+        unmatchable=unmatchable,
+        float32=True,
+    )
 
 
 def spm_spec(path: str | os.PathLike) -> TokenizerSpec:
@@ -289,9 +302,13 @@ def spm_spec(path: str | os.PathLike) -> TokenizerSpec:
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
     ts, ns = model.trainer_spec, model.normalizer_spec
-    normalizer = SentencePieceNormalizer(ns.precompiled_charsmap, ns.add_dummy_prefix,
-                                         ns.remove_extra_whitespaces, ns.escape_whitespaces,
-                                         ts.treat_whitespace_as_suffix)
+    normalizer = SentencePieceNormalizer(
+        ns.precompiled_charsmap,
+        ns.add_dummy_prefix,
+        ns.remove_extra_whitespaces,
+        ns.escape_whitespaces,
+        ts.treat_whitespace_as_suffix,
+    )
     # No pre-tokenizer: although no piece holds an inner "▁" (split_by_whitespace), SentencePiece
     # runs one float32 lattice over the whole sentence, and the path sum carried into a word
     # decides how its equal-scoring segmentations round (unigram.py on ties), so the best path of

@@ -5,6 +5,7 @@ loading.py picks the reader for a path), and `Tokenizer.from_spec` builds the To
 readers know file formats and nothing of the Tokenizer, and imports point one way:
 readers -> spec -> components, and tokenizer -> loading -> readers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,5 +27,5 @@ class TokenizerSpec:
     decoder: Decoder | None = None
     added_tokens: list[AddedToken] = field(default_factory=list)
     added_ids: list[int] | None = None  # one per added token; None: the model's id, or the next free one
-    truncation: dict | None = None      # keywords of truncation.truncation_settings
-    padding: dict | None = None         # keywords of truncation.padding_settings
+    truncation: dict | None = None  # keywords of truncation.truncation_settings
+    padding: dict | None = None  # keywords of truncation.padding_settings

@@ -1,4 +1,5 @@
 """A batch of Encodings as torch tensors (encode_batch's return_tensors="pt")."""
+
 from __future__ import annotations
 
 from .encoding import Encoding, model_tensors
@@ -22,8 +23,10 @@ def batch_tensors(encodings: list[Encoding], return_overflowing: bool, pad: dict
         pad_encodings(rows, **{**pad, "length": pad.get("length") or max(map(len, rows), default=0)})
     lengths = {len(r) for r in rows}
     if len(lengths) > 1:
-        raise ValueError(f"return_tensors='pt' needs equal lengths, got lengths {sorted(lengths)}; "
-                         "pass padding=True (or 'max_length')")
+        raise ValueError(
+            f"return_tensors='pt' needs equal lengths, got lengths {sorted(lengths)}; "
+            "pass padding=True (or 'max_length')"
+        )
     out = {
         **model_tensors(rows),
         "special_tokens_mask": torch.tensor([r.special_tokens_mask for r in rows], dtype=torch.long),

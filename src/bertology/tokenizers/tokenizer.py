@@ -14,6 +14,7 @@ processes), which `self.fast` holds; it gives the same Encodings (tests hold it 
 settings), tensors.py (return_tensors), tokenizer_json.py and loading.py (files: tokenizer.json,
 BERT's vocab.txt, GPT-2/RoBERTa's vocab.json + merges.txt, SentencePiece .model).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,14 @@ from .loading import read_spec
 from .spec import TokenizerSpec
 from .tensors import batch_tensors
 from .tokenizer_json import spec_from_json, spec_to_json
-from .truncation import (pad_encodings, padding_settings, resolve_padding, resolve_truncation, truncate_pair,
-                         truncation_settings)
+from .truncation import (
+    pad_encodings,
+    padding_settings,
+    resolve_padding,
+    resolve_truncation,
+    truncate_pair,
+    truncation_settings,
+)
 
 __all__ = ["Tokenizer", "AddedToken"]
 
@@ -46,14 +53,16 @@ class Tokenizer:
         self.post_processor = post_processor
         self.decoder = decoder
         self.truncation: dict | None = None  # truncation.truncation_settings
-        self.padding: dict | None = None     # truncation.padding_settings
+        self.padding: dict | None = None  # truncation.padding_settings
         self._added = AddedVocabulary()
         self.fast: FastEncoder | None = FastEncoder()  # None: the general path alone (the reference)
 
     def __repr__(self):
-        return (f"Tokenizer(model={type(self.model).__name__}(vocab_size={self.model.vocab_size}), "
-                f"normalizer={self.normalizer!r}, pre_tokenizer={self.pre_tokenizer!r}, "
-                f"post_processor={self.post_processor!r}, decoder={self.decoder!r})")
+        return (
+            f"Tokenizer(model={type(self.model).__name__}(vocab_size={self.model.vocab_size}), "
+            f"normalizer={self.normalizer!r}, pre_tokenizer={self.pre_tokenizer!r}, "
+            f"post_processor={self.post_processor!r}, decoder={self.decoder!r})"
+        )
 
     @property
     def normalizer(self):
@@ -140,8 +149,13 @@ class Tokenizer:
         n = len(ids)
         return Encoding(ids, tokens, offsets, word_ids, [type_id] * n, [0] * n, [1] * n, [type_id] * n)
 
-    def post_process(self, enc: Encoding, pair: Encoding | None = None, add_special_tokens: bool = True,
-                     truncation: dict | None = None) -> Encoding:
+    def post_process(
+        self,
+        enc: Encoding,
+        pair: Encoding | None = None,
+        add_special_tokens: bool = True,
+        truncation: dict | None = None,
+    ) -> Encoding:
         """Truncate as `truncation` says (truncation.truncation_settings; None: not at all),
         leaving room for the special tokens, then add them (the post-processor)."""
         if truncation is not None:
@@ -149,10 +163,18 @@ class Tokenizer:
             if add_special_tokens:
                 max_length -= self._n_added(pair is not None)
                 if max_length < 0:
-                    raise ValueError(f"truncation max_length={truncation['max_length']} is smaller than the "
-                                     f"{self._n_added(pair is not None)} special tokens the template adds")
-            truncate_pair(enc, pair, max_length, truncation.get("stride", 0),
-                          truncation.get("strategy", "longest_first"), truncation.get("direction", "right"))
+                    raise ValueError(
+                        f"truncation max_length={truncation['max_length']} is smaller than the "
+                        f"{self._n_added(pair is not None)} special tokens the template adds"
+                    )
+            truncate_pair(
+                enc,
+                pair,
+                max_length,
+                truncation.get("stride", 0),
+                truncation.get("strategy", "longest_first"),
+                truncation.get("direction", "right"),
+            )
         if self.post_processor is not None:
             return self.post_processor.process(enc, pair, add_special_tokens)
         if pair is None:
@@ -168,8 +190,9 @@ class Tokenizer:
             return self.fast.encode_one(self, text, type_id)
         return self.encode_sequence(text, type_id)
 
-    def _encode_chunk(self, texts, pairs, add_special_tokens: bool, truncation: dict | None,
-                      pad: dict | None = None) -> list[Encoding]:
+    def _encode_chunk(
+        self, texts, pairs, add_special_tokens: bool, truncation: dict | None, pad: dict | None = None
+    ) -> list[Encoding]:
         """Encode and post-process each text (with its pair), then pad if pad is given."""
         if self.fast is not None:
             return self.fast.encode_chunk(self, texts, pairs, add_special_tokens, truncation, pad)
@@ -180,10 +203,19 @@ class Tokenizer:
             pad_encodings(out, **pad)
         return out
 
-    def encode_batch(self, texts: list[str], pairs: list[str] | None = None, padding=None, truncation=None,
-                     max_length: int | None = None, stride: int = 0, return_overflowing: bool = False,
-                     return_tensors: str | None = None, add_special_tokens: bool = True,
-                     workers: int | None = None):
+    def encode_batch(
+        self,
+        texts: list[str],
+        pairs: list[str] | None = None,
+        padding=None,
+        truncation=None,
+        max_length: int | None = None,
+        stride: int = 0,
+        return_overflowing: bool = False,
+        return_tensors: str | None = None,
+        add_special_tokens: bool = True,
+        workers: int | None = None,
+    ):
         """Encode many inputs.
 
         padding: None (the tokenizer's setting), False, True / "longest", "max_length".
@@ -235,15 +267,23 @@ class Tokenizer:
 
     # -- settings --------------------------------------------------------------------------------
 
-    def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
-                          direction: str = "right") -> None:
+    def enable_truncation(
+        self, max_length: int, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
+    ) -> None:
         self.truncation = truncation_settings(max_length, stride, strategy, direction)
 
     def no_truncation(self) -> None:
         self.truncation = None
 
-    def enable_padding(self, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0, pad_token: str = "[PAD]",
-                       length: int | None = None, pad_to_multiple_of: int | None = None) -> None:
+    def enable_padding(
+        self,
+        direction: str = "right",
+        pad_id: int = 0,
+        pad_type_id: int = 0,
+        pad_token: str = "[PAD]",
+        length: int | None = None,
+        pad_to_multiple_of: int | None = None,
+    ) -> None:
         self.padding = padding_settings(direction, pad_id, pad_type_id, pad_token, length, pad_to_multiple_of)
 
     def no_padding(self) -> None:
@@ -267,8 +307,17 @@ class Tokenizer:
         """This tokenizer's parts (shared, not copied), added tokens in id order."""
         ids = self._added.ids
         added = sorted(self._added.tokens, key=lambda t: ids[t.content])
-        return TokenizerSpec(self.model, self.normalizer, self.pre_tokenizer, self.post_processor, self.decoder,
-                             added, [ids[t.content] for t in added], self.truncation, self.padding)
+        return TokenizerSpec(
+            self.model,
+            self.normalizer,
+            self.pre_tokenizer,
+            self.post_processor,
+            self.decoder,
+            added,
+            [ids[t.content] for t in added],
+            self.truncation,
+            self.padding,
+        )
 
     def to_json(self) -> dict:
         return spec_to_json(self.to_spec())

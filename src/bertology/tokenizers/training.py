@@ -19,6 +19,7 @@ SentencePiece-style tokenizer (no template): NFKC, whitespace runs as one space 
 ends (SentencePiece's remove_extra_whitespaces: without it every extra space of indented text is
 a "▁" token, 12-17% more tokens per word on the bench's Python docs), then Metaspace.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,6 +43,7 @@ FAMILIES = ("bert", "roberta", "albert", "xlnet")
 @dataclass
 class Recipe:
     """What surrounds the model: built fresh for every train() call."""
+
     algorithm: str
     special_tokens: list[str]
     unk_token: str | None
@@ -49,8 +51,8 @@ class Recipe:
     pre_tokenizer: Callable[[], object | None]
     decoder: Callable[[], object | None]
     template: Callable[[Tokenizer], object | None] = lambda tok: None
-    required: tuple[str, ...] = ()        # specials the template / padding refers to
-    lstrip: tuple[str, ...] = ()          # specials that take the space before them (roberta-base's <mask>)
+    required: tuple[str, ...] = ()  # specials the template / padding refers to
+    lstrip: tuple[str, ...] = ()  # specials that take the space before them (roberta-base's <mask>)
     trainer_defaults: dict = field(default_factory=dict)
     finish: Callable[[Tokenizer], None] = lambda tok: None
 
@@ -66,47 +68,69 @@ def _xlnet_finish(tok: Tokenizer) -> None:
 
 RECIPES: dict[str, Recipe] = {
     "bert": Recipe(
-        "wordpiece", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "[UNK]",
-        lambda: normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
-                                           lowercase=True),
+        "wordpiece",
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+        "[UNK]",
+        lambda: normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+        ),
         pre_tokenizers.BertPreTokenizer,
         lambda: decoders.WordPiece(prefix="##"),
         lambda tok: post_processors.bert_processing(*_ids(tok, "[CLS]", "[SEP]")),
-        required=("[CLS]", "[SEP]", "[UNK]")),
+        required=("[CLS]", "[SEP]", "[UNK]"),
+    ),
     "roberta": Recipe(
-        "bytelevel-bpe", ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], None,
+        "bytelevel-bpe",
+        ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        None,
         lambda: None,
         lambda: pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True),
         lambda: decoders.ByteLevel(),
         lambda tok: post_processors.roberta_processing(*_ids(tok, "<s>", "</s>")),
-        required=("<s>", "</s>"), lstrip=("<mask>",)),
+        required=("<s>", "</s>"),
+        lstrip=("<mask>",),
+    ),
     "albert": Recipe(
-        "unigram", ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>",
+        "unigram",
+        ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"],
+        "<unk>",
         lambda: normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]),
         lambda: pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
         lambda: decoders.Metaspace(replacement="▁", prepend_scheme="always"),
         lambda tok: post_processors.albert_processing(*_ids(tok, "[CLS]", "[SEP]")),
-        required=("[CLS]", "[SEP]", "<unk>")),
+        required=("[CLS]", "[SEP]", "<unk>"),
+    ),
     "xlnet": Recipe(
-        "unigram", ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"], "<unk>",
+        "unigram",
+        ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"],
+        "<unk>",
         normalizers.NFKC,
         lambda: pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
         lambda: decoders.Metaspace(replacement="▁", prepend_scheme="always"),
         lambda tok: post_processors.xlnet_processing(*_ids(tok, "<sep>", "<cls>")),
-        required=("<sep>", "<cls>", "<pad>", "<unk>"), finish=_xlnet_finish),
+        required=("<sep>", "<cls>", "<pad>", "<unk>"),
+        finish=_xlnet_finish,
+    ),
     # no family: the plain pipelines
     "bpe": Recipe(
-        "bpe", ["<unk>"], "<unk>",
+        "bpe",
+        ["<unk>"],
+        "<unk>",
         lambda: normalizers.BertNormalizer(lowercase=False),
         pre_tokenizers.BertPreTokenizer,
         lambda: decoders.BPEDecoder(suffix="</w>"),
-        trainer_defaults={"end_of_word_suffix": "</w>"}),
+        trainer_defaults={"end_of_word_suffix": "</w>"},
+    ),
     "unigram": Recipe(
-        "unigram", ["<unk>"], "<unk>",
-        lambda: normalizers.Sequence([normalizers.NFKC(), normalizers.Replace({"Regex": " {2,}"}, " "),
-                                      normalizers.Strip()]),
+        "unigram",
+        ["<unk>"],
+        "<unk>",
+        lambda: normalizers.Sequence(
+            [normalizers.NFKC(), normalizers.Replace({"Regex": " {2,}"}, " "), normalizers.Strip()]
+        ),
         lambda: pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
-        lambda: decoders.Metaspace(replacement="▁", prepend_scheme="always")),
+        lambda: decoders.Metaspace(replacement="▁", prepend_scheme="always"),
+    ),
 }
 _DEFAULT_FAMILY = {"wordpiece": "bert", "bytelevel-bpe": "roberta", "bpe": "bpe", "unigram": "unigram"}
 
@@ -132,24 +156,52 @@ def resolve(algorithm: str | None, family: str | None) -> tuple[str, Recipe]:
     return recipe.algorithm, recipe
 
 
-def make_trainer(algorithm: str, vocab_size: int, min_frequency: int, special_tokens: list[str],
-                 unk_token: str | None, show_progress: bool, **kw):
+def make_trainer(
+    algorithm: str,
+    vocab_size: int,
+    min_frequency: int,
+    special_tokens: list[str],
+    unk_token: str | None,
+    show_progress: bool,
+    **kw,
+):
     if algorithm == "wordpiece":
-        return WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                                unk_token=unk_token or "[UNK]", show_progress=show_progress, **kw)
+        return WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=special_tokens,
+            unk_token=unk_token or "[UNK]",
+            show_progress=show_progress,
+            **kw,
+        )
     if algorithm in ("bpe", "bytelevel-bpe"):
         if algorithm == "bytelevel-bpe":
             kw.setdefault("initial_alphabet", pre_tokenizers.ByteLevel.alphabet())
-        return BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                          unk_token=unk_token, show_progress=show_progress, **kw)
-    return UnigramTrainer(vocab_size=vocab_size, special_tokens=special_tokens, unk_token=unk_token,
-                          show_progress=show_progress, **kw)
+        return BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=special_tokens,
+            unk_token=unk_token,
+            show_progress=show_progress,
+            **kw,
+        )
+    return UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=special_tokens, unk_token=unk_token, show_progress=show_progress, **kw
+    )
 
 
-def train(files: str | os.PathLike | Iterable[str | os.PathLike] | None = None, algorithm: str | None = None,
-          vocab_size: int = 30000, min_frequency: int = 2, special_tokens: list[str] | None = None,
-          family: str | None = None, show_progress: bool | None = None, errors: str = "strict",
-          lines: Iterable[str] | None = None, **trainer_kw) -> Tokenizer:
+def train(
+    files: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
+    algorithm: str | None = None,
+    vocab_size: int = 30000,
+    min_frequency: int = 2,
+    special_tokens: list[str] | None = None,
+    family: str | None = None,
+    show_progress: bool | None = None,
+    errors: str = "strict",
+    lines: Iterable[str] | None = None,
+    **trainer_kw,
+) -> Tokenizer:
     """Train a tokenizer on text files (streamed line by line) or on an iterable of `lines`.
 
     `trainer_kw` goes to the trainer (limit_alphabet, initial_alphabet, criterion="frequency" for
@@ -185,12 +237,14 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike] | None = None, 
 
     model = trainer.train_from_counts(word_counts)
     tok = Tokenizer(model, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=recipe.decoder())
-    tok.add_special_tokens([AddedToken(t, special=True, lstrip=t in recipe.lstrip)
-                            for t in specials])
+    tok.add_special_tokens([AddedToken(t, special=True, lstrip=t in recipe.lstrip) for t in specials])
     tok.post_processor = recipe.template(tok)
     recipe.finish(tok)
     if tok.vocab_size < vocab_size:  # nothing smaller than asked without a word (sentencepiece's Unigram refuses it)
-        warnings.warn(f"vocab size {vocab_size:,}: the corpus yields only {tok.vocab_size:,} {algorithm} tokens (special "
-                      f"tokens included), so the vocabulary is that size; ask for at most {tok.vocab_size:,} or give "
-                      "more text", stacklevel=2)
+        warnings.warn(
+            f"vocab size {vocab_size:,}: the corpus yields only {tok.vocab_size:,} {algorithm} tokens (special "
+            f"tokens included), so the vocabulary is that size; ask for at most {tok.vocab_size:,} or give "
+            "more text",
+            stacklevel=2,
+        )
     return tok

@@ -8,6 +8,7 @@ encode_batch call.
     padding     {"length" (None: the longest), "direction", "pad_id", "pad_type_id", "pad_token",
                  "pad_to_multiple_of"}
 """
+
 from __future__ import annotations
 
 from .encoding import Encoding
@@ -19,8 +20,9 @@ _DIRECTIONS = ("left", "right")
 DEFAULT_PAD_TOKENS = ("[PAD]", "<pad>", "<|padding|>")
 
 
-def truncation_settings(max_length: int, stride: int = 0, strategy: str = "longest_first",
-                        direction: str = "right") -> dict:
+def truncation_settings(
+    max_length: int, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
+) -> dict:
     """The checked truncation settings.
 
     >>> truncation_settings(8)
@@ -33,13 +35,25 @@ def truncation_settings(max_length: int, stride: int = 0, strategy: str = "longe
     return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}
 
 
-def padding_settings(direction: str = "right", pad_id: int = 0, pad_type_id: int = 0, pad_token: str = "[PAD]",
-                     length: int | None = None, pad_to_multiple_of: int | None = None) -> dict:
+def padding_settings(
+    direction: str = "right",
+    pad_id: int = 0,
+    pad_type_id: int = 0,
+    pad_token: str = "[PAD]",
+    length: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> dict:
     """The checked padding settings."""
     if direction not in _DIRECTIONS:
         raise ValueError(f"padding direction must be 'left' or 'right', got {direction!r}")
-    return {"length": length, "direction": direction, "pad_id": pad_id, "pad_type_id": pad_type_id,
-            "pad_token": pad_token, "pad_to_multiple_of": pad_to_multiple_of}
+    return {
+        "length": length,
+        "direction": direction,
+        "pad_id": pad_id,
+        "pad_type_id": pad_type_id,
+        "pad_token": pad_token,
+        "pad_to_multiple_of": pad_to_multiple_of,
+    }
 
 
 def resolve_truncation(setting: dict | None, truncation, max_length: int | None, stride: int) -> dict | None:
@@ -63,7 +77,9 @@ def resolve_truncation(setting: dict | None, truncation, max_length: int | None,
         return None
     strategy = "longest_first" if truncation is True else truncation
     if strategy not in TRUNCATION_STRATEGIES:
-        raise ValueError(f"truncation must be True, False or one of {sorted(TRUNCATION_STRATEGIES)}, got {truncation!r}")
+        raise ValueError(
+            f"truncation must be True, False or one of {sorted(TRUNCATION_STRATEGIES)}, got {truncation!r}"
+        )
     if max_length is None:
         if setting is None:
             raise ValueError("truncation needs max_length (none given and none set by enable_truncation)")
@@ -71,8 +87,9 @@ def resolve_truncation(setting: dict | None, truncation, max_length: int | None,
     return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": "right"}
 
 
-def resolve_padding(setting: dict | None, padding, max_length: int | None, truncation: dict | None,
-                    token_to_id) -> dict | None:
+def resolve_padding(
+    setting: dict | None, padding, max_length: int | None, truncation: dict | None, token_to_id
+) -> dict | None:
     """The padding one encode_batch call uses: `padding` None keeps the tokenizer's `setting`,
     False turns it off, True / "longest" pads to the longest, "max_length" to max_length (or
     the set length, or the truncation's max_length). Without a setting, the pad token is the
@@ -100,12 +117,15 @@ def _default_padding(token_to_id) -> dict:
         i = token_to_id(tok)
         if i is not None:
             return padding_settings(pad_id=i, pad_token=tok)
-    raise ValueError("padding needs a pad token: none of [PAD], <pad> is in the vocabulary; "
-                     "call enable_padding(pad_id=..., pad_token=...)")
+    raise ValueError(
+        "padding needs a pad token: none of [PAD], <pad> is in the vocabulary; "
+        "call enable_padding(pad_id=..., pad_token=...)"
+    )
 
 
-def truncate_pair(enc: Encoding, pair: Encoding | None, max_length: int, stride: int, strategy: str,
-                  direction: str) -> None:
+def truncate_pair(
+    enc: Encoding, pair: Encoding | None, max_length: int, stride: int, strategy: str, direction: str
+) -> None:
     """Cut enc (and pair) to max_length tokens in all; the cut parts go to `overflowing`."""
     if max_length == 0:
         enc.truncate(0, stride, direction)
@@ -137,15 +157,24 @@ def truncate_pair(enc: Encoding, pair: Encoding | None, max_length: int, stride:
         if target is None:
             raise ValueError("truncation 'only_second' needs a pair of sequences")
         if len(target) <= to_remove:
-            raise ValueError(f"truncation {strategy!r}: the sequence has {len(target)} tokens, too few to remove "
-                             f"the {to_remove} needed to reach max_length={max_length}")
+            raise ValueError(
+                f"truncation {strategy!r}: the sequence has {len(target)} tokens, too few to remove "
+                f"the {to_remove} needed to reach max_length={max_length}"
+            )
         target.truncate(len(target) - to_remove, stride, direction)
     else:
         raise ValueError(f"unknown truncation strategy {strategy!r}")
 
 
-def pad_encodings(encodings: list[Encoding], length: int | None = None, direction: str = "right", pad_id: int = 0,
-                  pad_type_id: int = 0, pad_token: str = "[PAD]", pad_to_multiple_of: int | None = None) -> None:
+def pad_encodings(
+    encodings: list[Encoding],
+    length: int | None = None,
+    direction: str = "right",
+    pad_id: int = 0,
+    pad_type_id: int = 0,
+    pad_token: str = "[PAD]",
+    pad_to_multiple_of: int | None = None,
+) -> None:
     """Pad to `length`, or to the longest encoding when length is None (overflowing too)."""
     if not encodings:
         return

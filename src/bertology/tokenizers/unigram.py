@@ -25,6 +25,7 @@ so which one wins is decided by arithmetic, and we do the peers' arithmetic exac
     `Unigram(..., float32=True)` rounds every path sum to float32, and its .model tokenizers
     do not split the sentence into words (sentencepiece_model.py).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -41,8 +42,15 @@ Node = tuple[int, int, float]  # (end, id, score) of a node starting at the list
 Lattice = list[list[Node]]
 
 
-def build_lattice(sequence: str, pieces: dict[str, int], scores: list[float], prefixes: set[str],
-                  max_len: int, unk_id: int | None, unk_score: float) -> Lattice:
+def build_lattice(
+    sequence: str,
+    pieces: dict[str, int],
+    scores: list[float],
+    prefixes: set[str],
+    max_len: int,
+    unk_id: int | None,
+    unk_score: float,
+) -> Lattice:
     """All vocabulary pieces in `sequence`, plus an unknown node where no single char matches.
 
     >>> p = {"a": 0, "b": 1, "ab": 2}
@@ -64,8 +72,10 @@ def build_lattice(sequence: str, pieces: dict[str, int], scores: list[float], pr
                 has_single = has_single or j == i + 1
         if not has_single:
             if unk_id is None:
-                raise ValueError(f"character {sequence[i]!r} at {i} of {sequence!r} is not in the "
-                                 "vocabulary and the Unigram model has no unk_id")
+                raise ValueError(
+                    f"character {sequence[i]!r} at {i} of {sequence!r} is not in the "
+                    "vocabulary and the Unigram model has no unk_id"
+                )
             nodes.append((i + 1, unk_id, unk_score))
         starts.append(nodes)
     return starts
@@ -278,8 +288,9 @@ def uniform_source(generator) -> Callable[[], float]:
         torch = None
     if torch is not None and isinstance(generator, torch.Generator):
         return lambda: float(torch.rand((), generator=generator))
-    raise TypeError(f"generator must be random.Random, numpy.random.Generator or torch.Generator, "
-                    f"got {type(generator).__name__}")
+    raise TypeError(
+        f"generator must be random.Random, numpy.random.Generator or torch.Generator, got {type(generator).__name__}"
+    )
 
 
 class Unigram(Model):
@@ -291,8 +302,15 @@ class Unigram(Model):
     SentencePiece's single-precision ones and sums (see the module docstring on ties).
     """
 
-    def __init__(self, vocab: list[tuple[str, float]], unk_id: int | None = None,
-                 byte_fallback: bool = False, *, unmatchable: Iterable[int] = (), float32: bool = False):
+    def __init__(
+        self,
+        vocab: list[tuple[str, float]],
+        unk_id: int | None = None,
+        byte_fallback: bool = False,
+        *,
+        unmatchable: Iterable[int] = (),
+        float32: bool = False,
+    ):
         if not vocab:
             raise ValueError("Unigram vocabulary is empty")
         if unk_id is not None and not 0 <= unk_id < len(vocab):
@@ -304,8 +322,9 @@ class Unigram(Model):
         self._ids: dict[str, int] = {}
         for i, (piece, score) in enumerate(self.vocab):
             if piece in self._ids:
-                raise ValueError(f"piece {piece!r} appears twice in the Unigram vocabulary "
-                                 f"(ids {self._ids[piece]} and {i})")
+                raise ValueError(
+                    f"piece {piece!r} appears twice in the Unigram vocabulary (ids {self._ids[piece]} and {i})"
+                )
             if math.isnan(score):
                 raise ValueError(f"piece {piece!r} (id {i}) has a NaN score")
             self._ids[piece] = i
@@ -322,8 +341,9 @@ class Unigram(Model):
 
     # -- lattice -----------------------------------------------------------------------------
     def lattice(self, sequence: str) -> Lattice:
-        return build_lattice(sequence, self.pieces, self.scores, self._prefixes, self.max_len,
-                             self.unk_id, self.unk_score)
+        return build_lattice(
+            sequence, self.pieces, self.scores, self._prefixes, self.max_len, self.unk_id, self.unk_score
+        )
 
     def _to_tokens(self, sequence: str, path: list[tuple[int, int, int]]) -> list[Token]:
         """Path nodes to Tokens: fuse runs of unknowns, then spell unknowns as bytes if asked."""
@@ -358,8 +378,7 @@ class Unigram(Model):
         """The n best segmentations with their total log-probability, best first."""
         return [(self._to_tokens(sequence, p), s) for p, s in nbest(self.lattice(sequence), n)]
 
-    def sample(self, sequence: str, alpha: float = 0.1, nbest_size: int = -1,
-               generator=None) -> list[Token]:
+    def sample(self, sequence: str, alpha: float = 0.1, nbest_size: int = -1, generator=None) -> list[Token]:
         """A segmentation for subword regularization, drawn with P ∝ exp(alpha * score).
 
         nbest_size < 0 samples from all segmentations (forward filtering, backward sampling);
@@ -390,8 +409,12 @@ class Unigram(Model):
         return len(self.vocab)
 
     def to_json(self) -> dict:
-        return {"type": "Unigram", "unk_id": self.unk_id,
-                "vocab": [[p, s] for p, s in self.vocab], "byte_fallback": self.byte_fallback}
+        return {
+            "type": "Unigram",
+            "unk_id": self.unk_id,
+            "vocab": [[p, s] for p, s in self.vocab],
+            "byte_fallback": self.byte_fallback,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "Unigram":
@@ -401,8 +424,12 @@ class Unigram(Model):
             raise ValueError("Unigram model JSON has no 'vocab' key")
         vocab = []
         for i, entry in enumerate(data["vocab"]):
-            if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], str)
-                    and isinstance(entry[1], (int, float))):
+            if not (
+                isinstance(entry, (list, tuple))
+                and len(entry) == 2
+                and isinstance(entry[0], str)
+                and isinstance(entry[1], (int, float))
+            ):
                 raise ValueError(f"Unigram vocab entry {i} is {entry!r}, expected [piece, score]")
             vocab.append((entry[0], float(entry[1])))
         return cls(vocab, data.get("unk_id"), bool(data.get("byte_fallback", False)))

@@ -18,6 +18,7 @@ depth inside their word at once). The edges are sorted once; indices are int32 a
 in float32 (as SentencePiece's), so memory follows the distinct words' text (tens of bytes per
 edge), not the corpus's size.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,10 +31,38 @@ from ..progress import progress_bar
 from .unigram import UNK_PENALTY, Unigram
 
 METASPACE = "▁"  # the space marker of SentencePiece-style pieces
-_SCRIPTS = ["Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana",
-            "Devanagari", "Bengali", "Gurmukhi", "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada",
-            "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan", "Myanmar", "Georgian", "Hangul",
-            "Ethiopic", "Khmer", "Mongolian", "Han", "Hiragana", "Katakana"]
+_SCRIPTS = [
+    "Latin",
+    "Greek",
+    "Cyrillic",
+    "Armenian",
+    "Hebrew",
+    "Arabic",
+    "Syriac",
+    "Thaana",
+    "Devanagari",
+    "Bengali",
+    "Gurmukhi",
+    "Gujarati",
+    "Oriya",
+    "Tamil",
+    "Telugu",
+    "Kannada",
+    "Malayalam",
+    "Sinhala",
+    "Thai",
+    "Lao",
+    "Tibetan",
+    "Myanmar",
+    "Georgian",
+    "Hangul",
+    "Ethiopic",
+    "Khmer",
+    "Mongolian",
+    "Han",
+    "Hiragana",
+    "Katakana",
+]
 _SCRIPT_RE = [(s, regex.compile(rf"\p{{Script={s}}}")) for s in _SCRIPTS]
 _COMMON = regex.compile(r"\p{Script=Common}")
 _INHERITED = regex.compile(r"\p{Script=Inherited}")
@@ -84,8 +113,17 @@ class Lattices:
     `orders` are those two sorts, which `subset` keeps instead of sorting again.
     """
 
-    def __init__(self, src: np.ndarray, dst: np.ndarray, n_states: int, first: np.ndarray,
-                 last: np.ndarray, lattice_of_state: np.ndarray, orders=None, backward: bool = True):
+    def __init__(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        n_states: int,
+        first: np.ndarray,
+        last: np.ndarray,
+        lattice_of_state: np.ndarray,
+        orders=None,
+        backward: bool = True,
+    ):
         ix = index_type(n_states)  # int32 where it fits: half the memory of the edge arrays
         src, dst = src.astype(ix, copy=False), dst.astype(ix, copy=False)
         self.src, self.dst, self.n_states = src, dst, n_states
@@ -99,9 +137,10 @@ class Lattices:
             # model finds them (a tie in `viterbi` keeps the first).
             length = dst - src
             span = int(length.max(initial=0)) + 1
-            orders = (np.argsort((depth.astype(np.int64) * n_states + dst) * span + (span - 1 - length)).astype(ix),
-                      np.argsort((height.astype(np.int64) * n_states + src) * span + length).astype(ix)
-                      if backward else None)
+            orders = (
+                np.argsort((depth.astype(np.int64) * n_states + dst) * span + (span - 1 - length)).astype(ix),
+                np.argsort((height.astype(np.int64) * n_states + src) * span + length).astype(ix) if backward else None,
+            )
         self.orders = orders
         self.fwd = self._plan(orders[0], depth, dst, src)
         self.bwd = self._plan(orders[1], height, src, dst) if orders[1] is not None else None  # viterbi needs none
@@ -110,8 +149,9 @@ class Lattices:
         """The same lattices with only the edges where `keep` is True (sorted as before)."""
         new_index = (np.cumsum(keep) - 1).astype(self.src.dtype)
         orders = tuple(None if o is None else new_index[o[keep[o]]] for o in self.orders)
-        return Lattices(self.src[keep], self.dst[keep], self.n_states, self.first, self.last,
-                        self.lattice_of_state, orders)
+        return Lattices(
+            self.src[keep], self.dst[keep], self.n_states, self.first, self.last, self.lattice_of_state, orders
+        )
 
     @staticmethod
     def _plan(order: np.ndarray, level: np.ndarray, key: np.ndarray, other: np.ndarray):
@@ -170,7 +210,7 @@ class Lattices:
 
 def index_type(n: int) -> type:
     """The integer type for indices below n."""
-    return np.int32 if n < 2 ** 31 else np.int64
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _logsumexp_groups(vals: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -221,10 +261,20 @@ class UnigramTrainer:
     the pieces by decreasing score, `vocab_size` entries in all (fewer if the corpus is small).
     """
 
-    def __init__(self, vocab_size: int = 8000, special_tokens=(), unk_token: str | None = "<unk>",
-                 shrinking_factor: float = 0.75, max_piece_length: int = 16, n_sub_iterations: int = 2,
-                 seed_size: int = 1_000_000, initial_alphabet=(), split_by_unicode_script: bool = True,
-                 byte_fallback: bool = False, show_progress: bool = False):
+    def __init__(
+        self,
+        vocab_size: int = 8000,
+        special_tokens=(),
+        unk_token: str | None = "<unk>",
+        shrinking_factor: float = 0.75,
+        max_piece_length: int = 16,
+        n_sub_iterations: int = 2,
+        seed_size: int = 1_000_000,
+        initial_alphabet=(),
+        split_by_unicode_script: bool = True,
+        byte_fallback: bool = False,
+        show_progress: bool = False,
+    ):
         if not 0 < shrinking_factor < 1:
             raise ValueError(f"shrinking_factor must be in (0, 1), got {shrinking_factor}")
         if max_piece_length < 1:
@@ -272,8 +322,12 @@ class UnigramTrainer:
         chars = [chr(int(u)) for u in uniq]
         if self.split_by_unicode_script:
             names = {}
-            script = np.array([names.setdefault(script_of(c), len(names)) if c != "\x00" and
-                               script_of(c) is not None else -1 for c in chars])[inv]
+            script = np.array(
+                [
+                    names.setdefault(script_of(c), len(names)) if c != "\x00" and script_of(c) is not None else -1
+                    for c in chars
+                ]
+            )[inv]
         else:
             script = np.full(n, -1)
         is_ws = codes == ord(METASPACE)
@@ -312,8 +366,7 @@ class UnigramTrainer:
             node = (fmin != fmax) | (fmin < 0)  # two different next chars, or at a word end
             keep = np.ones(len(starts), bool) if length == 1 else node & (freq >= 2)
             first_at = np.minimum.reduceat(pos, starts)  # the first occurrence stands for the group
-            cand.append((np.flatnonzero(keep) + n_groups, freq[keep], first_at[keep],
-                         np.full(int(keep.sum()), length)))
+            cand.append((np.flatnonzero(keep) + n_groups, freq[keep], first_at[keep], np.full(int(keep.sum()), length)))
             sel = np.repeat(keep, sizes)  # the occurrences of candidate seeds only
             occ_pos.append(pos[sel].astype(index_type(n)))
             occ_gid.append(gid[sel])
@@ -337,7 +390,7 @@ class UnigramTrainer:
         chosen = np.concatenate((char_idx, sub_idx))
         seed_of_group = np.full(n_groups, -1, dtype=np.int64)
         seed_of_group[gids[chosen]] = np.arange(len(chosen))
-        pieces = [self.text[p:p + length] for p, length in zip(rep[chosen].tolist(), lens[chosen].tolist())]
+        pieces = [self.text[p : p + length] for p, length in zip(rep[chosen].tolist(), lens[chosen].tolist())]
         logp = np.log(score[chosen]) - np.log(score[chosen].sum())
         src, dst, pid = [], [], []
         ix = index_type(n)
@@ -347,8 +400,7 @@ class UnigramTrainer:
             src.append(pos[sel].astype(ix))
             dst.append((pos[sel] + length).astype(ix))
             pid.append(sid[sel].astype(ix))
-        return (pieces, logp, lens[chosen] == 1, np.concatenate(src), np.concatenate(dst),
-                np.concatenate(pid))
+        return (pieces, logp, lens[chosen] == 1, np.concatenate(src), np.concatenate(dst), np.concatenate(pid))
 
     # -- 2. EM ---------------------------------------------------------------------------------
     def _edge_scores(self, logp, alive, is_char, pid, dtype=np.float64):
@@ -407,8 +459,7 @@ class UnigramTrainer:
             # SentencePiece spreads freq_i over all pieces here (its `alternatives.size()` is the
             # number of pieces, not of the alternative's pieces); kept as is for parity.
             logsum_alt = np.log(total + f_i * (n_alive - 1))
-            logprob_alt = np.bincount(k, weights=np.log(freq[alt_piece] + f_i[k]) - logsum_alt[k],
-                                      minlength=len(cand))
+            logprob_alt = np.bincount(k, weights=np.log(freq[alt_piece] + f_i[k]) - logsum_alt[k], minlength=len(cand))
             logprob_sp = np.log(f_i) - np.log(total)
             loss = np.where(removable, -np.inf, f_i / vsum * (logprob_sp - logprob_alt))
         size = max(desired, int(self.shrinking_factor * alive.sum()))
@@ -436,9 +487,15 @@ class UnigramTrainer:
         e, k = e[keep], k[keep]
         span = b_pos - a_pos
         offset = np.concatenate(([0], np.cumsum(span + 1)[:-1]))
-        sub = Lattices(offset[k] + lat.src[e] - a_pos[k], offset[k] + lat.dst[e] - a_pos[k],
-                       int((span + 1).sum()), offset, offset + span,
-                       np.repeat(np.arange(len(span)), span + 1), backward=False)
+        sub = Lattices(
+            offset[k] + lat.src[e] - a_pos[k],
+            offset[k] + lat.dst[e] - a_pos[k],
+            int((span + 1).sum()),
+            offset,
+            offset + span,
+            np.repeat(np.arange(len(span)), span + 1),
+            backward=False,
+        )
         best, paths = sub.viterbi(score[e])
         ks, pieces = [], []
         for step in paths:
@@ -454,8 +511,7 @@ class UnigramTrainer:
         pieces, logp, is_char, src, dst, pid = self._seed(codes, word_of)
         n_pieces = len(pieces)
         alive = np.ones(n_pieces, dtype=bool)
-        n_meta = len(self.special_tokens) + (self.unk_token is not None
-                                             and self.unk_token not in self.special_tokens)
+        n_meta = len(self.special_tokens) + (self.unk_token is not None and self.unk_token not in self.special_tokens)
         desired = int(self.vocab_size * 1.1)
         self.history = []  # (live pieces, objective = -mean log-likelihood per word) per EM step
         bar = progress_bar(desc="Unigram EM", unit="step", disable=not self.show_progress)

@@ -24,14 +24,27 @@ The likelihood merges come from LikelihoodMerges (a heap with deferred re-queuei
 textbook reference, recounting after every merge, is reference_wordpiece, and the tests hold
 the two to the same vocabulary.
 """
+
 from __future__ import annotations
 
 import heapq
 from collections import defaultdict
 from typing import Iterable
 
-from .bpe_trainer import (MASK, SHIFT, add_token, count_pairs, get_stats, initial_vocab, merge, merge_word,
-                          merged_token, merges_bar, symbolize, train_bpe)
+from .bpe_trainer import (
+    MASK,
+    SHIFT,
+    add_token,
+    count_pairs,
+    get_stats,
+    initial_vocab,
+    merge,
+    merge_word,
+    merged_token,
+    merges_bar,
+    symbolize,
+    train_bpe,
+)
 from .wordpiece import WordPiece
 
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
@@ -69,8 +82,9 @@ def symbol_counts(words: list[list[int]], counts: list[int]) -> dict[int, int]:
     return dict(sc)
 
 
-def reference_wordpiece(word_counts: dict[str, int], vocab_size: int, min_frequency: int = 0,
-                        prefix: str = "##") -> dict[str, int]:
+def reference_wordpiece(
+    word_counts: dict[str, int], vocab_size: int, min_frequency: int = 0, prefix: str = "##"
+) -> dict[str, int]:
     """The textbook likelihood WordPiece, the reference for the fast loop (LikelihoodMerges):
     recount every pair and symbol after every merge and take the best by (score, count,
     smallest ids). Returns the vocabulary token -> id (alphabet in code-point order, no specials).
@@ -137,8 +151,9 @@ class LikelihoodMerges:
                 self.pairs_of[k & MASK].add(k)
         self._rebuild_heap()
 
-    def run(self, vocab: dict[str, int], id_to_token: list[str], vocab_size: int, prefix: str,
-            bar=None) -> list[tuple[int, int]]:
+    def run(
+        self, vocab: dict[str, int], id_to_token: list[str], vocab_size: int, prefix: str, bar=None
+    ) -> list[tuple[int, int]]:
         """Merge the best pair until vocab_size: the merges as (a_id, b_id)."""
         merges = []
         while len(id_to_token) < vocab_size:
@@ -242,8 +257,13 @@ class LikelihoodMerges:
         if len(ps) > FEW_PAIRS:
             self.tracked.add(s)
             self.top[s], self.rest[s], self.best[s] = {}, 0.0, 0.0
-        pair_counts, min_count, heap, entry, heappush = (self.pair_counts, self.min_count, self.heap, self.entry,
-                                                         heapq.heappush)
+        pair_counts, min_count, heap, entry, heappush = (
+            self.pair_counts,
+            self.min_count,
+            self.heap,
+            self.entry,
+            heapq.heappush,
+        )
         dead = []
         for kk in ps:
             c = pair_counts[kk]
@@ -304,10 +324,17 @@ class LikelihoodMerges:
                 self.queue_pairs_of(s)
 
 
-def train_wordpiece(word_counts: dict[str, int], vocab_size: int = 30000, min_frequency: int = 0,
-                    special_tokens: Iterable[str] = (), limit_alphabet: int | None = None,
-                    initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str = "##",
-                    criterion: str = "likelihood", show_progress: bool = False) -> dict[str, int]:
+def train_wordpiece(
+    word_counts: dict[str, int],
+    vocab_size: int = 30000,
+    min_frequency: int = 0,
+    special_tokens: Iterable[str] = (),
+    limit_alphabet: int | None = None,
+    initial_alphabet: Iterable[str] = (),
+    continuing_subword_prefix: str = "##",
+    criterion: str = "likelihood",
+    show_progress: bool = False,
+) -> dict[str, int]:
     """Train on word counts; returns the vocabulary token -> id (specials, alphabet, merges).
 
     >>> corpus = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
@@ -319,16 +346,25 @@ def train_wordpiece(word_counts: dict[str, int], vocab_size: int = 30000, min_fr
     '##ug'
     """
     if criterion == "frequency":
-        vocab, _ = train_bpe(word_counts, vocab_size, min_frequency, special_tokens, limit_alphabet,
-                             initial_alphabet, continuing_subword_prefix, None, show_progress)
+        vocab, _ = train_bpe(
+            word_counts,
+            vocab_size,
+            min_frequency,
+            special_tokens,
+            limit_alphabet,
+            initial_alphabet,
+            continuing_subword_prefix,
+            None,
+            show_progress,
+        )
         return vocab
     if criterion != "likelihood":
         raise ValueError(f"unknown WordPiece criterion {criterion!r}; use 'likelihood' or 'frequency'")
     if not continuing_subword_prefix:
         raise ValueError("WordPiece needs a continuing_subword_prefix (usually '##')")
     vocab, id_to_token, words, counts = initial_vocab(
-        word_counts, special_tokens, limit_alphabet, initial_alphabet, continuing_subword_prefix,
-        None, vocab_size)
+        word_counts, special_tokens, limit_alphabet, initial_alphabet, continuing_subword_prefix, None, vocab_size
+    )
     bar = merges_bar(show_progress, vocab_size - len(id_to_token), "Compute merges")
     LikelihoodMerges(words, counts, min_frequency).run(vocab, id_to_token, vocab_size, continuing_subword_prefix, bar)
     if bar is not None:
@@ -339,10 +375,19 @@ def train_wordpiece(word_counts: dict[str, int], vocab_size: int = 30000, min_fr
 class WordPieceTrainer:
     """Trains a `WordPiece` model. Options as tokenizers' WordPieceTrainer, plus `criterion`."""
 
-    def __init__(self, vocab_size: int = 30000, min_frequency: int = 0, special_tokens: Iterable[str] = (),
-                 limit_alphabet: int | None = None, initial_alphabet: Iterable[str] = (),
-                 continuing_subword_prefix: str = "##", criterion: str = "likelihood",
-                 unk_token: str = "[UNK]", max_input_chars_per_word: int = 100, show_progress: bool = False):
+    def __init__(
+        self,
+        vocab_size: int = 30000,
+        min_frequency: int = 0,
+        special_tokens: Iterable[str] = (),
+        limit_alphabet: int | None = None,
+        initial_alphabet: Iterable[str] = (),
+        continuing_subword_prefix: str = "##",
+        criterion: str = "likelihood",
+        unk_token: str = "[UNK]",
+        max_input_chars_per_word: int = 100,
+        show_progress: bool = False,
+    ):
         if criterion not in ("likelihood", "frequency"):
             raise ValueError(f"unknown WordPiece criterion {criterion!r}; use 'likelihood' or 'frequency'")
         self.vocab_size = vocab_size
@@ -357,12 +402,23 @@ class WordPieceTrainer:
         self.show_progress = show_progress
 
     def train_vocab(self, word_counts: dict[str, int]) -> dict[str, int]:
-        return train_wordpiece(word_counts, self.vocab_size, self.min_frequency, self.special_tokens,
-                               self.limit_alphabet, self.initial_alphabet, self.continuing_subword_prefix,
-                               self.criterion, self.show_progress)
+        return train_wordpiece(
+            word_counts,
+            self.vocab_size,
+            self.min_frequency,
+            self.special_tokens,
+            self.limit_alphabet,
+            self.initial_alphabet,
+            self.continuing_subword_prefix,
+            self.criterion,
+            self.show_progress,
+        )
 
     def train_from_counts(self, word_counts: dict[str, int]):
         """Train and return a ready `WordPiece` model."""
-        return WordPiece(self.train_vocab(word_counts), unk_token=self.unk_token,
-                         continuing_subword_prefix=self.continuing_subword_prefix,
-                         max_input_chars_per_word=self.max_input_chars_per_word)
+        return WordPiece(
+            self.train_vocab(word_counts),
+            unk_token=self.unk_token,
+            continuing_subword_prefix=self.continuing_subword_prefix,
+            max_input_chars_per_word=self.max_input_chars_per_word,
+        )

@@ -1,6 +1,17 @@
 """Training: the shared Trainer, objectives, checkpoints, data parallelism."""
+
 from .objectives import PretrainingObjective, evaluate_pretraining
 from .schedules import budget_schedule, linear_schedule, schedule, triangle_schedule
 from .trainer import Trainer, TrainingArguments, parameter_groups
 
-__all__ = ["Trainer", "TrainingArguments", "PretrainingObjective", "evaluate_pretraining", "linear_schedule", "budget_schedule", "triangle_schedule", "schedule", "parameter_groups"]
+__all__ = [
+    "Trainer",
+    "TrainingArguments",
+    "PretrainingObjective",
+    "evaluate_pretraining",
+    "linear_schedule",
+    "budget_schedule",
+    "triangle_schedule",
+    "schedule",
+    "parameter_groups",
+]

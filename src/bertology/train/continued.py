@@ -33,6 +33,7 @@ has ids ≥ the old vocabulary size, so every old row keeps its place (transform
 Nothing here is a second training loop or a second model class: the model is the family's own,
 and the job (pretrain.py, plm.py) runs it as it runs a preset's, at the same speed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -49,11 +50,23 @@ import torch
 from ..data.corpus import split_sentences
 from ..io import atomic_path, atomic_write_json, iter_files
 from ..models import PRETRAINABLE, get_family, task_class
-from ..models.checkpoint import (CheckpointError, absent_parameters, check_tokenizer as check_model_tokenizer, load_state,
-                                 read_config, read_weights)
+from ..models.checkpoint import (
+    CheckpointError,
+    absent_parameters,
+    check_tokenizer as check_model_tokenizer,
+    load_state,
+    read_config,
+    read_weights,
+)
 from ..models.config import ElectraConfig, EncoderConfig
-from ..models.electra import (GENERATOR_DIR, ElectraForMaskedLM, ElectraPair, check_generator_checkpoint,
-                              check_shared_embeddings, generator_config)
+from ..models.electra import (
+    GENERATOR_DIR,
+    ElectraForMaskedLM,
+    ElectraPair,
+    check_generator_checkpoint,
+    check_shared_embeddings,
+    generator_config,
+)
 from ..tables import DEFAULT_TEXT_COLUMN, table_format
 from ..tasks.readers import read_table
 from ..tokenizers import Tokenizer, train
@@ -66,6 +79,7 @@ INIT_RECORD = "init.json"  # in the output directory: which checkpoint (and exte
 @dataclass
 class Generator:
     """ELECTRA: the generator an --init run continues (DIR/generator/ or --init-generator)."""
+
     path: Path
     config: ElectraConfig
     tensors: dict[str, torch.Tensor] = field(repr=False)
@@ -75,6 +89,7 @@ class Generator:
 @dataclass
 class Start:
     """What `--init DIR` gives a run, checked before anything is written."""
+
     path: Path
     config: EncoderConfig
     tokenizer: Tokenizer
@@ -96,44 +111,60 @@ def check_init(o, head: str) -> Start:
     try:
         config = read_config(path)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{where}: no config.json, so not a model directory (a Hugging Face or bertology "
-                                "model directory holds config.json and its weights)") from None
+        raise FileNotFoundError(
+            f"{where}: no config.json, so not a model directory (a Hugging Face or bertology "
+            "model directory holds config.json and its weights)"
+        ) from None
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
     family = config.model_type
     if family not in CONTINUABLE:
-        raise ValueError(f"{where}: a {family} checkpoint; bertology continues pretraining {', '.join(CONTINUABLE)}"
-                         + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else ""))
+        raise ValueError(
+            f"{where}: a {family} checkpoint; bertology continues pretraining {', '.join(CONTINUABLE)}"
+            + (" (DistilBERT comes from `bertology distill`)" if family == "distilbert" else "")
+        )
     if o.family != family:
         raise ValueError(f"--family {o.family} contradicts {where}, a {family} checkpoint")
     shape = f"a {family} checkpoint of {config.num_hidden_layers} layers, hidden size {config.hidden_size}"
     if o.preset is not None:
-        raise ValueError(f"--preset {o.preset} contradicts {where} ({shape}): the architecture comes from the "
-                         "checkpoint; drop --preset")
+        raise ValueError(
+            f"--preset {o.preset} contradicts {where} ({shape}): the architecture comes from the "
+            "checkpoint; drop --preset"
+        )
     if o.vocab_size is not None and not o.extend_vocab:
-        raise ValueError(f"--vocab-size {o.vocab_size} contradicts {where}, whose vocabulary has {config.vocab_size} "
-                         "entries; drop --vocab-size (with --extend-vocab it sizes the domain tokenizer)")
+        raise ValueError(
+            f"--vocab-size {o.vocab_size} contradicts {where}, whose vocabulary has {config.vocab_size} "
+            "entries; drop --vocab-size (with --extend-vocab it sizes the domain tokenizer)"
+        )
     if o.config_overrides:
-        raise ValueError(f"config overrides {sorted(o.config_overrides)} contradict {where}: the config comes from "
-                         "the checkpoint")
+        raise ValueError(
+            f"config overrides {sorted(o.config_overrides)} contradict {where}: the config comes from the checkpoint"
+        )
     if o.init_embeddings is not None:
-        raise ValueError(f"--init-embeddings {o.init_embeddings} contradicts {where}: the token embedding comes "
-                         "from the checkpoint")
+        raise ValueError(
+            f"--init-embeddings {o.init_embeddings} contradicts {where}: the token embedding comes from the checkpoint"
+        )
     if family != "xlnet" and o.seq_len > config.max_length:  # XLNet's positions are relative: any length
         raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of {where}")
     try:
         tensors, weights = read_weights(path)
     except FileNotFoundError as e:
         raise FileNotFoundError(f"{where}: {e}") from None
-    missing = [n for n in absent_parameters(task_class(family, head)(config), tensors)
-               if n.startswith("backbone.") and ".pooler." not in n]
+    missing = [
+        n
+        for n in absent_parameters(task_class(family, head)(config), tensors)
+        if n.startswith("backbone.") and ".pooler." not in n
+    ]
     if missing:
-        raise CheckpointError(f"{where}: {weights} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a "
-                              f"complete {family} model")
+        raise CheckpointError(
+            f"{where}: {weights} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a complete {family} model"
+        )
     pair = family == "electra" and head == "ForPreTraining"  # replaced-token detection: a generator beside it
     if o.init_generator is not None and not pair:
-        raise ValueError(f"--init-generator {o.init_generator}: only ELECTRA's rtd objective trains a generator "
-                         f"(this run trains {family}'s {head} head)")
+        raise ValueError(
+            f"--init-generator {o.init_generator}: only ELECTRA's rtd objective trains a generator "
+            f"(this run trains {family}'s {head} head)"
+        )
     generator = check_generator(o, path, config, tensors) if pair else None
     source = o.tokenizer if o.tokenizer is not None else str(path)
     try:
@@ -152,9 +183,12 @@ def check_generator(o, path: Path, config: ElectraConfig, tensors: dict[str, tor
     has one, else None (a new one). It must share the discriminator's embedding shape, agree with a
     --generator-size given, and hold a whole ElectraForMaskedLM; each error names both sides."""
     if any(k.startswith("generator_predictions.") for k in tensors) and not any(
-            k.startswith("discriminator_predictions.") for k in tensors):
-        raise ValueError(f"--init {path}: an ELECTRA generator (ElectraForMaskedLM); --init takes the discriminator "
-                         "(ElectraForPreTraining) and --init-generator this directory")
+        k.startswith("discriminator_predictions.") for k in tensors
+    ):
+        raise ValueError(
+            f"--init {path}: an ELECTRA generator (ElectraForMaskedLM); --init takes the discriminator "
+            "(ElectraForPreTraining) and --init-generator this directory"
+        )
     gen_dir = Path(o.init_generator) if o.init_generator is not None else path / GENERATOR_DIR
     if o.init_generator is None and not gen_dir.exists():
         return None
@@ -170,8 +204,10 @@ def check_generator(o, path: Path, config: ElectraConfig, tensors: dict[str, tor
     check_shared_embeddings(gen, config, f"{where} (the generator)", f"the discriminator's (--init {path})")
     made = generator_config(config, o.generator_size).hidden_size if o.generator_size is not None else gen.hidden_size
     if made != gen.hidden_size:
-        raise ValueError(f"--generator-size {o.generator_size} (hidden size {made}) contradicts {where}, a generator "
-                         f"of hidden size {gen.hidden_size}; drop --generator-size")
+        raise ValueError(
+            f"--generator-size {o.generator_size} (hidden size {made}) contradicts {where}, a generator "
+            f"of hidden size {gen.hidden_size}; drop --generator-size"
+        )
     try:
         gen_tensors, source = read_weights(gen_dir)
     except FileNotFoundError as e:
@@ -179,8 +215,10 @@ def check_generator(o, path: Path, config: ElectraConfig, tensors: dict[str, tor
     check_generator_checkpoint(gen_tensors, source)  # a discriminator given as the generator: say so
     missing = absent_parameters(ElectraForMaskedLM(gen), gen_tensors)
     if missing:
-        raise CheckpointError(f"{where}: {source} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a "
-                              "complete ELECTRA generator (ElectraForMaskedLM)")
+        raise CheckpointError(
+            f"{where}: {source} lacks {missing[:4]}{' …' if len(missing) > 4 else ''}: not a "
+            "complete ELECTRA generator (ElectraForMaskedLM)"
+        )
     return Generator(gen_dir, gen, gen_tensors, source)
 
 
@@ -191,8 +229,10 @@ def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: s
     tokenizer the user gives: another vocabulary of a smaller size would fit and still mean other
     words); the directory's own may be smaller (some checkpoints pad their table to a round size)."""
     if tok.vocab_size > config.vocab_size or (exact and tok.vocab_size != config.vocab_size):
-        raise ValueError(f"tokenizer {source} has {tok.vocab_size} entries, but the embedding table of {where} has "
-                         f"{config.vocab_size} rows: they do not belong together")
+        raise ValueError(
+            f"tokenizer {source} has {tok.vocab_size} entries, but the embedding table of {where} has "
+            f"{config.vocab_size} rows: they do not belong together"
+        )
     record = get_family(config.model_type)
     if tok.token_to_id(record.specials.pad) is None:
         raise ValueError(f"tokenizer {source} has no {record.specials.pad} token, which {config.model_type} pads with")
@@ -200,6 +240,7 @@ def check_tokenizer(tok: Tokenizer, config: EncoderConfig, source: str, where: s
 
 
 # ---- the model -------------------------------------------------------------------------------------
+
 
 def head_modules(model) -> set[str]:
     """The top-level modules of a task model outside its backbone (mlm, pair, lm_loss)."""
@@ -250,9 +291,11 @@ def start_pair(start: Start, generator_size: float) -> tuple[ElectraPair, list[s
     ours = pair.discriminator.backbone.embeddings.state_dict()
     differ = sorted(k for k, v in theirs.items() if not torch.equal(v, ours[k]))
     if differ:
-        warnings.warn(f"{gen.source}: the generator's embeddings ({', '.join(differ)}) differ from the "
-                      f"discriminator's in {start.source}; the pair shares one embeddings module, the discriminator's",
-                      stacklevel=2)
+        warnings.warn(
+            f"{gen.source}: the generator's embeddings ({', '.join(differ)}) differ from the "
+            f"discriminator's in {start.source}; the pair shares one embeddings module, the discriminator's",
+            stacklevel=2,
+        )
     return pair, new
 
 
@@ -260,12 +303,16 @@ def generator_note(start: Start, pair: ElectraPair, unigram_prior: bool) -> str:
     """The log's line on where an --init run's generator came from."""
     g, H = pair.generator.config, pair.config.hidden_size
     if start.generator is not None:
-        return (f"--init {start.path}: the generator from {start.generator.path} (hidden size {g.hidden_size} of "
-                f"the discriminator's {H}), sharing the discriminator's embeddings")
-    return (f"--init {start.path}: no generator ({start.path / GENERATOR_DIR} or --init-generator): a new one of "
-            f"hidden size {g.hidden_size} (--generator-size {pair.generator_size} of {H}), sharing the "
-            "discriminator's embeddings, its MLM decoder tied to them"
-            + (", its output bias from the corpus's unigram prior" if unigram_prior else ""))
+        return (
+            f"--init {start.path}: the generator from {start.generator.path} (hidden size {g.hidden_size} of "
+            f"the discriminator's {H}), sharing the discriminator's embeddings"
+        )
+    return (
+        f"--init {start.path}: no generator ({start.path / GENERATOR_DIR} or --init-generator): a new one of "
+        f"hidden size {g.hidden_size} (--generator-size {pair.generator_size} of {H}), sharing the "
+        "discriminator's embeddings, its MLM decoder tied to them"
+        + (", its output bias from the corpus's unigram prior" if unigram_prior else "")
+    )
 
 
 def resumed_model(start: Start, head: str, vocab_size: int, **overrides) -> torch.nn.Module:
@@ -283,35 +330,42 @@ def resumed_pair(start: Start, generator_size: float, vocab_size: int) -> Electr
     config = copy.deepcopy(start.config)
     config.vocab_size = vocab_size
     gen = start.generator
-    return ElectraPair(config, generator_size,
-                       replace(gen.config, vocab_size=vocab_size) if gen is not None else None)
+    return ElectraPair(config, generator_size, replace(gen.config, vocab_size=vocab_size) if gen is not None else None)
 
 
 # ---- vocabulary extension --------------------------------------------------------------------------
+
 
 @dataclass
 class Extension:
     """What --extend-vocab added: the new pieces (in id order), each new id's old pieces, and the
     tokens per word of the corpus before and after."""
+
     tokenizer: Tokenizer
     pieces: list[str]
     old_ids: list[list[int]]  # per new id, the checkpoint's ids of its pieces
-    base: int                 # the first new id (the checkpoint's vocabulary size)
+    base: int  # the first new id (the checkpoint's vocabulary size)
     tokens_per_word_before: float
     tokens_per_word_after: float
     counts: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict:
-        return {"added": len(self.pieces), "first_id": self.base, "pieces": self.pieces[:50],
-                "tokens_per_word_before": self.tokens_per_word_before,
-                "tokens_per_word_after": self.tokens_per_word_after,
-                "init": "mean of the checkpoint's rows of the piece's old pieces"}
+        return {
+            "added": len(self.pieces),
+            "first_id": self.base,
+            "pieces": self.pieces[:50],
+            "tokens_per_word_before": self.tokens_per_word_before,
+            "tokens_per_word_after": self.tokens_per_word_after,
+            "init": "mean of the checkpoint's rows of the piece's old pieces",
+        }
 
     def __str__(self) -> str:
         shown = ", ".join(self.pieces[:10]) + (", …" if len(self.pieces) > 10 else "")
-        return (f"--extend-vocab: {len(self.pieces)} pieces added (ids {self.base}…{self.base + len(self.pieces) - 1}: "
-                f"{shown}), each row the mean of its old pieces' rows; the corpus tokenizes to "
-                f"{self.tokens_per_word_before:.3f} → {self.tokens_per_word_after:.3f} tokens per word")
+        return (
+            f"--extend-vocab: {len(self.pieces)} pieces added (ids {self.base}…{self.base + len(self.pieces) - 1}: "
+            f"{shown}), each row the mean of its old pieces' rows; the corpus tokenizes to "
+            f"{self.tokens_per_word_before:.3f} → {self.tokens_per_word_after:.3f} tokens per word"
+        )
 
 
 def _word_start(piece: str, model_json: dict) -> bool:
@@ -352,7 +406,9 @@ def choose_pieces(old: Tokenizer, domain: Tokenizer, words: dict[str, int], n: i
     return chosen
 
 
-def extended_tokenizer(old: Tokenizer, chosen: list[tuple[str, list[int], int]], base: int) -> tuple[Tokenizer, list[str], list[list[int]]]:
+def extended_tokenizer(
+    old: Tokenizer, chosen: list[tuple[str, list[int], int]], base: int
+) -> tuple[Tokenizer, list[str], list[list[int]]]:
     """`old` with the chosen pieces at ids base, base+1, …; returns it, the new pieces in id order and
     each one's old ids (byte-level BPE adds the intermediate pieces of each merge chain too)."""
     data = old.to_json()
@@ -366,8 +422,10 @@ def extended_tokenizer(old: Tokenizer, chosen: list[tuple[str, list[int], int]],
             old_ids.append(ids)
     elif kind == "Unigram":
         if len(model["vocab"]) != base:
-            raise ValueError(f"--extend-vocab: the Unigram vocabulary has {len(model['vocab'])} pieces but the "
-                             f"embedding table {base} rows; new pieces would not get the next ids")
+            raise ValueError(
+                f"--extend-vocab: the Unigram vocabulary has {len(model['vocab'])} pieces but the "
+                f"embedding table {base} rows; new pieces would not get the next ids"
+            )
         scores = [s for _, s in model["vocab"]]
         for piece, ids, _ in chosen:
             # its old pieces' summed score plus a margin per piece saved: Viterbi takes the new piece wherever
@@ -397,30 +455,53 @@ def extended_tokenizer(old: Tokenizer, chosen: list[tuple[str, list[int], int]],
     tok = Tokenizer.from_json(data)
     for piece, i in zip(pieces, range(base, base + len(pieces))):
         if tok.token_to_id(piece) != i:
-            raise ValueError(f"--extend-vocab: {piece!r} would get id {tok.token_to_id(piece)}, not {i}; the "
-                             "tokenizer's ids are not contiguous with the embedding table")
+            raise ValueError(
+                f"--extend-vocab: {piece!r} would get id {tok.token_to_id(piece)}, not {i}; the "
+                "tokenizer's ids are not contiguous with the embedding table"
+            )
     return tok, pieces, old_ids
 
 
-def extend_vocabulary(old: Tokenizer, corpus: list[str], n: int, family: str, base: int,
-                      vocab_size: int | None = None, show_progress: bool = False) -> Extension:
+def extend_vocabulary(
+    old: Tokenizer,
+    corpus: list[str],
+    n: int,
+    family: str,
+    base: int,
+    vocab_size: int | None = None,
+    show_progress: bool = False,
+) -> Extension:
     """Train the family's tokenizer kind on `corpus` (normalized as `old` normalizes) with `vocab_size`
     pieces (default: as many as `old`), choose up to n new pieces and build the extended tokenizer."""
     record = get_family(family)
     normalize = old.normalizer.normalize_str if old.normalizer is not None else None
     lines = (normalize(line) if normalize else line for line in iter_files(corpus))
-    domain = train(lines=lines, family=record.tokenizer, vocab_size=vocab_size or old.vocab_size,
-                   show_progress=show_progress, **dict(record.tokenizer_options))
+    domain = train(
+        lines=lines,
+        family=record.tokenizer,
+        vocab_size=vocab_size or old.vocab_size,
+        show_progress=show_progress,
+        **dict(record.tokenizer_options),
+    )
     words = count_words_in_files(corpus, old.normalizer, old.pre_tokenizer, show_progress=show_progress)
     chosen = choose_pieces(old, domain, words, n)
     if not chosen:
-        raise ValueError(f"--extend-vocab {n}: no piece of the tokenizer trained on {', '.join(corpus)} is new to "
-                         "the checkpoint's vocabulary; the corpus needs no extension")
+        raise ValueError(
+            f"--extend-vocab {n}: no piece of the tokenizer trained on {', '.join(corpus)} is new to "
+            "the checkpoint's vocabulary; the corpus needs no extension"
+        )
     tok, pieces, old_ids = extended_tokenizer(old, chosen, base)
     tok.no_truncation()
     tok.no_padding()
-    return Extension(tok, pieces, old_ids, base, tokens_per_word(old, words), tokens_per_word(tok, words),
-                     {p: c for p, _, c in chosen})
+    return Extension(
+        tok,
+        pieces,
+        old_ids,
+        base,
+        tokens_per_word(old, words),
+        tokens_per_word(tok, words),
+        {p: c for p, _, c in chosen},
+    )
 
 
 @torch.no_grad()
@@ -432,8 +513,11 @@ def grow_vocabulary(model, old_ids: list[list[int]]) -> torch.nn.Module:
     V = model.config.vocab_size
     config = copy.deepcopy(model.config)
     config.vocab_size = V + len(old_ids)
-    grown = (ElectraPair(config, gen_config=replace(model.generator.config, vocab_size=config.vocab_size))
-             if isinstance(model, ElectraPair) else type(model)(config))  # the pair: both grow, still sharing
+    grown = (
+        ElectraPair(config, gen_config=replace(model.generator.config, vocab_size=config.vocab_size))
+        if isinstance(model, ElectraPair)
+        else type(model)(config)
+    )  # the pair: both grow, still sharing
     state = grown.state_dict()
     for name, value in model.state_dict().items():
         target = state[name]
@@ -444,11 +528,14 @@ def grow_vocabulary(model, old_ids: list[list[int]]) -> torch.nn.Module:
             new_rows = torch.stack([value[torch.tensor(ids)].double().mean(0) for ids in old_ids])  # (N, …)
             target.copy_(torch.cat([value, new_rows.to(value.dtype)]))
         else:
-            raise ValueError(f"{name}: shape {tuple(value.shape)} does not grow with the vocabulary to {tuple(target.shape)}")
+            raise ValueError(
+                f"{name}: shape {tuple(value.shape)} does not grow with the vocabulary to {tuple(target.shape)}"
+            )
     return grown
 
 
 # ---- the run's record, for --resume ----------------------------------------------------------------
+
 
 def init_record(o) -> dict:
     return {"init": os.path.abspath(o.init) if o.init else None, "extend_vocab": o.extend_vocab}
@@ -463,16 +550,22 @@ def check_resume(o, out: Path) -> None:
         if mine["init"] is None:
             raise ValueError(f"--resume {out}: the run there continued --init {saved['init']}; pass the same --init")
         if saved["init"] is None:
-            raise ValueError(f"--init {o.init} with --resume: the run in {out} started from a preset, not from "
-                             f"{o.init}; continue it without --init, or choose another --out")
+            raise ValueError(
+                f"--init {o.init} with --resume: the run in {out} started from a preset, not from "
+                f"{o.init}; continue it without --init, or choose another --out"
+            )
         raise ValueError(f"--init {o.init} with --resume: the run in {out} continued --init {saved['init']}")
     if saved["extend_vocab"] != mine["extend_vocab"]:
-        raise ValueError(f"--extend-vocab {o.extend_vocab} with --resume: the run in {out} used --extend-vocab "
-                         f"{saved['extend_vocab']}")
+        raise ValueError(
+            f"--extend-vocab {o.extend_vocab} with --resume: the run in {out} used --extend-vocab "
+            f"{saved['extend_vocab']}"
+        )
 
 
 def write_init_record(o, out: Path, extension: Extension | None) -> None:
-    atomic_write_json(out / INIT_RECORD, {**init_record(o), **({"extension": extension.summary()} if extension else {})})
+    atomic_write_json(
+        out / INIT_RECORD, {**init_record(o), **({"extension": extension.summary()} if extension else {})}
+    )
 
 
 # ---- a table's text column as the corpus (TAPT, Parquet, datasets) -----------------------------------

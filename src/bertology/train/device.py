@@ -6,6 +6,7 @@ On the CPU nothing is copied and nothing runs ahead (the cores that would build 
 the ones computing this one); precision is the user's `bf16` as before. On CUDA it is measured
 (`hardware.cuda_precision`) and said.
 """
+
 from __future__ import annotations
 
 import sys
@@ -46,6 +47,7 @@ def model_device(model: torch.nn.Module) -> torch.device:
 class Precision:
     """What a step computes in: an autocast dtype (None: fp32), TF32 matrix products (fp32 on a GPU
     that has them), and the reason in words (empty on the CPU, where the user chose)."""
+
     device: torch.device
     dtype: torch.dtype | None = None
     tf32: bool = False
@@ -88,8 +90,9 @@ def choose_precision(device: torch.device, requested: str = "auto", bf16: bool =
         raise ValueError(f"precision {requested!r}: choose one of {', '.join(PRECISIONS)}")
     if device.type != "cuda":
         if requested == "fp16":
-            raise ValueError("precision fp16: fp16 autocast with a gradient scaler is for CUDA GPUs; on the CPU use "
-                             "bf16 or fp32")
+            raise ValueError(
+                "precision fp16: fp16 autocast with a gradient scaler is for CUDA GPUs; on the CPU use bf16 or fp32"
+            )
         if bf16 or requested == "bf16":
             check_bf16_requested()
             return Precision(device, torch.bfloat16)
@@ -97,8 +100,10 @@ def choose_precision(device: torch.device, requested: str = "auto", bf16: bool =
     probe = cuda_precision(device)
     pick = "bf16" if bf16 and requested == "auto" else (probe["pick"] if requested == "auto" else requested)
     if pick == "bf16" and probe["half"] != "bf16":
-        raise ValueError(f"bf16 on {probe['gpu']} (compute capability {probe['capability']}): bf16 needs an Ampere "
-                         "or later GPU (8.0); leave the precision to the probe (fp16 with a gradient scaler)")
+        raise ValueError(
+            f"bf16 on {probe['gpu']} (compute capability {probe['capability']}): bf16 needs an Ampere "
+            "or later GPU (8.0); leave the precision to the probe (fp16 with a gradient scaler)"
+        )
     reason = probe["reason"] if requested == "auto" and not bf16 else f"{pick}: as asked"
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[pick]
     return Precision(device, dtype, tf32=dtype is None and bool(probe["tf32"]), reason=reason)
@@ -112,8 +117,9 @@ class BatchFeed:
 
     `prepare(global_batch)` runs on the worker too: what the step copies (this rank's rows)."""
 
-    def __init__(self, batches: Callable[[int], Batch], prepare: Callable[[Batch], Batch], pin: bool,
-                 ahead: bool, last_step: int):
+    def __init__(
+        self, batches: Callable[[int], Batch], prepare: Callable[[Batch], Batch], pin: bool, ahead: bool, last_step: int
+    ):
         self.batches, self.prepare, self.pin, self.last_step = batches, prepare, pin, last_step
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="batches") if ahead else None
         self.pending: tuple[int, Future] | None = None

@@ -13,6 +13,7 @@ predicts word frequencies, or maps every text to the same vector, from one that 
     >>> unigram_accuracy(torch.tensor([0, 0, 0, 0, 0, 4, 0, 2]), torch.tensor([[5, -100], [7, 7]]))
     0.3333
 """
+
 from __future__ import annotations
 
 import torch
@@ -54,15 +55,17 @@ def mean_pairwise_cosine(x: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def sentence_vectors(model, tokenizer, texts: list[str], max_length: int = 64, batch_size: int = 64
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+def sentence_vectors(
+    model, tokenizer, texts: list[str], max_length: int = 64, batch_size: int = 64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean-pooled over real tokens, first token) last-layer vectors of `texts`, each (N, H)."""
     backbone = getattr(model, "backbone", model)
     backbone.eval()
     means, firsts = [], []
     for start in range(0, len(texts), batch_size):
-        enc = tokenizer.encode_batch(texts[start:start + batch_size], padding=True, truncation=True,
-                                     max_length=max_length, return_tensors="pt")
+        enc = tokenizer.encode_batch(
+            texts[start : start + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        )
         inputs = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         if backbone.config.type_vocab_size <= 1:
             inputs.pop("token_type_ids", None)

@@ -5,6 +5,7 @@ global counts, so all-reducing (summing) gradients gives the single-process grad
 floating-point summation order. With one process every function here is a no-op. On CUDA each
 process takes the GPU of its LOCAL_RANK (`rank_device`).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,10 @@ def rank_device(spec: str = "auto", say=None) -> torch.device:
     device = resolve_device(spec, say if local == 0 and int(os.environ.get("RANK", "0")) == 0 else None)
     if device.type == "cuda" and _launched():
         if spec.startswith("cuda:") and spec != f"cuda:{local}":
-            raise ValueError(f"--device {spec}: under torchrun every process takes the GPU of its LOCAL_RANK; "
-                             "give --device cuda (or auto)")
+            raise ValueError(
+                f"--device {spec}: under torchrun every process takes the GPU of its LOCAL_RANK; "
+                "give --device cuda (or auto)"
+            )
         device = resolve_device(f"cuda:{local}")  # a LOCAL_RANK without its GPU is an error naming it
     return device
 
@@ -84,7 +87,7 @@ def all_reduce_gradients(model: nn.Module) -> None:
     td.all_reduce(flat, op=td.ReduceOp.SUM)
     offset = 0
     for g in grads:
-        g.copy_(flat[offset:offset + g.numel()].view_as(g))
+        g.copy_(flat[offset : offset + g.numel()].view_as(g))
         offset += g.numel()
 
 
@@ -95,8 +98,9 @@ def all_reduce_tensor(tensor: torch.Tensor) -> None:
         td.all_reduce(tensor, op=td.ReduceOp.SUM)
 
 
-def all_reduce_sums(values: dict[str, torch.Tensor | float], device: torch.device | str = "cpu"
-                    ) -> dict[str, torch.Tensor | float]:
+def all_reduce_sums(
+    values: dict[str, torch.Tensor | float], device: torch.device | str = "cpu"
+) -> dict[str, torch.Tensor | float]:
     """Sum each value over ranks, in one message on `device` (where NCCL needs it); the sums come back
     as 0-d tensors there, read when the caller logs them (no host sync here)."""
     if not active() or not values:

@@ -15,6 +15,7 @@ accumulation and of data-parallel equivalence.
 device (the Trainer reads them at log steps, so a step never waits for the GPU to report them);
 the evaluations below move their batches to the model's device and return floats.
 """
+
 from __future__ import annotations
 
 import math
@@ -92,6 +93,7 @@ def evaluate_pretraining(model, batches: Iterable[dict[str, torch.Tensor]]) -> d
 
 # ---- replaced-token detection (ELECTRA) --------------------------------------------------------------
 
+
 def sample_tokens(logits: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
     """One token per row of (M, V) logits, sampled from their softmax by inverting its cumulative sum at
     the uniform `draws` (M,): the sample is a function of the draws alone, whatever device or batch split.
@@ -120,7 +122,10 @@ class ReplacedTokenDetectionObjective:
         self.weight = discriminator_weight
 
     def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
-        return {"masked": max(1, int((batch["labels"] != IGNORE).sum())), "real": max(1, int(batch["attention_mask"].sum()))}
+        return {
+            "masked": max(1, int((batch["labels"] != IGNORE).sum())),
+            "real": max(1, int(batch["attention_mask"].sum())),
+        }
 
     def __call__(self, model, batch: dict[str, torch.Tensor], totals: dict[str, int]):
         labels, mask = batch["labels"], batch["attention_mask"]
@@ -152,8 +157,9 @@ class ReplacedTokenDetectionObjective:
 
 
 @torch.no_grad()
-def evaluate_replaced_token_detection(model, batches: Iterable[dict[str, torch.Tensor]],
-                                      discriminator_weight: float = 50.0) -> dict[str, float]:
+def evaluate_replaced_token_detection(
+    model, batches: Iterable[dict[str, torch.Tensor]], discriminator_weight: float = 50.0
+) -> dict[str, float]:
     """Held-out generator MLM accuracy and loss, discriminator accuracy and loss, replaced share,
     each averaged over the batches' masked (generator) or real (the rest) tokens."""
     objective = ReplacedTokenDetectionObjective(discriminator_weight)
@@ -177,6 +183,7 @@ def evaluate_replaced_token_detection(model, batches: Iterable[dict[str, torch.T
 
 # ---- distillation ---------------------------------------------------------------------------------
 
+
 def backbone_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The batch's tensors a backbone takes: token types only where the family has them."""
     keys = ("input_ids", "attention_mask") + (("token_type_ids",) if model.config.type_vocab_size > 1 else ())
@@ -195,22 +202,40 @@ class DistillationObjective:
     """The Trainer's objective for a student: see the module docstring. The teacher runs once per
     micro-batch, in inference mode, in bf16 where `teacher_bf16`."""
 
-    def __init__(self, teacher: PreTrainedModel, alphas: Alphas = Alphas(), temperature: float = 2.0,
-                 ce_over: str = "masked", teacher_bf16: bool = False):
+    def __init__(
+        self,
+        teacher: PreTrainedModel,
+        alphas: Alphas = Alphas(),
+        temperature: float = 2.0,
+        ce_over: str = "masked",
+        teacher_bf16: bool = False,
+    ):
         if ce_over not in ("masked", "all"):
             raise ValueError(f"ce_over {ce_over!r}: choose masked or all")
         if temperature <= 0:
             raise ValueError(f"--temperature {temperature}: must be > 0")
-        self.teacher, self.alphas, self.T, self.ce_over, self.teacher_bf16 = teacher.eval(), alphas, temperature, ce_over, teacher_bf16
+        self.teacher, self.alphas, self.T, self.ce_over, self.teacher_bf16 = (
+            teacher.eval(),
+            alphas,
+            temperature,
+            ce_over,
+            teacher_bf16,
+        )
         self.teacher_backbone, self.teacher_mlm = parts(teacher)
         if self.teacher_mlm is None and (alphas.ce or alphas.mse):
-            raise ValueError(f"the teacher ({teacher.architecture}) has no MLM head, so there are no logits to match: "
-                             "set --alpha-ce 0 and --alpha-mse 0 (the hidden-state term still teaches)")
+            raise ValueError(
+                f"the teacher ({teacher.architecture}) has no MLM head, so there are no logits to match: "
+                "set --alpha-ce 0 and --alpha-mse 0 (the hidden-state term still teaches)"
+            )
 
     def totals(self, batch: dict[str, torch.Tensor]) -> dict[str, int]:
         masked = int((batch["labels"] != IGNORE).sum())  # on the CPU
         real = int(batch["attention_mask"].sum())
-        return {"masked": max(1, masked), "real": max(1, real), "rows": max(1, masked if self.ce_over == "masked" else real)}
+        return {
+            "masked": max(1, masked),
+            "real": max(1, real),
+            "rows": max(1, masked if self.ce_over == "masked" else real),
+        }
 
     def __call__(self, student, batch: dict[str, torch.Tensor], totals: dict[str, int]):
         a = self.alphas
@@ -227,7 +252,7 @@ class DistillationObjective:
         terms: dict[str, torch.Tensor] = {}
         if a.ce:
             kl = F.kl_div(F.log_softmax(z_s / self.T, -1), F.softmax(z_t / self.T, -1), reduction="sum")
-            terms["ce"] = kl * self.T ** 2 / totals["rows"]
+            terms["ce"] = kl * self.T**2 / totals["rows"]
         if a.mlm:
             z_masked = z_s if self.ce_over == "masked" else mlm(h_s[masked])[0].float()  # (M, V)
             terms["mlm"] = F.cross_entropy(z_masked, labels[masked], reduction="sum") / totals["masked"]
@@ -291,7 +316,9 @@ class SentenceDistillationObjective:
 
     def __init__(self, teacher, alphas: Alphas, teacher_bf16: bool = False):
         if alphas.ce:
-            raise ValueError("sentence-level distillation matches embeddings, not token predictions: --alpha-ce must be 0")
+            raise ValueError(
+                "sentence-level distillation matches embeddings, not token predictions: --alpha-ce must be 0"
+            )
         if not any((alphas.mse, alphas.cos, alphas.mlm)):
             raise ValueError("every --alpha-* is 0: nothing to learn from")
         self.teacher, self.alphas, self.teacher_bf16 = teacher.eval(), alphas, teacher_bf16
@@ -303,7 +330,7 @@ class SentenceDistillationObjective:
         if "teacher_embedding" in batch:
             return batch["teacher_embedding"].float()
         batch = to_device(batch, model_device(self.teacher))  # a held-out batch comes from the CPU
-        inputs = {k[len("teacher_"):]: batch[k] for k in TEACHER_KEYS if k in batch}
+        inputs = {k[len("teacher_") :]: batch[k] for k in TEACHER_KEYS if k in batch}
         with torch.autocast(inputs["input_ids"].device.type, dtype=torch.bfloat16, enabled=self.teacher_bf16):
             h = self.teacher_backbone(**backbone_inputs(self.teacher_backbone, inputs)).last_hidden_state
         return F.normalize(mean_pool(h.float(), inputs["attention_mask"]), dim=-1)

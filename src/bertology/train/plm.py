@@ -6,6 +6,7 @@ memory each step leaves, per global batch row: a micro-batch (or a rank) reads i
 memory from the step before and writes theirs for the next. The memory goes into every
 checkpoint (`mems.safetensors`), so a resumed run continues exactly.
 """
+
 from __future__ import annotations
 
 import math
@@ -97,7 +98,11 @@ def evaluate_plm(model, batches: list[dict[str, torch.Tensor]]) -> dict[str, flo
         loss += float(batch_loss) * totals["targets"]
         correct += float(metrics["plm_accuracy"]) * totals["targets"]
         targets += totals["targets"]
-    return {"plm_loss": loss / targets, "plm_accuracy": correct / targets, "perplexity": math.exp(min(loss / targets, 50))}
+    return {
+        "plm_loss": loss / targets,
+        "plm_accuracy": correct / targets,
+        "perplexity": math.exp(min(loss / targets, 50)),
+    }
 
 
 def check_batch(o, recipe: Recipe) -> None:
@@ -106,8 +111,17 @@ def check_batch(o, recipe: Recipe) -> None:
         raise ValueError(f"--bi-data: --batch-size {o.batch_size} must be even (forward and backward rows)")
 
 
-def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, overwrite: bool,
-                            heldout: float | int, device: torch.device, build=None) -> dict[str, Any]:
+def pretrain_permutation_lm(
+    o,
+    recipe: Recipe,
+    out: Path,
+    tok,
+    resume: bool,
+    overwrite: bool,
+    heldout: float | int,
+    device: torch.device,
+    build=None,
+) -> dict[str, Any]:
     """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/,
     on `device` (resolved by the pretraining job before anything was written). `build(head, tok,
     **config fields)` → (model, whether its LM bias is new): a run continued from a checkpoint (--init)."""
@@ -116,14 +130,19 @@ def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, ove
     specials = special_tokens(tok, recipe.family)  # XLNet's examples are built with <sep>, <cls> and </s>
     corpus = tokenize_corpus(o.corpus, tok, out / "cache" / "tokens", o.format, show_progress=not o.quiet)
     train_docs, held = split_documents(corpus.num_documents, heldout, o.seed, ", ".join(map(str, o.corpus)))
-    data = PermutationData(build_stream(corpus.documents(train_docs), specials.eod), settings, specials, o.batch_size,
-                           o.seed)
+    data = PermutationData(
+        build_stream(corpus.documents(train_docs), specials.eod), settings, specials, o.batch_size, o.seed
+    )
 
-    overrides = dict(mem_len=o.mem_len if o.mem_len is not None else settings.seq_len * 3 // 4,
-                     reuse_len=settings.reuse_len, bi_data=settings.bi_data)
+    overrides = dict(
+        mem_len=o.mem_len if o.mem_len is not None else settings.seq_len * 3 // 4,
+        reuse_len=settings.reuse_len,
+        bi_data=settings.bi_data,
+    )
     if build is None:
-        config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=specials.pad,
-                               **{**overrides, **o.config_overrides})
+        config = record.preset(
+            o.preset, vocab_size=tok.vocab_size, pad_token_id=specials.pad, **{**overrides, **o.config_overrides}
+        )
         config.max_position_embeddings = max(settings.seq_len, 64)
         model = task_class(recipe.family, recipe.head)(config)
         model, new_bias = (model if o.dropout is None else set_dropout(model, o.dropout)), True
@@ -144,7 +163,10 @@ def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, ove
         if held_data is not None:
             eval_batches = [held_data.batch(i) for i in range(min(o.eval_batches, held_data.steps_per_epoch))]
             labels = torch.cat([b["labels"].flatten() for b in eval_batches])
-            unigram = {"unigram_accuracy": unigram_accuracy(counts, labels), "unigram_loss": unigram_loss(counts, labels)}
+            unigram = {
+                "unigram_accuracy": unigram_accuracy(counts, labels),
+                "unigram_loss": unigram_loss(counts, labels),
+            }
             evaluate = lambda m: {**evaluate_plm(m, eval_batches), **unigram}  # noqa: E731
 
     objective = PermutationLMObjective()
@@ -160,9 +182,14 @@ def pretrain_permutation_lm(o, recipe: Recipe, out: Path, tok, resume: bool, ove
     started = trainer.step
     result = trainer.train(resume=resume)
     summary = {
-        "family": recipe.family, "preset": o.preset, "architecture": model.architecture, "objective": recipe.objective,
-        "parameters": model.num_parameters(), "resumed_from": started if resume else None,
-        "tokens": result["step"] * o.batch_size * o.seq_len, "steps_per_epoch": data.steps_per_epoch,
+        "family": recipe.family,
+        "preset": o.preset,
+        "architecture": model.architecture,
+        "objective": recipe.objective,
+        "parameters": model.num_parameters(),
+        "resumed_from": started if resume else None,
+        "tokens": result["step"] * o.batch_size * o.seq_len,
+        "steps_per_epoch": data.steps_per_epoch,
         "recipe": {**settings.__dict__, "mem_len": config.mem_len},
         "flops_per_token": count(model.config, seq_length=settings.seq_len).flops_per_token["total"],
         **run_summary(trainer, result),

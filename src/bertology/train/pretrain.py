@@ -12,6 +12,7 @@ The output directory ends up holding config.json + model.safetensors + tokenizer
 by bertology.load and transformers' AutoModelForPreTraining / AutoModelForMaskedLM), metrics.jsonl,
 checkpoints/ and the instance cache.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,16 +31,42 @@ from ..models.electra import ElectraPair, check_pair_checkpoint, generator_confi
 from ..models.init_embeddings import init_token_embeddings, read_init_vectors
 from ..models.params import count
 from ..nn import set_dropout
-from ..options import (DROPOUT, FRACTION_OR_COUNT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check,
-                       check_options, option)
+from ..options import (
+    DROPOUT,
+    FRACTION_OR_COUNT,
+    MASKING_RATE,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_NUMBER,
+    Check,
+    check_options,
+    option,
+)
 from . import distributed as dist
-from .continued import (TASK_CORPUS, Extension, Start, check_init, check_resume, extend_vocabulary, generator_note,
-                        grow_vocabulary, resumed_model, resumed_pair, stage_table_corpus, start_model, start_pair,
-                        write_init_record)
+from .continued import (
+    TASK_CORPUS,
+    Extension,
+    Start,
+    check_init,
+    check_resume,
+    extend_vocabulary,
+    generator_note,
+    grow_vocabulary,
+    resumed_model,
+    resumed_pair,
+    stage_table_corpus,
+    start_model,
+    start_pair,
+    write_init_record,
+)
 from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
-from .objectives import (PretrainingObjective, ReplacedTokenDetectionObjective, evaluate_pretraining,
-                         evaluate_replaced_token_detection)
+from .objectives import (
+    PretrainingObjective,
+    ReplacedTokenDetectionObjective,
+    evaluate_pretraining,
+    evaluate_replaced_token_detection,
+)
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
 from .resume import same_run
 from ..tokenizers import Tokenizer, train
@@ -51,34 +78,55 @@ DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discrimin
 @dataclass
 class PretrainOptions(RunOptions):
     family: str = option(help="the model family", choices=PRETRAINABLE)
-    corpus: list[str] = option(help="text: one sentence per line, a blank line between documents (or --format raw); "
-                                    ".gz, .xz, .bz2 read as they are; a folder: its files in name order; a Parquet "
-                                    "file or a datasets directory (save_to_disk): a row a document, from "
-                                    "--text-column", metavar="FILE")
+    corpus: list[str] = option(
+        help="text: one sentence per line, a blank line between documents (or --format raw); "
+        ".gz, .xz, .bz2 read as they are; a folder: its files in name order; a Parquet "
+        "file or a datasets directory (save_to_disk): a row a document, from "
+        "--text-column",
+        metavar="FILE",
+    )
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
-    preset: str | None = option(None, "tiny, mini, small, medium, base, large (default mini; with --init: the "
-                                      "checkpoint's architecture)")
-    tokenizer: str | None = option(None, "tokenizer.json or directory; default: train the family's tokenizer on the corpus")
-    vocab_size: int | None = option(None, "for a trained tokenizer (default 8000; with --extend-vocab: the domain "
-                                          "tokenizer's, default the checkpoint's)", check=POSITIVE)
-    steps: int | None = option(None, "optimizer steps (default 1000; with --time-budget a cap, default none)",
-                               check=POSITIVE)
+    preset: str | None = option(
+        None, "tiny, mini, small, medium, base, large (default mini; with --init: the checkpoint's architecture)"
+    )
+    tokenizer: str | None = option(
+        None, "tokenizer.json or directory; default: train the family's tokenizer on the corpus"
+    )
+    vocab_size: int | None = option(
+        None,
+        "for a trained tokenizer (default 8000; with --extend-vocab: the domain tokenizer's, default the checkpoint's)",
+        check=POSITIVE,
+    )
+    steps: int | None = option(
+        None, "optimizer steps (default 1000; with --time-budget a cap, default none)", check=POSITIVE
+    )
     batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
     seq_len: int = option(128, "tokens per sequence, special tokens included", check=Check("≥ 8", lambda v: v >= 8))
     lr: float = option(5e-4, "peak learning rate", check=POSITIVE_NUMBER)
-    warmup: int = option(100, "warmup steps, then linear decay to 0 (--schedule linear; with --time-budget, "
-                              "--budget-warmup instead)", check=NON_NEGATIVE)
-    schedule: str = option("linear", "linear: warmup then decay (BERT); triangle: from 25% of --lr to the peak at 75% "
-                                     "of the steps, then to 0", choices=("linear", "triangle"))
-    dropout: float | None = option(None, "dropout while pretraining (default: the config's 0.1; the saved config "
-                                         "keeps it)", check=DROPOUT)
-    unigram_prior: bool = option(True, "start the MLM (XLNet: LM) output bias at the corpus's log unigram distribution "
-                                       "(--no-unigram-prior: at zero)")
+    warmup: int = option(
+        100,
+        "warmup steps, then linear decay to 0 (--schedule linear; with --time-budget, --budget-warmup instead)",
+        check=NON_NEGATIVE,
+    )
+    schedule: str = option(
+        "linear",
+        "linear: warmup then decay (BERT); triangle: from 25% of --lr to the peak at 75% of the steps, then to 0",
+        choices=("linear", "triangle"),
+    )
+    dropout: float | None = option(
+        None, "dropout while pretraining (default: the config's 0.1; the saved config keeps it)", check=DROPOUT
+    )
+    unigram_prior: bool = option(
+        True,
+        "start the MLM (XLNet: LM) output bias at the corpus's log unigram distribution (--no-unigram-prior: at zero)",
+    )
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", check=NON_NEGATIVE)
     accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
     max_grad_norm: float = option(1.0, "gradient clipping norm", check=POSITIVE_NUMBER)
-    bf16: bool = option(False, "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the "
-                               "precision is measured and said)")
+    bf16: bool = option(
+        False,
+        "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the precision is measured and said)",
+    )
     seed: int = option(0, "seeds the model's initial weights, the instances and the masks")
     objective: str | None = option(None, "default: the family's", choices=OBJECTIVES)
     masking: str | None = option(None, "default: static (BERT, ALBERT), dynamic (RoBERTa)", choices=MASKINGS)
@@ -87,57 +135,89 @@ class PretrainOptions(RunOptions):
     ngram: int | None = option(None, "mask spans of up to N words, p(n) ∝ 1/n (ALBERT default 3)", check=POSITIVE)
     dupe_factor: int = option(5, "copies with different static masks", check=POSITIVE)
     mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
-    max_predictions: int | None = option(None, "cap on masked tokens per sequence (default: seq-len × mlm-probability)",
-                                         check=POSITIVE)
-    mem_len: int | None = option(None, "XLNet: states kept as memory for the next step (default 3/4 of --seq-len, "
-                                       "the original's 384 of 512)", check=NON_NEGATIVE)
-    reuse_len: int | None = option(None, "XLNet: tokens of each example continued from the step before (default "
-                                         "half of --seq-len)", check=POSITIVE)
+    max_predictions: int | None = option(
+        None, "cap on masked tokens per sequence (default: seq-len × mlm-probability)", check=POSITIVE
+    )
+    mem_len: int | None = option(
+        None,
+        "XLNet: states kept as memory for the next step (default 3/4 of --seq-len, the original's 384 of 512)",
+        check=NON_NEGATIVE,
+    )
+    reuse_len: int | None = option(
+        None, "XLNet: tokens of each example continued from the step before (default half of --seq-len)", check=POSITIVE
+    )
     num_predict: int | None = option(None, "XLNet: targets per sequence (default 85/512 of --seq-len)", check=POSITIVE)
-    perm_size: int | None = option(None, "XLNet: factorisation-order block (default: the largest dividing both "
-                                         "--reuse-len and the rest, at most half of --seq-len)", check=POSITIVE)
+    perm_size: int | None = option(
+        None,
+        "XLNet: factorisation-order block (default: the largest dividing both "
+        "--reuse-len and the rest, at most half of --seq-len)",
+        check=POSITIVE,
+    )
     bi_data: bool = option(False, "XLNet: half the batch rows run their text backwards")
-    generator_size: float | None = option(None, "ELECTRA: the generator's hidden width as a fraction of the "
-                                                "discriminator's, in (0, 1] (default 0.25, the paper's best)",
-                                          check=Check("in (0, 1]", lambda v: 0 < v <= 1))
+    generator_size: float | None = option(
+        None,
+        "ELECTRA: the generator's hidden width as a fraction of the "
+        "discriminator's, in (0, 1] (default 0.25, the paper's best)",
+        check=Check("in (0, 1]", lambda v: 0 < v <= 1),
+    )
     format: str = option("lines", "corpus format", choices=FORMATS)
-    heldout: float = option(0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT)
-    init_embeddings: str | None = option(None, "start the token embedding from these word vectors, keyed by the "
-                                               "tokenizer's pieces (`wordvec train --tokenizer`); not on --resume",
-                                         metavar="VECTORS")
-    init: str | None = option(None, "continue pretraining this checkpoint (a Hugging Face or bertology model "
-                                    "directory): its config, weights and tokenizer instead of --preset; ELECTRA: the "
-                                    "discriminator, with its generator from DIR/generator/ or --init-generator, else a "
-                                    "new one at --generator-size", metavar="DIR")
-    init_generator: str | None = option(None, "ELECTRA with --init: the generator to continue beside the "
-                                              "discriminator (an ElectraForMaskedLM directory, as "
-                                              "google/electra-small-generator ships); default DIR/generator/",
-                                        metavar="DIR")
-    extend_vocab: int | None = option(None, "with --init: add the N most frequent pieces of a tokenizer trained on the "
-                                            "corpus that the checkpoint's splits into several, each row the mean of "
-                                            "its pieces'", check=POSITIVE, metavar="N")
-    text_column: str | None = option(None, "read the --corpus files as tables (CSV / TSV / JSON lines / Parquet / a "
-                                           "datasets directory) and pretrain on this column's texts, a record a "
-                                           "document (task-adaptive pretraining); a Parquet or datasets --corpus "
-                                           "is read so without it, from its 'text' column",
-                                     metavar="NAME")
+    heldout: float = option(
+        0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT
+    )
+    init_embeddings: str | None = option(
+        None,
+        "start the token embedding from these word vectors, keyed by the "
+        "tokenizer's pieces (`wordvec train --tokenizer`); not on --resume",
+        metavar="VECTORS",
+    )
+    init: str | None = option(
+        None,
+        "continue pretraining this checkpoint (a Hugging Face or bertology model "
+        "directory): its config, weights and tokenizer instead of --preset; ELECTRA: the "
+        "discriminator, with its generator from DIR/generator/ or --init-generator, else a "
+        "new one at --generator-size",
+        metavar="DIR",
+    )
+    init_generator: str | None = option(
+        None,
+        "ELECTRA with --init: the generator to continue beside the "
+        "discriminator (an ElectraForMaskedLM directory, as "
+        "google/electra-small-generator ships); default DIR/generator/",
+        metavar="DIR",
+    )
+    extend_vocab: int | None = option(
+        None,
+        "with --init: add the N most frequent pieces of a tokenizer trained on the "
+        "corpus that the checkpoint's splits into several, each row the mean of "
+        "its pieces'",
+        check=POSITIVE,
+        metavar="N",
+    )
+    text_column: str | None = option(
+        None,
+        "read the --corpus files as tables (CSV / TSV / JSON lines / Parquet / a "
+        "datasets directory) and pretrain on this column's texts, a record a "
+        "document (task-adaptive pretraining); a Parquet or datasets --corpus "
+        "is read so without it, from its 'text' column",
+        metavar="NAME",
+    )
     config_overrides: dict[str, Any] = option(default_factory=dict, cli=False)
 
     def __post_init__(self):
         check_options(self)
         if self.init is None:
             if self.extend_vocab is not None:
-                raise ValueError(f"--extend-vocab {self.extend_vocab}: needs --init DIR, the checkpoint whose "
-                                 "vocabulary it extends")
+                raise ValueError(
+                    f"--extend-vocab {self.extend_vocab}: needs --init DIR, the checkpoint whose vocabulary it extends"
+                )
             if self.init_generator is not None:
-                raise ValueError(f"--init-generator {self.init_generator}: needs --init DIR, the discriminator it "
-                                 "continues beside")
+                raise ValueError(
+                    f"--init-generator {self.init_generator}: needs --init DIR, the discriminator it continues beside"
+                )
             self.preset = self.preset or "mini"
             self.vocab_size = self.vocab_size or 8000
         if self.extend_vocab is not None and not self.corpus:
             raise ValueError(f"--extend-vocab {self.extend_vocab}: needs --corpus, the text the new pieces come from")
-
-
 
 
 def _tokenizer(o: PretrainOptions, out: Path, resume: bool, given):
@@ -152,8 +232,13 @@ def _tokenizer(o: PretrainOptions, out: Path, resume: bool, given):
         tok = given
     elif dist.is_main():
         record = get_family(o.family)
-        tok = train(o.corpus, family=record.tokenizer, vocab_size=o.vocab_size, show_progress=not o.quiet,
-                    **dict(record.tokenizer_options))
+        tok = train(
+            o.corpus,
+            family=record.tokenizer,
+            vocab_size=o.vocab_size,
+            show_progress=not o.quiet,
+            **dict(record.tokenizer_options),
+        )
     if dist.is_main():
         tok.save(saved)
     dist.barrier()
@@ -184,15 +269,21 @@ def _builder(o: PretrainOptions, start: Start, extension: Extension | None, resu
     def build(head: str, tok, **overrides):
         if resume:  # the run's own checkpoint holds every weight, the grown vocabulary's too
             vocab = max(start.config.vocab_size, tok.vocab_size)
-            model, new = (resumed_pair(start, size, vocab) if pair else resumed_model(start, head, vocab, **overrides)), []
+            model, new = (
+                (resumed_pair(start, size, vocab) if pair else resumed_model(start, head, vocab, **overrides)),
+                [],
+            )
         else:
             model, new = start_pair(start, size) if pair else start_model(start, head, **overrides)
             heads = [n for n in new if n != "generator"]  # the pair's generator is said on its own line
             if heads:
                 mlm = {"mlm", "lm_loss"} & set(heads)
-                say(f"--init {start.path}: no {', '.join(heads)} in the checkpoint: built new (the family's "
-                    "initialisation" + (", the MLM decoder tied to the word embeddings" if mlm else "")
-                    + (", the output bias from the corpus's unigram prior)" if mlm and o.unigram_prior else ")"))
+                say(
+                    f"--init {start.path}: no {', '.join(heads)} in the checkpoint: built new (the family's "
+                    "initialisation"
+                    + (", the MLM decoder tied to the word embeddings" if mlm else "")
+                    + (", the output bias from the corpus's unigram prior)" if mlm and o.unigram_prior else ")")
+                )
             else:
                 say(f"--init {start.path}: every weight of {model.architecture} taken from the checkpoint")
             if pair:
@@ -202,6 +293,7 @@ def _builder(o: PretrainOptions, start: Start, extension: Extension | None, resu
                 say(str(extension))
         model = model if o.dropout is None else set_dropout(model, o.dropout)
         return model, bool({"mlm", "lm_loss", "generator"} & set(new))
+
     return build
 
 
@@ -214,8 +306,10 @@ def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
     except TypeError as e:
         raise ValueError(f"config overrides {o.config_overrides}: {e}") from None
     if o.seq_len > config.max_length:
-        raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
-                         f"{o.family}-{o.preset} preset")
+        raise ValueError(
+            f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of the "
+            f"{o.family}-{o.preset} preset"
+        )
     recipe.check_model()
     _check_generator_size(o, recipe, config)
 
@@ -224,9 +318,13 @@ def _check_generator_size(o: PretrainOptions, recipe: Recipe, config) -> None:
     """--generator-size only for ELECTRA's rtd; the new generator it makes of the discriminator's `config`
     can split its heads (`config` None: the generator is loaded, continued.check_generator checked it)."""
     if o.generator_size is not None and recipe.objective != RTD:
-        raise ValueError(f"--generator-size is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}")
+        raise ValueError(
+            f"--generator-size is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}"
+        )
     if recipe.objective == RTD and config is not None:
-        generator_config(config, o.generator_size or DEFAULT_GENERATOR_SIZE)  # a size whose heads cannot split fails here
+        generator_config(
+            config, o.generator_size or DEFAULT_GENERATOR_SIZE
+        )  # a size whose heads cannot split fails here
 
 
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
@@ -245,7 +343,9 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     asked = o  # the options as given (a labelled file's texts are staged below): what a resume compares
     recipe = Recipe.from_options(o)  # the options' recipe, validated once; every step below reads it
-    start = check_init(o, recipe.head) if o.init is not None else None  # the checkpoint read and checked against the options
+    start = (
+        check_init(o, recipe.head) if o.init is not None else None
+    )  # the checkpoint read and checked against the options
     if start is None:
         _check_model_options(o, recipe)
     else:
@@ -258,8 +358,11 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=recipe.pair_task == "nsp")
     # a bad tokenizer file fails now, not after the output directory is set up
     given = start.tokenizer if start is not None else Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
-    vectors = (read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
-               if o.init_embeddings is not None else None)
+    vectors = (
+        read_init_vectors(o.init_embeddings, get_family(o.family).preset(o.preset, **o.config_overrides))
+        if o.init_embeddings is not None
+        else None
+    )
     dist.init_from_env(device)
     out = Path(o.out_dir)
     continuing = resume and out.is_dir() and bool(checkpoints(out))
@@ -267,8 +370,15 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
         check_resume(o, out)  # the same --init (or none) as the run it continues
     extension = None
     if start is not None and o.extend_vocab and not continuing:
-        extension = extend_vocabulary(start.tokenizer, o.corpus, o.extend_vocab, o.family, start.config.vocab_size,
-                                      o.vocab_size, show_progress=not o.quiet and dist.is_main())
+        extension = extend_vocabulary(
+            start.tokenizer,
+            o.corpus,
+            o.extend_vocab,
+            o.family,
+            start.config.vocab_size,
+            o.vocab_size,
+            show_progress=not o.quiet and dist.is_main(),
+        )
         given = extension.tokenizer
     if dist.is_main():
         claim_output_dir(out, "pretrain", resume=resume, overwrite=overwrite)
@@ -290,25 +400,49 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
         return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors, build, extension)
 
 
-def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overwrite: bool, given,
-              device: torch.device, vectors=None, build=None, extension=None) -> dict[str, Any]:
+def _pretrain(
+    o: PretrainOptions,
+    recipe: Recipe,
+    out: Path,
+    resume: bool,
+    overwrite: bool,
+    given,
+    device: torch.device,
+    vectors=None,
+    build=None,
+    extension=None,
+) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
     if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
-        return pretrain_permutation_lm(o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device,
-                                       build=build)
+        return pretrain_permutation_lm(
+            o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device, build=build
+        )
 
     if not dist.is_main():
         dist.barrier()  # rank 0 builds the cache, the others then open it
-    store = build_store(o.corpus, tok, recipe, seed=o.seed, cache_dir=out / "cache", format=o.format,
-                        heldout=heldout_value(o.heldout), show_progress=not o.quiet and dist.is_main())
+    store = build_store(
+        o.corpus,
+        tok,
+        recipe,
+        seed=o.seed,
+        cache_dir=out / "cache",
+        format=o.format,
+        heldout=heldout_value(o.heldout),
+        show_progress=not o.quiet and dist.is_main(),
+    )
     if dist.is_main():
         dist.barrier()
     if store.num_instances < o.batch_size:
-        raise ValueError(f"{', '.join(o.corpus)}: {store.num_instances} instances of length {o.seq_len}, fewer than one batch "
-                         f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor")
+        raise ValueError(
+            f"{', '.join(o.corpus)}: {store.num_instances} instances of length {o.seq_len}, fewer than one batch "
+            f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor"
+        )
     model, new_bias = build(recipe.head, tok) if build is not None else (_model(o, tok, recipe), True)
-    init = (init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
-            if vectors is not None and not resume else None)  # on resume the checkpoint holds the embedding
+    init = (
+        init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
+        if vectors is not None and not resume
+        else None
+    )  # on resume the checkpoint holds the embedding
     counts = store.token_counts(model.config.vocab_size)
     if o.unigram_prior and not resume and new_bias:  # a head loaded from --init keeps its trained bias
         model.mlm.init_bias_from_counts(counts)
@@ -321,26 +455,44 @@ def _pretrain(o: PretrainOptions, recipe: Recipe, out: Path, resume: bool, overw
         eval_batches = [heldout.batch(i, eval_size, seed=o.seed + 1) for i in range(n_eval)]
 
         def evaluate(m):
-            scores = (evaluate_replaced_token_detection(m, eval_batches) if recipe.objective == RTD
-                      else evaluate_pretraining(m, eval_batches))
+            scores = (
+                evaluate_replaced_token_detection(m, eval_batches)
+                if recipe.objective == RTD
+                else evaluate_pretraining(m, eval_batches)
+            )
             return {**scores, **unigram}
 
         eval_labels = torch.cat([b["labels"].flatten() for b in eval_batches])
-        unigram = {"unigram_accuracy": unigram_accuracy(counts, eval_labels), "unigram_loss": unigram_loss(counts, eval_labels)}
+        unigram = {
+            "unigram_accuracy": unigram_accuracy(counts, eval_labels),
+            "unigram_loss": unigram_loss(counts, eval_labels),
+        }
 
     objective = ReplacedTokenDetectionObjective() if recipe.objective == RTD else PretrainingObjective()
-    trainer = Trainer(model, args, lambda step: store.batch(step, o.batch_size), objective, evaluate,
-                      save_extra=lambda d: tok.save(d / "tokenizer.json"))
+    trainer = Trainer(
+        model,
+        args,
+        lambda step: store.batch(step, o.batch_size),
+        objective,
+        evaluate,
+        save_extra=lambda d: tok.save(d / "tokenizer.json"),
+    )
     started = trainer.step
     result = trainer.train(resume=resume)
     summary = {
-        "family": o.family, "preset": o.preset, "architecture": model.architecture, "objective": recipe.objective,
-        "parameters": model.num_parameters(), "resumed_from": started if resume else None,
-        "tokens": result["step"] * o.batch_size * o.seq_len, "instances": store.num_instances,
+        "family": o.family,
+        "preset": o.preset,
+        "architecture": model.architecture,
+        "objective": recipe.objective,
+        "parameters": model.num_parameters(),
+        "resumed_from": started if resume else None,
+        "tokens": result["step"] * o.batch_size * o.seq_len,
+        "instances": store.num_instances,
         "init_embeddings": init.summary() if init is not None else None,
         "init": None if o.init is None else {"path": o.init, "extension": extension.summary() if extension else None},
         "flops_per_token": count(model.config, seq_length=o.seq_len).flops_per_token["total"],
-        **run_summary(trainer, result), "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
+        **run_summary(trainer, result),
+        "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
     }
     if dist.is_main() and not result["interrupted"]:
         model.save(out)  # the final model, next to tokenizer.json

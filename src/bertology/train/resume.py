@@ -19,6 +19,7 @@ are the run itself: a change there would write a model trained under two configu
     >>> differences(Job(seq_len=64, steps=200), {"seq_len": 128, "steps": 100}, frozenset({"steps"}))
     ['--seq-len 64 (the run was started with --seq-len 128)']
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,8 +33,22 @@ from . import distributed as dist
 
 RUN_OPTIONS = "options.json"
 # RunOptions' fields that leave the weights as they are (trainer.RunOptions): length, reporting, placement
-RUN_MAY_CHANGE = frozenset({"steps", "time_budget", "eval_every", "eval_batches", "save_every", "keep_last",
-                            "log_every", "quiet", "stop_at", "compile", "device", "out_dir"})
+RUN_MAY_CHANGE = frozenset(
+    {
+        "steps",
+        "time_budget",
+        "eval_every",
+        "eval_batches",
+        "save_every",
+        "keep_last",
+        "log_every",
+        "quiet",
+        "stop_at",
+        "compile",
+        "device",
+        "out_dir",
+    }
+)
 
 
 def _plain(value: Any) -> Any:
@@ -88,14 +103,23 @@ def check_resume_options(out: Path, options: Any, may_change: frozenset[str] = R
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: unreadable ({e}); the run's options cannot be checked, so it cannot be resumed "
-                         "safely: start again with --overwrite") from None
+        raise ValueError(
+            f"{path}: unreadable ({e}); the run's options cannot be checked, so it cannot be resumed "
+            "safely: start again with --overwrite"
+        ) from None
     found = differences(options, recorded, may_change)
     if found:
-        allowed = ", ".join(sorted(flag_of(f) for f in dataclasses.fields(options)
-                                   if f.name in may_change and f.metadata.get("cli", True) and f.name != "out_dir"))
-        raise ValueError(f"{out}: --resume would change the run: {'; '.join(found)}. Resume with the recorded "
-                         f"values, or start again with --overwrite (or another --out). May change on resume: {allowed}")
+        allowed = ", ".join(
+            sorted(
+                flag_of(f)
+                for f in dataclasses.fields(options)
+                if f.name in may_change and f.metadata.get("cli", True) and f.name != "out_dir"
+            )
+        )
+        raise ValueError(
+            f"{out}: --resume would change the run: {'; '.join(found)}. Resume with the recorded "
+            f"values, or start again with --overwrite (or another --out). May change on resume: {allowed}"
+        )
 
 
 def same_run(out: Path, options: Any, resume: bool, may_change: frozenset[str] = RUN_MAY_CHANGE) -> None:

@@ -17,6 +17,7 @@ elapsed share of the budget, and the decay ends exactly when the time does, on a
     >>> f = budget_schedule("linear", warmup_share=0.1); [round(f(p), 3) for p in (0, 0.05, 0.1, 0.55, 1.0)]
     [0.0, 0.5, 1.0, 0.5, 0.0]
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -30,10 +31,12 @@ def linear_schedule(warmup: int, total: int) -> Callable[[int], float]:
     >>> f = linear_schedule(2, 10); [round(f(s), 3) for s in (0, 1, 2, 6, 10)]
     [0.5, 1.0, 1.0, 0.5, 0.0]
     """
+
     def factor(step: int) -> float:  # `step` = optimizer steps taken so far
         if step < warmup:
             return (step + 1) / warmup
         return max(0.0, (total - step) / max(1, total - warmup))
+
     return factor
 
 
@@ -53,6 +56,7 @@ def triangle_schedule(total: int, peak_at: float = 0.75, start: float = 0.25) ->
         if step < peak:
             return start + (1 - start) * step / peak
         return max(0.0, (total - step) / max(1e-9, total - peak)) if total > peak else 1.0
+
     return factor
 
 
@@ -67,9 +71,11 @@ def budget_schedule(name: str, warmup_share: float = 0.1) -> Callable[[float], f
     if not 0 <= warmup_share < 1:
         raise ValueError(f"warmup share must be in [0, 1), got {warmup_share}")
     if name == "linear":
+
         def factor(p: float) -> float:
             p = min(max(p, 0.0), 1.0)
             return p / warmup_share if p < warmup_share else (1 - p) / (1 - warmup_share)
+
         return factor
     if name == "triangle":
         shape = triangle_schedule(1)

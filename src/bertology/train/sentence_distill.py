@@ -13,6 +13,7 @@ Face layout (config.json, model.safetensors, tokenizer.json: what `bertology fin
 `bertology.load` read) and the projection beside it (projection.safetensors), for whoever wants
 vectors in the teacher's space.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,11 @@ class SentenceStudent(PreTrainedModel):
         """The output: the student alone (Hugging Face layout) and projection.safetensors beside it."""
         self.student.save(path)
         with atomic_path(path / "projection.safetensors") as tmp:
-            save_file({k: v.detach().contiguous() for k, v in self.projection.state_dict().items()}, str(tmp),
-                      metadata={"format": "pt", "what": "student mean-pooled vector → teacher embedding space"})
+            save_file(
+                {k: v.detach().contiguous() for k, v in self.projection.state_dict().items()},
+                str(tmp),
+                metadata={"format": "pt", "what": "student mean-pooled vector → teacher embedding space"},
+            )
 
 
 def read_texts(files: list[str], format: str, unit: str) -> list[list[str]]:
@@ -87,7 +91,9 @@ def split_texts(documents: list[list[str]], heldout: float | int, seed: int, whe
     if n == 0:
         raise ValueError(f"corpus file(s) {where} hold no text")
     if held >= n:
-        raise ValueError(f"--heldout {heldout:g} sets aside {held} of the {n} documents of {where}, leaving none to train on")
+        raise ValueError(
+            f"--heldout {heldout:g} sets aside {held} of the {n} documents of {where}, leaving none to train on"
+        )
     train_docs, held_docs = split_documents(n, heldout, seed, where)  # the one held-out rule
     return [t for i in train_docs for t in documents[i]], [t for i in held_docs for t in documents[i]]
 
@@ -102,8 +108,16 @@ class SentenceBatches:
     """batches(step): the step's texts encoded for the student and the teacher; a pure function of the
     step (an epoch's order is a permutation seeded by (seed, epoch)), as resume and data parallelism need."""
 
-    def __init__(self, texts: list[str], student_tok: Tokenizer, teacher_tok: Tokenizer, batch_size: int,
-                 seq_len: int, seed: int, masker: Masker | None = None):
+    def __init__(
+        self,
+        texts: list[str],
+        student_tok: Tokenizer,
+        teacher_tok: Tokenizer,
+        batch_size: int,
+        seq_len: int,
+        seed: int,
+        masker: Masker | None = None,
+    ):
         self.texts, self.student_tok, self.teacher_tok = texts, student_tok, teacher_tok
         self.batch_size, self.seq_len, self.seed, self.masker = batch_size, seq_len, seed, masker
         self.per_epoch = len(texts) // batch_size
@@ -114,10 +128,13 @@ class SentenceBatches:
         if self._order is None or self._order[0] != epoch:
             g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
             self._order = (epoch, torch.randperm(len(self.texts), generator=g).tolist())
-        return self._order[1][k * self.batch_size:(k + 1) * self.batch_size]
+        return self._order[1][k * self.batch_size : (k + 1) * self.batch_size]
 
     def encode(self, texts: list[str], step: int = 0) -> dict[str, torch.Tensor]:
-        batch = {**_encode(self.student_tok, texts, self.seq_len), **_encode(self.teacher_tok, texts, self.seq_len, "teacher_")}
+        batch = {
+            **_encode(self.student_tok, texts, self.seq_len),
+            **_encode(self.teacher_tok, texts, self.seq_len, "teacher_"),
+        }
         if self.masker is not None:  # the student's own MLM reads a masked copy; the embeddings the plain text
             rows = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
             masked = self.masker(rows, seed=self.seed, step=step, instances=np.arange(len(texts)))
@@ -136,7 +153,9 @@ def build_student(family: str, preset: str, tokenizer: Tokenizer, seq_len: int, 
         raise ValueError(f"the student's tokenizer has no {record.specials.pad} token, which {family} pads with")
     config = record.preset(preset, vocab_size=tokenizer.vocab_size, pad_token_id=pad)
     if seq_len > config.max_length:
-        raise ValueError(f"--seq-len {seq_len} is longer than the {config.max_length} positions of the {family}-{preset} preset")
+        raise ValueError(
+            f"--seq-len {seq_len} is longer than the {config.max_length} positions of the {family}-{preset} preset"
+        )
     config.max_position_embeddings = max(seq_len + config.position_offset, 64)
     return task_class(family, "ForMaskedLM")(config) if with_mlm else from_config(config, record.backbone)
 
@@ -144,16 +163,32 @@ def build_student(family: str, preset: str, tokenizer: Tokenizer, seq_len: int, 
 def student_masker(o, tokenizer: Tokenizer) -> Masker:
     """The student's MLM masks: ⌈mlm_probability · #tokens⌉ positions of each batch, uniformly (smoothed
     masking with equal weights)."""
-    recipe = Recipe.resolve(o.student, objective="mlm", packing="full-sentences", masking="smoothed",
-                            max_seq_length=o.seq_len, mlm_probability=o.mlm_probability)
+    recipe = Recipe.resolve(
+        o.student,
+        objective="mlm",
+        packing="full-sentences",
+        masking="smoothed",
+        max_seq_length=o.seq_len,
+        mlm_probability=o.mlm_probability,
+    )
     sp = special_tokens(tokenizer, o.student)
     random_ids = torch.tensor(sorted(set(range(tokenizer.vocab_size)) - set(sp.all_ids)))
     return Masker(recipe, sp.mask, torch.tensor(sp.all_ids), random_ids, weights=torch.ones(tokenizer.vocab_size))
 
 
-def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: Tokenizer, objective: SentenceDistillationObjective,
-                              texts: tuple[list[str], list[str]], out: Path, resume: bool, overwrite: bool,
-                              notes: list[str], device: torch.device | str = "cpu") -> dict[str, Any]:
+def run_sentence_distillation(
+    o,
+    teacher,
+    teacher_tok: Tokenizer,
+    student_tok: Tokenizer,
+    objective: SentenceDistillationObjective,
+    texts: tuple[list[str], list[str]],
+    out: Path,
+    resume: bool,
+    overwrite: bool,
+    notes: list[str],
+    device: torch.device | str = "cpu",
+) -> dict[str, Any]:
     """The job after every check (distill.distill): build the student, train it with the projection, write it."""
     train_texts, heldout_texts = texts
     with_mlm = bool(objective.alphas.mlm)
@@ -163,36 +198,58 @@ def run_sentence_distillation(o, teacher, teacher_tok: Tokenizer, student_tok: T
     model = SentenceStudent(student, teacher.config.hidden_size)
     if not resume:
         student_tok.save(out / "tokenizer.json")
-    batches = SentenceBatches(train_texts, student_tok, teacher_tok, o.batch_size, o.seq_len, o.seed,
-                              student_masker(o, student_tok) if with_mlm else None)
+    batches = SentenceBatches(
+        train_texts,
+        student_tok,
+        teacher_tok,
+        o.batch_size,
+        o.seq_len,
+        o.seed,
+        student_masker(o, student_tok) if with_mlm else None,
+    )
     evaluate, final_eval = None, {}
     if heldout_texts:
         size = min(o.batch_size, len(heldout_texts))
         n = max(1, min(o.eval_batches, math.ceil(len(heldout_texts) / size)))
-        eval_batches = [batches.encode(heldout_texts[i * size:(i + 1) * size]) for i in range(n)]
+        eval_batches = [batches.encode(heldout_texts[i * size : (i + 1) * size]) for i in range(n)]
         eval_batches = [b for b in eval_batches if len(b["input_ids"])]
         eval_targets = [objective.teacher_embedding(b) for b in eval_batches]  # once: the teacher does not change
 
         def evaluate(m):
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
-    trainer = Trainer(model, TrainingArguments.from_options(o, out, overwrite, device=str(device)), batches, objective,
-                      evaluate,
-                      save_extra=lambda d: student_tok.save(d / "tokenizer.json"))
+    trainer = Trainer(
+        model,
+        TrainingArguments.from_options(o, out, overwrite, device=str(device)),
+        batches,
+        objective,
+        evaluate,
+        save_extra=lambda d: student_tok.save(d / "tokenizer.json"),
+    )
     result = trainer.train(resume=resume)
     if evaluate is not None:
         final_eval = {f"eval/{k}": v for k, v in trainer.run_evaluation().items()}
     summary = {
-        "target": "sentence", "teacher": o.teacher, "teacher_architecture": teacher.architecture,
-        "architecture": student.architecture, "preset": o.preset, "parameters": student.num_parameters(),
+        "target": "sentence",
+        "teacher": o.teacher,
+        "teacher_architecture": teacher.architecture,
+        "architecture": student.architecture,
+        "preset": o.preset,
+        "parameters": student.num_parameters(),
         "projection_parameters": sum(p.numel() for p in model.projection.parameters()),
-        "teacher_parameters": teacher.num_parameters(), "vocab_size": student_tok.vocab_size,
-        "alphas": asdict(objective.alphas), "teacher_bf16": objective.teacher_bf16, "train_texts": len(train_texts),
-        "heldout_texts": len(heldout_texts), "heldout_cosine": final_eval.get("eval/cosine"), "notes": notes,
-        **run_summary(trainer, result), "eval": final_eval, "options": asdict(o),
+        "teacher_parameters": teacher.num_parameters(),
+        "vocab_size": student_tok.vocab_size,
+        "alphas": asdict(objective.alphas),
+        "teacher_bf16": objective.teacher_bf16,
+        "train_texts": len(train_texts),
+        "heldout_texts": len(heldout_texts),
+        "heldout_cosine": final_eval.get("eval/cosine"),
+        "notes": notes,
+        **run_summary(trainer, result),
+        "eval": final_eval,
+        "options": asdict(o),
     }
     if not result["interrupted"]:
         model.save_student(out)
         atomic_write_json(out / "summary.json", summary)
     return summary
-

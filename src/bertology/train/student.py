@@ -5,6 +5,7 @@ pooler dropped for a DistilBERT student.
     >>> default_layers(12, 6)            # DistilBERT's own choice
     [0, 2, 4, 7, 9, 11]
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,24 +45,28 @@ def check_layers(layers: list[int], teacher_depth: int) -> None:
         raise ValueError(f"--layers {','.join(map(str, layers))}: must be increasing")
 
 
-def init_student(teacher: PreTrainedModel, student: str = "distilbert", layers: list[int] | None = None,
-                 depth: int | None = None) -> PreTrainedModel:
+def init_student(
+    teacher: PreTrainedModel, student: str = "distilbert", layers: list[int] | None = None, depth: int | None = None
+) -> PreTrainedModel:
     """A `student` ForMaskedLM model initialised from `teacher`: word and position embeddings and
     their LayerNorm, teacher layer layers[i] as layer i, and the MLM head when the teacher has one
     (the decoder stays tied to the embeddings). A DistilBERT student drops token types and pooler."""
     config = teacher.config
     allowed = _STUDENTS_OF.get(config.model_type, ())
     if student not in allowed:
-        raise ValueError(f"--student {student}: a {config.model_type} teacher gives a "
-                         f"{' or '.join(allowed) or 'no'} student (its layers are copied, so the shapes must match)")
+        raise ValueError(
+            f"--student {student}: a {config.model_type} teacher gives a "
+            f"{' or '.join(allowed) or 'no'} student (its layers are copied, so the shapes must match)"
+        )
     L = config.num_hidden_layers
     layers = list(layers) if layers is not None else default_layers(L, depth or max(1, L // 2))
     check_layers(layers, L)
     if student == config.model_type:
         student_config = dataclasses.replace(config, num_hidden_layers=len(layers), architectures=None)
     else:  # DistilBERT from BERT: the same sizes, no token types
-        student_config = get_family(student).config(**{f: getattr(config, f) for f in _SHARED_FIELDS},
-                                                     num_hidden_layers=len(layers))
+        student_config = get_family(student).config(
+            **{f: getattr(config, f) for f in _SHARED_FIELDS}, num_hidden_layers=len(layers)
+        )
     model = task_class(student, "ForMaskedLM")(student_config)
     backbone, mlm = parts(teacher)
     source = backbone.state_dict()
@@ -69,17 +74,24 @@ def init_student(teacher: PreTrainedModel, student: str = "distilbert", layers: 
     with torch.no_grad():
         for name, tensor in target.items():
             if name.startswith("backbone.encoder.layers."):
-                i, rest = name[len("backbone.encoder.layers."):].split(".", 1)
+                i, rest = name[len("backbone.encoder.layers.") :].split(".", 1)
                 tensor.copy_(source[f"encoder.layers.{layers[int(i)]}.{rest}"])
-            elif name.startswith("backbone.") and name[len("backbone."):] in source:
-                tensor.copy_(source[name[len("backbone."):]])
+            elif name.startswith("backbone.") and name[len("backbone.") :] in source:
+                tensor.copy_(source[name[len("backbone.") :]])
             elif name.startswith("mlm.") and mlm is not None and name != "mlm.decoder.weight":
-                tensor.copy_(mlm.state_dict()[name[len("mlm."):]])
+                tensor.copy_(mlm.state_dict()[name[len("mlm.") :]])
     return model
 
 
-_SHARED_FIELDS = ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "hidden_act",
-                  "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
-                  "initializer_range", "pad_token_id")
-
-
+_SHARED_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "initializer_range",
+    "pad_token_id",
+)

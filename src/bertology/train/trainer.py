@@ -19,6 +19,7 @@ on CUDA) and copied; on CUDA the precision is measured and said (bf16 or fp16 au
 with a gradient scaler, or fp32 with TF32 matrix products), and the step's metrics stay on the GPU
 until a log step reads them, so no micro-step waits for the device.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,13 +46,14 @@ from .schedules import budget_schedule, schedule
 
 Batch = dict[str, torch.Tensor]
 DEFAULT_STEPS = 1000
-NO_STEP_CAP = 2 ** 62  # a time-budgeted run without --steps: the clock stops it
+NO_STEP_CAP = 2**62  # a time-budgeted run without --steps: the clock stops it
 
 
 @dataclass(kw_only=True)
 class RunOptions:
     """The options every long training job shares (logging, evaluation, checkpoints, stopping);
     a job's options dataclass inherits them, so they are declared once."""
+
     eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
     eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
     save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
@@ -59,26 +61,43 @@ class RunOptions:
     log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
     quiet: bool = option(False, "no progress bar")
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
-    compile: bool = option(False, "torch.compile the model's blocks (inductor: fused elementwise work, fewer copies; "
-                                  "the first steps compile, for a minute or more; bench/pretrain.py measures it)")
-    time_budget: float | None = option(None, "minutes of training (evaluation included): the run stops when they are "
-                                             "spent and its learning-rate schedule follows the elapsed share of them "
-                                             "(warmup and decay in seconds, not steps); --steps is then a cap",
-                                       check=POSITIVE_NUMBER, metavar="MINUTES")
-    budget_warmup: float = option(0.1, "share of --time-budget spent warming up (linear schedule)",
-                                  check=Check("in [0, 1)", lambda v: 0 <= v < 1))
-    device: str = option("auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N",
-                         check=DEVICE)
+    compile: bool = option(
+        False,
+        "torch.compile the model's blocks (inductor: fused elementwise work, fewer copies; "
+        "the first steps compile, for a minute or more; bench/pretrain.py measures it)",
+    )
+    time_budget: float | None = option(
+        None,
+        "minutes of training (evaluation included): the run stops when they are "
+        "spent and its learning-rate schedule follows the elapsed share of them "
+        "(warmup and decay in seconds, not steps); --steps is then a cap",
+        check=POSITIVE_NUMBER,
+        metavar="MINUTES",
+    )
+    budget_warmup: float = option(
+        0.1, "share of --time-budget spent warming up (linear schedule)", check=Check("in [0, 1)", lambda v: 0 <= v < 1)
+    )
+    device: str = option(
+        "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
+    )
 
     def run_arguments(self, steps: int | None) -> dict[str, Any]:
         """The TrainingArguments these options decide, for a job to add its own to. `steps` None:
         1000, or no cap under a time budget (the budget ends the run)."""
         if steps is None:
             steps = DEFAULT_STEPS if self.time_budget is None else NO_STEP_CAP
-        return dict(steps=steps, log_every=self.log_every, eval_every=self.eval_every, save_every=self.save_every,
-                    keep_last=self.keep_last, quiet=self.quiet, stop_at=self.stop_at, compile=self.compile,
-                    time_budget_s=None if self.time_budget is None else 60 * self.time_budget,
-                    budget_warmup=self.budget_warmup)
+        return dict(
+            steps=steps,
+            log_every=self.log_every,
+            eval_every=self.eval_every,
+            save_every=self.save_every,
+            keep_last=self.keep_last,
+            quiet=self.quiet,
+            stop_at=self.stop_at,
+            compile=self.compile,
+            time_budget_s=None if self.time_budget is None else 60 * self.time_budget,
+            budget_warmup=self.budget_warmup,
+        )
 
 
 @dataclass
@@ -119,8 +138,10 @@ class TrainingArguments:
         if self.steps < 1:
             raise ValueError(f"steps must be ≥ 1, got {self.steps}")
         if self.batch_size % (self.accumulation * dist.world_size()):
-            raise ValueError(f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
-                             f"world size {dist.world_size()}")
+            raise ValueError(
+                f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
+                f"world size {dist.world_size()}"
+            )
         schedule(self.schedule, self.steps, self.warmup_steps)  # an unknown name fails here, before any write
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
@@ -148,7 +169,9 @@ def run_summary(trainer: "Trainer", result: dict[str, Any]) -> dict[str, Any]:
     """What every job's summary.json says about its run: steps, interruption, time, the last
     training and evaluation metrics."""
     return {
-        "steps": result["step"], "interrupted": result["interrupted"], "train_seconds": trainer.elapsed_s,
+        "steps": result["step"],
+        "interrupted": result["interrupted"],
+        "train_seconds": trainer.elapsed_s,
         "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
         "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
     }
@@ -194,9 +217,17 @@ def _cuda_devices() -> list[int]:
 
 
 class Trainer:
-    def __init__(self, model: nn.Module, args: TrainingArguments, batches: Callable[[int], Batch], objective,
-                 evaluate: Callable[[nn.Module], dict[str, float]] | None = None, save_extra: Callable[[Path], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter, param_groups: list[dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        model: nn.Module,
+        args: TrainingArguments,
+        batches: Callable[[int], Batch],
+        objective,
+        evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
+        save_extra: Callable[[Path], None] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        param_groups: list[dict[str, Any]] | None = None,
+    ):
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
         self.clock = clock  # the time budget's clock (a test passes one it controls)
         self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
@@ -216,8 +247,7 @@ class Trainer:
         # model's own step for small models with large embedding tables), on the CPU and on CUDA
         # param_groups: the job's own (a group's "lr" is its peak rate); default BERT's decay rule at args.lr
         groups = param_groups if param_groups is not None else parameter_groups(model, args.weight_decay)
-        self.optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=args.betas,
-                                           eps=args.eps, fused=True)
+        self.optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=args.betas, eps=args.eps, fused=True)
         if args.time_budget_s is None:
             factor = schedule(args.schedule, args.steps, args.warmup_steps)
         else:  # LambdaLR asks for the rate after each step: it is read off the clock, not the step count
@@ -255,7 +285,7 @@ class Trainer:
             if self.save_extra is not None:
                 self.save_extra(tmp)
             torch.save(self._trainer_state(), tmp / "trainer_state.pt")
-        for old in self.checkpoints()[:-self.args.keep_last]:
+        for old in self.checkpoints()[: -self.args.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
         dist.barrier()
         return final
@@ -292,8 +322,9 @@ class Trainer:
         if state["config"] != ours:
             theirs = json.loads(state["config"])
             diff = {k: (theirs.get(k), v) for k, v in json.loads(ours).items() if theirs.get(k) != v}
-            raise ValueError(f"{checkpoint}: checkpoint was written for another model config; differences "
-                             f"(checkpoint, now): {diff}")
+            raise ValueError(
+                f"{checkpoint}: checkpoint was written for another model config; differences (checkpoint, now): {diff}"
+            )
         own = getattr(self.model, "load_checkpoint", None)  # a model saved as more than one directory (ELECTRA's pair)
         if own is not None:
             own(checkpoint)
@@ -337,7 +368,7 @@ class Trainer:
     # ---- the loop -----------------------------------------------------------------------------
     def shard(self, global_batch: Batch) -> Batch:
         """This rank's rows of the global batch (all of them in one process)."""
-        return {k: v[dist.rank()::dist.world_size()] for k, v in global_batch.items()}
+        return {k: v[dist.rank() :: dist.world_size()] for k, v in global_batch.items()}
 
     def train_step(self, global_batch: Batch, shard: Batch | None = None) -> dict[str, torch.Tensor | float]:
         """One optimizer step on `global_batch` (on the CPU; `shard`: this rank's rows of it, pinned,
@@ -353,7 +384,7 @@ class Trainer:
             self._timed.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
             self._timed[-1][0].record()
         for i in range(args.accumulation):
-            part = {k: v[i * micro:(i + 1) * micro] for k, v in shard.items()}
+            part = {k: v[i * micro : (i + 1) * micro] for k, v in shard.items()}
             with self.precision.autocast():
                 loss, m = self.objective(self.model, part, totals)
             self.scaler.scale(loss).backward()
@@ -426,10 +457,14 @@ class Trainer:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
             self.metrics_file.unlink(missing_ok=True)
         elif self.checkpoints() or (dist.is_main() and self.metrics_file.is_file()):
-            raise FileExistsError(f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
-                                  "with resume (--resume) or write to a new directory")
+            raise FileExistsError(
+                f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
+                "with resume (--resume) or write to a new directory"
+            )
         in_main_thread = threading.current_thread() is threading.main_thread()  # signals can only be caught there
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
+        previous = (
+            {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
+        )
         bar = _progress(args, self.step, self.elapsed_s)
         started, tokens = time.perf_counter(), 0
         self._last_tick = self.clock()
@@ -452,13 +487,15 @@ class Trainer:
                     metrics = {k: float(v) for k, v in metrics.items()}  # the host sync of a log step
                     elapsed = time.perf_counter() - started
                     metrics["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
-                    metrics["outside_forward_backward"] = (1 - self._forward_backward_s() / elapsed
-                                                           if elapsed > 0 else 0.0)
+                    metrics["outside_forward_backward"] = (
+                        1 - self._forward_backward_s() / elapsed if elapsed > 0 else 0.0
+                    )
                     if args.time_budget_s is not None:
                         metrics["elapsed_s"] = self.elapsed_s
                     if bar is not None:
-                        bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.3f}",
-                                        tok_s=f"{metrics['tokens_per_s']:.0f}")
+                        bar.set_postfix(
+                            loss=f"{metrics.get('loss', float('nan')):.3f}", tok_s=f"{metrics['tokens_per_s']:.0f}"
+                        )
                 if logged:
                     self.log({"step": self.step, **metrics})
                 if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or last):
@@ -491,8 +528,14 @@ def _progress(args: TrainingArguments, start: int, elapsed_s: float):
     if args.quiet or not dist.is_main():
         return None
     if args.time_budget_s is not None:  # a budgeted run's length is its time, not its steps
-        return progress_bar(total=args.time_budget_s, initial=min(elapsed_s, args.time_budget_s), desc="train", unit="s",
-                    dynamic_ncols=True, bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{postfix}]")
+        return progress_bar(
+            total=args.time_budget_s,
+            initial=min(elapsed_s, args.time_budget_s),
+            desc="train",
+            unit="s",
+            dynamic_ncols=True,
+            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{postfix}]",
+        )
     return progress_bar(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
 
 

@@ -8,6 +8,7 @@ Rows are the attending (query) tokens, columns the attended (key) tokens; each r
 Special tokens ([CLS], [SEP], <s> …) are drawn in red on the axes: many heads park their
 attention on them when they have nothing better to do (Clark et al., 2019).
 """
+
 from __future__ import annotations
 
 import html
@@ -24,7 +25,7 @@ class AttentionWeights:
     tokens: list[str]
     special: list[bool]
     weights: torch.Tensor  # (L, N, T, T): every layer, every head, queries × keys; cross-attention (L, N, T, S)
-    key_tokens: list[str] | None = None   # cross-attention: the source's tokens (None: the keys are `tokens`)
+    key_tokens: list[str] | None = None  # cross-attention: the source's tokens (None: the keys are `tokens`)
     key_special: list[bool] | None = None
 
     @property
@@ -70,7 +71,9 @@ def cross_attention_weights(queries: list[str], source: list[str], weights: torc
     w = weights.detach().float().cpu()
     w = w.view(1, 1, *w.shape) if w.dim() == 2 else w[None]
     if w.shape[-2:] != (len(queries), len(source)):
-        raise ValueError(f"weights of shape {tuple(weights.shape)} for {len(queries)} queries and {len(source)} source tokens")
+        raise ValueError(
+            f"weights of shape {tuple(weights.shape)} for {len(queries)} queries and {len(source)} source tokens"
+        )
     return AttentionWeights(list(queries), [False] * len(queries), w, list(source), [False] * len(source))
 
 
@@ -97,7 +100,7 @@ def plot_attention(aw: AttentionWeights, layer: int | None = None, head: int | N
     key_tokens, key_special = aw.keys
     size = max(3.0, 0.22 * max(T, len(key_tokens)))
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
-    for ax in axes.flat[len(heads):]:
+    for ax in axes.flat[len(heads) :]:
         ax.axis("off")
     for ax, h in zip(axes.flat, heads):
         ax.imshow(aw.weights[layer, h].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
@@ -115,8 +118,9 @@ def plot_attention(aw: AttentionWeights, layer: int | None = None, head: int | N
     return fig
 
 
-def attention_map(model, tokenizer, text: str, pair: str | None = None, layer: int | None = None,
-                  head: int | None = None):
+def attention_map(
+    model, tokenizer, text: str, pair: str | None = None, layer: int | None = None, head: int | None = None
+):
     """The figure for one text (pair), straight from a model and its tokenizer."""
     return plot_attention(attention_weights(model, tokenizer, text, pair), layer, head)
 
@@ -164,14 +168,24 @@ layerSel.onchange = headSel.onchange = draw; draw();
 
 def attention_html(aw: AttentionWeights, title: str = "attention") -> str:
     """A self-contained page: pick layer and head, hover a cell for its weight. Data in a JSON block."""
-    payload = {"tokens": aw.tokens, "special": aw.special,
-               "weights": [[[[round(float(v), 5) for v in row] for row in h] for h in layer] for layer in aw.weights]}
+    payload = {
+        "tokens": aw.tokens,
+        "special": aw.special,
+        "weights": [[[[round(float(v), 5) for v in row] for row in h] for h in layer] for layer in aw.weights],
+    }
     text = json.dumps(payload).replace("</", "<\\/")  # a token like "</s>" must not close the script element
     return _HTML.format(title=html.escape(title), payload=text)
 
 
-def write_attention(path: str | Path, model, tokenizer, text: str, pair: str | None = None,
-                    layer: int | None = None, head: int | None = None) -> AttentionWeights:
+def write_attention(
+    path: str | Path,
+    model,
+    tokenizer,
+    text: str,
+    pair: str | None = None,
+    layer: int | None = None,
+    head: int | None = None,
+) -> AttentionWeights:
     """Write FILE.png (the grid for `layer`, or one head) or FILE.html (every layer and head, interactive)."""
     from ..io import atomic_path
 

@@ -1,11 +1,20 @@
 """Comparison plots for training runs: curves from metrics.jsonl files, bars for final numbers."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-COLORS = {"bert": "#1f77b4", "roberta": "#d62728", "albert": "#2ca02c", "distilbert": "#9467bd", "xlnet": "#ff7f0e",
-          "electra": "#17becf", "bert+word2vec": "#8c564b", "baseline": "#7f7f7f"}
+COLORS = {
+    "bert": "#1f77b4",
+    "roberta": "#d62728",
+    "albert": "#2ca02c",
+    "distilbert": "#9467bd",
+    "xlnet": "#ff7f0e",
+    "electra": "#17becf",
+    "bert+word2vec": "#8c564b",
+    "baseline": "#7f7f7f",
+}
 
 
 def _pyplot():
@@ -32,8 +41,9 @@ def _save(fig, path: str | Path) -> Path:
     return Path(path)
 
 
-def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: dict[str, int] | None = None,
-                seconds: bool = False) -> Path:
+def plot_curves(
+    runs: dict[str, list[dict]], path: str | Path, tokens_per_step: dict[str, int] | None = None, seconds: bool = False
+) -> Path:
     """Training loss and held-out accuracy of the language-model objective (MLM, XLNet's PLM, ELECTRA's
     generator MLM) against tokens seen, or (`seconds`) against the run's wall-clock seconds, one line per run."""
     plt = _pyplot()
@@ -51,8 +61,9 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path, tokens_per_step: 
             return max((t for s, t in timed if s <= step), default=0.0) if seconds else step * scale
 
         left.plot([x(r["step"]) for r in train], [r[f"{lm}_loss"] for r in train], label=label, color=color)
-        right.plot([x(r["step"]) for r in evals], [r[f"eval/{lm}_accuracy"] for r in evals], "o-", label=label,
-                   color=color)
+        right.plot(
+            [x(r["step"]) for r in evals], [r[f"eval/{lm}_accuracy"] for r in evals], "o-", label=label, color=color
+        )
     xlabel = "seconds of pretraining" if seconds else "tokens seen" if tokens_per_step else "step"
     left.set(xlabel=xlabel, ylabel="MLM / PLM loss (train)", title="pretraining loss")
     right.set(xlabel=xlabel, ylabel="accuracy (held out)", title="held-out predicted-token accuracy")
@@ -68,8 +79,13 @@ def plot_bars(values: dict[str, float], path: str | Path, ylabel: str, title: st
     names = list(values)
     bars = ax.bar(names, [values[n] for n in names], color=[COLORS.get(n, "#8c564b") for n in names])
     for bar, name in zip(bars, names):
-        ax.annotate(f"{values[name]:.3f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=9)
+        ax.annotate(
+            f"{values[name]:.3f}",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+        )
     ax.set(ylabel=ylabel, title=title, ylim=(0, max(1.0, max(values.values()) * 1.15)))
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
@@ -93,8 +109,13 @@ def plot_parameter_breakdown(breakdown: dict[str, dict[str, int]], path: str | P
     return _save(fig, path)
 
 
-def plot_label_curve(lines: dict[str, list[tuple[int | None, float, list[float] | None]]], path: str | Path,
-                     all_labels: int, title: str, references: set[str] = frozenset()) -> Path:
+def plot_label_curve(
+    lines: dict[str, list[tuple[int | None, float, list[float] | None]]],
+    path: str | Path,
+    all_labels: int,
+    title: str,
+    references: set[str] = frozenset(),
+) -> Path:
     """Accuracy against labelled examples per class (log axis; None = all, drawn at `all_labels`),
     one line per start: `(labels per class, accuracy, 95% interval or None)` points. A random-init
     twin ("x (random init)") is dashed in its model's colour; `references` (linear baselines) are
@@ -113,7 +134,9 @@ def plot_label_curve(lines: dict[str, list[tuple[int | None, float, list[float] 
         if base not in colors:
             colors[base] = COLORS.get(base) or next(greys if base in references else others)
         linestyle = "--" if base != name else ":" if base in references else "-"
-        style = dict(color=colors[base], linestyle=linestyle, marker="s" if base != name else "o", markersize=4, label=name)
+        style = dict(
+            color=colors[base], linestyle=linestyle, marker="s" if base != name else "o", markersize=4, label=name
+        )
         if all(p[2] is not None for p in points):
             yerr = [[y - p[2][0] for y, p in zip(ys, points)], [p[2][1] - y for y, p in zip(ys, points)]]
             handles.append(ax.errorbar(xs, ys, yerr=yerr, capsize=3, linewidth=1.4, **style))

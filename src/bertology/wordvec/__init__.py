@@ -11,15 +11,26 @@ pairs), train (the whole job), plot (2-D PCA picture), cli; items (item2vec's ba
 (edge lists as CSR), walks (DeepWalk / node2vec walks streamed to word2vec's trainer). Submodules load on first use, so
 `import bertology.wordvec` stays light (no numba, no matplotlib).
 """
+
 from __future__ import annotations
 
 import importlib
 
 _EXPORTS = {
-    "TrainOptions": "options", "Vocab": "vocab", "Corpus": "corpus", "LineSentences": "corpus",
-    "KeyedVectors": "vectors", "word2vec": "word2vec", "glove": "glove", "train": "train",
-    "evaluate_analogies": "evaluate", "evaluate_pairs": "evaluate",
-    "Baskets": "items", "Graph": "graph", "Walks": "walks", "node_vectors": "walks",
+    "TrainOptions": "options",
+    "Vocab": "vocab",
+    "Corpus": "corpus",
+    "LineSentences": "corpus",
+    "KeyedVectors": "vectors",
+    "word2vec": "word2vec",
+    "glove": "glove",
+    "train": "train",
+    "evaluate_analogies": "evaluate",
+    "evaluate_pairs": "evaluate",
+    "Baskets": "items",
+    "Graph": "graph",
+    "Walks": "walks",
+    "node_vectors": "walks",
 }
 
 __all__ = sorted(_EXPORTS)

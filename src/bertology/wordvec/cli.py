@@ -12,6 +12,7 @@
 
 Nothing heavy is imported here: numba, matplotlib and the trainers load inside the commands.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,18 +28,29 @@ def _train(args) -> int:
     options = from_args(TrainOptions, args, corpus=args.corpus)
     _, s = train(options)
     if not options.quiet:
-        speed = (f"{s['words_per_s']:,.0f} words/s" if "words_per_s" in s else
-                 f"{s['cooccurrences']:,} co-occurrences counted at {s['count_words_per_s']:,.0f} words/s, "
-                 f"final cost {s['cost'][-1]:.4f}")
+        speed = (
+            f"{s['words_per_s']:,.0f} words/s"
+            if "words_per_s" in s
+            else f"{s['cooccurrences']:,} co-occurrences counted at {s['count_words_per_s']:,.0f} words/s, "
+            f"final cost {s['cost'][-1]:.4f}"
+        )
         unit = "pieces" if s["tokenizer"] else "items" if s["items"] else "nodes" if s["graph"] else "words"
         if s["graph"]:
-            print(f"{s['walk']}: {s['nodes']:,} nodes, {s['edges']:,} edges ({'directed' if s['directed'] else 'undirected'}; "
-                  f"{s['self_loops']:,} self-loops dropped, {s['duplicates']:,} duplicate edges merged); {s['walks']:,} walks, "
-                  f"{s['walk_nodes']:,} steps in {s['walk_seconds']:.1f} s ({s['sampler']} sampling)"
-                  + (f"; {len(s['missing']):,} nodes no walk visits have no vector: {', '.join(s['missing'][:5])}"
-                     + (" …" if len(s["missing"]) > 5 else "") if s["missing"] else ""))
-        print(f"{s['algorithm']}: {s['vocabulary']:,} {unit} in the vocabulary, {s['corpus_words']:,} in the corpus; "
-              f"trained in {s['seconds']:.1f} s ({speed})" + (f"; vectors written to {s['out']}" if s["out"] else ""))
+            print(
+                f"{s['walk']}: {s['nodes']:,} nodes, {s['edges']:,} edges ({'directed' if s['directed'] else 'undirected'}; "
+                f"{s['self_loops']:,} self-loops dropped, {s['duplicates']:,} duplicate edges merged); {s['walks']:,} walks, "
+                f"{s['walk_nodes']:,} steps in {s['walk_seconds']:.1f} s ({s['sampler']} sampling)"
+                + (
+                    f"; {len(s['missing']):,} nodes no walk visits have no vector: {', '.join(s['missing'][:5])}"
+                    + (" …" if len(s["missing"]) > 5 else "")
+                    if s["missing"]
+                    else ""
+                )
+            )
+        print(
+            f"{s['algorithm']}: {s['vocabulary']:,} {unit} in the vocabulary, {s['corpus_words']:,} in the corpus; "
+            f"trained in {s['seconds']:.1f} s ({speed})" + (f"; vectors written to {s['out']}" if s["out"] else "")
+        )
     return 0
 
 
@@ -59,7 +71,9 @@ def _eval(args) -> int:
     if analogies is None and pairs is None:
         data = gensim_test_data()
         if data is None:
-            raise ValueError("give --analogies FILE and/or --pairs FILE… (gensim's test data, the default, is not installed)")
+            raise ValueError(
+                "give --analogies FILE and/or --pairs FILE… (gensim's test data, the default, is not installed)"
+            )
         analogies = os.path.join(data, "questions-words.txt")
         pairs = [os.path.join(data, "wordsim353.tsv"), os.path.join(data, "simlex999.txt")]
     kv = KeyedVectors.load(args.vectors)
@@ -67,13 +81,19 @@ def _eval(args) -> int:
     if analogies:
         r = evaluate_analogies(kv, analogies, args.restrict_vocab)
         sem, syn = r.part(semantic=True), r.part(semantic=False)
-        print(f"analogies {os.path.basename(analogies)}: {r.accuracy:.4f} ({r.correct}/{r.asked}); semantic "
-              f"{sem[0] / max(sem[1], 1):.4f} ({sem[0]}/{sem[1]}), syntactic {syn[0] / max(syn[1], 1):.4f} ({syn[0]}/{syn[1]}); "
-              f"out of vocabulary {r.oov_ratio:.1%}" + (f"; {r.skipped_lines} malformed lines skipped" if r.skipped_lines else ""))
+        print(
+            f"analogies {os.path.basename(analogies)}: {r.accuracy:.4f} ({r.correct}/{r.asked}); semantic "
+            f"{sem[0] / max(sem[1], 1):.4f} ({sem[0]}/{sem[1]}), syntactic {syn[0] / max(syn[1], 1):.4f} ({syn[0]}/{syn[1]}); "
+            f"out of vocabulary {r.oov_ratio:.1%}"
+            + (f"; {r.skipped_lines} malformed lines skipped" if r.skipped_lines else "")
+        )
     for path in pairs or []:
         p = evaluate_pairs(kv, path, args.restrict_vocab)
-        print(f"pairs {os.path.basename(path)}: Spearman {p.spearman:.4f}, Pearson {p.pearson:.4f} over {p.pairs} pairs; "
-              f"out of vocabulary {p.oov_ratio:.1%}" + (f"; {p.skipped_lines} malformed lines skipped" if p.skipped_lines else ""))
+        print(
+            f"pairs {os.path.basename(path)}: Spearman {p.spearman:.4f}, Pearson {p.pearson:.4f} over {p.pairs} pairs; "
+            f"out of vocabulary {p.oov_ratio:.1%}"
+            + (f"; {p.skipped_lines} malformed lines skipped" if p.skipped_lines else "")
+        )
     return 0
 
 
@@ -103,7 +123,10 @@ def _plot(args) -> int:
             pairs.append((a, b))
     kv = KeyedVectors.load(args.vectors)
     drawn = plot_pairs(kv, args.out, pairs)
-    print(f"{args.out}: {len(drawn)} pairs drawn" + (f" ({len(pairs) - len(drawn)} not in the vocabulary)" if len(drawn) < len(pairs) else ""))
+    print(
+        f"{args.out}: {len(drawn)} pairs drawn"
+        + (f" ({len(pairs) - len(drawn)} not in the vocabulary)" if len(drawn) < len(pairs) else "")
+    )
     return 0
 
 
@@ -112,21 +135,36 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("wordvec", help="train word2vec / GloVe vectors, evaluate them, query neighbours")
     sub = p.add_subparsers(dest="wordvec_command", required=True)
 
-    t = sub.add_parser("train", help="skip-gram / CBOW (negative sampling, hierarchical softmax) or GloVe on text files; "
-                                     "item2vec on baskets (--items); DeepWalk / node2vec on edge lists (--graph)")
-    t.add_argument("corpus", nargs="+", metavar="FILE", help="UTF-8 text, one sentence a line (.gz, .xz, .bz2 read as "
-                                                              "such; Parquet or a datasets directory: --text-column's "
-                                                              "values); "
-                                                              "with --items one basket a line; with --graph an edge list")
+    t = sub.add_parser(
+        "train",
+        help="skip-gram / CBOW (negative sampling, hierarchical softmax) or GloVe on text files; "
+        "item2vec on baskets (--items); DeepWalk / node2vec on edge lists (--graph)",
+    )
+    t.add_argument(
+        "corpus",
+        nargs="+",
+        metavar="FILE",
+        help="UTF-8 text, one sentence a line (.gz, .xz, .bz2 read as "
+        "such; Parquet or a datasets directory: --text-column's "
+        "values); "
+        "with --items one basket a line; with --graph an edge list",
+    )
     add_arguments(t, TrainOptions)
     t.set_defaults(func=_train)
 
     e = sub.add_parser("eval", help="analogy accuracy and word-pair Spearman with gensim's protocol")
     e.add_argument("vectors", metavar="VECTORS", help="word2vec text file (.bin: binary)")
     e.add_argument("--analogies", metavar="FILE", help="questions-words format (default: gensim's questions-words.txt)")
-    e.add_argument("--pairs", nargs="+", metavar="FILE", help="word-pair files (default: gensim's wordsim353.tsv, simlex999.txt)")
-    e.add_argument("--restrict-vocab", type=int, default=300_000, metavar="N",
-                   help="only the N most frequent words answer or are asked about (default 300000, as gensim)")
+    e.add_argument(
+        "--pairs", nargs="+", metavar="FILE", help="word-pair files (default: gensim's wordsim353.tsv, simlex999.txt)"
+    )
+    e.add_argument(
+        "--restrict-vocab",
+        type=int,
+        default=300_000,
+        metavar="N",
+        help="only the N most frequent words answer or are asked about (default 300000, as gensim)",
+    )
     e.set_defaults(func=_eval)
 
     s = sub.add_parser("similar", help="nearest words by cosine (several words: their mean; --negative: subtracted)")

@@ -12,6 +12,7 @@ in-vocabulary word, which is what the compiled training loops walk.
     >>> corpus.tokens.tolist(), corpus.starts.tolist(), corpus.raw_before.tolist()
     ([0, 0], [0, 1, 2], [0, 2, 5])
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,10 @@ def read_lines(paths: list[str], text_column: str = DEFAULT_TEXT_COLUMN) -> Iter
                 try:
                     yield raw.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    raise CorpusError(f"{path}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start:e.end]!r} "
-                                      f"at column {e.start + 1}; convert the file to UTF-8") from None
+                    raise CorpusError(
+                        f"{path}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start : e.end]!r} "
+                        f"at column {e.start + 1}; convert the file to UTF-8"
+                    ) from None
 
 
 class LineSentences:
@@ -59,8 +62,9 @@ class LineSentences:
     A byte that is not UTF-8 raises CorpusError naming the file and the line; a missing file
     fails before anything is read."""
 
-    def __init__(self, paths: Iterable[str | os.PathLike], lowercase: bool = False,
-                 text_column: str = DEFAULT_TEXT_COLUMN):
+    def __init__(
+        self, paths: Iterable[str | os.PathLike], lowercase: bool = False, text_column: str = DEFAULT_TEXT_COLUMN
+    ):
         self.paths = [os.fspath(p) for p in paths]
         self.lowercase, self.text_column = lowercase, text_column
         check_files(self.paths, text_column)
@@ -119,9 +123,9 @@ class PieceSentences:
 
 @dataclass
 class Corpus:
-    tokens: np.ndarray       # int32 word indices, in-vocabulary words only
-    starts: np.ndarray       # int64, n_sentences + 1: sentence s is tokens[starts[s]:starts[s + 1]]
-    raw_before: np.ndarray   # int64, n_sentences + 1: words read (rare ones included) before sentence s
+    tokens: np.ndarray  # int32 word indices, in-vocabulary words only
+    starts: np.ndarray  # int64, n_sentences + 1: sentence s is tokens[starts[s]:starts[s + 1]]
+    raw_before: np.ndarray  # int64, n_sentences + 1: words read (rare ones included) before sentence s
 
     @property
     def raw_words(self) -> int:
@@ -140,11 +144,11 @@ class Corpus:
         starts, raw_before, raw = [0], [0], 0
         for sentence in sentences:
             for piece in range(0, len(sentence), max_sentence_length):
-                words = sentence[piece:piece + max_sentence_length]
+                words = sentence[piece : piece + max_sentence_length]
                 ids = [index[w] for w in words if w in index]
                 if n + len(ids) > len(tokens):
                     tokens = np.resize(tokens, max(2 * len(tokens), n + len(ids)))
-                tokens[n:n + len(ids)] = ids
+                tokens[n : n + len(ids)] = ids
                 n += len(ids)
                 raw += len(words)
                 starts.append(n)

@@ -13,6 +13,7 @@ Pearson correlation of the cosine with the human score over the pairs whose word
 Malformed lines (not four words; not two words and a number) are skipped and counted, as gensim
 skips them; a question before any section header is an error, as in gensim.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,10 +28,10 @@ RESTRICT_VOCAB = 300_000
 
 @dataclass
 class AnalogyResult:
-    sections: dict[str, tuple[int, int]]    # section → (correct, asked)
+    sections: dict[str, tuple[int, int]]  # section → (correct, asked)
     correct: int
     asked: int
-    questions: int                           # every well-formed question, asked or not
+    questions: int  # every well-formed question, asked or not
     skipped_lines: int
 
     @property
@@ -51,8 +52,8 @@ class AnalogyResult:
 class PairResult:
     spearman: float
     pearson: float
-    pairs: int                               # pairs scored
-    oov: int                                 # pairs with an unknown word
+    pairs: int  # pairs scored
+    oov: int  # pairs with an unknown word
     skipped_lines: int = 0
     gold: list[float] = field(default_factory=list, repr=False)
     model: list[float] = field(default_factory=list, repr=False)
@@ -73,10 +74,14 @@ def _lines(path: str | os.PathLike):
             try:
                 yield line_no, raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(f"{os.fspath(path)}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start:e.end]!r}") from None
+                raise ValueError(
+                    f"{os.fspath(path)}: line {line_no}: invalid UTF-8 byte(s) {raw[e.start : e.end]!r}"
+                ) from None
 
 
-def evaluate_analogies(kv: KeyedVectors, path: str | os.PathLike, restrict_vocab: int = RESTRICT_VOCAB) -> AnalogyResult:
+def evaluate_analogies(
+    kv: KeyedVectors, path: str | os.PathLike, restrict_vocab: int = RESTRICT_VOCAB
+) -> AnalogyResult:
     """Accuracy on an analogy file, as gensim's `evaluate_word_analogies` (case-insensitive)."""
     ok = known_words(kv, restrict_vocab)
     sections: dict[str, tuple[int, int]] = {}
@@ -105,8 +110,9 @@ def evaluate_analogies(kv: KeyedVectors, path: str | os.PathLike, restrict_vocab
                 break
         correct, asked = sections[section]
         sections[section] = (correct + (predicted == expected), asked + 1)
-    return AnalogyResult(sections, sum(c for c, _ in sections.values()), sum(a for _, a in sections.values()),
-                         questions, skipped)
+    return AnalogyResult(
+        sections, sum(c for c, _ in sections.values()), sum(a for _, a in sections.values()), questions, skipped
+    )
 
 
 def ranks(x: np.ndarray) -> np.ndarray:
@@ -138,8 +144,9 @@ def spearman(x, y) -> float:
     return pearson(ranks(np.asarray(x, np.float64)), ranks(np.asarray(y, np.float64)))
 
 
-def evaluate_pairs(kv: KeyedVectors, path: str | os.PathLike, restrict_vocab: int = RESTRICT_VOCAB,
-                   delimiter: str = "\t") -> PairResult:
+def evaluate_pairs(
+    kv: KeyedVectors, path: str | os.PathLike, restrict_vocab: int = RESTRICT_VOCAB, delimiter: str = "\t"
+) -> PairResult:
     """Correlation of cosine similarity with human scores, as gensim's `evaluate_word_pairs`."""
     ok = known_words(kv, restrict_vocab)
     gold, model = [], []
@@ -160,6 +167,7 @@ def evaluate_pairs(kv: KeyedVectors, path: str | os.PathLike, restrict_vocab: in
         gold.append(score)
         model.append(float(np.dot(unit(kv.vectors[ok[a]]), unit(kv.vectors[ok[b]]))))
     if len(gold) < 2:
-        raise ValueError(f"{os.fspath(path)}: {len(gold)} scorable pairs ({oov} with unknown words, {skipped} malformed lines)")
+        raise ValueError(
+            f"{os.fspath(path)}: {len(gold)} scorable pairs ({oov} with unknown words, {skipped} malformed lines)"
+        )
     return PairResult(spearman(gold, model), pearson(gold, model), len(gold), oov, skipped, gold, model)
-

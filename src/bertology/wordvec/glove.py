@@ -8,6 +8,7 @@ in place and merged into one sorted sparse list, so memory grows with the distin
 with V². Xᵢⱼ adds 1/d for every occurrence of j at distance d ≤ window from i (both directions,
 within a line). The vectors returned are W + W̃, as glove.c's default output (model 2).
 """
+
 from __future__ import annotations
 
 import time
@@ -22,11 +23,12 @@ from .vocab import Vocab
 from .workers import run_jobs
 
 CHUNK_WORDS = 250_000
-GRAD_CLIP = 100.0     # glove.c's grad_clip_value
+GRAD_CLIP = 100.0  # glove.c's grad_clip_value
 
 
-def cooccurrence(corpus: Corpus, vocab_size: int, window: int, chunk_words: int = CHUNK_WORDS,
-                 progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cooccurrence(
+    corpus: Corpus, vocab_size: int, window: int, chunk_words: int = CHUNK_WORDS, progress=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The symmetric co-occurrence matrix as (rows, cols, values), sorted by (row, col).
 
     >>> c = Corpus(np.array([0, 1, 0], np.int32), np.array([0, 3]), np.array([0, 3]))
@@ -45,7 +47,7 @@ def cooccurrence(corpus: Corpus, vocab_size: int, window: int, chunk_words: int 
             progress(int(corpus.raw_before[end] - corpus.raw_before[s]))
         s = end
     a, b = keys // vocab_size, keys % vocab_size
-    off = a != b   # a pair (a, b), a < b, stands for both cells; (a, a) met both ways counts twice
+    off = a != b  # a pair (a, b), a < b, stands for both cells; (a, a) met both ways counts twice
     rows = np.concatenate([a, b[off]]).astype(np.int32)
     cols = np.concatenate([b, a[off]]).astype(np.int32)
     values = np.concatenate([np.where(off, weights, 2 * weights), weights[off]])
@@ -65,7 +67,7 @@ def weighting(x: np.ndarray, x_max: float = 100.0, power: float = 0.75) -> np.nd
 def glove_cost(W, C, bw, bc, rows, cols, values, x_max=100.0, power=0.75) -> float:
     """J/2 = ½ Σ f(x)(wᵢ·w̃ⱼ + bᵢ + b̃ⱼ − log x)², the quantity glove.c reports (a numpy reference)."""
     diff = np.einsum("nd,nd->n", W[rows], C[cols]) + bw[rows] + bc[cols] - np.log(values)
-    return float(0.5 * np.sum(weighting(values, x_max, power) * diff ** 2))
+    return float(0.5 * np.sum(weighting(values, x_max, power) * diff**2))
 
 
 def glove_gradients(W, C, bw, bc, rows, cols, values, x_max=100.0, power=0.75):
@@ -78,8 +80,9 @@ def glove_gradients(W, C, bw, bc, rows, cols, values, x_max=100.0, power=0.75):
     return gW, gC, np.bincount(rows, fdiff, len(bw)), np.bincount(cols, fdiff, len(bc))
 
 
-def glove(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random.Generator,
-          progress=None) -> tuple[KeyedVectors, dict]:
+def glove(
+    corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random.Generator, progress=None
+) -> tuple[KeyedVectors, dict]:
     """Count co-occurrences, then train `options.epoch_count` AdaGrad passes over them in a
     shuffled order (shuffled once, as GloVe's shuffle tool), `options.workers` threads."""
     if len(vocab) == 0:
@@ -105,8 +108,26 @@ def glove(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random.Ge
 
     def job(k: int) -> float:
         p = k % parts
-        return kernels.glove_job(W, C, bw, bc, gW, gC, gbw, gbc, rows, cols, values, order, cuts[p], cuts[p + 1],
-                                 options.x_max, options.power, options.eta, GRAD_CLIP)
+        return kernels.glove_job(
+            W,
+            C,
+            bw,
+            bc,
+            gW,
+            gC,
+            gbw,
+            gbc,
+            rows,
+            cols,
+            values,
+            order,
+            cuts[p],
+            cuts[p + 1],
+            options.x_max,
+            options.power,
+            options.eta,
+            GRAD_CLIP,
+        )
 
     def done(k: int, cost: float) -> None:
         costs[k // parts] += cost
@@ -116,7 +137,12 @@ def glove(corpus: Corpus, vocab: Vocab, options: TrainOptions, rng: np.random.Ge
     start = time.perf_counter()
     run_jobs(epochs * parts, job, options.workers, done)
     seconds = time.perf_counter() - start
-    stats = {"raw_words": corpus.raw_words, "cooccurrences": len(values), "count_seconds": count_seconds,
-             "count_words_per_s": corpus.raw_words / count_seconds if count_seconds > 0 else float("inf"),
-             "seconds": seconds, "cost": (costs / len(values)).tolist()}
+    stats = {
+        "raw_words": corpus.raw_words,
+        "cooccurrences": len(values),
+        "count_seconds": count_seconds,
+        "count_words_per_s": corpus.raw_words / count_seconds if count_seconds > 0 else float("inf"),
+        "seconds": seconds,
+        "cost": (costs / len(values)).tolist(),
+    }
     return KeyedVectors(list(vocab.words), W + C, vocab.counts.copy()), stats

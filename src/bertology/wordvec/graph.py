@@ -18,6 +18,7 @@ may hold spaces) or by whitespace; blank lines and lines starting with "#" are s
 Shapes: n nodes, E stored edges (an undirected edge is stored both ways). indptr (n + 1,) int64,
 indices (E,) int32 sorted within each row, weights (E,) float64 or None when unweighted.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,13 +34,13 @@ from .corpus import check_files, read_lines
 
 @dataclass
 class Graph:
-    nodes: list[str]             # index → name, in order of first appearance
-    indptr: np.ndarray           # (n + 1,) int64: node v's neighbours are indices[indptr[v]:indptr[v + 1]]
-    indices: np.ndarray          # (E,) int32, sorted within each row (walks test adjacency by binary search)
-    weights: np.ndarray | None   # (E,) float64, or None: every edge weighs 1
+    nodes: list[str]  # index → name, in order of first appearance
+    indptr: np.ndarray  # (n + 1,) int64: node v's neighbours are indices[indptr[v]:indptr[v + 1]]
+    indices: np.ndarray  # (E,) int32, sorted within each row (walks test adjacency by binary search)
+    weights: np.ndarray | None  # (E,) float64, or None: every edge weighs 1
     directed: bool = False
-    self_loops: int = 0          # dropped
-    duplicates: int = 0          # merged
+    self_loops: int = 0  # dropped
+    duplicates: int = 0  # merged
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -56,7 +57,7 @@ class Graph:
 
     def neighbors(self, node: str) -> list[str]:
         v = self.nodes.index(node)
-        return [self.nodes[u] for u in self.indices[self.indptr[v]:self.indptr[v + 1]]]
+        return [self.nodes[u] for u in self.indices[self.indptr[v] : self.indptr[v + 1]]]
 
     def isolated(self) -> list[str]:
         """Nodes with no edge at all (only self-loops): they get no vector."""
@@ -78,12 +79,20 @@ class Graph:
             src.append(a)
             dst.append(b)
             wts.append(float(edge[2]) if len(edge) > 2 else 1.0)
-        return cls.from_arrays(list(index), np.array(src, np.int64), np.array(dst, np.int64),
-                               np.array(wts, np.float64), directed, loops)
+        return cls.from_arrays(
+            list(index), np.array(src, np.int64), np.array(dst, np.int64), np.array(wts, np.float64), directed, loops
+        )
 
     @classmethod
-    def from_arrays(cls, nodes: list[str], src: np.ndarray, dst: np.ndarray, weights: np.ndarray,
-                    directed: bool, self_loops: int = 0) -> "Graph":
+    def from_arrays(
+        cls,
+        nodes: list[str],
+        src: np.ndarray,
+        dst: np.ndarray,
+        weights: np.ndarray,
+        directed: bool,
+        self_loops: int = 0,
+    ) -> "Graph":
         """CSR of edges src[i] → dst[i] (no self-loops), in reading order: duplicates keep the last weight."""
         n, read = len(nodes), len(src)
         if not directed:  # each edge both ways; the pair's key is the same either way round
@@ -95,15 +104,22 @@ class Graph:
             weights = np.repeat(weights, 2)
         key = src * n + dst
         _, last = np.unique(key[::-1], return_index=True)  # first in reverse = last read
-        keep = len(key) - 1 - last                          # sorted by key: by source, then target
+        keep = len(key) - 1 - last  # sorted by key: by source, then target
         if directed:
             duplicates = read - len(keep)
         src, dst, weights = src[keep], dst[keep], weights[keep]
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
         unweighted = bool(np.all(weights == 1.0))
-        return cls(list(nodes), indptr, dst.astype(np.int32), None if unweighted else weights, directed,
-                   self_loops, int(duplicates))
+        return cls(
+            list(nodes),
+            indptr,
+            dst.astype(np.int32),
+            None if unweighted else weights,
+            directed,
+            self_loops,
+            int(duplicates),
+        )
 
     @classmethod
     def read(cls, paths: Iterable[str | os.PathLike], directed: bool = False) -> "Graph":
@@ -118,8 +134,10 @@ class Graph:
                     continue
                 fields = [f.strip() for f in text.split("\t")] if "\t" in text else text.split()
                 if len(fields) not in (2, 3) or not all(fields):
-                    raise CorpusError(f"{path}: line {line_no}: {text!r} is not 'source<TAB>target[<TAB>weight]' "
-                                      f"({len(fields)} fields)")
+                    raise CorpusError(
+                        f"{path}: line {line_no}: {text!r} is not 'source<TAB>target[<TAB>weight]' "
+                        f"({len(fields)} fields)"
+                    )
                 if len(fields) == 3:
                     try:
                         w = float(fields[2])
@@ -132,6 +150,8 @@ class Graph:
                     edges.append((fields[0], fields[1]))
         graph = cls.from_edges(edges, directed)
         if graph.edges == 0:
-            raise CorpusError(f"{', '.join(paths)}: the graph has no edges"
-                              + (f" ({graph.self_loops} self-loops, dropped)" if graph.self_loops else ""))
+            raise CorpusError(
+                f"{', '.join(paths)}: the graph has no edges"
+                + (f" ({graph.self_loops} self-loops, dropped)" if graph.self_loops else "")
+            )
         return graph

@@ -10,6 +10,7 @@ subsampled as word2vec subsamples frequent words.
     >>> next(iter(Baskets.of([["milk", "bread", "milk", "eggs"]])))
     ['milk', 'bread', 'eggs']
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,11 @@ class Baskets:
         return made
 
     def __iter__(self) -> Iterator[list[str]]:
-        lines = ((b for b in self._given) if self._given is not None
-                 else (line.split() for line in read_lines(self.paths, self.text_column)))
+        lines = (
+            (b for b in self._given)
+            if self._given is not None
+            else (line.split() for line in read_lines(self.paths, self.text_column))
+        )
         for items in lines:
             if items:
                 yield list(dict.fromkeys(items))

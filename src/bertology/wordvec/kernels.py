@@ -7,6 +7,7 @@ workers do; without numba the same functions run as plain Python (correct, but f
 `COMPILED` says which. Randomness inside a job comes from the C tool's linear congruential
 generator, seeded per job by the caller's numpy Generator.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,11 +26,12 @@ def _jit(function):
     return numba.njit(nogil=True, fastmath=True, cache=True)(function) if COMPILED else function
 
 
-MAX_EXP = 6.0           # σ(x) is taken as 0 / 1 beyond ±MAX_EXP, as in the C tool
+MAX_EXP = 6.0  # σ(x) is taken as 0 / 1 beyond ±MAX_EXP, as in the C tool
 EXP_TABLE_SIZE = 1000
-EXP_TABLE = np.array([1 / (1 + math.exp(-(i / EXP_TABLE_SIZE * 2 - 1) * MAX_EXP)) for i in range(EXP_TABLE_SIZE)],
-                     dtype=np.float32)
-KEEP_ALWAYS = 2 ** 32   # keep threshold of a word subsampling never drops
+EXP_TABLE = np.array(
+    [1 / (1 + math.exp(-(i / EXP_TABLE_SIZE * 2 - 1) * MAX_EXP)) for i in range(EXP_TABLE_SIZE)], dtype=np.float32
+)
+KEEP_ALWAYS = 2**32  # keep threshold of a word subsampling never drops
 
 _A = np.uint64(25214903917)
 _C = np.uint64(11)
@@ -54,8 +56,9 @@ def _sigmoid(f, table):
 
 
 @_jit
-def _output_layer(h, target, alpha, work, syn1neg, syn1, noise, h_offsets, h_codes, h_points,
-                  negative, hs, table, state):
+def _output_layer(
+    h, target, alpha, work, syn1neg, syn1, noise, h_offsets, h_codes, h_points, negative, hs, table, state
+):
     """One prediction of word `target` from the hidden vector h: negative sampling (target against
     `negative` noise words) and/or hierarchical softmax (one logistic unit per node on its Huffman
     path). Updates the output rows in place, accumulates dL/dh into `work`; returns the rng state."""
@@ -75,7 +78,7 @@ def _output_layer(h, target, alpha, work, syn1neg, syn1, noise, h_offsets, h_cod
         for n in range(negative + 1):
             if n == 0:
                 word, label = target, np.float32(1.0)
-            else:   # alias method: a uniform slot, kept or replaced by its alias
+            else:  # alias method: a uniform slot, kept or replaced by its alias
                 slot = np.int64((state >> _SHIFT) % slots)
                 state = lcg(state)
                 word = slot if np.int64((state >> _SHIFT) & _MASK32) < noise[slot, 0] else noise[slot, 1]
@@ -111,9 +114,36 @@ def context_span(i, n, window, shrink, state):
 
 
 @_jit
-def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end, keep, noise,
-                 h_offsets, h_codes, h_points, sg, hs, negative, window, shrink, cbow_mean,
-                 alpha0, min_alpha, raw_offset, raw_total, seed, table, buf, work, neu1):
+def word2vec_job(
+    syn0,
+    syn1neg,
+    syn1,
+    tokens,
+    starts,
+    raw_before,
+    s_begin,
+    s_end,
+    keep,
+    noise,
+    h_offsets,
+    h_codes,
+    h_points,
+    sg,
+    hs,
+    negative,
+    window,
+    shrink,
+    cbow_mean,
+    alpha0,
+    min_alpha,
+    raw_offset,
+    raw_total,
+    seed,
+    table,
+    buf,
+    work,
+    neu1,
+):
     """Train on sentences [s_begin, s_end). The learning rate falls linearly from alpha0 to
     min_alpha over raw_total words read (raw_offset of them before this job's corpus pass).
     `shrink`: word2vec's dynamic window (see `context_span`). Returns the number of words trained
@@ -137,17 +167,31 @@ def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end
         for i in range(n):
             lo, hi, state = context_span(i, n, window, shrink, state)
             if sg:
-                for j in range(lo, hi):   # skip-gram: each context word's vector predicts the centre word
+                for j in range(lo, hi):  # skip-gram: each context word's vector predicts the centre word
                     if j == i:
                         continue
                     h = syn0[buf[j]]
                     work[:] = 0
-                    state = _output_layer(h, buf[i], alpha, work, syn1neg, syn1, noise, h_offsets, h_codes,
-                                          h_points, negative, hs, table, state)
+                    state = _output_layer(
+                        h,
+                        buf[i],
+                        alpha,
+                        work,
+                        syn1neg,
+                        syn1,
+                        noise,
+                        h_offsets,
+                        h_codes,
+                        h_points,
+                        negative,
+                        hs,
+                        table,
+                        state,
+                    )
                     for d in range(size):
                         h[d] += work[d]
             else:
-                neu1[:] = 0               # CBOW: the mean (or sum) of the context vectors predicts the centre word
+                neu1[:] = 0  # CBOW: the mean (or sum) of the context vectors predicts the centre word
                 count = 0
                 for j in range(lo, hi):
                     if j != i:
@@ -161,8 +205,22 @@ def word2vec_job(syn0, syn1neg, syn1, tokens, starts, raw_before, s_begin, s_end
                     for d in range(size):
                         neu1[d] /= count
                 work[:] = 0
-                state = _output_layer(neu1, buf[i], alpha, work, syn1neg, syn1, noise, h_offsets, h_codes,
-                                      h_points, negative, hs, table, state)
+                state = _output_layer(
+                    neu1,
+                    buf[i],
+                    alpha,
+                    work,
+                    syn1neg,
+                    syn1,
+                    noise,
+                    h_offsets,
+                    h_codes,
+                    h_points,
+                    negative,
+                    hs,
+                    table,
+                    state,
+                )
                 if not cbow_mean:  # a sum's error is shared out over its terms
                     for d in range(size):
                         work[d] /= count
@@ -207,7 +265,7 @@ def cooccurrence_chunk(tokens, starts, s_begin, s_end, window, vocab_size):
             out_keys[m] = key
             out_weights[m] = 0.0
         out_weights[m] += weights[order[t]]
-    return out_keys[:m + 1].copy(), out_weights[:m + 1].copy()
+    return out_keys[: m + 1].copy(), out_weights[: m + 1].copy()
 
 
 @_jit

@@ -4,6 +4,7 @@ sample 1e-3, alpha 0.025 → 1e-4, 5 epochs, seed 1) and, for GloVe, those of Gl
 (window 15, x_max 100, power 0.75, eta 0.05, 25 iterations). Item and graph embeddings (--items,
 --graph) train skip-gram by default; graphs take node2vec's defaults (walks of 80 nodes, 10 per
 node, window 10, p = q = 1, every visited node kept)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,21 +22,31 @@ SAMPLE = Check("in [0, 1)", lambda v: 0 <= v < 1)
 class TrainOptions:
     corpus: list[str] = option(default_factory=list, help="UTF-8 text files, one sentence a line", cli=False)
     out: str | None = option(None, "write the vectors here (word2vec text format; .bin: binary)", metavar="FILE")
-    algorithm: str | None = option(None, "cbow, skipgram (word2vec) or glove (default cbow; skipgram with --items or --graph)",
-                                   choices=ALGORITHMS)
+    algorithm: str | None = option(
+        None, "cbow, skipgram (word2vec) or glove (default cbow; skipgram with --items or --graph)", choices=ALGORITHMS
+    )
     vector_size: int = option(100, "dimensions of the vectors", check=POSITIVE)
-    window: int | None = option(None, "context words on each side (default 5; 15 for glove; 10 for --graph)",
-                                check=POSITIVE)
+    window: int | None = option(
+        None, "context words on each side (default 5; 15 for glove; 10 for --graph)", check=POSITIVE
+    )
     min_count: int | None = option(None, "drop words seen fewer times (default 5; 1 for --graph)", check=POSITIVE)
-    max_vocab_size: int | None = option(None, "prune rare words while counting when the table grows past this",
-                                        check=POSITIVE)
+    max_vocab_size: int | None = option(
+        None, "prune rare words while counting when the table grows past this", check=POSITIVE
+    )
     lowercase: bool = option(False, "lowercase the text before splitting it on whitespace")
-    text_column: str = option(DEFAULT_TEXT_COLUMN, "the column of text of a Parquet file or a datasets directory (save_to_disk) "
-                                      "in the corpus: each value a sentence (each of its lines, if it has several)",
-                              metavar="NAME")
-    tokenizer: str | None = option(None, "split the text into this tokenizer's pieces (tokenizer.json or its directory; "
-                                         "no special tokens) instead of on whitespace: every vector is then keyed by a "
-                                         "vocabulary piece, ready for `pretrain --init-embeddings`", metavar="TOKENIZER")
+    text_column: str = option(
+        DEFAULT_TEXT_COLUMN,
+        "the column of text of a Parquet file or a datasets directory (save_to_disk) "
+        "in the corpus: each value a sentence (each of its lines, if it has several)",
+        metavar="NAME",
+    )
+    tokenizer: str | None = option(
+        None,
+        "split the text into this tokenizer's pieces (tokenizer.json or its directory; "
+        "no special tokens) instead of on whitespace: every vector is then keyed by a "
+        "vocabulary piece, ready for `pretrain --init-embeddings`",
+        metavar="TOKENIZER",
+    )
     epochs: int | None = option(None, "passes over the corpus (default 5; 25 for glove)", check=POSITIVE)
     seed: int = option(1, "seed of the initial vectors, job order and sampling", check=NON_NEGATIVE)
     workers: int = option(3, "training threads", check=POSITIVE)
@@ -52,20 +63,34 @@ class TrainOptions:
     power: float = option(0.75, "GloVe: f(x) = (x / x_max)^power below x_max", check=POSITIVE_NUMBER)
     eta: float = option(0.05, "GloVe: AdaGrad's initial learning rate", check=POSITIVE_NUMBER)
     # item and graph embeddings
-    items: bool = option(False, "the files hold baskets or sessions, one a line, items separated by whitespace: "
-                                "item2vec (each item's context is the rest of its basket, order ignored)")
-    graph: bool = option(False, "the files are edge lists (source, target, optional weight; tab or space "
-                                "separated): random walks over the graph train node vectors (DeepWalk, node2vec)")
+    items: bool = option(
+        False,
+        "the files hold baskets or sessions, one a line, items separated by whitespace: "
+        "item2vec (each item's context is the rest of its basket, order ignored)",
+    )
+    graph: bool = option(
+        False,
+        "the files are edge lists (source, target, optional weight; tab or space "
+        "separated): random walks over the graph train node vectors (DeepWalk, node2vec)",
+    )
     directed: bool = option(False, "--graph: the edges are directed (walks follow them source → target)")
-    walk: str = option("node2vec", "--graph: node2vec (second-order walks biased by --p and --q) or deepwalk "
-                                   "(uniform first-order walks; node2vec with p = q = 1 draws the same)", choices=WALKS)
+    walk: str = option(
+        "node2vec",
+        "--graph: node2vec (second-order walks biased by --p and --q) or deepwalk "
+        "(uniform first-order walks; node2vec with p = q = 1 draws the same)",
+        choices=WALKS,
+    )
     p: float = option(1.0, "--graph: node2vec's return parameter (weight 1/p to step back)", check=POSITIVE_NUMBER)
     q: float = option(1.0, "--graph: node2vec's in-out parameter (weight 1/q to move away)", check=POSITIVE_NUMBER)
     walk_length: int = option(80, "--graph: nodes per walk", check=Check("in [2, 10000]", lambda v: 2 <= v <= 10_000))
     num_walks: int = option(10, "--graph: walks started from each node", check=POSITIVE)
-    sampler: str = option("auto", "--graph: how node2vec draws a step: rejection (a first-order draw kept with "
-                                  "probability bias / max bias), alias (a table per edge: Σ degree² entries) "
-                                  "or auto (rejection, measured faster on the Debian graph)", choices=SAMPLERS)
+    sampler: str = option(
+        "auto",
+        "--graph: how node2vec draws a step: rejection (a first-order draw kept with "
+        "probability bias / max bias), alias (a table per edge: Σ degree² entries) "
+        "or auto (rejection, measured faster on the Debian graph)",
+        choices=SAMPLERS,
+    )
     binary: bool = option(False, "write the binary word2vec format (also chosen by a .bin name)")
     quiet: bool = option(False, "no progress bar, no summary")
 
@@ -85,9 +110,13 @@ class TrainOptions:
         if self.items and self.window is not None:
             raise ValueError("--window with --items: an item's context is the whole of its basket")
         if self.algorithm != "glove" and self.negative == 0 and not self.hs:
-            raise ValueError("--negative 0 without --hs: word2vec needs negative sampling, hierarchical softmax or both")
+            raise ValueError(
+                "--negative 0 without --hs: word2vec needs negative sampling, hierarchical softmax or both"
+            )
         if self.tokenizer is not None and self.lowercase:
-            raise ValueError("--lowercase with --tokenizer: the tokenizer's own normalizer decides the case of its pieces")
+            raise ValueError(
+                "--lowercase with --tokenizer: the tokenizer's own normalizer decides the case of its pieces"
+            )
 
     @property
     def window_size(self) -> int:

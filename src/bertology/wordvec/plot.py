@@ -1,5 +1,6 @@
 """A 2-D PCA picture of chosen word vectors, as the word2vec paper's figure of countries and
 their capitals: each country joined to its capital by a line."""
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,24 @@ import numpy as np
 from ..io import atomic_path
 from .vectors import KeyedVectors
 
-COUNTRIES_CAPITALS = [("china", "beijing"), ("russia", "moscow"), ("japan", "tokyo"), ("germany", "berlin"),
-                      ("france", "paris"), ("italy", "rome"), ("spain", "madrid"), ("greece", "athens"),
-                      ("turkey", "ankara"), ("poland", "warsaw"), ("portugal", "lisbon"), ("egypt", "cairo"),
-                      ("canada", "ottawa"), ("australia", "canberra"), ("england", "london"), ("iran", "tehran")]
+COUNTRIES_CAPITALS = [
+    ("china", "beijing"),
+    ("russia", "moscow"),
+    ("japan", "tokyo"),
+    ("germany", "berlin"),
+    ("france", "paris"),
+    ("italy", "rome"),
+    ("spain", "madrid"),
+    ("greece", "athens"),
+    ("turkey", "ankara"),
+    ("poland", "warsaw"),
+    ("portugal", "lisbon"),
+    ("egypt", "cairo"),
+    ("canada", "ottawa"),
+    ("australia", "canberra"),
+    ("england", "london"),
+    ("iran", "tehran"),
+]
 
 
 def pca_2d(x: np.ndarray) -> np.ndarray:
@@ -25,11 +40,12 @@ def pca_2d(x: np.ndarray) -> np.ndarray:
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
     projected = centred @ vt[:2].T
     signs = np.sign(projected[np.abs(projected).argmax(axis=0), range(projected.shape[1])])
-    return projected * np.where(signs == 0, 1, signs)   # a fixed sign per axis, for stable pictures
+    return projected * np.where(signs == 0, 1, signs)  # a fixed sign per axis, for stable pictures
 
 
-def plot_pairs(kv: KeyedVectors, path: str | os.PathLike, pairs: list[tuple[str, str]] = COUNTRIES_CAPITALS,
-               title: str = "") -> list[tuple[str, str]]:
+def plot_pairs(
+    kv: KeyedVectors, path: str | os.PathLike, pairs: list[tuple[str, str]] = COUNTRIES_CAPITALS, title: str = ""
+) -> list[tuple[str, str]]:
     """Draw the pairs whose two words are known (case-insensitive lookup, as in evaluation); returns
     the pairs drawn. Raises ValueError when fewer than two pairs are known."""
     lookup = {w.lower(): w for w in reversed(kv.index_to_key)}
@@ -38,7 +54,7 @@ def plot_pairs(kv: KeyedVectors, path: str | os.PathLike, pairs: list[tuple[str,
         raise ValueError(f"only {len(known)} of the {len(pairs)} word pairs are in the vocabulary; nothing to draw")
     words = [lookup[w.lower()] for pair in known for w in pair]
     xy = pca_2d(np.stack([kv[w] for w in words]).astype(np.float64))
-    from matplotlib.figure import Figure   # no pyplot: no global backend or figure registry
+    from matplotlib.figure import Figure  # no pyplot: no global backend or figure registry
 
     fig = Figure(figsize=(7, 6))
     ax = fig.subplots()

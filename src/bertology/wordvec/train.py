@@ -3,6 +3,7 @@ encode), train word2vec or GloVe, write the vectors atomically.
 
     >>> vectors, stats = train(TrainOptions(corpus=["text.txt"], algorithm="skipgram", out="v.txt"))  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import os
@@ -53,17 +54,21 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
     if vocab.total_words == 0:
         raise ValueError(f"{files}: the corpus has no words")
     if len(vocab) == 0:
-        raise ValueError(f"{files}: no word occurs --min-count {options.min_count} times "
-                         f"({vocab.total_words:,} words read); lower --min-count or give more text")
+        raise ValueError(
+            f"{files}: no word occurs --min-count {options.min_count} times "
+            f"({vocab.total_words:,} words read); lower --min-count or give more text"
+        )
     corpus = Corpus.encode(sentences, vocab)
     prepare_seconds = time.perf_counter() - start
 
     rng = np.random.default_rng(options.seed)
     if options.algorithm == "glove":
         from .glove import glove as fit
+
         bar = _bar(None, "glove", options.quiet)
     else:
         from .word2vec import word2vec as fit
+
         bar = _bar(corpus.raw_words * options.epoch_count, options.algorithm, options.quiet)
     # item2vec: every item of a basket in every other's context (a window as long as the longest basket, not shrunk)
     context = dict(window=basket_window(corpus), shrink=False) if options.items else {}
@@ -74,8 +79,18 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
             bar.close()
     if out is not None:
         vectors.save(out, binary=True if options.binary else None)
-    summary = {"algorithm": options.algorithm, "items": options.items, "graph": False, "tokenizer": options.tokenizer, "vocabulary": len(vocab), "corpus_words": vocab.total_words,
-               "sentences": vocab.sentences, "prepare_seconds": prepare_seconds, **stats, "out": out}
+    summary = {
+        "algorithm": options.algorithm,
+        "items": options.items,
+        "graph": False,
+        "tokenizer": options.tokenizer,
+        "vocabulary": len(vocab),
+        "corpus_words": vocab.total_words,
+        "sentences": vocab.sentences,
+        "prepare_seconds": prepare_seconds,
+        **stats,
+        "out": out,
+    }
     return vectors, summary
 
 
@@ -94,8 +109,18 @@ def _train_graph(options: TrainOptions) -> tuple[KeyedVectors, dict]:
             bar.close()
     if options.out is not None:
         vectors.save(options.out, binary=True if options.binary else None)
-    summary = {"algorithm": options.algorithm, "items": False, "graph": True, "walk": options.walk, "tokenizer": None,
-               "vocabulary": len(vectors), "corpus_words": stats["walk_nodes"], "sentences": stats["walks"],
-               "prepare_seconds": stats["walk_seconds"], **stats, "total_seconds": time.perf_counter() - start,
-               "out": options.out}
+    summary = {
+        "algorithm": options.algorithm,
+        "items": False,
+        "graph": True,
+        "walk": options.walk,
+        "tokenizer": None,
+        "vocabulary": len(vectors),
+        "corpus_words": stats["walk_nodes"],
+        "sentences": stats["walks"],
+        "prepare_seconds": stats["walk_seconds"],
+        **stats,
+        "total_seconds": time.perf_counter() - start,
+        "out": options.out,
+    }
     return vectors, summary

@@ -11,6 +11,7 @@ The arithmetic follows gensim's step by step (float32 unit vectors, the weighted
 dot products divided by the row norms), so scores computed from the same vectors agree with
 gensim's and the evaluation protocol of `evaluate.py` gives the same numbers.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,9 @@ class KeyedVectors:
         """Cosine similarity of two words."""
         return float(np.dot(unit(self[a]), unit(self[b])))
 
-    def nearest(self, positive: list[int], negative: list[int] = (), topn: int = 10,
-                restrict_vocab: int | None = None) -> list[tuple[int, float]]:
+    def nearest(
+        self, positive: list[int], negative: list[int] = (), topn: int = 10, restrict_vocab: int | None = None
+    ) -> list[tuple[int, float]]:
         """(index, cosine) of the `topn` words nearest to the mean of the unit vectors of `positive`
         minus those of `negative` (3CosAdd), the query words excluded; only the first
         `restrict_vocab` words (the most frequent) are candidates."""
@@ -86,13 +88,18 @@ class KeyedVectors:
         wanted = min(topn + len(query), len(dists))
         if wanted >= len(dists):
             best = np.argsort(-dists)[:wanted]
-        else:   # a partial sort first, as gensim's matutils.argsort (same order among ties)
+        else:  # a partial sort first, as gensim's matutils.argsort (same order among ties)
             top = np.argpartition(-dists, wanted)[:wanted]
             best = top.take(np.argsort((-dists).take(top)))
         return [(int(i), float(dists[i])) for i in best if int(i) not in query][:topn]
 
-    def most_similar(self, positive: str | Iterable[str] = (), negative: Iterable[str] = (), topn: int = 10,
-                     restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+    def most_similar(
+        self,
+        positive: str | Iterable[str] = (),
+        negative: Iterable[str] = (),
+        topn: int = 10,
+        restrict_vocab: int | None = None,
+    ) -> list[tuple[str, float]]:
         """The `topn` (word, cosine) nearest to sum(positive) - sum(negative) of unit vectors."""
         positive = [positive] if isinstance(positive, str) else list(positive)
         found = self.nearest([self.index(w) for w in positive], [self.index(w) for w in negative], topn, restrict_vocab)
@@ -111,7 +118,9 @@ class KeyedVectors:
         binary = os.fspath(path).endswith(".bin") if binary is None else binary
         for w in self.index_to_key:
             if not w or any(ch.isspace() for ch in w):
-                raise ValueError(f"{os.fspath(path)}: word {w!r} is empty or holds whitespace; the word2vec format cannot store it")
+                raise ValueError(
+                    f"{os.fspath(path)}: word {w!r} is empty or holds whitespace; the word2vec format cannot store it"
+                )
         header = f"{len(self)} {self.vector_size}\n".encode()
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
             f.write(header)
@@ -121,9 +130,11 @@ class KeyedVectors:
                     f.write(w.encode("utf-8") + b" " + row.tobytes() + b"\n")
             else:
                 for start in range(0, len(self), 4096):
-                    block = self.vectors[start:start + 4096]
-                    lines = [w + " " + " ".join(["%.9g" % v for v in row])
-                             for w, row in zip(self.index_to_key[start:start + 4096], block.tolist())]
+                    block = self.vectors[start : start + 4096]
+                    lines = [
+                        w + " " + " ".join(["%.9g" % v for v in row])
+                        for w, row in zip(self.index_to_key[start : start + 4096], block.tolist())
+                    ]
                     f.write(("\n".join(lines) + "\n").encode("utf-8"))
 
     @classmethod
@@ -136,14 +147,16 @@ class KeyedVectors:
         with open(path, "rb") as f:
             data = f.read()
         end = data.find(b"\n")
-        header = data[:end if end >= 0 else len(data)]
+        header = data[: end if end >= 0 else len(data)]
         try:
             n, size = (int(x) for x in header.split())
             if n < 0 or size < 1:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"{path}: line 1: header {header[:80]!r} is not '<number of words> <dimensions>'") from None
-        body = data[end + 1:]
+            raise ValueError(
+                f"{path}: line 1: header {header[:80]!r} is not '<number of words> <dimensions>'"
+            ) from None
+        body = data[end + 1 :]
         words, vectors = (_parse_binary if binary else _parse_text)(path, body, n, size)
         seen: dict[str, int] = {}
         for i, w in enumerate(words):
@@ -164,7 +177,7 @@ def _parse_text(path: str, body: bytes, n: int, size: int) -> tuple[list[str], n
         try:
             parts = raw.decode("utf-8").rstrip().split(" ")
         except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: line {i + 2}: invalid UTF-8 byte(s) {raw[e.start:e.end]!r}") from None
+            raise ValueError(f"{path}: line {i + 2}: invalid UTF-8 byte(s) {raw[e.start : e.end]!r}") from None
         if len(parts) != size + 1:
             raise ValueError(f"{path}: line {i + 2}: {len(parts) - 1} numbers after the word, the header says {size}")
         try:
@@ -179,7 +192,7 @@ def _parse_binary(path: str, body: bytes, n: int, size: int) -> tuple[list[str],
     words, vectors = [], np.empty((n, size), np.float32)
     pos, width = 0, 4 * size
     for i in range(n):
-        while pos < len(body) and body[pos:pos + 1] == b"\n":   # the C tool ends each vector with a newline
+        while pos < len(body) and body[pos : pos + 1] == b"\n":  # the C tool ends each vector with a newline
             pos += 1
         space = body.find(b" ", pos)
         if space < 0 or space + 1 + width > len(body):

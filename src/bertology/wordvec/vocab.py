@@ -8,6 +8,7 @@ subsampling keep probabilities, the unigram^0.75 noise distribution, and the Huf
 Words are sorted by descending count (ties: first seen first), as gensim and the C tool sort them,
 so index 0 is the most frequent word and `restrict_vocab` means "the N most frequent".
 """
+
 from __future__ import annotations
 
 import heapq
@@ -17,7 +18,7 @@ from typing import Iterable
 import numpy as np
 
 # gensim's noise-table domain: cumulative weights are scaled to integers in [0, 2**31 - 1].
-NOISE_DOMAIN = 2 ** 31 - 1
+NOISE_DOMAIN = 2**31 - 1
 
 
 def keep_probability(counts: np.ndarray, sample: float) -> np.ndarray:
@@ -69,19 +70,19 @@ def alias_table(counts: np.ndarray, exponent: float = 0.75) -> np.ndarray:
     table[:, 1] = np.arange(len(p))
     small = [i for i in range(len(p)) if p[i] < 1.0]
     large = [i for i in range(len(p)) if p[i] >= 1.0]
-    while small and large:   # Vose: fill each short slot with the remainder of a tall one
+    while small and large:  # Vose: fill each short slot with the remainder of a tall one
         short, tall = small.pop(), large.pop()
-        table[short] = (round(p[short] * 2 ** 32), tall)
+        table[short] = (round(p[short] * 2**32), tall)
         p[tall] -= 1.0 - p[short]
         (small if p[tall] < 1.0 else large).append(tall)
     for i in small + large:  # what is left is 1 up to rounding
-        table[i] = (2 ** 32, i)
+        table[i] = (2**32, i)
     return table
 
 
 def alias_probabilities(table: np.ndarray) -> np.ndarray:
     """The distribution an alias table draws from (for checking it)."""
-    stay = table[:, 0] / 2 ** 32
+    stay = table[:, 0] / 2**32
     return (stay + np.bincount(table[:, 1], 1 - stay, minlength=len(table))) / len(table)
 
 
@@ -89,12 +90,13 @@ def alias_probabilities(table: np.ndarray) -> np.ndarray:
 class Huffman:
     """Each word's path in the Huffman tree, packed: word w's binary code is
     codes[offsets[w]:offsets[w + 1]] and the inner nodes it passes are points[...] (same slice)."""
-    offsets: np.ndarray   # int64, V + 1
-    codes: np.ndarray     # uint8: 0 = left, 1 = right
-    points: np.ndarray    # int32: inner-node rows of syn1, root first
+
+    offsets: np.ndarray  # int64, V + 1
+    codes: np.ndarray  # uint8: 0 = left, 1 = right
+    points: np.ndarray  # int32: inner-node rows of syn1, root first
 
     def code(self, w: int) -> list[int]:
-        return self.codes[self.offsets[w]:self.offsets[w + 1]].tolist()
+        return self.codes[self.offsets[w] : self.offsets[w + 1]].tolist()
 
 
 def huffman_tree(counts: np.ndarray) -> Huffman:
@@ -122,15 +124,18 @@ def huffman_tree(counts: np.ndarray) -> Huffman:
             stack.append((node[3], code + [1], points))
     lengths = np.array([len(c) for c, _ in paths], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return Huffman(offsets, np.array([b for c, _ in paths for b in c], dtype=np.uint8),
-                   np.array([p for _, ps in paths for p in ps], dtype=np.int32))
+    return Huffman(
+        offsets,
+        np.array([b for c, _ in paths for b in c], dtype=np.uint8),
+        np.array([p for _, ps in paths for p in ps], dtype=np.int32),
+    )
 
 
 @dataclass
 class Vocab:
     words: list[str]
-    counts: np.ndarray                 # int64, descending
-    total_words: int                   # every token read, rare ones included
+    counts: np.ndarray  # int64, descending
+    total_words: int  # every token read, rare ones included
     sentences: int = 0
     index: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -142,8 +147,9 @@ class Vocab:
         return len(self.words)
 
     @classmethod
-    def build(cls, sentences: Iterable[list[str]], min_count: int = 5, max_vocab_size: int | None = None,
-              progress=None) -> "Vocab":
+    def build(
+        cls, sentences: Iterable[list[str]], min_count: int = 5, max_vocab_size: int | None = None, progress=None
+    ) -> "Vocab":
         """Count words in one streamed pass. With `max_vocab_size`, whenever the table grows past it
         the words seen at most `n` times are dropped (n = 1, 2, … on successive prunings), as gensim
         does, so memory stays bounded and the counts of frequent words stay exact enough.
@@ -165,7 +171,7 @@ class Vocab:
         if progress is not None and total > last:
             progress(total - last)
         kept = [(w, c) for w, c in raw.items() if c >= min_count]  # dict order = first seen
-        kept.sort(key=lambda wc: -wc[1])                             # stable: ties keep first-seen order
+        kept.sort(key=lambda wc: -wc[1])  # stable: ties keep first-seen order
         return cls([w for w, _ in kept], np.array([c for _, c in kept], dtype=np.int64), total, n_sentences)
 
     def encode(self, sentence: list[str]) -> list[int]:

@@ -27,6 +27,7 @@ only when they fit in `cache_bytes`, else training generates them again from the
 Shapes: n nodes, E stored edges; a job's walks are one int32 array of node ids and (walks + 1,)
 int64 bounds.
 """
+
 from __future__ import annotations
 
 import threading
@@ -42,8 +43,8 @@ from .vocab import Vocab
 from .word2vec import JOB_WORDS, Jobs, word2vec
 from .workers import run_jobs
 
-CACHE_BYTES = 1 << 30    # walks kept between the counting pass and training up to this size
-ALIAS_LIMIT = 1 << 27    # second-order alias entries (12 bytes each) beyond which "alias" refuses
+CACHE_BYTES = 1 << 30  # walks kept between the counting pass and training up to this size
+ALIAS_LIMIT = 1 << 27  # second-order alias entries (12 bytes each) beyond which "alias" refuses
 DEEPWALK, REJECTION, ALIAS = 0, 1, 2
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -97,7 +98,7 @@ def alias_fill(weight, begin, end, prob, alias, small, large):
         else:
             large[nl] = tall
             nl += 1
-    for k in range(ns):          # what is left is 1 up to rounding
+    for k in range(ns):  # what is left is 1 up to rounding
         prob[begin + small[k]] = 1.0
     for k in range(nl):
         prob[begin + large[k]] = 1.0
@@ -173,8 +174,24 @@ def edge_alias_tables(indptr, indices, weights, weighted, inv_p, inv_q):
 
 
 @jit
-def walk_job(indptr, indices, weighted, node_prob, node_alias, edge_offsets, edge_prob, edge_alias, mode,
-             inv_p, inv_q, starts, walk_length, seed, out, bounds):
+def walk_job(
+    indptr,
+    indices,
+    weighted,
+    node_prob,
+    node_alias,
+    edge_offsets,
+    edge_prob,
+    edge_alias,
+    mode,
+    inv_p,
+    inv_q,
+    starts,
+    walk_length,
+    seed,
+    out,
+    bounds,
+):
     """One walk of up to walk_length nodes from each node of `starts` (it stops early at a node with
     no edge out), into out / bounds: walk i is out[bounds[i]:bounds[i + 1]]. Returns the nodes written."""
     state = np.uint64(seed)
@@ -185,8 +202,8 @@ def walk_job(indptr, indices, weighted, node_prob, node_alias, edge_offsets, edg
         v = starts[i]
         out[pos] = v
         pos += 1
-        t = -1          # the previous node
-        via = -1        # the stored edge t → v
+        t = -1  # the previous node
+        via = -1  # the stored edge t → v
         for _ in range(walk_length - 1):
             b = indptr[v]
             degree = indptr[v + 1] - b
@@ -198,7 +215,7 @@ def walk_job(indptr, indices, weighted, node_prob, node_alias, edge_offsets, edg
                 k = int(x)
                 k = k if x - k < edge_prob[edge_offsets[via] + k] else edge_alias[edge_offsets[via] + k]
             else:
-                while True:     # a first-order draw; node2vec keeps it with probability α / max α
+                while True:  # a first-order draw; node2vec keeps it with probability α / max α
                     state, u = uniform(state)
                     x = u * degree
                     k = int(x)
@@ -238,9 +255,9 @@ def transition_weights(graph: Graph, previous: str, current: str, p: float, q: f
 class Walks:
     """The walks of a graph for a seed, job by job (see the module docstring).
 
-        walks = Walks(graph, TrainOptions(graph=True, p=1, q=0.5), np.random.default_rng(1))
-        nodes, bounds = walks.job(0)          # the first job's walks, node ids
-        [[graph.nodes[v] for v in w] for w in walks.sentences()]   # every walk, by name
+    walks = Walks(graph, TrainOptions(graph=True, p=1, q=0.5), np.random.default_rng(1))
+    nodes, bounds = walks.job(0)          # the first job's walks, node ids
+    [[graph.nodes[v] for v in w] for w in walks.sentences()]   # every walk, by name
     """
 
     def __init__(self, graph: Graph, options: TrainOptions, rng: np.random.Generator):
@@ -251,25 +268,36 @@ class Walks:
         weighted = graph.weights is not None
         self.weighted = weighted
         weights = graph.weights if weighted else np.ones(0, np.float64)
-        self.node_prob, self.node_alias = (node_alias_tables(graph.indptr, weights) if weighted
-                                           else (np.ones(0, np.float64), np.zeros(0, np.int32)))
+        self.node_prob, self.node_alias = (
+            node_alias_tables(graph.indptr, weights) if weighted else (np.ones(0, np.float64), np.zeros(0, np.int32))
+        )
         if self.mode == ALIAS:
             entries = int(graph.degree[graph.indices].sum())
             if entries > ALIAS_LIMIT:
-                raise ValueError(f"--sampler alias: the second-order tables of this graph would hold {entries:,} "
-                                 f"entries ({entries * 12 / 2 ** 30:.1f} GiB); use --sampler rejection (as exact)")
+                raise ValueError(
+                    f"--sampler alias: the second-order tables of this graph would hold {entries:,} "
+                    f"entries ({entries * 12 / 2**30:.1f} GiB); use --sampler rejection (as exact)"
+                )
             self.edge_offsets, self.edge_prob, self.edge_alias = edge_alias_tables(
-                graph.indptr, graph.indices, weights, weighted, self.inv_p, self.inv_q)
+                graph.indptr, graph.indices, weights, weighted, self.inv_p, self.inv_q
+            )
         else:
-            self.edge_offsets, self.edge_prob, self.edge_alias = np.zeros(1, np.int64), np.ones(0), np.zeros(0, np.int32)
+            self.edge_offsets, self.edge_prob, self.edge_alias = (
+                np.zeros(1, np.int64),
+                np.ones(0),
+                np.zeros(0, np.int32),
+            )
         walkable = np.flatnonzero(graph.degree > 0).astype(np.int32)
         self.starts = walkable[rng.permutation(len(walkable))]
         self.block = max(1, JOB_WORDS // self.walk_length)
         self.blocks = -(-len(self.starts) // self.block)
         self.rounds = options.num_walks
-        self.order = np.stack([rng.permutation(self.blocks) for _ in range(self.rounds)]) if self.blocks else \
-            np.zeros((self.rounds, 0), np.int64)
-        self.seeds = rng.integers(1, 2 ** 63, size=self.rounds * self.blocks, dtype=np.int64)
+        self.order = (
+            np.stack([rng.permutation(self.blocks) for _ in range(self.rounds)])
+            if self.blocks
+            else np.zeros((self.rounds, 0), np.int64)
+        )
+        self.seeds = rng.integers(1, 2**63, size=self.rounds * self.blocks, dtype=np.int64)
 
     def __len__(self) -> int:
         """Jobs."""
@@ -279,13 +307,28 @@ class Walks:
         """Job j's walks: (node ids int32, bounds (walks + 1,) int64)."""
         r, c = divmod(j, self.blocks)
         b = int(self.order[r, c])
-        starts = self.starts[b * self.block:(b + 1) * self.block]
+        starts = self.starts[b * self.block : (b + 1) * self.block]
         out = np.empty(len(starts) * self.walk_length, np.int32)
         bounds = np.empty(len(starts) + 1, np.int64)
         g = self.graph
-        n = walk_job(g.indptr, g.indices, self.weighted, self.node_prob, self.node_alias, self.edge_offsets,
-                     self.edge_prob, self.edge_alias, self.mode, self.inv_p, self.inv_q, starts, self.walk_length,
-                     int(self.seeds[j]), out, bounds)
+        n = walk_job(
+            g.indptr,
+            g.indices,
+            self.weighted,
+            self.node_prob,
+            self.node_alias,
+            self.edge_offsets,
+            self.edge_prob,
+            self.edge_alias,
+            self.mode,
+            self.inv_p,
+            self.inv_q,
+            starts,
+            self.walk_length,
+            int(self.seeds[j]),
+            out,
+            bounds,
+        )
         return out[:n], bounds
 
     def sentences(self):
@@ -294,7 +337,7 @@ class Walks:
         for j in range(len(self)):
             nodes, bounds = self.job(j)
             for i in range(len(bounds) - 1):
-                yield [names[v] for v in nodes[bounds[i]:bounds[i + 1]]]
+                yield [names[v] for v in nodes[bounds[i] : bounds[i + 1]]]
 
     def count(self, workers: int, cache_bytes: int = CACHE_BYTES, progress=None):
         """Visits per node over all walks (n,) int64, nodes per job (jobs,) int64, and the jobs' walks
@@ -323,7 +366,9 @@ class Walks:
         return counts, sizes, cache
 
 
-def node_vectors(graph: Graph, options: TrainOptions, rng: np.random.Generator, progress=None) -> tuple[KeyedVectors, dict]:
+def node_vectors(
+    graph: Graph, options: TrainOptions, rng: np.random.Generator, progress=None
+) -> tuple[KeyedVectors, dict]:
     """Node vectors of `graph` by skip-gram over its walks: (vectors of every visited node, stats).
     A node no walk visits (no edge, or only edges into it on a directed graph that no walk takes)
     has no vector: it is listed in stats["missing"], never given a random one."""
@@ -339,15 +384,16 @@ def node_vectors(graph: Graph, options: TrainOptions, rng: np.random.Generator, 
     rank = np.full(len(graph), -1, np.int32)
     rank[kept] = np.arange(len(kept), dtype=np.int32)
     total = int(sizes.sum())
-    vocab = Vocab([graph.nodes[v] for v in kept], counts[kept].astype(np.int64), total,
-                  int(walks.rounds * len(walks.starts)))
+    vocab = Vocab(
+        [graph.nodes[v] for v in kept], counts[kept].astype(np.int64), total, int(walks.rounds * len(walks.starts))
+    )
     base = np.concatenate([[0], np.cumsum(sizes)])
 
     def piece(j: int):
         nodes, bounds = cache[j] if cache is not None else walks.job(j)
         tokens = rank[nodes]
         starts = bounds
-        if len(kept) < len(graph):   # nodes under --min-count leave the walks, as rare words leave sentences
+        if len(kept) < len(graph):  # nodes under --min-count leave the walks, as rare words leave sentences
             inside = tokens >= 0
             tokens = tokens[inside]
             starts = np.concatenate([[0], np.cumsum(inside)])[bounds]
@@ -355,10 +401,17 @@ def node_vectors(graph: Graph, options: TrainOptions, rng: np.random.Generator, 
 
     vectors, stats = word2vec(Jobs(len(walks), total, piece), vocab, options, rng, progress)
     missing = [graph.nodes[v] for v in np.flatnonzero(rank < 0)]
-    stats.update(nodes=len(graph), edges=graph.edges, directed=graph.directed, self_loops=graph.self_loops,
-                 duplicates=graph.duplicates, walks=vocab.sentences, walk_nodes=total, walk_seconds=walk_seconds,
-                 walks_cached=cache is not None, sampler=("first-order" if walks.mode == DEEPWALK else
-                                                          "rejection" if walks.mode == REJECTION else "alias"),
-                 missing=missing)
+    stats.update(
+        nodes=len(graph),
+        edges=graph.edges,
+        directed=graph.directed,
+        self_loops=graph.self_loops,
+        duplicates=graph.duplicates,
+        walks=vocab.sentences,
+        walk_nodes=total,
+        walk_seconds=walk_seconds,
+        walks_cached=cache is not None,
+        sampler=("first-order" if walks.mode == DEEPWALK else "rejection" if walks.mode == REJECTION else "alias"),
+        missing=missing,
+    )
     return vectors, stats
-

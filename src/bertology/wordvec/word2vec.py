@@ -14,6 +14,7 @@ by the order of their lock-free updates (as in gensim and the C tool).
 Shapes: V vocabulary, D vector size. syn0 (V, D) input vectors (the result), syn1neg (V, D)
 output vectors of negative sampling, syn1 (V - 1, D) inner nodes of the Huffman tree.
 """
+
 from __future__ import annotations
 
 import threading
@@ -49,7 +50,7 @@ def subsampling_thresholds(counts: np.ndarray, sample: float) -> np.ndarray:
     """gensim's `sample_int`: keep probability × 2^32, rounded; a word is kept when its threshold
     is at least a uniform 32-bit draw (always, at KEEP_ALWAYS)."""
     p = keep_probability(counts, sample)
-    return np.where(p >= 1.0, kernels.KEEP_ALWAYS, np.round(p * 2 ** 32)).astype(np.int64)
+    return np.where(p >= 1.0, kernels.KEEP_ALWAYS, np.round(p * 2**32)).astype(np.int64)
 
 
 @dataclass
@@ -58,19 +59,30 @@ class Jobs:
     (tokens, starts, raw_before, s_begin, s_end), the arrays of `Corpus` and the range of sentences
     to train on. A corpus in memory is sliced (`corpus_jobs`); graph walks are generated inside the
     job that trains on them (walks.py), so no more than a job's walks per thread are ever held."""
-    count: int        # jobs per epoch
-    raw_words: int    # words read per epoch, rare ones included (the learning rate's clock)
+
+    count: int  # jobs per epoch
+    raw_words: int  # words read per epoch, rare ones included (the learning rate's clock)
     piece: Callable[[int], tuple]
 
 
 def corpus_jobs(corpus: Corpus) -> Jobs:
     bounds = job_bounds(corpus)
-    return Jobs(len(bounds) - 1, corpus.raw_words,
-                lambda j: (corpus.tokens, corpus.starts, corpus.raw_before, bounds[j], bounds[j + 1]))
+    return Jobs(
+        len(bounds) - 1,
+        corpus.raw_words,
+        lambda j: (corpus.tokens, corpus.starts, corpus.raw_before, bounds[j], bounds[j + 1]),
+    )
 
 
-def word2vec(corpus: Corpus | Jobs, vocab: Vocab, options: TrainOptions, rng: np.random.Generator,
-             progress=None, window: int | None = None, shrink: bool = True) -> tuple[KeyedVectors, dict]:
+def word2vec(
+    corpus: Corpus | Jobs,
+    vocab: Vocab,
+    options: TrainOptions,
+    rng: np.random.Generator,
+    progress=None,
+    window: int | None = None,
+    shrink: bool = True,
+) -> tuple[KeyedVectors, dict]:
     """Train skip-gram (options.algorithm == "skipgram") or CBOW vectors; returns the vectors and
     {"raw_words", "effective_words", "seconds", "words_per_s"} (words read per second of training).
     `progress(words)` is called after each job with the words it read. `window` overrides the
@@ -91,7 +103,7 @@ def word2vec(corpus: Corpus | Jobs, vocab: Vocab, options: TrainOptions, rng: np
 
     per_epoch = jobs.count
     epochs = options.epoch_count
-    seeds = rng.integers(1, 2 ** 48, size=epochs * per_epoch, dtype=np.int64)
+    seeds = rng.integers(1, 2**48, size=epochs * per_epoch, dtype=np.int64)
     raw_total = float(max(jobs.raw_words * epochs, 1))
     scratch = {}
     effective = [0]
@@ -99,15 +111,40 @@ def word2vec(corpus: Corpus | Jobs, vocab: Vocab, options: TrainOptions, rng: np
     def job(k: int) -> tuple[int, int]:
         epoch, j = divmod(k, per_epoch)
         ident = threading.get_ident()
-        if ident not in scratch:   # per-thread buffers: the subsampled sentence, dL/dh, the CBOW mean
+        if ident not in scratch:  # per-thread buffers: the subsampled sentence, dL/dh, the CBOW mean
             scratch[ident] = (np.empty(MAX_SENTENCE_LENGTH, np.int32), np.empty(D, np.float32), np.empty(D, np.float32))
         buf, work, neu1 = scratch[ident]
         tokens, starts, raw_before, begin, end = jobs.piece(j)
         trained = kernels.word2vec_job(
-            syn0, syn1neg, syn1, tokens, starts, raw_before, begin, end, keep,
-            noise, tree.offsets, tree.codes, tree.points, options.algorithm == "skipgram", options.hs,
-            options.negative, window, shrink, not options.cbow_sum, options.alpha, options.min_alpha,
-            float(epoch * jobs.raw_words), raw_total, int(seeds[k]), kernels.EXP_TABLE, buf, work, neu1)
+            syn0,
+            syn1neg,
+            syn1,
+            tokens,
+            starts,
+            raw_before,
+            begin,
+            end,
+            keep,
+            noise,
+            tree.offsets,
+            tree.codes,
+            tree.points,
+            options.algorithm == "skipgram",
+            options.hs,
+            options.negative,
+            window,
+            shrink,
+            not options.cbow_sum,
+            options.alpha,
+            options.min_alpha,
+            float(epoch * jobs.raw_words),
+            raw_total,
+            int(seeds[k]),
+            kernels.EXP_TABLE,
+            buf,
+            work,
+            neu1,
+        )
         return trained, int(raw_before[end] - raw_before[begin])
 
     def done(k: int, result: tuple[int, int]) -> None:
@@ -119,6 +156,10 @@ def word2vec(corpus: Corpus | Jobs, vocab: Vocab, options: TrainOptions, rng: np
     run_jobs(epochs * per_epoch, job, options.workers, done)
     seconds = time.perf_counter() - start
     raw = jobs.raw_words * epochs
-    stats = {"raw_words": raw, "effective_words": effective[0], "seconds": seconds,
-             "words_per_s": raw / seconds if seconds > 0 else float("inf")}
+    stats = {
+        "raw_words": raw,
+        "effective_words": effective[0],
+        "seconds": seconds,
+        "words_per_s": raw / seconds if seconds > 0 else float("inf"),
+    }
     return KeyedVectors(list(vocab.words), syn0, vocab.counts.copy()), stats

@@ -1,13 +1,16 @@
 """Run numbered jobs on a few threads. The compiled kernels release the GIL, so threads share
 the model's arrays and run truly in parallel (lock-free updates, as gensim's workers); nothing
 process-wide (thread counts, global pools) is touched."""
+
 from __future__ import annotations
 
 import threading
 from typing import Callable
 
 
-def run_jobs(n_jobs: int, job: Callable[[int], int], workers: int, done: Callable[[int, int], None] | None = None) -> None:
+def run_jobs(
+    n_jobs: int, job: Callable[[int], int], workers: int, done: Callable[[int, int], None] | None = None
+) -> None:
     """Call job(k) for k in range(n_jobs), taken in order by `workers` threads; done(k, result)
     is called under a lock after each. The first exception stops the others and is re-raised."""
     lock = threading.Lock()

@@ -10,6 +10,7 @@ word counting shortcuts of training (counting.py).
     counting.py word counting shortcuts for training (corpus.count_words)
     workers.py  encode_batch over forked processes (its `workers=` argument)
 """
+
 from .encoder import FastEncoder
 
 __all__ = ["FastEncoder"]

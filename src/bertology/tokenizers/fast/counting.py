@@ -6,6 +6,7 @@
 * ByteLevel: one compiled regex over the line, then each distinct piece mapped to bytes once;
 * Metaspace: plain string replace and split.
 """
+
 from __future__ import annotations
 
 from collections import Counter

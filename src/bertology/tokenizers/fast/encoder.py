@@ -17,6 +17,7 @@ This package is the only code that looks at the concrete types of a tokenizer's 
 owns every cache of the encoding path (they live in its WordCache, made anew with a new model).
 The tokenizer reached through `tok` is read, never changed.
 """
+
 from __future__ import annotations
 
 from itertools import repeat
@@ -63,8 +64,15 @@ class FastEncoder:
                 word += cache.encode_pieces(pre.pre_tokenize([ns]) if pre is not None else [ns], out, word)
         return out.encoding(type_id)
 
-    def encode_chunk(self, tok, texts: list, pairs: list | None, add_special_tokens: bool,
-                     truncation: dict | None, pad: dict | None = None) -> list[Encoding]:
+    def encode_chunk(
+        self,
+        tok,
+        texts: list,
+        pairs: list | None,
+        add_special_tokens: bool,
+        truncation: dict | None,
+        pad: dict | None = None,
+    ) -> list[Encoding]:
         """[tok.post_process(encode_one(text), encode_one(pair), ...) for each text], padded if
         pad is given (truncation.padding_settings)."""
         frame = frame_of(tok.post_processor, add_special_tokens) if pairs is None else None
@@ -84,10 +92,19 @@ class FastEncoder:
         their indices in texts; None when there are none or this tokenizer has no hot path."""
         cache, pre = self.word_cache(tok.model), tok.pre_tokenizer
         split = word_split(pre)
-        metaspace = (type(pre) is Metaspace and pre.split_on_replacement and trim is None
-                     and cache.memoize and type(cache.model) is Unigram)
-        if (not cache.memoize or (split is None and not metaspace) or (trim is not None and not split.byte_level)
-                or not all(type(t) is str for t in texts)):
+        metaspace = (
+            type(pre) is Metaspace
+            and pre.split_on_replacement
+            and trim is None
+            and cache.memoize
+            and type(cache.model) is Unigram
+        )
+        if (
+            not cache.memoize
+            or (split is None and not metaspace)
+            or (trim is not None and not split.byte_level)
+            or not all(type(t) is str for t in texts)
+        ):
             return None
         plain = plain_texts(tok.added_vocabulary, texts, tok.normalizer)
         hot = [i for i, s in enumerate(plain) if s is not None]
@@ -107,8 +124,9 @@ class FastEncoder:
                 out[i] = enc
         return [enc if enc is not None else self.encode_one(tok, texts[i], type_id) for i, enc in enumerate(out)]
 
-    def _encode_framed(self, tok, texts: list, frame: Frame, truncation: dict | None,
-                       pad: dict | None) -> list[Encoding]:
+    def _encode_framed(
+        self, tok, texts: list, frame: Frame, truncation: dict | None, pad: dict | None
+    ) -> list[Encoding]:
         """encode_chunk's work for single texts whose post-processing is a Frame, padded as
         pad says: the hot path's texts that truncation leaves whole are built in one step
         (framed_encodings), the others one by one by encode_one and tok.post_process."""
@@ -118,8 +136,11 @@ class FastEncoder:
         if found is not None:
             flat, hot = found
             bounds = flat.bounds
-            max_tokens = len(flat.ids) if truncation is None else (
-                truncation["max_length"] - len(frame.before) - len(frame.after))
+            max_tokens = (
+                len(flat.ids)
+                if truncation is None
+                else (truncation["max_length"] - len(frame.before) - len(frame.after))
+            )
             for k, i in enumerate(hot):
                 if bounds[k + 1] - bounds[k] <= max_tokens:
                     framed.append(i)
@@ -134,9 +155,14 @@ class FastEncoder:
             pad_to = 0
             if pad is not None and pad["direction"] == "right":
                 n_frame = len(frame.before) + len(frame.after)
-                pad_to = pad["length"] if pad["length"] is not None else max(
-                    max(bounds[k + 1] - bounds[k] for k in in_flat) + n_frame,
-                    max((len(e) for e in out if e is not frame), default=0))
+                pad_to = (
+                    pad["length"]
+                    if pad["length"] is not None
+                    else max(
+                        max(bounds[k + 1] - bounds[k] for k in in_flat) + n_frame,
+                        max((len(e) for e in out if e is not frame), default=0),
+                    )
+                )
                 multiple = pad["pad_to_multiple_of"]
                 if multiple and pad_to % multiple:
                     pad_to += multiple - pad_to % multiple

@@ -7,6 +7,7 @@ builds every text's finished, padded Encoding straight from the batch's Flat. Ea
 when they are read: a batch of padded encodings is mostly columns nobody reads, and the
 garbage collector walks every list that exists.
 """
+
 from __future__ import annotations
 
 from itertools import repeat
@@ -22,6 +23,7 @@ class Frame(NamedTuple):
     it: `before` + the sequence (type id `type_id`, sequence id 0) + `after`, the sequence's
     offsets first trimmed by post_processors.trimmed_offsets with add_prefix_space=trim unless
     trim is None."""
+
     before: Encoding
     type_id: int
     after: Encoding
@@ -37,7 +39,9 @@ def frame_of(post_processor, add_special_tokens: bool = True) -> Frame | None:
         return None
     kind = type(post_processor)
     if kind is ByteLevel:
-        return Frame(Encoding(), 0, Encoding(), post_processor.add_prefix_space if post_processor.trim_offsets else None)
+        return Frame(
+            Encoding(), 0, Encoding(), post_processor.add_prefix_space if post_processor.trim_offsets else None
+        )
     if kind is TemplateProcessing or kind is BertProcessing or kind is RobertaProcessing:
         parts = post_processor.single_parts()
         if parts is None:
@@ -52,6 +56,7 @@ def frame_of(post_processor, add_special_tokens: bool = True) -> Frame | None:
 class DeferredEncoding(Encoding):
     """An Encoding of n tokens whose column f is source.column(f, index), made when first read;
     after that, a plain Encoding."""
+
     __slots__ = ("_source", "_index", "_n")
 
     def __init__(self, source: "FramedBatch", index: int, n: int):
@@ -77,6 +82,7 @@ def _deferred_column(name: str) -> property:
 
     def set(self, value):
         setattr(self, slot, value)
+
     return property(get, set)
 
 
@@ -92,7 +98,9 @@ class FramedBatch:
 
     def __init__(self, flat: Flat, frame: Frame, pad_to: int, pad: dict | None):
         self.flat, self.frame, self.pad_to = flat, frame, pad_to
-        self.pad_id, self.pad_token, self.pad_type = (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
+        self.pad_id, self.pad_token, self.pad_type = (
+            (pad["pad_id"], pad["pad_token"], pad["pad_type_id"]) if pad else (0, "", 0)
+        )
 
     def column(self, name: str, k: int) -> list:
         bounds = self.flat.bounds
@@ -127,5 +135,3 @@ def framed_encodings(flat: Flat, which, frame: Frame, pad_to: int, pad: dict | N
     batch = FramedBatch(flat, frame, pad_to, pad)
     bounds, n_frame = flat.bounds, len(frame.before) + len(frame.after)
     return [DeferredEncoding(batch, k, max(bounds[k + 1] - bounds[k] + n_frame, pad_to)) for k in which]
-
-

@@ -10,6 +10,7 @@ What `model.tokenize(word)` gives, by shortcuts that hold for the common models:
 
 Anything else is `model.tokenize(word)`, made into columns.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,11 @@ def token_columns(model: Model, word: str) -> Columns4:
 
 def bpe_columns(model: BPE, word: str) -> Columns4:
     """token_columns(model, word), without spans where every char is a known symbol."""
-    if (word and not (model.continuing_subword_prefix or model.end_of_word_suffix or model.dropout)
-            and not (model.ignore_merges and word in model.vocab)):
+    if (
+        word
+        and not (model.continuing_subword_prefix or model.end_of_word_suffix or model.dropout)
+        and not (model.ignore_merges and word in model.vocab)
+    ):
         ids = list(map(model.vocab.get, word))
         if None not in ids:
             apply_merges(ids, None, model.ranks)
@@ -86,7 +90,7 @@ class UnigramColumns:
         for i in range(n):
             here = best[i]
             node, j = trie, i
-            for ch in word[i:i + max_len]:
+            for ch in word[i : i + max_len]:
                 x = node.get(ch)
                 if x is None:
                     break

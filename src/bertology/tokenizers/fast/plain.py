@@ -1,4 +1,5 @@
 """Which texts of a batch the hot path can take: no added token, normalized char for char."""
+
 from __future__ import annotations
 
 from ..added_tokens import AddedVocabulary

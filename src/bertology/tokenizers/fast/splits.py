@@ -4,6 +4,7 @@
 (BERT's, Whitespace, WhitespaceSplit, ByteLevel without a prefix space); the encoder then cuts
 a whole text in C instead of making a NormalizedString per word.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,16 @@ import regex
 
 from ..byte_level import GPT2_PATTERN
 from ..normalized_string import WHITESPACE
-from ..pre_tokenizers import (BERT_RE, NON_WS_RE, PUNCT, WHITESPACE_RE, BertPreTokenizer, ByteLevel, Whitespace,
-                              WhitespaceSplit)
+from ..pre_tokenizers import (
+    BERT_RE,
+    NON_WS_RE,
+    PUNCT,
+    WHITESPACE_RE,
+    BertPreTokenizer,
+    ByteLevel,
+    Whitespace,
+    WhitespaceSplit,
+)
 
 
 class WordSplit(NamedTuple):
@@ -24,10 +33,11 @@ class WordSplit(NamedTuple):
     here is the whole expression in ONE group, so the result alternates [gap, word, gap, ...,
     word, gap] and the running sum of the part lengths gives every word's offset.
     """
+
     unicode: "regex.Pattern"
-    ascii: "re.Pattern"   # the same matches on ASCII-only text; stdlib re is faster there
-    byte_level: bool      # the model sees each word as byte stand-ins (to_byte_chars)
-    tiles: bool = False   # every char is in a match: the words laid end to end are the text
+    ascii: "re.Pattern"  # the same matches on ASCII-only text; stdlib re is faster there
+    byte_level: bool  # the model sees each word as byte stand-ins (to_byte_chars)
+    tiles: bool = False  # every char is in a match: the words laid end to end are the text
 
 
 def _ascii_members(cls: str) -> str:
@@ -46,22 +56,23 @@ def _word_split(unicode_body: str, ascii_body: str, byte_level: bool = False, ti
 
 
 # The ASCII members of each character class the patterns use (class bodies for stdlib re).
-_ASCII_WHITESPACE = _ascii_members(f"[{WHITESPACE}]")   # Rust's whitespace: what BERT splits on
+_ASCII_WHITESPACE = _ascii_members(f"[{WHITESPACE}]")  # Rust's whitespace: what BERT splits on
 _ASCII_PUNCT = _ascii_members(f"[{PUNCT}]")
-_ASCII_SPACE = _ascii_members(r"\s")                     # regex's \s: what GPT-2's pattern uses
+_ASCII_SPACE = _ascii_members(r"\s")  # regex's \s: what GPT-2's pattern uses
 _ASCII_LETTER = _ascii_members(r"\p{L}")
 _ASCII_NUMBER = _ascii_members(r"\p{N}")
 _ASCII_WORD = _ascii_members(r"\w")
 BERT_SPLIT = _word_split(BERT_RE.pattern, f"[^{_ASCII_WHITESPACE}{_ASCII_PUNCT}]+|[{_ASCII_PUNCT}]")
 NON_WS_SPLIT = _word_split(NON_WS_RE.pattern, f"[^{_ASCII_WHITESPACE}]+")
-WHITESPACE_SPLIT = _word_split(WHITESPACE_RE.pattern,
-                               f"[{_ASCII_WORD}]+|[^{_ASCII_WORD}{_ASCII_WHITESPACE}]+")
+WHITESPACE_SPLIT = _word_split(WHITESPACE_RE.pattern, f"[{_ASCII_WORD}]+|[^{_ASCII_WORD}{_ASCII_WHITESPACE}]+")
 # GPT-2's pattern (byte_level.GPT2_PATTERN) spelled with the ASCII classes
 GPT2_SPLIT = _word_split(
     GPT2_PATTERN.pattern,
     f"'s|'t|'re|'ve|'m|'ll|'d| ?[{_ASCII_LETTER}]+| ?[{_ASCII_NUMBER}]+"
     f"| ?[^{_ASCII_SPACE}{_ASCII_LETTER}{_ASCII_NUMBER}]+|[{_ASCII_SPACE}]+(?![^{_ASCII_SPACE}])|[{_ASCII_SPACE}]+",
-    byte_level=True, tiles=True)  # (a char is a space, a letter, a number or none of these)
+    byte_level=True,
+    tiles=True,
+)  # (a char is a space, a letter, a number or none of these)
 
 
 def word_split(pre_tokenizer) -> WordSplit | None:

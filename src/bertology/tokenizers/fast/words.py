@@ -20,6 +20,7 @@ WordCache.encode_metaspace).
 The tables that share tuples between entries (`shapes`, `placed`, the offset pairs) belong to
 the WordCache, so they go with it when the model changes.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -53,6 +54,7 @@ class _Shared(dict):
     per token; Python's garbage collector runs whenever enough new container objects have
     piled up and then walks the older ones too, so a new tuple per token would cost a large
     share of the encoding time. Looked up, a pair allocates nothing."""
+
     limit = 200_000
 
     def __missing__(self, key):
@@ -64,6 +66,7 @@ class _Shared(dict):
 class _Shapes(dict):
     """Offset pairs relative to a word -> (starts, ends, pairs) tuples, so that entries share
     them (bounded); the pairs themselves are shared too."""
+
     limit = 100_000
 
     def __init__(self):
@@ -82,6 +85,7 @@ class _Placed(dict):
     """(start, shape) -> the offsets of a word at `start` of its text whose tokens have the
     relative offsets `shape`. Real text has few distinct shapes at few distinct starts, so a
     batch's offsets are one lookup per word, with no tuple made per token."""
+
     limit = 500_000
 
     def __missing__(self, key):
@@ -98,6 +102,7 @@ def _plus_one(total: int, n: int) -> int:
 
 class Columns:
     """The token lists of one sequence under construction (an Encoding's first four fields)."""
+
     __slots__ = ("ids", "tokens", "offsets", "words")
 
     def __init__(self):
@@ -210,8 +215,11 @@ class WordCache:
     @staticmethod
     def applies(model: Model) -> bool:
         """Whether the model's output is a function of the word alone, so words can be memoized."""
-        return (type(model) is WordPiece or (type(model) is BPE and not model.dropout)
-                or (type(model) is Unigram and not model.float32))  # (float32: whole sentences)
+        return (
+            type(model) is WordPiece
+            or (type(model) is BPE and not model.dropout)
+            or (type(model) is Unigram and not model.float32)
+        )  # (float32: whole sentences)
 
     def prepended_entry(self, word: str, entry: Entry) -> Entry:
         """For a word that Metaspace made by prepending its first char (the replacement) to a
@@ -266,8 +274,13 @@ class WordCache:
         # a word's start in its text: the running sum of word lengths (each with its r, as if
         # prepended to a first word without one), less where its text's words begin in that sum
         # and its shift; such a first word comes out at -1, placed at 0
-        text_starts = chain.from_iterable(map(repeat, map(sum, zip(accumulate(map(len, texts), initial=0),
-                                                                  accumulate(shift, initial=0), shift)), n_words))
+        text_starts = chain.from_iterable(
+            map(
+                repeat,
+                map(sum, zip(accumulate(map(len, texts), initial=0), accumulate(shift, initial=0), shift)),
+                n_words,
+            )
+        )
         word_starts = map(max, map(sub, accumulate(map(len, parts), _plus_one, initial=0), text_starts), repeat(0))
         return _flat(entries, n_words, word_starts, self.placed)
 
@@ -344,8 +357,6 @@ class WordCache:
             word += 1
         return word - first_word
 
-
-
     def encode_pieces(self, pieces: list[NormalizedString], out: Columns, first_word: int) -> int:
         """Each piece (from any pre-tokenizer) is a word, self.entry(word) its tokens."""
         ids, tokens, offsets, words = out.ids, out.tokens, out.offsets, out.words
@@ -397,16 +408,29 @@ class WordCache:
         return _flat(entries, n_words, word_starts, self.placed, word_bounds)
 
 
-def _flat(entries: list, n_words: list[int], word_starts: "Iterable[int]", placed: _Placed,
-          word_bounds: list[int] | None = None) -> "Flat":
+def _flat(
+    entries: list,
+    n_words: list[int],
+    word_starts: "Iterable[int]",
+    placed: _Placed,
+    word_bounds: list[int] | None = None,
+) -> "Flat":
     """The Flat of a batch whose words have these entries, texts these word counts, and words
     these starts in their texts."""
     if word_bounds is None:
         word_bounds = list(accumulate(n_words, initial=0))
     counts = list(map(len, map(_IDS, entries)))
     token_ends = list(accumulate(counts, initial=0))
-    return Flat(list(chain.from_iterable(map(_IDS, entries))), list(chain.from_iterable(map(_TOKENS, entries))),
-                list(map(token_ends.__getitem__, word_bounds)), entries, n_words, list(word_starts), counts, placed)
+    return Flat(
+        list(chain.from_iterable(map(_IDS, entries))),
+        list(chain.from_iterable(map(_TOKENS, entries))),
+        list(map(token_ends.__getitem__, word_bounds)),
+        entries,
+        n_words,
+        list(word_starts),
+        counts,
+        placed,
+    )
 
 
 class Flat:
@@ -416,11 +440,31 @@ class Flat:
     ids and tokens are made at once; offsets and word ids for the whole batch when first read
     (most callers read ids only), from the words' entries and starts kept until then.
     """
-    __slots__ = ("ids", "tokens", "bounds", "_entries", "_n_words", "_word_starts", "_counts", "_placed",
-                 "_offsets", "_words")
 
-    def __init__(self, ids: list[int], tokens: list[str], bounds: list[int], entries: list[Entry],
-                 n_words: list[int], word_starts: list[int], counts: list[int], placed: _Placed):
+    __slots__ = (
+        "ids",
+        "tokens",
+        "bounds",
+        "_entries",
+        "_n_words",
+        "_word_starts",
+        "_counts",
+        "_placed",
+        "_offsets",
+        "_words",
+    )
+
+    def __init__(
+        self,
+        ids: list[int],
+        tokens: list[str],
+        bounds: list[int],
+        entries: list[Entry],
+        n_words: list[int],
+        word_starts: list[int],
+        counts: list[int],
+        placed: _Placed,
+    ):
         self.ids, self.tokens, self.bounds = ids, tokens, bounds
         self._entries, self._n_words, self._word_starts, self._counts = entries, n_words, word_starts, counts
         self._placed = placed
@@ -430,16 +474,18 @@ class Flat:
     @property
     def offsets(self) -> list[tuple[int, int]]:
         if self._offsets is None:
-            self._offsets = list(chain.from_iterable(map(self._placed.__getitem__,
-                                                         zip(self._word_starts, map(_SHAPE, self._entries)))))
+            self._offsets = list(
+                chain.from_iterable(map(self._placed.__getitem__, zip(self._word_starts, map(_SHAPE, self._entries))))
+            )
             self._drop_sources()
         return self._offsets
 
     @property
     def words(self) -> list[int]:
         if self._words is None:
-            self._words = list(chain.from_iterable(map(repeat, chain.from_iterable(map(range, self._n_words)),
-                                                       self._counts)))
+            self._words = list(
+                chain.from_iterable(map(repeat, chain.from_iterable(map(range, self._n_words)), self._counts))
+            )
             self._drop_sources()
         return self._words
 
@@ -450,8 +496,11 @@ class Flat:
         for k in which:
             s, e = bounds[k], bounds[k + 1]
             n = e - s
-            out.append(Encoding(ids[s:e], tokens[s:e], offsets[s:e], words[s:e],
-                                [type_id] * n, [0] * n, [1] * n, [type_id] * n))
+            out.append(
+                Encoding(
+                    ids[s:e], tokens[s:e], offsets[s:e], words[s:e], [type_id] * n, [0] * n, [1] * n, [type_id] * n
+                )
+            )
         return out
 
     def _drop_sources(self) -> None:

@@ -8,6 +8,7 @@ finished (unpadded) encodings travel back, in order. Padding is done after, over
 The work is a function `encode_chunk(texts, pairs) -> list[Encoding]` (pairs: None or a list
 as long as texts), so this module knows nothing of the Tokenizer.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -30,8 +31,7 @@ def workers_for(texts: list, workers: int | None) -> int:
         workers = 1
     if not isinstance(workers, int) or isinstance(workers, bool):
         raise TypeError(f"encode_batch: workers must be an int, got {workers!r}")
-    if (workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon
-            or len(texts) < 2):
+    if workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon or len(texts) < 2:
         return 1  # (daemonic processes, e.g. DataLoader workers, may not have children)
     if len(texts) < _PARALLEL_MIN_TEXTS and sum(len(t) for t in texts if isinstance(t, str)) < _PARALLEL_MIN_CHARS:
         return 1
@@ -42,7 +42,9 @@ def _chunks(texts: list, n: int) -> list[tuple[int, int]]:
     """n contiguous [a, b) ranges of texts with about equal numbers of chars."""
     ends = list(accumulate(len(t) if isinstance(t, str) else 0 for t in texts))
     total = ends[-1]
-    cuts = [0] + [min(max(bisect.bisect_left(ends, total * k / n) + 1, 1), len(texts)) for k in range(1, n)] + [len(texts)]
+    cuts = (
+        [0] + [min(max(bisect.bisect_left(ends, total * k / n) + 1, 1), len(texts)) for k in range(1, n)] + [len(texts)]
+    )
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
