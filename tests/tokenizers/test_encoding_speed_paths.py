@@ -4,6 +4,7 @@ Fast paths under test: the word split (one `pattern.split`, stdlib `re` on ASCII
 per-word cache with C-level list building (fast.words.WordCache.encode), the single-sequence
 template concatenation, pickling Encodings flat, and encode_batch over worker processes.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,12 +24,26 @@ from bertology.tokenizers.fast.words import WordCache
 GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
 LEE, RUSSIAN = GENSIM_DATA / "lee_background.cor", GENSIM_DATA / "crime-and-punishment.txt"
 
-EXTRA = ["naïve café Ångström ÀÉÎ", "中文字 日本語 한국어", "emoji 🤗👍🏽 👨‍👩‍👧 ok", "ΟΔΟΣ Σίσυφος",
-         "tabs\t\tand\n\nnewlines\r\n", "x\x1cy\x1fz \x0b\x0c", "don't I'll you're 3.14 $5,000 --- ok?!",
-         "  leading   and trailing  ", "[MASK] hello[SEP]x <s> a</s>", "a" * 150, "", " "]
+EXTRA = [
+    "naïve café Ångström ÀÉÎ",
+    "中文字 日本語 한국어",
+    "emoji 🤗👍🏽 👨‍👩‍👧 ok",
+    "ΟΔΟΣ Σίσυφος",
+    "tabs\t\tand\n\nnewlines\r\n",
+    "x\x1cy\x1fz \x0b\x0c",
+    "don't I'll you're 3.14 $5,000 --- ok?!",
+    "  leading   and trailing  ",
+    "[MASK] hello[SEP]x <s> a</s>",
+    "a" * 150,
+    "",
+    " ",
+]
 
-SPLITS = {"bert": pre_tokenizers.BertPreTokenizer(), "whitespace": pre_tokenizers.Whitespace(),
-          "whitespace_split": pre_tokenizers.WhitespaceSplit()}
+SPLITS = {
+    "bert": pre_tokenizers.BertPreTokenizer(),
+    "whitespace": pre_tokenizers.Whitespace(),
+    "whitespace_split": pre_tokenizers.WhitespaceSplit(),
+}
 
 
 def _words_by_split(split, s: str) -> list[tuple[str, int]]:
@@ -50,15 +65,18 @@ def _words_by_finditer(pattern, s: str) -> list[tuple[str, int]]:
 @given(st.text(alphabet=st.sampled_from([chr(c) for c in range(128)]), max_size=40))
 def test_ascii_word_splits_equal_the_unicode_patterns_on_any_ascii_text(s):
     from bertology.tokenizers.byte_level import GPT2_PATTERN
+
     for pre in SPLITS.values():
         assert _words_by_split(word_split(pre), s) == _words_by_finditer(pre.pattern, s)
-    assert _words_by_split(word_split(pre_tokenizers.ByteLevel(add_prefix_space=False)), s) == \
-        _words_by_finditer(GPT2_PATTERN, s)
+    assert _words_by_split(word_split(pre_tokenizers.ByteLevel(add_prefix_space=False)), s) == _words_by_finditer(
+        GPT2_PATTERN, s
+    )
     assert "".join(splits.GPT2_SPLIT.ascii.findall(s)) == s  # its words tile the text (split.tiles)
 
 
 def test_word_splits_on_real_text(enwiki_lines, russian_lines):
     from bertology.tokenizers.byte_level import GPT2_PATTERN
+
     texts = enwiki_lines[:500] + russian_lines[:300] + EXTRA
     for s in texts:
         for pre in SPLITS.values():
@@ -77,6 +95,7 @@ def test_only_pure_match_pre_tokenizers_offer_a_word_split():
 
 # -- hot path vs general path, and vs tokenizers --------------------------------------------------
 
+
 def _general(tok: Tokenizer) -> Tokenizer:
     """The same tokenizer with the fast encoder switched off: the general path."""
     slow = Tokenizer.from_str(tok.to_str())
@@ -89,15 +108,22 @@ def roberta_json(tmp_path_factory):
     """RoBERTa's pipeline as roberta-base has it (no prefix space), trained by `tokenizers` on
     English and Russian text, so that multi-byte words are in the vocabulary."""
     from tokenizers import decoders, models, processors, trainers
+
     tok = tokenizers.Tokenizer(models.BPE())
     tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=3000, show_progress=False, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-                                  initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines(),
-                            trainer)
-    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")),
-                                                      add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=3000,
+        show_progress=False,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(
+        LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines(), trainer
+    )
+    tok.post_processor = processors.RobertaProcessing(
+        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")), add_prefix_space=False
+    )
     path = tmp_path_factory.mktemp("roberta") / "tokenizer.json"
     tok.save(str(path))
     return path
@@ -123,6 +149,7 @@ def hot_path_words(monkeypatch):
         flat = encode_texts(self, texts, split, trim)
         seen[0] += sum(len(set(flat.words[a:b])) for a, b in zip(flat.bounds, flat.bounds[1:]))
         return flat
+
     monkeypatch.setattr(WordCache, "encode", counting)
     monkeypatch.setattr(WordCache, "encode_texts", counting_batch)
     return seen
@@ -150,8 +177,9 @@ def test_wordpiece_hot_path_pairs_and_added_tokens(minilm_json, texts, same_enco
         t.add_tokens(["hello world", "ünï"])
     slow = _general(tok)
     pairs = list(zip(texts[:300], texts[300:600]))
-    for (a, b), fast, r in zip(pairs, tok.encode_batch([a for a, _ in pairs], [b for _, b in pairs]),
-                               ref.encode_batch(pairs)):
+    for (a, b), fast, r in zip(
+        pairs, tok.encode_batch([a for a, _ in pairs], [b for _, b in pairs]), ref.encode_batch(pairs)
+    ):
         assert fast == slow.encode(a, b)
         same_encoding(fast, r, a)
     for text in ["say hello world [MASK] now", "Ünï ünïcode"] + texts[:50]:
@@ -169,6 +197,7 @@ def test_byte_level_hot_path(which, roberta_json, gpt2_bpe_json, texts, same_enc
 def _roberta_variant(path: Path, post_processor: dict | None, tmp_path: Path) -> Path:
     """The tokenizer.json at path with another post_processor."""
     import json
+
     data = json.loads(path.read_text(encoding="utf-8"))
     data["post_processor"] = post_processor
     out = tmp_path / "variant.json"
@@ -187,22 +216,32 @@ BATCH_SETTINGS = {  # (padding, truncation) as enable_padding / enable_truncatio
 
 
 @pytest.mark.parametrize("setting", list(BATCH_SETTINGS))
-@pytest.mark.parametrize("which", ["minilm", "roberta", "roberta prefix space", "roberta untrimmed",
-                                   "bytelevel processor", "no processor"])
-def test_batch_hot_path_equals_the_general_path_and_tokenizers(which, setting, minilm_json, roberta_json, texts,
-                                                               same_encoding, hot_path_words, tmp_path):
+@pytest.mark.parametrize(
+    "which", ["minilm", "roberta", "roberta prefix space", "roberta untrimmed", "bytelevel processor", "no processor"]
+)
+def test_batch_hot_path_equals_the_general_path_and_tokenizers(
+    which, setting, minilm_json, roberta_json, texts, same_encoding, hot_path_words, tmp_path
+):
     """encode_batch's one-step build of whole batches (WordCache.encode_texts, framed_encodings)
     under every padding / truncation shape, on a batch that mixes hot and general texts (added
     tokens, non-ASCII, empty, too long), against the general path and `tokenizers`."""
     path = minilm_json if which == "minilm" else roberta_json
     # (every field spelled out: `tokenizers` reads a RobertaProcessing without them as BertProcessing)
-    rob = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,
-           "add_prefix_space": False}
-    path = {"roberta prefix space": lambda: _roberta_variant(path, {**rob, "add_prefix_space": True}, tmp_path),
-            "roberta untrimmed": lambda: _roberta_variant(path, {**rob, "trim_offsets": False}, tmp_path),
-            "bytelevel processor": lambda: _roberta_variant(path, {"type": "ByteLevel", "add_prefix_space": True,
-                                                                   "trim_offsets": True, "use_regex": True}, tmp_path),
-            "no processor": lambda: _roberta_variant(path, None, tmp_path)}.get(which, lambda: path)()
+    rob = {
+        "type": "RobertaProcessing",
+        "sep": ["</s>", 2],
+        "cls": ["<s>", 0],
+        "trim_offsets": True,
+        "add_prefix_space": False,
+    }
+    path = {
+        "roberta prefix space": lambda: _roberta_variant(path, {**rob, "add_prefix_space": True}, tmp_path),
+        "roberta untrimmed": lambda: _roberta_variant(path, {**rob, "trim_offsets": False}, tmp_path),
+        "bytelevel processor": lambda: _roberta_variant(
+            path, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}, tmp_path
+        ),
+        "no processor": lambda: _roberta_variant(path, None, tmp_path),
+    }.get(which, lambda: path)()
     tok, ref = Tokenizer.load(path), tokenizers.Tokenizer.from_file(str(path))
     padding, truncation = BATCH_SETTINGS[setting]
     for t in (tok, ref):
@@ -218,7 +257,9 @@ def test_batch_hot_path_equals_the_general_path_and_tokenizers(which, setting, m
     assert fast == _general(tok).encode_batch(batch)
     for text, ours, r in zip(batch, fast, ref.encode_batch(batch)):
         same_encoding(ours, r, text)
-    assert tok.encode_batch(batch, add_special_tokens=False) == _general(tok).encode_batch(batch, add_special_tokens=False)
+    assert tok.encode_batch(batch, add_special_tokens=False) == _general(tok).encode_batch(
+        batch, add_special_tokens=False
+    )
     for ours, one in zip(fast[::7], batch[::7]):  # the lists are the Encoding's own
         ours.ids.append(-1)
         assert tok.encode(one).ids[-1] != -1
@@ -245,13 +286,20 @@ def test_word_cache_follows_a_new_model(minilm_json):
 
 # -- post-processing and pickling ------------------------------------------------------------------
 
-@pytest.mark.parametrize("make", [lambda: post_processors.bert_processing(101, 102),
-                                  lambda: post_processors.roberta_processing(0, 2),
-                                  lambda: post_processors.xlnet_processing(4, 3),
-                                  lambda: post_processors.TemplateProcessing("[X] [Y]:1 $A:2 [Y]", None,
-                                                                             [("[X]", 7), ("[Y]", 8)])])
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: post_processors.bert_processing(101, 102),
+        lambda: post_processors.roberta_processing(0, 2),
+        lambda: post_processors.xlnet_processing(4, 3),
+        lambda: post_processors.TemplateProcessing("[X] [Y]:1 $A:2 [Y]", None, [("[X]", 7), ("[Y]", 8)]),
+    ],
+)
 def test_single_template_fast_path_equals_merging(make):
-    enc = Encoding([5, 6, 7], ["Ġa", "b", "Ġc"], [(0, 2), (2, 3), (3, 5)], [0, 0, 1], [0] * 3, [0] * 3, [1] * 3, [0] * 3)
+    enc = Encoding(
+        [5, 6, 7], ["Ġa", "b", "Ġc"], [(0, 2), (2, 3), (3, 5)], [0, 0, 1], [0] * 3, [0] * 3, [1] * 3, [0] * 3
+    )
     fast = make().process(enc.copy())
     general = post_processors.PostProcessor.process(make(), enc.copy())  # merge Encoding objects
     assert fast == general
@@ -269,13 +317,23 @@ def test_template_fast_path_sees_changed_special_tokens():
 
 
 def test_encoding_pickles_flat_and_back():
-    e = Encoding([1, 2], ["a", "b"], [(0, 1), (1, 3)], [0, None], [0, 1], [0, 1], [1, 1], [0, None],
-                 [Encoding([3], ["c"], [(4, 5)], [2], [0], [0], [1], [0])])
+    e = Encoding(
+        [1, 2],
+        ["a", "b"],
+        [(0, 1), (1, 3)],
+        [0, None],
+        [0, 1],
+        [0, 1],
+        [1, 1],
+        [0, None],
+        [Encoding([3], ["c"], [(4, 5)], [2], [0], [0], [1], [0])],
+    )
     back = pickle.loads(pickle.dumps(e, pickle.HIGHEST_PROTOCOL))
     assert back == e and back.offsets == [(0, 1), (1, 3)] and isinstance(back.offsets[0], tuple)
 
 
 # -- worker processes ----------------------------------------------------------------------------------
+
 
 def test_chunks_cover_the_batch_in_order():
     texts = ["x" * n for n in [5, 1, 1, 1, 50, 2, 2, 30, 0, 0, 1]]
@@ -297,6 +355,7 @@ def test_workers_setting(monkeypatch):
     assert batching.workers_for(big, None) == 1  # the default: one process
 
 
+@pytest.mark.integration  # starts worker processes
 def test_workers_give_the_serial_result(minilm_json, enwiki_lines, russian_lines):
     tok = Tokenizer.load(minilm_json)
     texts = (enwiki_lines + russian_lines)[:2500]
@@ -328,8 +387,12 @@ def _trim_one_by_one(enc: Encoding, add_prefix_space: bool) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.text(alphabet="Ġab ", min_size=1, max_size=4), st.integers(0, 6), st.integers(0, 4)),
-                max_size=8), st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.text(alphabet="Ġab ", min_size=1, max_size=4), st.integers(0, 6), st.integers(0, 4)), max_size=8
+    ),
+    st.booleans(),
+)
 def test_byte_level_trim_equals_the_token_by_token_rule(items, add_prefix_space):
     tokens = [t for t, _, _ in items]
     offsets = [(a, a + n) for _, a, n in items]
@@ -366,24 +429,29 @@ def test_deferred_encodings_behave_as_plain_ones(minilm_json, texts):
 
 # -- Unigram behind Metaspace: the batch hot path (WordCache.encode_metaspace) -------------------
 
+
 @pytest.fixture(scope="module")
 def unigram_json(tmp_path_factory):
     """NFKC + Metaspace + Unigram (as bench/encode_speed.py trains it), trained by `tokenizers`
     on English and Russian text."""
     from tokenizers import decoders, models, normalizers, trainers
+
     tok = tokenizers.Tokenizer(models.Unigram())
     tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
     trainer = trainers.UnigramTrainer(vocab_size=3000, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False)
-    tok.train_from_iterator(LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines()[:3000],
-                            trainer)
+    tok.train_from_iterator(
+        LEE.read_text(encoding="utf-8").splitlines() + RUSSIAN.read_text(encoding="utf-8").splitlines()[:3000], trainer
+    )
     path = tmp_path_factory.mktemp("unigram") / "tokenizer.json"
     tok.save(str(path))
     return path
 
 
-@pytest.mark.parametrize("prepend_scheme,split", [("always", True), ("first", True), ("never", True), ("always", False)])
+@pytest.mark.parametrize(
+    "prepend_scheme,split", [("always", True), ("first", True), ("never", True), ("always", False)]
+)
 def test_unigram_metaspace_hot_path(unigram_json, prepend_scheme, split, texts, same_encoding, monkeypatch, tmp_path):
     data = json.loads(unigram_json.read_text(encoding="utf-8"))
     data["pre_tokenizer"].update(prepend_scheme=prepend_scheme, split=split)
@@ -396,6 +464,7 @@ def test_unigram_metaspace_hot_path(unigram_json, prepend_scheme, split, texts, 
     def counting(self, batch, pre):
         seen[0] += len(batch)
         return encode_metaspace(self, batch, pre)
+
     monkeypatch.setattr(WordCache, "encode_metaspace", counting)
     all_texts = texts + ["▁a ▁", "▁▁x", " ▁", "ﬁ ① ＡＢ", "<unk> a<unk>b", "== ==== -- ===="]
     fast_batch = tok.encode_batch(all_texts, workers=1)

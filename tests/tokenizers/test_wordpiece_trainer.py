@@ -1,6 +1,7 @@
 """WordPiece trainer: the likelihood criterion by hand, against the recount reference
 (wordpiece_trainer.reference_wordpiece), and the frequency criterion against Hugging Face's
 WordPieceTrainer."""
+
 import collections
 import doctest
 import json
@@ -46,8 +47,9 @@ def test_merged_counts_are_updated_so_later_scores_rise():
 def test_likelihood_equals_recount_reference_on_real_text(min_frequency):
     wc = whitespace_counts(LEE.read_text(encoding="utf-8").splitlines()[:20])
     size = 2 * len({c for w in wc for c in w}) + 150
-    assert train_wordpiece(wc, vocab_size=size, min_frequency=min_frequency) == \
-        reference_wordpiece(wc, size, min_frequency)
+    assert train_wordpiece(wc, vocab_size=size, min_frequency=min_frequency) == reference_wordpiece(
+        wc, size, min_frequency
+    )
 
 
 def test_specials_first_and_errors():
@@ -63,6 +65,7 @@ def test_specials_first_and_errors():
 
 def test_frequency_mode_matches_tokenizers_wordpiece_trainer():
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -75,12 +78,11 @@ def test_frequency_mode_matches_tokenizers_wordpiece_trainer():
     # same alphabet; the learned tokens agree up to ties, which tokenizers breaks by the
     # hash-map order of its "##" symbols (random per process)
     n_alpha = sum(1 for t in theirs if len(t.removeprefix("##")) == 1)
-    assert {t for t in ours if len(t.removeprefix("##")) == 1} == \
-           {t for t in theirs if len(t.removeprefix("##")) == 1}
+    assert {t for t in ours if len(t.removeprefix("##")) == 1} == {t for t in theirs if len(t.removeprefix("##")) == 1}
     assert len(set(ours) ^ set(theirs)) <= 0.02 * len(theirs)
 
     def first(vocab):
-        return sorted(vocab, key=vocab.get)[3 + n_alpha:][:30]
+        return sorted(vocab, key=vocab.get)[3 + n_alpha :][:30]
 
     assert first(ours) == first(theirs)
 
@@ -93,7 +95,15 @@ def test_heap_compaction_does_not_change_the_result(monkeypatch):
     assert train_wordpiece(wc, vocab_size=size, min_frequency=2) == expected
 
 
-@pytest.mark.parametrize("few_pairs, rise, top_kept", [(0, 100.0, 1), (0, 1.5, 2), (3, 1.01, 8)])
+# one bound setting in the fast tier, the loosest and tightest with the whole jobs (each trains Lee's corpus twice)
+@pytest.mark.parametrize(
+    "few_pairs, rise, top_kept",
+    [
+        pytest.param(0, 100.0, 1, marks=pytest.mark.integration),
+        (0, 1.5, 2),
+        pytest.param(3, 1.01, 8, marks=pytest.mark.integration),
+    ],
+)
 def test_deferred_requeueing_gives_the_same_merges(monkeypatch, few_pairs, rise, top_kept):
     """The lazy path (tracked symbols whose pairs wait to be re-queued) forced on every symbol,
     with loose and tight bounds: the vocabulary is the recount reference's, and the default's."""
