@@ -64,12 +64,12 @@ def base(tmp_path_factory):
     return out
 
 
-def _tapt(base, out, *extra):
+def _tapt(base, out, *extra, family="bert"):
     return main(
         [
             "pretrain",
             "--family",
-            "bert",
+            family,
             "--init",
             str(base),
             "--corpus",
@@ -203,37 +203,13 @@ def electra_base(tmp_path_factory):
     return out
 
 
-def _electra_tapt(base, out, *extra):
-    return main(
-        [
-            "pretrain",
-            "--family",
-            "electra",
-            "--init",
-            str(base),
-            "--corpus",
-            str(TRAIN),
-            "--text-column",
-            "text",
-            "--out",
-            str(out),
-            "--extend-vocab",
-            "30",
-            "--vocab-size",
-            "1500",
-            *COMMON,
-            *extra,
-        ]
-    )
-
-
 def test_electra_continues_its_pair_with_extension_resumes_exactly_and_loads_everywhere(electra_base, tmp_path, capsys):
-    assert _electra_tapt(electra_base, tmp_path / "full") == 0
+    assert _tapt(electra_base, tmp_path / "full", family="electra") == 0
     err = capsys.readouterr().err
     assert "every weight of ElectraForPreTraining taken from the checkpoint" in err and "30 pieces added" in err
     assert f"the generator from {electra_base / 'generator'} (hidden size 64 of the discriminator's 128)" in err
-    assert _electra_tapt(electra_base, tmp_path / "split", "--stop-at", "3") == 130
-    assert _electra_tapt(electra_base, tmp_path / "split", "--resume") == 0
+    assert _tapt(electra_base, tmp_path / "split", "--stop-at", "3", family="electra") == 130
+    assert _tapt(electra_base, tmp_path / "split", "--resume", family="electra") == 0
     assert _losses(tmp_path / "split") == _losses(tmp_path / "full")
 
     x, keep = _batch(tmp_path / "full")
