@@ -2,9 +2,9 @@
 page, and every relative link of the README and the pages points at something that exists.
 
 A page's fenced ```python blocks run in order in one fresh namespace and an empty temporary
-directory, as a reader pastes them. ```python notest blocks (a running server, a GPU, a long job)
-are only compiled; ```python integration blocks (slow, or importing a heavy peer) run in the
-integration tier, with the rest of their page.
+directory, as a reader pastes them, in the integration tier; the fast tier compiles every block.
+```python notest blocks (a running server, a GPU, a long job) are only compiled; ```python
+integration marks a block as slow or importing a heavy peer (both kinds run with the whole page).
 """
 
 from __future__ import annotations
@@ -83,16 +83,18 @@ def _id(path: Path) -> str:
 
 
 @pytest.mark.parametrize("path", PAGES, ids=_id)
-def test_page_examples_run(path, tmp_path, monkeypatch):
-    run_page(path, ("run",), tmp_path, monkeypatch)
+def test_page_examples_compile(path, tmp_path, monkeypatch):
+    run_page(path, (), tmp_path, monkeypatch)
 
 
-INTEGRATION_PAGES = [p for p in PAGES if any(kind == "integration" for _, kind, _ in python_examples(p))]
+RUNNABLE_PAGES = [p for p in PAGES if any(kind != "notest" for _, kind, _ in python_examples(p))]
 
 
+# whole pages run with the jobs: together they load models and train tokenizers for tens of seconds,
+# more than make test's budget on the slowest CPU allows
 @pytest.mark.integration
-@pytest.mark.parametrize("path", INTEGRATION_PAGES, ids=_id)
-def test_page_examples_run_whole(path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("path", RUNNABLE_PAGES, ids=_id)
+def test_page_examples_run(path, tmp_path, monkeypatch):
     assert run_page(path, ("run", "integration"), tmp_path, monkeypatch) > 0
 
 
