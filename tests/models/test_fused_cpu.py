@@ -26,10 +26,10 @@ def lm(family: str) -> nn.Module:
 
 @pytest.fixture
 def kernel(monkeypatch):
-    """Force one kernel for every shape (the measured choice would depend on timings)."""
+    """oneDNN's kernel (the default) or PyTorch's, for every shape."""
 
     def force(onednn: bool):
-        monkeypatch.setattr(fused, "_choice", type("Always", (dict,), {"get": lambda self, k, d=None: onednn})())
+        monkeypatch.setattr(fused, "ONEDNN", onednn)
 
     return force
 
@@ -162,3 +162,19 @@ def test_int8_load_quantizes_as_it_loads_and_equals_quantizing_after(tmp_path, f
     for n, i in tied:
         expected.setdefault(i, set()).add(n)
     assert sorted(map(sorted, ids_of.values())) == sorted(map(sorted, expected.values()))  # the same sharing
+
+
+def test_a_fused_optimizer_step_repacks_the_weight(kernel):
+    """A fused AdamW step writes the weight without bumping its version: the packed copy must not go stale."""
+    kernel(True)
+    torch.manual_seed(0)
+    linear, x = nn.Linear(8, 8), torch.randn(4, 8)
+    with torch.inference_mode():
+        fused.linear(linear, x)  # packed now
+    optimizer = torch.optim.AdamW(linear.parameters(), lr=0.1, fused=True)
+    linear(x).sum().backward()
+    version = linear.weight._version
+    optimizer.step()
+    assert linear.weight._version == version  # why the version alone cannot tell
+    with torch.inference_mode():
+        assert torch.allclose(fused.linear(linear, x), linear(x), atol=1e-5)

@@ -6,9 +6,10 @@ PyTorch's `F.linear` calls MKL's sgemm with the weight as it is stored, after co
 every row of the output (addmm adds the product to it); oneDNN's kernels first reorder
 the weight into their blocked layout, which `torch.ops.mkldnn._reorder_linear_weight` does once here
 (the layout `compile_blocks()` freezes into compiled code), and can apply an elementwise epilogue
-while the output tile is still in cache. Which kernel is faster depends on the CPU and the shape, so
-it is measured: the first call of each shape (rows to the next power of two, in, out, epilogue) times
-both kernels on its own input and keeps the faster one for that shape.
+while the output tile is still in cache. oneDNN's kernel is taken for every shape, by rule and not by
+timing both: a choice that depends on timings differs between processes, and so would the outputs'
+last bits (a resumed fine-tuning then picked another best epoch than the run it continued).
+`ONEDNN = False` gives PyTorch's kernels with the same epilogues computed after them.
 
 The fast path runs only where it computes exactly what the module would: fp32 on the CPU, no
 autograd graph to record, no autocast, not inside torch.compile (which packs the weights itself) or
@@ -21,12 +22,12 @@ version) is packed again.
 
 from __future__ import annotations
 
-import time
 import weakref
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
 # activation names (nn/activations.py) → oneDNN's post-op (attr, algorithm)
@@ -39,11 +40,10 @@ EPILOGUES = {
     "swish": ("swish", ""),
     "tanh": ("tanh", ""),
 }
-PROBE_CALLS = 3  # timed calls of each kernel per shape (after one warm-up each); the best of them counts
+ONEDNN = True  # oneDNN's products (with their epilogues) where the path applies; False: F.linear, then the rest
 
 # id(weight) → (weak reference to it, its version key, the packed weight); an entry goes when its weight does
 _packed: dict[int, tuple[weakref.ref, tuple, torch.Tensor]] = {}
-_choice: dict[tuple, bool] = {}  # (rows, in, out, epilogue, residual) → oneDNN is the faster kernel
 
 
 def available() -> bool:
@@ -75,10 +75,23 @@ def applies(x: torch.Tensor, linear: nn.Module) -> bool:
     )
 
 
+_optimizer_steps = [0]  # every torch optimizer's steps, in this process
+
+
+def _count_step(optimizer, args, kwargs) -> None:
+    _optimizer_steps[0] += 1
+
+
+# A fused (or foreach) optimizer step writes the parameters without bumping their version counter,
+# so a weight's version alone would keep a stale packed copy after training: any step repacks.
+register_optimizer_step_post_hook(_count_step)
+
+
 def packed_weight(linear: nn.Linear) -> torch.Tensor:
-    """The weight in oneDNN's blocked layout, packed on first use and again when the weight changes."""
+    """The weight in oneDNN's blocked layout, packed on first use and again when the weight changes
+    (an in-place write, or any optimizer step since it was packed)."""
     w = linear.weight
-    key = (w.data_ptr(), w._version, tuple(w.shape))
+    key = (w.data_ptr(), w._version, tuple(w.shape), _optimizer_steps[0])
     entry = _packed.get(id(w))
     if entry is None or entry[0]() is not w or entry[1] != key:
         if entry is None or entry[0]() is not w:
@@ -103,23 +116,6 @@ def _aten(x, linear, act, residual):
     return y if residual is None else y.add_(residual)
 
 
-def _fastest(x, linear, packed, epilogue, act, residual) -> bool:
-    """Time both kernels on this call's input; True when oneDNN's is faster (ties go to PyTorch's)."""
-    best = {}
-    for name, run in (
-        ("aten", lambda: _aten(x, linear, act, residual)),
-        ("onednn", lambda: _onednn(x, linear, packed, epilogue, residual)),
-    ):
-        run()
-        times = []
-        for _ in range(PROBE_CALLS):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        best[name] = min(times)
-    return best["onednn"] < best["aten"]
-
-
 def linear(
     module: nn.Module, x: torch.Tensor, act: nn.Module | None = None, residual: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -133,16 +129,6 @@ def linear(
     if act is not None and (name not in EPILOGUES or residual is not None):  # no epilogue for both, or for this one
         y = act(linear(module, x))
         return y if residual is None else y + residual
-    rows = x.numel() // x.shape[-1]
-    shape = (max(64, 1 << (rows - 1).bit_length()), module.in_features, module.out_features, name, residual is not None)
-    packed = packed_weight(module)
-    fast = _choice.get(shape)
-    if fast is None:
-        fast = _choice[shape] = _fastest(x, module, packed, name, act, residual)
-    return _onednn(x, module, packed, name, residual) if fast else _aten(x, module, act, residual)
-
-
-def chosen() -> dict[str, int]:
-    """How many of the shapes measured so far in this process took each kernel."""
-    onednn = sum(_choice.values())
-    return {"oneDNN": onednn, "PyTorch (MKL)": len(_choice) - onednn}
+    if not ONEDNN:
+        return _aten(x, module, act, residual)
+    return _onednn(x, module, packed_weight(module), name, residual)

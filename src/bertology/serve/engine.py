@@ -115,8 +115,8 @@ class Engine:
 
     def warm_up(self, lengths: tuple[tuple[int, int], ...] = ((1, 32), (8, 64), (32, 128))) -> str | None:
         """Forward passes over a few (batch, length) shapes before the first request, so that the first
-        requests do not pay the one-time costs (oneDNN's weight packing, and on the CPU the measurement
-        that picks each linear layer's kernel per shape: nn/fused.py). Returns what was picked, in words."""
+        requests do not pay the one-time costs (on the CPU, oneDNN's weight packing: nn/fused.py). Returns the
+        path served, in words."""
         backbone = getattr(self.model, "backbone", self.model)
         c = self.model.config
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
@@ -127,17 +127,14 @@ class Engine:
                 backbone(input_ids=ids, attention_mask=torch.ones_like(ids))
         if self.device.type != "cpu":
             return None
-        counts = fused.chosen()
         linear = (
             "int8 linear layers (asked for)"
             if is_int8(self.model)
             else "bf16 autocast (asked for)"
             if self.bf16
+            else "fp32 linear layers through oneDNN, bias + GELU and the residual add in the product"
+            if fused.ONEDNN and fused.available()
             else "fp32 linear layers (PyTorch's kernels)"
-            if not sum(counts.values())
-            else "fp32 linear layers, their kernel measured at start-up per shape: "
-            + ", ".join(f"{k} for {v}" for k, v in counts.items() if v)
-            + " (oneDNN with bias + GELU and the residual add in the product)"
         )
         return (
             f"path: eager, {linear}, padding skipped in the linear layers (--compile is used only when asked: "
