@@ -42,13 +42,14 @@ import time
 from dataclasses import replace
 
 from bertology.demo import CORPORA, recipe
-from bertology.demo.curve import Start, compare, label_curves
+from bertology.demo.curve import Start, accuracy_interval, compare, label_curves, labels_of
 from bertology.demo.plan import Budget, Plan, label_count, label_name
 from bertology.demo.stages import minilm_path
 from bertology.hardware import bf16_pays, cpu_summary
 from bertology.models import read_config
 from bertology.tokenizers import train
 from bertology.train.pretrain import PretrainOptions, pretrain
+from bertology.viz.plots import plot_label_curve
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "data" / "debian-sections"
@@ -234,6 +235,29 @@ def frozen_probe(starts: list[Start], counts: list[int | None]) -> dict[str, dic
     return probe
 
 
+def plot(curves: dict, frozen: dict[str, dict[str, float]], path: Path) -> Path:
+    """The label curve of every start (the seeds' ensemble, 95% bootstrap interval over the test items),
+    and the frozen-embedding probe's lines (dotted: one subset, no interval)."""
+    lines = {
+        name: [(label_count(c), g.ensemble_test, accuracy_interval(g.correct())) for c, g in grids.items()]
+        for name, grids in curves.items()
+        if grids
+    }
+    probes = {
+        f"{name}, frozen + logistic regression": [(label_count(c), a, None) for c, a in accs.items()]
+        for name, accs in frozen.items()
+    }
+    train_labels = labels_of(TASK / "train.tsv")
+    all_labels = len(train_labels) // len(set(train_labels))  # where "all" is drawn
+    return plot_label_curve(
+        {**lines, **probes},
+        path,
+        all_labels,
+        "Debian sections: continued pretraining against its start",
+        references=set(probes),
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=3.0, help="DAPT training minutes per MiniLM arm (default 3)")
@@ -412,6 +436,8 @@ def main() -> int:
         "(paired bootstrap over the test items, 95% interval; bold: it excludes 0)\n" + text
     )
     (out / "table.md").write_text(text + "\n", encoding="utf-8")
+    if curves:
+        say(f"wrote {plot(curves, results.get('frozen', {}), out / 'label-curve.png')}")
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     for name in (DAPT, DAPT_EXT):  # the checkpoints stay; their instance caches go
         shutil.rmtree(out / name / "cache", ignore_errors=True)
