@@ -37,31 +37,16 @@ COMMON = [
 ]
 
 
+def _base(out, family, *extra):
+    """A tiny model of `family` pretrained from scratch on the task's texts: what the jobs continue."""
+    command = ["pretrain", "--family", family, "--preset", "tiny", "--corpus", str(TRAIN), "--text-column", "text"]
+    assert main([*command, "--out", str(out), "--vocab-size", "600", *COMMON, *extra]) == 0
+    return out
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    out = tmp_path_factory.mktemp("base") / "bert"
-    assert (
-        main(
-            [
-                "pretrain",
-                "--family",
-                "bert",
-                "--preset",
-                "tiny",
-                "--corpus",
-                str(TRAIN),
-                "--text-column",
-                "text",
-                "--out",
-                str(out),
-                "--vocab-size",
-                "600",
-                *COMMON,
-            ]
-        )
-        == 0
-    )
-    return out
+    return _base(tmp_path_factory.mktemp("base") / "bert", "bert")
 
 
 def _tapt(base, out, *extra, family="bert"):
@@ -176,31 +161,7 @@ def _finetunes(model_dir, out):
 
 @pytest.fixture(scope="module")
 def electra_base(tmp_path_factory):
-    out = tmp_path_factory.mktemp("base") / "electra"
-    assert (
-        main(
-            [
-                "pretrain",
-                "--family",
-                "electra",
-                "--preset",
-                "tiny",
-                "--corpus",
-                str(TRAIN),
-                "--text-column",
-                "text",
-                "--out",
-                str(out),
-                "--vocab-size",
-                "600",
-                "--generator-size",
-                "0.5",
-                *COMMON,
-            ]
-        )
-        == 0
-    )
-    return out
+    return _base(tmp_path_factory.mktemp("base") / "electra", "electra", "--generator-size", "0.5")
 
 
 def test_electra_continues_its_pair_with_extension_resumes_exactly_and_loads_everywhere(electra_base, tmp_path, capsys):
