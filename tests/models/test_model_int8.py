@@ -1,8 +1,11 @@
 """Dynamic int8 linear layers for CPU inference (PreTrainedModel.quantize_int8, load(quantize="int8")):
-every family and head runs, stays close to fp32, and says what it leaves in fp32."""
+every family and head runs, stays close to fp32, and says what it leaves in fp32; the layer takes the
+activation and the residual as the modules would, on either kernel."""
 
 import pytest
 import torch
+from bertology.nn import int8
+from bertology.nn.activations import activation
 from bertology.nn.int8 import Int8Linear
 
 import bertology
@@ -108,3 +111,41 @@ def test_real_minilm_int8_embeddings_keep_cosine_to_fp32():
     a, b = (fp32 @ fp32.T)[upper[0], upper[1]], (int8 @ int8.T)[upper[0], upper[1]]
     ranks = lambda x: x.argsort().argsort().float()  # noqa: E731
     assert torch.corrcoef(torch.stack([ranks(a), ranks(b)]))[0, 1] >= 0.98
+
+
+KERNELS = ["fbgemm"] + (["onednn"] if int8.onednn_available() else [])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("per_token", [False, True])
+def test_int8_layer_takes_gelu_and_residual_as_the_modules_would(kernel, per_token):
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(24, 40)
+    layer = Int8Linear(linear, per_token=per_token, kernel=kernel)
+    assert kernel in repr(layer)
+    x, residual = torch.randn(2, 7, 24), torch.randn(2, 7, 40)
+    with torch.no_grad():
+        plain = layer(x)
+        assert plain.shape == (2, 7, 40)
+        assert torch.cosine_similarity(plain.flatten(), linear(x).flatten(), 0) > 0.999
+        for act in (activation("gelu"), activation("gelu_new"), activation("relu")):  # in the epilogue, in place, after
+            torch.testing.assert_close(layer(x, act), act(plain), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(layer(x, residual=residual), plain + residual)
+        kept = x.clone()
+        torch.testing.assert_close(layer(x.clone(), residual=residual, scratch=True), plain + residual)
+        assert torch.equal(x, kept)  # without scratch=True the input is left as it was
+
+
+def test_int8_kernels_agree_and_unknown_ones_are_refused():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(32, 16)
+    if int8.onednn_available():  # both multiply the same integers; they differ in the rescaling's rounding
+        x = torch.randn(5, 32)
+        with torch.no_grad():
+            a, b = (Int8Linear(linear, kernel=k)(x) for k in ("fbgemm", "onednn"))
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+    else:
+        with pytest.raises(ValueError, match="lacks it"):
+            Int8Linear(linear, kernel="onednn")
+    with pytest.raises(ValueError, match="choose 'fbgemm' or 'onednn'"):
+        Int8Linear(linear, kernel="mkl")

@@ -10,8 +10,8 @@ explicit path writes softmax(QKᵀ/√D + mask)·V out, so the probabilities can
 `dropout.dropout` (SDPA would fall back to the same product written out, but draw its mask with
 `bernoulli_`, at three times the cost).
 
-Over packed activations on CUDA, attention skips padding too (`varlen_attention`): each sequence's
-rows attend among themselves through a variable-length kernel, with no gather back to (B, T).
+Over packed activations on CUDA and in CPU inference, attention skips padding too (`varlen_attention`):
+each sequence's rows attend among themselves, with no gather back to (B, T).
 """
 
 from __future__ import annotations
@@ -76,9 +76,10 @@ class Padding:
     def build(
         cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool, varlen: bool | None = None
     ) -> "Padding":
-        """`varlen` None: attention over the packed rows where the mask is on CUDA. On the CPU a call
-        per sequence over its rows measured slower than the one padded call with the key mask
-        (bench/ort.py --ablate), which stays the default there."""
+        """`varlen` None: attention over the packed rows on CUDA, and on the CPU where no autograd graph
+        is recorded (inference): there a call per sequence over its rows measured as fast as the one
+        padded call with the key mask or faster, in every mix of lengths tried (bench/ort.py --ablate);
+        training keeps the padded call, whose backward is one kernel rather than one per sequence."""
         if attention_mask is None or bool(attention_mask.all()):
             return cls(batch, length, None, None)
         keep = attention_mask.bool()
@@ -91,7 +92,7 @@ class Padding:
             indices = torch.cat([indices, indices[:extra].repeat(-(-extra // max(1, real)))[:extra]])
         flat = keep.flatten()
         rows = torch.where(flat, flat.cumsum(0) - 1, 0)
-        if not (attention_mask.is_cuda if varlen is None else varlen):
+        if not (attention_mask.is_cuda or not torch.is_grad_enabled() if varlen is None else varlen):
             return cls(batch, length, keep[:, None, None, :], indices, real, rows)
         ends = keep.sum(1, dtype=torch.int32).cumsum(0, dtype=torch.int32)  # (B,)
         bounds = [torch.zeros(1, dtype=torch.int32, device=ends.device), ends]

@@ -14,7 +14,8 @@ last bits (a resumed fine-tuning then picked another best epoch than the run it 
 The fast path runs only where it computes exactly what the module would: fp32 on the CPU, no
 autograd graph to record, no autocast, not inside torch.compile (which packs the weights itself) or
 a trace (an exported graph holds standard operators only).
-Everywhere else — training, bf16 autocast, CUDA, int8 layers — the layers run as they are.
+Everywhere else — training, bf16 autocast, CUDA — the layers run as they are; int8 layers
+(nn/int8.py) take the activation and the residual themselves.
 The packed weights are kept beside the parameters, not in them (a cache keyed by the parameter, so
 `state_dict`, saving and copying see only the plain weights); a weight changed in place (a new
 version) is packed again.
@@ -28,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
+
+from .int8 import Int8Linear
 
 
 # activation names (nn/activations.py) → oneDNN's post-op (attr, algorithm)
@@ -75,6 +78,12 @@ def applies(x: torch.Tensor, linear: nn.Module) -> bool:
     )
 
 
+def takes(x: torch.Tensor, linear: nn.Module) -> bool:
+    """Whether `linear(linear, x, act, residual)` computes the activation and the residual add in or
+    right after the product: the fp32 oneDNN path above, or an int8 layer (inference only)."""
+    return isinstance(linear, Int8Linear) or applies(x, linear)
+
+
 _optimizer_steps = [0]  # every torch optimizer's steps, in this process
 
 
@@ -117,11 +126,18 @@ def _aten(x, linear, act, residual):
 
 
 def linear(
-    module: nn.Module, x: torch.Tensor, act: nn.Module | None = None, residual: torch.Tensor | None = None
+    module: nn.Module,
+    x: torch.Tensor,
+    act: nn.Module | None = None,
+    residual: torch.Tensor | None = None,
+    scratch: bool = False,
 ) -> torch.Tensor:
     """act(module(x)) (+ residual): `act` an `activations.Activation` (or None), `residual` shaped as
     the output. On the oneDNN path a known activation or the residual runs in the product's
-    epilogue; elsewhere this is what the modules compute one after the other."""
+    epilogue, an int8 layer applies them itself; elsewhere this is what the modules compute one after
+    the other. `scratch=True`: x is a temporary the layer may overwrite (an int8 layer's scaling does)."""
+    if isinstance(module, Int8Linear):
+        return module(x, act, residual, scratch)
     if not applies(x, module):
         y = module(x) if act is None else act(module(x))
         return y if residual is None else y + residual

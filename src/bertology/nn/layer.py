@@ -25,7 +25,7 @@ class AttentionBlock(nn.Module):
         self.norm = nn.LayerNorm(hidden_size, eps=eps)
 
     def forward(self, x: torch.Tensor, padding: Padding, need_weights: bool = False):
-        if not self.training and fused.applies(x, getattr(self.attention, "out", None)):  # + x in the product
+        if not self.training and fused.takes(x, getattr(self.attention, "out", None)):  # + x in the product
             y, probs = self.attention(x, padding, need_weights, residual=x)
             return self.norm(y), probs
         y, probs = self.attention(x, padding, need_weights)
@@ -44,8 +44,8 @@ class FeedForwardBlock(nn.Module):
         self.norm = nn.LayerNorm(hidden_size, eps=eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training and fused.applies(x, self.up):  # fp32 CPU inference: bias + GELU, + x in the products
-            return self.norm(fused.linear(self.down, fused.linear(self.up, x, self.act), residual=x))
+        if not self.training and fused.takes(x, self.up):  # CPU inference: bias + GELU, + x in the products
+            return self.norm(fused.linear(self.down, fused.linear(self.up, x, self.act), residual=x, scratch=True))
         return self.norm(x + self.dropout(self.down(self.act(self.up(x)))))
 
 
