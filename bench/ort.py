@@ -293,7 +293,7 @@ def accuracy(root: Path, args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--models", default="base,minilm", help="comma-separated: a BERT preset (base, mini, …) or minilm"
+        "--models", default="base,minilm", help='comma-separated: a BERT preset (base, mini, …) or minilm; "" for none'
     )
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--length", type=int, default=128)
@@ -323,7 +323,7 @@ def main() -> None:
         f"{torch.get_num_threads()} threads; tokens/s over real tokens, medians of {args.repeats} interleaved rounds"
     )
     with tempfile.TemporaryDirectory() as d:
-        for name in args.models.split(","):
+        for name in filter(None, args.models.split(",")):  # --models "": the accuracy part alone
             bench_model(name, Path(d), args)
         if args.accuracy or args.debian:
             accuracy(Path(d), args)

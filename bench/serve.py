@@ -3,7 +3,7 @@
     python bench/serve.py [--clients 32] [--requests 640] [--rounds 4] [--deadline 180] [--model DIR]
     python bench/serve.py --soak [--soak-requests 20000] [--soak-clients 16] [--deadline 1800] [--model DIR]
 
-Six servers answer the same POST /embed requests (one text each, texts of mixed length from
+Seven servers answer the same POST /embed requests (one text each, texts of mixed length from
 data/wiki.txt), all started and warmed up first, then loaded in turn, round after round (so that
 a change in the machine's load hits all alike):
   baseline     a Starlette app on the same uvicorn that calls one transformers `pipeline`
@@ -11,6 +11,7 @@ a change in the machine's load hits all alike):
   batching off `bertology serve --max-batch-requests 1` (one request per forward pass)
   batching on  `bertology serve` with its defaults (requests grouped by a token budget)
   and both again under bf16 autocast (transformers' pipeline; `bertology serve --bf16`)
+  int8         `bertology serve --int8` (its linear layers dynamic int8: nn/int8.py)
   onnxruntime  the baseline's Starlette shape around an onnxruntime InferenceSession of the model as
                `export_onnx(..., optimize=True)` writes it (onnxruntime's BERT optimizer: fused
                Attention, SkipLayerNormalization, BiasGelu), one session call per request, fp32
@@ -289,9 +290,9 @@ def main() -> None:
     ap.add_argument(
         "--threads",
         type=int,
-        default=1,
-        help="torch intra-op threads of every server (OMP_NUM_THREADS): on a shared 2-core machine two "
-        "threads that spin-wait for each other make a forward pass 4-25× slower",
+        default=os.cpu_count(),
+        help="torch intra-op threads of every server (OMP_NUM_THREADS; default: the CPU count, as `bertology "
+        "serve` itself takes them); the clients take little CPU (an HTTP request each), so the servers get the cores",
     )
     ap.add_argument("--soak", action="store_true", help="one server, a long mixed load: errors, RSS and p99 over time")
     ap.add_argument("--soak-requests", type=int, default=20_000, help="--soak: requests in all")
@@ -328,6 +329,7 @@ def main() -> None:
         "bertology serve, batching off": serve + ["--max-batch-requests", "1"],
         "bertology serve, batching on": serve,
         "bertology serve, batching on, --bf16": serve + ["--bf16"],
+        "bertology serve, batching on, --int8": serve + ["--int8"],
     }
     children = {
         name: Child(cmd, args.threads) for name, cmd in variants.items()
@@ -358,10 +360,11 @@ def main() -> None:
     diff = max(abs(a - b) for a, b in zip(vectors[names[0]], vectors[on]))
     diff16 = max(abs(a - b) for a, b in zip(vectors[names[0]], vectors[on + ", --bf16"]))
     diff_ort = max(abs(a - b) for a, b in zip(vectors[ORT], vectors[on]))
+    cosine_int8 = sum(a * b for a, b in zip(vectors[on], vectors[on + ", --int8"]))  # both unit vectors
     base = results[names[0]]
     print(
         f"same vectors: max |bertology - transformers| = {diff:.2e} on the last warm-up text (with --bf16: "
-        f"{diff16:.2e}); |bertology - onnxruntime| = {diff_ort:.2e}\n"
+        f"{diff16:.2e}); |bertology - onnxruntime| = {diff_ort:.2e}; --int8's cosine to fp32 {cosine_int8:.4f}\n"
     )
     print(
         "| server | requests done | errors | throughput (req/s) | vs baseline | p50 (ms) | p99 (ms) | p99 / p50 "
@@ -375,7 +378,7 @@ def main() -> None:
             f"{r['p50']:.0f} | {r['p99']:.0f} | {r['p99'] / r['p50']:.2f} | {batch} |"
         )
     ort = results[ORT]
-    for name in (on, on + ", --bf16"):
+    for name in (on, on + ", --bf16", on + ", --int8"):
         r = results[name]
         print(
             f"goal for {name!r}: ≥ 3× the baseline's throughput at {args.clients} clients with p99 < 2× its p50: "
