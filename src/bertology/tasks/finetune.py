@@ -412,8 +412,9 @@ def task_options(task: Task) -> dict[str, Any]:
     return {}
 
 
-def load_finetuned(path: str | Path):
-    """(model, task, tokenizer, columns) of a directory written by `finetune`."""
+def load_finetuned(path: str | Path, device: str | torch.device = "cpu", say=None, quantize: str | None = None):
+    """(model, task, tokenizer, columns) of a directory written by `finetune`; the model as `load` gives
+    it on `device`, with `quantize` (int8 quantized block by block as it loads)."""
     config = read_config(path)
     name = config.extra.get("bertology_task")
     if name not in TASKS:
@@ -423,4 +424,5 @@ def load_finetuned(path: str | Path):
     task = TASKS[name](**config.extra.get("bertology_task_options", {}))
     tokenizer = load_tokenizer(str(path), None)
     check_tokenizer(config, tokenizer, Path(path) / "tokenizer.json")
-    return load(path), task, tokenizer, dict(config.extra.get("bertology_columns", {}))
+    model = load(path, device=device, say=say, quantize=quantize)
+    return model, task, tokenizer, dict(config.extra.get("bertology_columns", {}))

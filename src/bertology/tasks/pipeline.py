@@ -83,12 +83,7 @@ class Pipeline:
         device = device if isinstance(device, torch.device) else resolve_device(device, say)
         if quantize not in (None, "int8"):
             raise ValueError(f"quantize={quantize!r}: choose None or 'int8'")
-        model, task, tokenizer, columns = load_finetuned(path)
-        model.to(device)
-        if quantize == "int8":
-            for note in model.quantize_int8():
-                if say is not None:
-                    say(note)
+        model, task, tokenizer, columns = load_finetuned(path, device, say, quantize)
         extra = model.config.extra
         return cls(
             model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64), columns
