@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from bertology.nn import int8
 from bertology.options import OptionError
 from bertology.serve.engine import Engine
 from bertology.serve.options import ServeOptions
@@ -30,7 +31,8 @@ def test_the_engine_warms_up_and_says_which_path_it_serves_with(checkpoints):
     assert len(said) == 1 and said[0].startswith("path: eager, fp32 linear layers")
     said.clear()
     Engine.load(checkpoints["classify"], quantize="int8", say=said.append)
-    assert said[-1].startswith("path: eager, int8 linear layers (asked for)")
+    assert said[-1].startswith(f"path: eager, int8 linear layers on {int8.default_kernel()}'s kernel (asked for)")
+    assert "padding skipped in the linear layers and attention" in said[-1]
 
 
 def test_int8_does_not_combine_with_bf16_or_compile():

@@ -162,3 +162,9 @@ def quantize_linear_int8(module: nn.Module) -> int:
 def is_int8(module: nn.Module) -> bool:
     """Whether any layer under `module` is an int8 linear layer."""
     return any(isinstance(m, Int8Linear) for m in module.modules())
+
+
+def kernel_of(module: nn.Module) -> str | None:
+    """The kernel of the int8 layers under `module` ("onednn", "fbgemm", or both named), None without any."""
+    kernels = sorted({m.kernel for m in module.modules() if isinstance(m, Int8Linear)})
+    return " and ".join(kernels) or None

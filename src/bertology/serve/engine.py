@@ -27,7 +27,7 @@ import torch
 from ..hardware import check_bf16_requested
 from ..models import check_tokenizer, family_of, load
 from ..nn import fused
-from ..nn.int8 import is_int8
+from ..nn.int8 import is_int8, kernel_of as int8_kernel
 from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
 from ..tasks.forward import precision_name
@@ -128,7 +128,7 @@ class Engine:
         if self.device.type != "cpu":
             return None
         linear = (
-            "int8 linear layers (asked for)"
+            f"int8 linear layers on {int8_kernel(self.model)}'s kernel (asked for)"
             if is_int8(self.model)
             else "bf16 autocast (asked for)"
             if self.bf16
@@ -137,7 +137,7 @@ class Engine:
             else "fp32 linear layers (PyTorch's kernels)"
         )
         return (
-            f"path: eager, {linear}, padding skipped in the linear layers (--compile is used only when asked: "
+            f"path: eager, {linear}, padding skipped in the linear layers and attention (--compile is used only when asked: "
             "each new batch shape compiles for seconds to minutes first)"
         )
 
