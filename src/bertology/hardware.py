@@ -13,6 +13,7 @@ import platform
 import time
 import warnings
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
@@ -30,7 +31,7 @@ FLAGS = (
 def cpu_name_and_flags() -> tuple[str, list[str]]:
     """('Intel(R) Xeon(R) …', ['amx_bf16', 'avx512f', …]) from /proc/cpuinfo (the platform's name elsewhere)."""
     try:
-        text = open("/proc/cpuinfo", encoding="utf-8").read()
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
     except OSError:
         return platform.processor() or platform.machine(), []
     name = next(
