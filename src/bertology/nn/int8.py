@@ -54,9 +54,13 @@ def onednn_available() -> bool:
 
 
 def _quantize_input(x: torch.Tensor) -> tuple[torch.Tensor, float, int]:
-    """x (…, in) fp32 → its u8 codes with one scale and zero point from its own range (as fbgemm does)."""
+    """x (…, in) fp32 → its u8 codes with one scale and zero point from its own range (as fbgemm does).
+    The codes are the quantized tensor's own bytes seen as uint8 (`int_repr()` would copy them, at
+    several times the cost of quantizing)."""
     scale, zero_point = torch._choose_qparams_per_tensor(x, False)
-    return torch.quantize_per_tensor(x, scale, zero_point, torch.quint8).int_repr(), scale, zero_point
+    q = torch.quantize_per_tensor(x, scale, zero_point, torch.quint8)
+    codes = torch.empty(0, dtype=torch.uint8).set_(q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
+    return codes, scale, zero_point
 
 
 class Int8Linear(nn.Module):
