@@ -182,6 +182,14 @@ def test_electra_continues_its_pair_with_extension_resumes_exactly_and_loads_eve
     _finetunes(tmp_path / "full", tmp_path / "ft")
 
 
+def test_electra_under_the_mlm_objective_says_it_leaves_the_generator(electra_base, tmp_path, capsys):
+    out = tmp_path / "mlm"
+    assert _tapt(electra_base, out, "--objective", "mlm", "--steps", "2", "--save-every", "2", family="electra") == 0
+    err = capsys.readouterr().err
+    assert f"{electra_base / 'generator'} is not used: --objective mlm" in err
+    assert not (out / "generator").exists()
+
+
 def test_electra_from_a_transformers_discriminator_gets_a_new_generator(electra_base, tmp_path, capsys):
     """google/electra-*-discriminator's layout: transformers' ElectraForPreTraining, no generator beside it."""
     theirs = transformers.ElectraForPreTraining.from_pretrained(electra_base)

@@ -27,7 +27,7 @@ from ..data import FORMATS, build_store, check_corpus_documents, heldout_value
 from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, RTD, Recipe
 from ..models import PRETRAINABLE, get_family, task_class
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
-from ..models.electra import ElectraPair, check_pair_checkpoint, generator_config
+from ..models.electra import GENERATOR_DIR, ElectraPair, check_pair_checkpoint, generator_config
 from ..models.init_embeddings import init_token_embeddings, read_init_vectors
 from ..models.params import count
 from ..nn import set_dropout
@@ -288,6 +288,11 @@ def _builder(o: PretrainOptions, start: Start, extension: Extension | None, resu
                 say(f"--init {start.path}: every weight of {model.architecture} taken from the checkpoint")
             if pair:
                 say(generator_note(start, model, o.unigram_prior))
+            elif (start.path / GENERATOR_DIR).is_dir():  # ELECTRA under --objective mlm: no generator to train
+                say(
+                    f"--init {start.path}: {start.path / GENERATOR_DIR} is not used: --objective mlm trains the "
+                    "discriminator's encoder with an MLM head and no generator"
+                )
             if extension is not None:
                 model = grow_vocabulary(model, extension.old_ids)
                 say(str(extension))
