@@ -15,7 +15,7 @@ from bertology import tables  # noqa: E402
 from bertology.cli import main  # noqa: E402
 from bertology.io import CorpusError, check_corpus_paths, corpus_files, corpus_lines  # noqa: E402
 from bertology.tasks import TASKS  # noqa: E402
-from bertology.train.continued import read_text_column  # noqa: E402
+from bertology.train.continued import iter_text_column  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "tasks" / "fixtures"
@@ -102,8 +102,8 @@ def test_classlabel_names_come_from_the_saved_features(files, tmp_path):
 @pytest.mark.parametrize("kind", ["parquet", "dataset"])
 def test_a_table_corpus_reads_as_its_tsv(files, kind):
     """A row is a document (cut into sentences as --format raw cuts one), as --text-column reads a TSV."""
-    expect = read_text_column([str(files["tsv"])], "text")
-    assert read_text_column([str(files[kind])], "text") == expect and len(expect) == len(ROWS)
+    expect = list(iter_text_column([str(files["tsv"])], "text"))
+    assert list(iter_text_column([str(files[kind])], "text")) == expect and len(expect) == len(ROWS)
     assert list(corpus_lines([files[kind]])) == [r["text"] + "\n" for r in ROWS]
 
 
@@ -111,7 +111,7 @@ def test_blank_and_null_rows_of_a_corpus_are_skipped_as_blank_lines(tmp_path):
     path = write_parquet(
         tmp_path / "c.parquet", [{"text": "One. Two."}, {"text": None}, {"text": "  "}, {"text": "Three\nfour"}]
     )
-    assert read_text_column([str(path)], "text") == [["One.", "Two."], ["Three four"]]
+    assert list(iter_text_column([str(path)], "text")) == [["One.", "Two."], ["Three four"]]
     assert list(tables.table_lines(path, "text")) == ["One. Two.\n", "Three\n", "four\n"]
 
 
@@ -326,7 +326,7 @@ def test_a_missing_or_non_text_column_names_it_and_lists_the_columns(files):
     ):
         list(tables.iter_texts(files["dataset"], "label"))
     with pytest.raises(ValueError, match=r"no column 'body'.*'package', 'text', 'label'"):
-        read_text_column([str(files["parquet"])], "body")
+        list(iter_text_column([str(files["parquet"])], "body"))
 
 
 def test_a_dataset_dict_asks_for_one_split(tmp_path):
@@ -395,4 +395,4 @@ def test_without_pyarrow_a_table_fails_with_the_install_line_and_nothing_is_writ
     assert "train.parquet: a Parquet file; reading it needs pyarrow: pip install" in capsys.readouterr().err
     assert not out.exists()
     # a text corpus does not need it
-    assert read_text_column([str(files["tsv"])], "text")[0] == [ROWS[0]["text"]]
+    assert list(iter_text_column([str(files["tsv"])], "text"))[0] == [ROWS[0]["text"]]

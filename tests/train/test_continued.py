@@ -16,7 +16,7 @@ from bertology.train.continued import (
     check_init,
     extend_vocabulary,
     grow_vocabulary,
-    read_text_column,
+    iter_text_column,
     start_model,
     start_pair,
 )
@@ -184,7 +184,7 @@ def test_extension_of_bpe_and_unigram_vocabularies(tmp_path, corpus, family):
 def test_text_column_of_a_labelled_file(tmp_path):
     (tmp_path / "t.tsv").write_text("label\ttext\na\tFirst text. It has two sentences.\nb\tSecond one.\n")
     (tmp_path / "t.jsonl").write_text('{"text": "Third.", "label": 1}\n')
-    assert read_text_column([str(tmp_path / "t.tsv"), str(tmp_path / "t.jsonl")], "text") == [
+    assert list(iter_text_column([str(tmp_path / "t.tsv"), str(tmp_path / "t.jsonl")], "text")) == [
         ["First text.", "It has two sentences."],
         ["Second one."],
         ["Third."],
@@ -192,9 +192,9 @@ def test_text_column_of_a_labelled_file(tmp_path):
     import gzip
 
     (tmp_path / "t.csv.gz").write_bytes(gzip.compress(b'text,label\n"A quoted, compressed text.",x\n'))
-    assert read_text_column([str(tmp_path / "t.csv.gz")], "text") == [["A quoted, compressed text."]]
+    assert list(iter_text_column([str(tmp_path / "t.csv.gz")], "text")) == [["A quoted, compressed text."]]
     with pytest.raises(ValueError, match=r"t.tsv.*'body'.*'label', 'text'"):
-        read_text_column([str(tmp_path / "t.tsv")], "body")
+        list(iter_text_column([str(tmp_path / "t.tsv")], "body"))
 
 
 # ---- bad input: one message naming the option or file, nothing written ---------------------------------

@@ -593,11 +593,6 @@ def iter_text_column(files: list[str], column: str) -> Iterator[list[str]]:
             yield split_sentences(text) or [text]
 
 
-def read_text_column(files: list[str], column: str) -> list[list[str]]:
-    """`iter_text_column` as a list."""
-    return list(iter_text_column(files, column))
-
-
 def write_text_corpus(documents: Iterable[list[str]], file: Path) -> int:
     """One sentence per line, a blank line between documents: the corpus format pretraining reads. Streamed
     (a document at a time) and atomic; returns the number of documents."""
