@@ -1,7 +1,8 @@
 """Word vectors before BERT: word2vec (skip-gram, CBOW; negative sampling, hierarchical softmax)
 and GloVe, trained by compiled loops on a few threads, with gensim-compatible vectors and evaluation.
 
-    >>> from bertology.wordvec import TrainOptions, train              # doctest: +SKIP
+    >>> from bertology.wordvec import TrainOptions                    # doctest: +SKIP
+    >>> from bertology.wordvec.train import train                     # doctest: +SKIP
     >>> vectors, stats = train(TrainOptions(corpus=["text.txt"], algorithm="skipgram"))  # doctest: +SKIP
     >>> vectors.most_similar("paris", topn=3)                           # doctest: +SKIP
 
@@ -9,7 +10,9 @@ Modules: vocab (counts, subsampling, noise table, Huffman tree), corpus (reading
 text), word2vec, glove, vectors (KeyedVectors, word2vec formats), evaluate (analogies, word
 pairs), train (the whole job), plot (2-D PCA picture), cli; items (item2vec's baskets), graph
 (edge lists as CSR), walks (DeepWalk / node2vec walks streamed to word2vec's trainer). Submodules load on first use, so
-`import bertology.wordvec` stays light (no numba, no matplotlib).
+`import bertology.wordvec` stays light (no numba, no matplotlib). The package exports classes and the
+evaluation functions; the trainers `train`, `word2vec` and `glove` come from their modules of the same
+name (a package attribute of that name is the submodule once it is imported).
 """
 
 from __future__ import annotations
@@ -22,9 +25,6 @@ _EXPORTS = {
     "Corpus": "corpus",
     "LineSentences": "corpus",
     "KeyedVectors": "vectors",
-    "word2vec": "word2vec",
-    "glove": "glove",
-    "train": "train",
     "evaluate_analogies": "evaluate",
     "evaluate_pairs": "evaluate",
     "Baskets": "items",

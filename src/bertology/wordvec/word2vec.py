@@ -1,7 +1,8 @@
 """word2vec (Mikolov et al. 2013): skip-gram and CBOW, trained with negative sampling and/or
 hierarchical softmax, frequent words subsampled, a dynamic window and a linearly decaying rate.
 
-    >>> from bertology.wordvec import TrainOptions, Vocab, Corpus, word2vec   # doctest: +SKIP
+    >>> from bertology.wordvec import TrainOptions, Vocab, Corpus             # doctest: +SKIP
+    >>> from bertology.wordvec.word2vec import word2vec                       # doctest: +SKIP
     >>> vocab = Vocab.build(sentences, min_count=5)                            # doctest: +SKIP
     >>> vectors, stats = word2vec(Corpus.encode(sentences, vocab), vocab,   # doctest: +SKIP
     ...                           TrainOptions(algorithm="skipgram"), np.random.default_rng(1))
