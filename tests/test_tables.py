@@ -268,37 +268,9 @@ def test_pretrain_and_distill_from_tables_are_the_runs_from_the_tsv_texts(files,
         main([*common, "--corpus", str(files["tsv"]), "--text-column", "text", "--out", str(tmp_path / "student")]) == 0
     )
     # and a run from the dataset stopped after its first step resumes to the same student (its corpus staged again)
-    assert (
-        main(
-            [
-                *common,
-                "--corpus",
-                str(files["dataset"]),
-                "--out",
-                str(tmp_path / "split"),
-                "--save-every",
-                "1",
-                "--stop-at",
-                "1",
-            ]
-        )
-        == 130
-    )
-    assert (
-        main(
-            [
-                *common,
-                "--corpus",
-                str(files["dataset"]),
-                "--out",
-                str(tmp_path / "split"),
-                "--save-every",
-                "1",
-                "--resume",
-            ]
-        )
-        == 0
-    )
+    split = [*common, "--corpus", str(files["dataset"]), "--out", str(tmp_path / "split"), "--save-every", "1"]
+    assert main([*split, "--stop-at", "1"]) == 130
+    assert main([*split, "--resume"]) == 0
     students = [bertology.load(tmp_path / n).state_dict() for n in ("student-ds", "student", "split")]
     assert all(torch.equal(other[k], v) for other in students[1:] for k, v in students[0].items())
 
