@@ -31,6 +31,19 @@ _ACTIVATIONS = {
 }
 
 
+# activation name → oneDNN's post-op (name, algorithm), which its linear kernels (fp32 and int8) apply in
+# the product's epilogue; GELU's algorithm is also aten.gelu's `approximate` argument
+ONEDNN_POST_OPS = {
+    "gelu": ("gelu", "none"),
+    "gelu_new": ("gelu", "tanh"),
+    "gelu_pytorch_tanh": ("gelu", "tanh"),
+    "relu": ("relu", ""),
+    "silu": ("swish", ""),
+    "swish": ("swish", ""),
+    "tanh": ("tanh", ""),
+}
+
+
 class Activation(nn.Module):
     def __init__(self, name: str):
         super().__init__()

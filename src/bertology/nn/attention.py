@@ -92,7 +92,7 @@ class Padding:
             indices = torch.cat([indices, indices[:extra].repeat(-(-extra // max(1, real)))[:extra]])
         flat = keep.flatten()
         rows = torch.where(flat, flat.cumsum(0) - 1, 0)
-        if not (attention_mask.is_cuda or not torch.is_grad_enabled() if varlen is None else varlen):
+        if not ((attention_mask.is_cuda or not torch.is_grad_enabled()) if varlen is None else varlen):
             return cls(batch, length, keep[:, None, None, :], indices, real, rows)
         ends = keep.sum(1, dtype=torch.int32).cumsum(0, dtype=torch.int32)  # (B,)
         bounds = [torch.zeros(1, dtype=torch.int32, device=ends.device), ends]

@@ -30,19 +30,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from .activations import ONEDNN_POST_OPS
 from .int8 import Int8Linear
 
 
-# activation names (nn/activations.py) → oneDNN's post-op (attr, algorithm)
-EPILOGUES = {
-    "gelu": ("gelu", "none"),
-    "gelu_new": ("gelu", "tanh"),
-    "gelu_pytorch_tanh": ("gelu", "tanh"),
-    "relu": ("relu", ""),
-    "silu": ("swish", ""),
-    "swish": ("swish", ""),
-    "tanh": ("tanh", ""),
-}
 ONEDNN = True  # oneDNN's products (with their epilogues) where the path applies; False: F.linear, then the rest
 
 # id(weight) → (weak reference to it, its version key, the packed weight); an entry goes when its weight does
@@ -114,7 +105,7 @@ def packed_weight(linear: nn.Linear) -> torch.Tensor:
 def _onednn(x, linear, packed, epilogue, residual):
     if residual is not None:
         return torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, linear.bias, "add")
-    attr, algorithm = EPILOGUES.get(epilogue, ("none", "")) if epilogue else ("none", "")
+    attr, algorithm = ONEDNN_POST_OPS.get(epilogue, ("none", "")) if epilogue else ("none", "")
     return torch.ops.mkldnn._linear_pointwise(x, packed, linear.bias, attr, [], algorithm)
 
 
@@ -142,7 +133,9 @@ def linear(
         y = module(x) if act is None else act(module(x))
         return y if residual is None else y + residual
     name = getattr(act, "name", None)
-    if act is not None and (name not in EPILOGUES or residual is not None):  # no epilogue for both, or for this one
+    if act is not None and (
+        name not in ONEDNN_POST_OPS or residual is not None
+    ):  # no epilogue for both, or for this one
         y = act(linear(module, x))
         return y if residual is None else y + residual
     if not ONEDNN:

@@ -33,12 +33,13 @@ import torch
 from torch import nn
 
 from ..hardware import cpu_name_and_flags
+from .activations import ONEDNN_POST_OPS
 
 PER_TOKEN = ("down",)  # linear layers (by attribute name) whose input is scaled per token first
 KERNEL: str | None = None  # "fbgemm", "onednn", or None: by the rule of `default_kernel()`
-# activation names (nn/activations.py) → oneDNN's post-op (name, algorithm); others run after the product
-EPILOGUES = {"gelu": ("gelu", "none"), "gelu_new": ("gelu", "tanh"), "gelu_pytorch_tanh": ("gelu", "tanh")}
-IN_PLACE = {"gelu": "none", "gelu_new": "tanh", "gelu_pytorch_tanh": "tanh"}  # GELU's approximation argument
+# the GELUs: in oneDNN's int8 epilogue, or in place after fbgemm's product (the algorithm is aten.gelu's
+# `approximate`); other activations run after the product
+GELUS = {name: op for name, op in ONEDNN_POST_OPS.items() if op[0] == "gelu"}
 
 
 @lru_cache(maxsize=1)
@@ -90,7 +91,8 @@ class Int8Linear(nn.Module):
         self.reduce_range = not full_range()
 
     def _product(self, x: torch.Tensor, bias: torch.Tensor | None, epilogue: tuple[str, str] = ("none", "")):
-        """x (M, in) fp32 → x·Wᵀ (+ bias, then the epilogue) (M, out) fp32."""
+        """x (M, in) fp32 → x·Wᵀ (+ bias, then the epilogue) (M, out) fp32. `bias` and `epilogue` are
+        oneDNN's; fbgemm's packed weight carries its bias already (none for a per-token layer)."""
         if self.kernel == "fbgemm":
             return torch.ops.quantized.linear_dynamic(x, self.packed, reduce_range=self.reduce_range)
         qx, scale, zero_point = _quantize_input(x)
@@ -129,12 +131,12 @@ class Int8Linear(nn.Module):
             y = self._product(x, None).mul_(s)  # in place: y is this call's own
             if self.bias is not None:
                 y.add_(self.bias)
-        elif self.kernel == "onednn" and name in EPILOGUES and residual is None:
-            y, act = self._product(x, self.bias, EPILOGUES[name]), None
+        elif self.kernel == "onednn" and name in GELUS and residual is None:
+            y, act = self._product(x, self.bias, GELUS[name]), None
         else:
             y = self._product(x, self.bias)
         if act is not None:
-            y = torch.ops.aten.gelu_(y, approximate=IN_PLACE[name]) if name in IN_PLACE else act(y)
+            y = torch.ops.aten.gelu_(y, approximate=GELUS[name][1]) if name in GELUS else act(y)
         y = y.view(*shape[:-1], self.out_features)
         return y if residual is None else y.add_(residual)
 
