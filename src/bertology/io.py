@@ -30,15 +30,53 @@ from .tables import DEFAULT_TEXT_COLUMN, open_table, table_format, table_lines
 RUN_MARKER = ".bertology-run.json"
 
 
+def current_umask() -> int:
+    """The process umask now (read on every call: the user may change it while we run).
+
+    Linux shows it in /proc/self/status, which reads it without changing it. Elsewhere the only way is
+    os.umask's set-and-restore, during which a file another thread creates would get umask 0: kept
+    to this one helper so that window is as short as it can be.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def mode_under(umask: int, *, directory: bool = False) -> int:
+    """The mode a plain open() (0o666) or mkdir (0o777) gives under `umask`.
+
+    >>> oct(mode_under(0o022)), oct(mode_under(0o077, directory=True))
+    ('0o644', '0o700')
+    """
+    return (0o777 if directory else 0o666) & ~umask
+
+
+def plain_mode(*, directory: bool = False) -> int:
+    """The mode a plain open() or mkdir would give now, under the process umask."""
+    return mode_under(current_umask(), directory=directory)
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path next to `path`; rename it onto `path` only if the block succeeds.
+
+    The file ends with the mode a plain open() would give (mkstemp makes it 0600, which would
+    leave every file we write unreadable to a teammate or a serving container under another user).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, plain_mode())  # after the block: a writer may have replaced the file we made
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -67,6 +105,7 @@ def atomic_dir(final: str | os.PathLike, *, exists: str = "error") -> Iterator[P
     "replace" (the old directory is moved aside first and removed only after the rename), or
     "keep" (a concurrent builder got there first: its result stays, ours is discarded).
     On failure the temporary directory is removed and `final` is as it was.
+    The directory ends with the mode a plain mkdir would give (mkdtemp makes it 0700).
     """
     if exists not in ("error", "replace", "keep"):
         raise ValueError(f"exists={exists!r}; choose error, replace or keep")
@@ -75,6 +114,7 @@ def atomic_dir(final: str | os.PathLike, *, exists: str = "error") -> Iterator[P
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
     try:
         yield tmp
+        os.chmod(tmp, plain_mode(directory=True))
         if final.exists() and exists == "replace":
             old = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".old-{final.name}-"))
             os.replace(final, old / final.name)
