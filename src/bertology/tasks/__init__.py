@@ -41,4 +41,39 @@ class _Registry(dict):
 
 TASKS = _Registry()
 
-__all__ = ["TASKS", "Task", "Example", "Features"]
+# the task a head serves when config.json records none (a checkpoint written by transformers)
+HEAD_TASKS = {
+    "ForSequenceClassification": "classify",
+    "ForTokenClassification": "tag",
+    "ForQuestionAnswering": "qa",
+    "ForQuestionAnsweringSimple": "qa",
+    "ForMultipleChoice": "choice",
+}
+
+
+def task_name_of(config, architecture: str | None = None) -> str | None:
+    """The task a model with `config` serves: the one `finetune` recorded (bertology_task), else the one its
+    architecture (default: the config's) implies, regression for a one-label sequence classifier as in
+    transformers; None for a backbone or a pretraining head. The one rule of serve, predict and evaluate.
+
+    >>> from bertology.models import BertConfig
+    >>> task_name_of(BertConfig(architectures=["BertForSequenceClassification"]))
+    'classify'
+    """
+    name = config.extra.get("bertology_task")
+    if name in TASKS:
+        return name
+    architecture = architecture or (config.architectures[0] if config.architectures else "")
+    head = next((h for h in HEAD_TASKS if architecture.endswith(h)), None)
+    if head is None:
+        return None
+    return "regress" if HEAD_TASKS[head] == "classify" and config.num_labels == 1 else HEAD_TASKS[head]
+
+
+def task_of(config, architecture: str | None = None) -> Task | None:
+    """The Task object for `task_name_of`, with the options finetune recorded (QA: SQuAD v2.0)."""
+    name = task_name_of(config, architecture)
+    return None if name is None else TASKS[name](**config.extra.get("bertology_task_options", {}))
+
+
+__all__ = ["TASKS", "HEAD_TASKS", "Task", "Example", "Features", "task_name_of", "task_of"]

@@ -413,15 +413,19 @@ def task_options(task: Task) -> dict[str, Any]:
 
 
 def load_finetuned(path: str | Path, device: str | torch.device = "cpu", say=None, quantize: str | None = None):
-    """(model, task, tokenizer, columns) of a directory written by `finetune`; the model as `load` gives
-    it on `device`, with `quantize` (int8 quantized block by block as it loads)."""
+    """(model, task, tokenizer, columns) of a directory written by `finetune`, or of a task model transformers
+    saved (its task as `serve` reads it: tasks.task_of); the model as `load` gives it on `device`, with
+    `quantize` (int8 quantized block by block as it loads)."""
+    from . import HEAD_TASKS, task_of  # the rule serve uses too: a transformers task model has no bertology_task
+
     config = read_config(path)
-    name = config.extra.get("bertology_task")
-    if name not in TASKS:
+    task = task_of(config)
+    if task is None:
+        architecture = config.architectures[0] if config.architectures else config.model_type
         raise ValueError(
-            f"{Path(path) / 'config.json'}: no bertology_task recorded; was it written by `bertology finetune`?"
+            f"{Path(path) / 'config.json'}: {architecture} has no task head and no bertology_task is recorded; "
+            f"give a model written by `bertology finetune` or a transformers *{', *'.join(HEAD_TASKS)} model"
         )
-    task = TASKS[name](**config.extra.get("bertology_task_options", {}))
     tokenizer = load_tokenizer(str(path), None)
     check_tokenizer(config, tokenizer, Path(path) / "tokenizer.json")
     model = load(path, device=device, say=say, quantize=quantize)

@@ -20,19 +20,10 @@ from typing import Any
 import torch
 
 from ..hardware import resolve_device
-from . import TASKS
+from . import task_of
 from .base import Example
 from .finetune import LABEL_VOCABULARY, load_finetuned
 from .forward import run_model
-
-# the task a head serves when config.json records none (a checkpoint written by transformers)
-HEAD_TASKS = {
-    "ForSequenceClassification": "classify",
-    "ForTokenClassification": "tag",
-    "ForQuestionAnswering": "qa",
-    "ForQuestionAnsweringSimple": "qa",
-    "ForMultipleChoice": "choice",
-}
 
 
 def to_example(task_name: str, item: Any, i: int = 0) -> Example:
@@ -83,27 +74,21 @@ class Pipeline:
         device = device if isinstance(device, torch.device) else resolve_device(device, say)
         if quantize not in (None, "int8"):
             raise ValueError(f"quantize={quantize!r}: choose None or 'int8'")
-        model, task, tokenizer, columns = load_finetuned(path, device, say, quantize)
-        extra = model.config.extra
-        return cls(
-            model, task, tokenizer, extra.get("bertology_max_length", 128), extra.get("bertology_stride", 64), columns
-        )
+        model, task, tokenizer, _ = load_finetuned(path, device, say, quantize)
+        return cls._over(model, task, tokenizer)
 
     @classmethod
     def for_model(cls, model, tokenizer) -> "Pipeline | None":
         """A Pipeline over an already loaded model with a task head: the task `finetune` recorded in
-        config.json, else the one its architecture implies (regression for one label); None for a
+        config.json, else the one its architecture implies (tasks.task_of, as `load` reads it); None for a
         backbone or a pretraining head, which no task serves."""
+        task = task_of(model.config, model.architecture)
+        return None if task is None else cls._over(model, task, tokenizer)
+
+    @classmethod
+    def _over(cls, model, task, tokenizer) -> "Pipeline":
+        """The settings finetune recorded; a checkpoint without them (transformers') reads up to its positions."""
         extra = model.config.extra
-        name = extra.get("bertology_task")
-        if name not in TASKS:
-            head = next((h for h in HEAD_TASKS if model.architecture.endswith(h)), None)
-            if head is None:
-                return None
-            name = HEAD_TASKS[head]
-            if name == "classify" and model.config.num_labels == 1:
-                name = "regress"
-        task = TASKS[name](**extra.get("bertology_task_options", {}))
         return cls(
             model,
             task,
