@@ -15,6 +15,7 @@ from .tokenizers import cli as tokenizer_cli
 from .wordvec import cli as wordvec_cli
 
 _PACKAGE = Path(__file__).resolve().parent
+GRID_SEEDS = "0,1,2"  # finetune --grid's seeds when --seeds is not given
 
 
 def _params(args) -> int:
@@ -81,6 +82,17 @@ def _numbers(text: str, kind, flag: str) -> list:
         raise OptionError(f"{flag} {text!r}: not comma-separated numbers") from None
 
 
+def _check_grid_only(args) -> None:
+    """--test and --seeds are read by --grid alone: without it they would be silently ignored."""
+    given = [flag for flag, value in (("--test", args.test), ("--seeds", args.seeds)) if value is not None]
+    if given and not args.grid:
+        raise OptionError(
+            f"{' and '.join(given)} without --grid: only --grid runs use {'them' if len(given) > 1 else 'it'} "
+            "(a single finetune chooses its best step on --dev and scores no test file); add --grid LR,LR,… "
+            "or leave them out (then score a file with `bertology evaluate`)"
+        )
+
+
 def _finetune_grid(options, args) -> int:
     from .tasks.grid import finetune_grid
 
@@ -88,19 +100,14 @@ def _finetune_grid(options, args) -> int:
         raise OptionError("--grid chooses the rate on --dev and reports --test: give both")
     if args.resume:
         raise OptionError("--grid runs from its beginning; --resume continues a single run")
-    result = finetune_grid(
-        options,
-        args.test,
-        _numbers(args.grid, float, "--grid"),
-        _numbers(args.seeds, int, "--seeds"),
-        overwrite=args.overwrite,
-    )
+    seeds = _numbers(args.seeds or GRID_SEEDS, int, "--seeds")
+    result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), seeds, overwrite=args.overwrite)
     print("| lr | seed | dev | test |\n|---|---|---|---|")
     for r in result.runs:
         print(f"| {r['lr']:g} | {r['seed']} | {r['dev']:.4f} | {r['test']:.4f} |")
     print(
         f"chosen lr {result.lr:g} (mean dev {result.metric} {result.dev_mean:.4f}): test {result.metric} "
-        f"{result.test_mean:.4f} ± {result.test_std:.4f} over {len(args.seeds.split(','))} seeds; best run kept in {result.best_dir}"
+        f"{result.test_mean:.4f} ± {result.test_std:.4f} over {len(seeds)} seeds; best run kept in {result.best_dir}"
     )
     if result.ensemble_test is not None:
         print(
@@ -113,6 +120,7 @@ def _finetune_grid(options, args) -> int:
 def _finetune(args) -> int:
     from .tasks.finetune import FinetuneOptions
 
+    _check_grid_only(args)
     options = from_args(FinetuneOptions, args, columns=_columns(args))
     if args.grid:
         return _finetune_grid(options, args)
@@ -329,8 +337,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "dev score, report its test mean ± std (needs --dev and --test); --out gets grid.json and the chosen "
         "rate's best run",
     )
-    p.add_argument("--seeds", default="0,1,2", metavar="S,S,…", help="seeds for --grid (default 0,1,2)")
-    p.add_argument("--test", metavar="FILE", help="scored for every --grid run")
+    p.add_argument("--seeds", metavar="S,S,…", help=f"seeds for --grid (default {GRID_SEEDS}; --grid only)")
+    p.add_argument("--test", metavar="FILE", help="scored for every --grid run (--grid only)")
     _add_run_control(p)
     _add_columns(p)
     p.set_defaults(func=_finetune)

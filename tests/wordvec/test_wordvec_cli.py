@@ -74,18 +74,26 @@ def write(path, data: bytes):
     return str(path)
 
 
+def train_to(d, *args: str) -> list[str]:
+    """`wordvec train ARGS` with the --out it requires."""
+    return ["train", "--out", str(d / "v.txt"), *args]
+
+
 @pytest.mark.parametrize(
     "make_args,message",
     [
-        (lambda d: ["train", write(d / "empty.txt", b"\n\n")], "empty.txt: the corpus has no words"),
-        (lambda d: ["train", write(d / "rare.txt", b"a b c\nd e f\n")], "rare.txt: no word occurs --min-count 5 times"),
+        (lambda d: train_to(d, write(d / "empty.txt", b"\n\n")), "empty.txt: the corpus has no words"),
         (
-            lambda d: ["train", write(d / "latin1.txt", b"ok words\ncaf\xe9 au lait\n")],
+            lambda d: train_to(d, write(d / "rare.txt", b"a b c\nd e f\n")),
+            "rare.txt: no word occurs --min-count 5 times",
+        ),
+        (
+            lambda d: train_to(d, write(d / "latin1.txt", b"ok words\ncaf\xe9 au lait\n")),
             "latin1.txt: line 2: invalid UTF-8",
         ),
-        (lambda d: ["train", "--window", "0", write(d / "x.txt", b"a\n")], "--window 0: must be ≥ 1"),
-        (lambda d: ["train", "--negative", "0", write(d / "x.txt", b"a\n")], "--negative 0 without --hs"),
-        (lambda d: ["train", str(d / "missing.txt")], "missing.txt: no such file"),
+        (lambda d: train_to(d, "--window", "0", write(d / "x.txt", b"a\n")), "--window 0: must be ≥ 1"),
+        (lambda d: train_to(d, "--negative", "0", write(d / "x.txt", b"a\n")), "--negative 0 without --hs"),
+        (lambda d: train_to(d, str(d / "missing.txt")), "missing.txt: no such file"),
         (
             lambda d: ["eval", write(d / "bad.txt", b"2 3\nx 1 2 3\ny 1 2\n")],
             "bad.txt: line 3: 2 numbers after the word",
@@ -116,3 +124,14 @@ def test_the_cli_module_imports_nothing_heavy():
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
     )
+
+
+def test_train_without_out_is_refused_before_reading_the_corpus(tmp_path, capsys):
+    """Minutes of training with nowhere to write the vectors would be lost: --out is required."""
+    corpus = write(tmp_path / "corpus.txt", b"a b c\n")
+    with pytest.raises(SystemExit) as refused:
+        main(["wordvec", "train", corpus])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "the following arguments are required: --out" in err
+    assert list(tmp_path.iterdir()) == [tmp_path / "corpus.txt"]

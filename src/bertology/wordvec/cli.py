@@ -149,7 +149,15 @@ def register(subparsers) -> None:
         "values); "
         "with --items one basket a line; with --graph an edge list",
     )
-    add_arguments(t, TrainOptions)
+    # --out is required here (the Python API may keep the vectors in memory): minutes of training
+    # with nowhere to write the result would be lost
+    t.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="write the vectors here (word2vec text format; .bin: binary); required",
+    )
+    add_arguments(t, TrainOptions, skip=("out",))
     t.set_defaults(func=_train)
 
     e = sub.add_parser("eval", help="analogy accuracy and word-pair Spearman with gensim's protocol")

@@ -21,7 +21,12 @@ SAMPLE = Check("in [0, 1)", lambda v: 0 <= v < 1)
 @dataclass
 class TrainOptions:
     corpus: list[str] = option(default_factory=list, help="UTF-8 text files, one sentence a line", cli=False)
-    out: str | None = option(None, "write the vectors here (word2vec text format; .bin: binary)", metavar="FILE")
+    out: str | None = option(
+        None,
+        "write the vectors here (word2vec text format; .bin: binary); the command requires it, "
+        "from Python None keeps them in memory only (train returns them)",
+        metavar="FILE",
+    )
     algorithm: str | None = option(
         None, "cbow, skipgram (word2vec) or glove (default cbow; skipgram with --items or --graph)", choices=ALGORITHMS
     )
