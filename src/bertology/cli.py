@@ -38,6 +38,8 @@ def _pretrain(args) -> int:
 
     options = from_args(PretrainOptions, args, corpus=corpus_files(args.corpus, _to_stderr))
     summary = pretrain(options, resume=args.resume, overwrite=args.overwrite)
+    if summary.get("already_complete"):  # said, and nothing changed: no "written to" line
+        return 0
     final, evaluation = summary["final"], summary["eval"]
     print(
         f"{summary['architecture']} ({summary['parameters']:,} parameters, objective {summary['objective']}): "

@@ -179,7 +179,6 @@ def pretrain_permutation_lm(
     trainer = Trainer(model, args, data.batch, objective, evaluate, save_extra=save_extra)
     if resume and checkpoints(out):
         objective.load(checkpoints(out)[-1], trainer.device)
-    started = trainer.step
     result = trainer.train(resume=resume)
     summary = {
         "family": recipe.family,
@@ -187,7 +186,7 @@ def pretrain_permutation_lm(
         "architecture": model.architecture,
         "objective": recipe.objective,
         "parameters": model.num_parameters(),
-        "resumed_from": started if resume else None,
+        "resumed_from": trainer.resumed_from,
         "tokens": result["step"] * o.batch_size * o.seq_len,
         "steps_per_epoch": data.steps_per_epoch,
         "recipe": {**settings.__dict__, "mem_len": config.mem_len},

@@ -70,7 +70,7 @@ from .objectives import (
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
 from .resume import same_run
 from ..tokenizers import Tokenizer, train
-from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
+from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, finished_run, run_summary, seeded
 
 DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discriminator's width (the paper's best)
 
@@ -393,6 +393,8 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     if resume and recipe.objective == RTD:  # before anything is written: a checkpoint without its generator
         check_pair_checkpoint(checkpoints(out)[-1])
     same_run(out, asked, resume)  # a resume with options that change the run is refused here, before any write
+    if resume and (done := finished_run(out, o.run_arguments(o.steps))) is not None:
+        return done  # complete under these options: its model, checkpoints and summary stay as they are
     if staged is not None:  # the table's texts, kept with the run (a resume reads them there)
         if dist.is_main():
             atomic_copy(staged, out / TASK_CORPUS)
@@ -482,7 +484,6 @@ def _pretrain(
         evaluate,
         save_extra=lambda d: tok.save(d / "tokenizer.json"),
     )
-    started = trainer.step
     result = trainer.train(resume=resume)
     summary = {
         "family": o.family,
@@ -490,7 +491,7 @@ def _pretrain(
         "architecture": model.architecture,
         "objective": recipe.objective,
         "parameters": model.num_parameters(),
-        "resumed_from": started if resume else None,
+        "resumed_from": trainer.resumed_from,
         "tokens": result["step"] * o.batch_size * o.seq_len,
         "instances": store.num_instances,
         "init_embeddings": init.summary() if init is not None else None,

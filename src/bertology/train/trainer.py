@@ -201,6 +201,66 @@ def checkpoints(out_dir: str | Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.name.startswith("step-") and (p / "trainer_state.pt").is_file())
 
 
+def resume_status(out_dir: str | Path, run: dict[str, Any]) -> tuple[bool, str | None]:
+    """(complete, note) for resuming the run in `out_dir` under `run` (RunOptions.run_arguments: steps,
+    time_budget_s). Complete: its newest checkpoint already reached those steps or spent that time, so a
+    resume would train nothing and only rewrite the finished model and summary; the note says so. Otherwise
+    the note says when a finished run continues because its budget was raised; None for an interrupted run.
+    Read from trainer_state.pt memory-mapped: its optimizer moments are not loaded for this."""
+    found = checkpoints(out_dir)
+    if not found:
+        return False, None
+    file = found[-1] / "trainer_state.pt"
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
+        before = json.loads(state["args"])
+    except Exception as e:
+        raise ValueError(f"{file}: corrupt or unreadable checkpoint ({e})") from None
+    step, elapsed = int(state["step"]), float(state.get("elapsed_s", 0.0))
+    if _reached(step, elapsed, run["steps"], run.get("time_budget_s")):
+        asked = _budget(run["steps"], run.get("time_budget_s"))
+        return True, (
+            f"{out_dir}: the run is complete (step {step:,}, {asked}): nothing to train "
+            "(raise --steps or --time-budget to train it further)"
+        )
+    if _reached(step, elapsed, int(before["steps"]), before.get("time_budget_s")):
+        finished, raised = (
+            _budget(int(before["steps"]), before.get("time_budget_s")),
+            _budget(run["steps"], run.get("time_budget_s")),
+        )
+        return (
+            False,
+            f"{out_dir}: the run had finished at step {step:,} ({finished}); continuing it to {raised}, the raised budget",
+        )
+    return False, None
+
+
+def finished_run(out_dir: str | Path, run: dict[str, Any]) -> dict[str, Any] | None:
+    """On resume: the summary.json (marked "already_complete") of a run already complete under `run`, which is
+    then left as it is; None when the resume has training to do. Either is said through `say`."""
+    complete, note = resume_status(out_dir, run)
+    summary = Path(out_dir) / "summary.json"
+    if complete and summary.is_file():
+        say(f"{note}; nothing was changed")
+        return {**json.loads(summary.read_text(encoding="utf-8")), "already_complete": True}
+    if complete:  # killed between its last checkpoint and its summary: the resume writes what is missing
+        say(f"{note}; writing the final model and summary.json, which the run did not write")
+    elif note is not None:
+        say(note)
+    return None
+
+
+def _reached(step: int, elapsed_s: float, steps: int, time_budget_s: float | None) -> bool:
+    return step >= steps or (time_budget_s is not None and elapsed_s >= time_budget_s)
+
+
+def _budget(steps: int, time_budget_s: float | None) -> str:
+    """A run's budget in the options' words: "--steps 3", "--time-budget 2 min"."""
+    if time_budget_s is None:
+        return f"--steps {steps:,}"
+    return f"--time-budget {time_budget_s / 60:g} min" + (f", --steps {steps:,}" if steps < NO_STEP_CAP else "")
+
+
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """torch's global random state seeded with `seed` inside the block and restored after it: for
@@ -255,6 +315,7 @@ class Trainer:
             factor = lambda step: by_share(self.elapsed_s / args.time_budget_s)  # noqa: E731
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
         self.step = 0
+        self.resumed_from: int | None = None  # the checkpoint's step, once `resume` has read it (for summaries)
         self.forward_backward_s = 0.0
         self._timed: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # CUDA: forward/backward not yet read
         self._last_loss: tuple[int, torch.Tensor] | None = None  # CUDA: (step, loss) not yet checked finite
@@ -342,7 +403,7 @@ class Trainer:
             torch.cuda.set_rng_state(state["cuda_rng"].cpu(), self.device)
         if self.scaler.is_enabled() and "grad_scaler" in state:
             self.scaler.load_state_dict(state["grad_scaler"])
-        self.step = int(state["step"])
+        self.step = self.resumed_from = int(state["step"])
         self._truncate_metrics(self.step)
         return self.step
 
