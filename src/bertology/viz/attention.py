@@ -43,12 +43,28 @@ class AttentionWeights:
         return self.weights.shape[1]
 
 
+def real_tokens(tokenizer, text: str, pair: str | None, max_length: int):
+    """The Encoding of `text` (and `pair`) through the tokenizer's pipeline without its padding or
+    truncation: a tokenizer.json that pads every text to a length (all-MiniLM-L6-v2's pads to 128)
+    would add [PAD] rows and columns whose weights, with no mask, leak into the real tokens' rows;
+    one that truncates would draw a cut text as if it were the whole. A text longer than the model's
+    `max_length` positions is an error, not a silent cut."""
+    enc = tokenizer.encode_batch([text], None if pair is None else [pair], padding=False, truncation=False)[0]
+    if len(enc) > max_length:
+        raise ValueError(
+            f"the text{' pair' if pair is not None else ''} is {len(enc)} tokens long, longer than the model's "
+            f"{max_length} positions: give a shorter text"
+        )
+    return enc
+
+
 @torch.no_grad()
 def attention_weights(model, tokenizer, text: str, pair: str | None = None) -> AttentionWeights:
-    """Run the model's encoder on one input and return its attention probabilities."""
+    """Run the model's encoder on one input and return its attention probabilities over the real tokens
+    (no padding, whatever the tokenizer's settings: see `real_tokens`)."""
     backbone = getattr(model, "backbone", model)
     device = next(backbone.parameters()).device  # the inputs go where the model is; the weights come back
-    enc = tokenizer.encode(text, pair)
+    enc = real_tokens(tokenizer, text, pair, backbone.config.max_length)
     ids = torch.tensor([enc.ids], device=device)
     kwargs = {"input_ids": ids, "output_attentions": True}
     if backbone.config.type_vocab_size > 1:
