@@ -73,6 +73,7 @@ from ..tokenizers import Tokenizer, train
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, finished_run, run_summary, seeded
 
 DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discriminator's width (the paper's best)
+DEFAULT_DISCRIMINATOR_WEIGHT = 50.0  # ELECTRA's λ (the paper's)
 
 
 @dataclass
@@ -159,6 +160,17 @@ class PretrainOptions(RunOptions):
         "ELECTRA: the generator's hidden width as a fraction of the "
         "discriminator's, in (0, 1] (default 0.25, the paper's best)",
         check=Check("in (0, 1]", lambda v: 0 < v <= 1),
+    )
+    discriminator_weight: float | None = option(
+        None,
+        "ELECTRA: λ, the discriminator's loss weight against the generator's MLM (default 50, the paper's)",
+        check=POSITIVE_NUMBER,
+    )
+    sampling_temperature: float | None = option(
+        None,
+        "ELECTRA: the generator's logits are divided by this before its replacements are sampled "
+        "(default 1, google-research/electra's; above 1 the replacements are less plausible, easier to detect)",
+        check=POSITIVE_NUMBER,
     )
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(
@@ -322,10 +334,13 @@ def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
 def _check_generator_size(o: PretrainOptions, recipe: Recipe, config) -> None:
     """--generator-size only for ELECTRA's rtd; the new generator it makes of the discriminator's `config`
     can split its heads (`config` None: the generator is loaded, continued.check_generator checked it)."""
-    if o.generator_size is not None and recipe.objective != RTD:
-        raise ValueError(
-            f"--generator-size is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}"
-        )
+    for flag, value in (
+        ("--generator-size", o.generator_size),
+        ("--discriminator-weight", o.discriminator_weight),
+        ("--sampling-temperature", o.sampling_temperature),
+    ):
+        if value is not None and recipe.objective != RTD:
+            raise ValueError(f"{flag} is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}")
     if recipe.objective == RTD and config is not None:
         generator_config(
             config, o.generator_size or DEFAULT_GENERATOR_SIZE
@@ -454,6 +469,10 @@ def _pretrain(
     if o.unigram_prior and not resume and new_bias:  # a head loaded from --init keeps its trained bias
         model.mlm.init_bias_from_counts(counts)
     args = TrainingArguments.from_options(o, out, overwrite, device=str(device))
+    rtd = ReplacedTokenDetectionObjective(
+        DEFAULT_DISCRIMINATOR_WEIGHT if o.discriminator_weight is None else o.discriminator_weight,
+        o.sampling_temperature or 1.0,
+    )
     heldout = store.heldout
     evaluate = None
     if heldout is not None and heldout.num_instances:
@@ -463,7 +482,7 @@ def _pretrain(
 
         def evaluate(m):
             scores = (
-                evaluate_replaced_token_detection(m, eval_batches)
+                evaluate_replaced_token_detection(m, eval_batches, rtd.temperature)
                 if recipe.objective == RTD
                 else evaluate_pretraining(m, eval_batches)
             )
@@ -475,7 +494,7 @@ def _pretrain(
             "unigram_loss": unigram_loss(counts, eval_labels),
         }
 
-    objective = ReplacedTokenDetectionObjective() if recipe.objective == RTD else PretrainingObjective()
+    objective = rtd if recipe.objective == RTD else PretrainingObjective()
     trainer = Trainer(
         model,
         args,
