@@ -3,11 +3,13 @@ process umask (mkstemp / mkdtemp alone give 0600 / 0700, unreadable to a teammat
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
 from bertology.io import atomic_dir, atomic_path, atomic_write_json, claim_output_dir, current_umask, mode_under
 
+ROOT = Path(__file__).resolve().parents[1]
 UMASKS = [0o022, 0o077, 0o002]
 
 
@@ -95,3 +97,35 @@ def test_without_proc_the_umask_is_read_and_restored(monkeypatch, umask):
     monkeypatch.setattr(bertology.io, "open", no_proc, raising=False)  # as on macOS: no /proc
     assert current_umask() == umask
     assert os.umask(umask) == umask  # still in force after the read
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("mask", [0o022, 0o077], ids=["022", "077"])
+def test_every_file_of_a_pretrain_and_finetune_run_has_the_umask_mode(tmp_path, mask):
+    """The runs as a user makes them: the model, tokenizer, summary, checkpoints/, best/ and the rest."""
+    from bertology.cli import main
+
+    text = (ROOT / "data" / "wiki.txt").read_text(encoding="utf-8")
+    (tmp_path / "corpus.txt").write_text(text[: text.index("\n\n", 200_000) + 1], encoding="utf-8")
+    rows = (ROOT / "data" / "debian-sections" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "train.tsv").write_text("\n".join([rows[0]] + rows[1::40]) + "\n", encoding="utf-8")
+    (tmp_path / "dev.tsv").write_text("\n".join([rows[0]] + rows[2::80]) + "\n", encoding="utf-8")
+    old = os.umask(mask)
+    try:
+        assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(tmp_path / "corpus.txt"),
+                     "--out", str(tmp_path / "pretrained"), "--vocab-size", "600", "--batch-size", "8",
+                     "--seq-len", "32", "--steps", "2", "--heldout", "2", "--dupe-factor", "1", "--quiet"]) == 0  # fmt: skip
+        assert main(["finetune", "--model", str(tmp_path / "pretrained"), "--task", "classify",
+                     "--train", str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"),
+                     "--out", str(tmp_path / "finetuned"), "--epochs", "1", "--batch-size", "8",
+                     "--max-length", "32", "--quiet"]) == 0  # fmt: skip
+    finally:
+        os.umask(old)
+    made = [p for run in ("pretrained", "finetuned") for p in [tmp_path / run, *(tmp_path / run).rglob("*")]]
+    assert any(p.name == "checkpoints" for p in made) and any(p.name == "best" for p in made)
+    wrong = {
+        p.relative_to(tmp_path).as_posix(): oct(mode(p))
+        for p in made
+        if mode(p) != mode_under(mask, directory=p.is_dir())
+    }
+    assert wrong == {}
