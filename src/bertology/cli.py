@@ -135,6 +135,14 @@ def _finetune(args) -> int:
         )
         return 130
     dev = summary["dev"]
+    if "probe" in summary:
+        print(
+            f"{summary['architecture']}: a logistic regression (l2 {summary['probe']['l2']:g}) on the frozen encoder's "
+            f"vectors of {summary['train_examples']:,} examples"
+            + ("; dev: " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else "")
+        )
+        print(f"model written to {options.out_dir}")
+        return 0
     print(
         f"{summary['architecture']} fine-tuned on {summary['train_examples']:,} examples for {summary['steps']} steps"
         + (

@@ -12,7 +12,7 @@ from bertology.models.electra import generator_config
 
 from conftest import hf_config, padded_batch
 
-HEADS = sorted(n for n in ARCHITECTURES if n.startswith("Electra"))
+HEADS = sorted(n for n in ARCHITECTURES if n.startswith("Electra") and hasattr(transformers, n))
 
 
 def _inputs(name, pad_id):

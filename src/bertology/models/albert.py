@@ -20,6 +20,7 @@ from .config import AlbertConfig
 from .heads import (
     ForMaskedLM,
     ForMultipleChoice,
+    ForPromptClassification,
     ForPreTraining,
     ForQuestionAnswering,
     ForSequenceClassification,
@@ -74,6 +75,10 @@ class AlbertForPreTraining(ForPreTraining):
 
 class AlbertForMaskedLM(ForMaskedLM):
     backbone_class = AlbertModel
+
+
+class AlbertForPromptClassification(ForPromptClassification, AlbertForMaskedLM):
+    """Its masked LM read at a prompt's mask as the classifier (heads.ForPromptClassification)."""
 
 
 class AlbertForSequenceClassification(ForSequenceClassification):

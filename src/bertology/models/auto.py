@@ -140,6 +140,14 @@ def task_model(config: EncoderConfig, head: str, labels: list[str] | int | None 
     return cls(config)
 
 
+def load_with_heads(model: PreTrainedModel, path: str | os.PathLike) -> None:
+    """The checkpoint at `path` into `model`, its heads included (a prompt classifier's masked LM or
+    discriminator); the checkpoint's heads that `model` lacks (NSP, SOP) are left out, and a weight of
+    `model` that the checkpoint lacks is an error."""
+    tensors, source = read_weights(Path(path))
+    load_state(model, tensors, source, strict=True, other_heads_ok=True)
+
+
 def load_backbone(model: PreTrainedModel, path: str | os.PathLike) -> None:
     """The backbone weights of the checkpoint at `path` into `model`, whose own head stays as it is
     (a pooler the checkpoint lacks starts random, with a warning; any other missing weight is an error)."""

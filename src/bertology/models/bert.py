@@ -20,6 +20,7 @@ from .config import BertConfig, EncoderConfig
 from .heads import (
     ForMaskedLM,
     ForMultipleChoice,
+    ForPromptClassification,
     ForNextSentencePrediction,
     ForPreTraining,
     ForQuestionAnswering,
@@ -174,6 +175,10 @@ class BertForPreTraining(ForPreTraining):
 
 class BertForMaskedLM(ForMaskedLM):
     backbone_class = BertModel
+
+
+class BertForPromptClassification(ForPromptClassification, BertForMaskedLM):
+    """Its masked LM read at a prompt's mask as the classifier (heads.ForPromptClassification)."""
 
 
 class BertForNextSentencePrediction(ForNextSentencePrediction):

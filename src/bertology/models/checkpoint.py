@@ -280,9 +280,11 @@ def load_state(
     strict: bool = True,
     backbone_only: bool = False,
     copied_one: Callable[[str], None] | None = None,
+    other_heads_ok: bool = False,
 ) -> None:
     """Copy `tensors` (transformers' names; a dict, or a `TensorReader`) into `model`; `backbone_only`
-    leaves the heads as they are. `copied_one(name)` is called after each of the model's tensors is
+    leaves the heads as they are; `other_heads_ok` leaves out the checkpoint's weights the model has no
+    place for (a pretraining checkpoint's NSP head under a prompt classifier). `copied_one(name)` is called after each of the model's tensors is
     filled (in `state_dict` order), with no reference to it kept here: it may replace the module.
 
     Shapes must match; missing or unexpected keys are a CheckpointError (warnings with strict=False).
@@ -332,7 +334,7 @@ def load_state(
                 stacklevel=3,
             )
         missing = [m for m in missing if ".pooler" not in m]
-    unexpected = [] if backbone_only else sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
+    unexpected = [] if backbone_only or other_heads_ok else sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
     problems = ([_listed("missing", missing)] if missing else []) + (
         [_listed("unexpected", unexpected)] if unexpected else []
     )

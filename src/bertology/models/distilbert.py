@@ -17,6 +17,7 @@ from .config import DistilBertConfig
 from .heads import (
     ForMaskedLM,
     ForMultipleChoice,
+    ForPromptClassification,
     ForQuestionAnswering,
     ForSequenceClassification,
     ForTokenClassification,
@@ -82,6 +83,10 @@ class DistilBertClassificationHead(nn.Module):
 
 class DistilBertForMaskedLM(ForMaskedLM):
     backbone_class = DistilBertModel
+
+
+class DistilBertForPromptClassification(ForPromptClassification, DistilBertForMaskedLM):
+    """Its masked LM read at a prompt's mask as the classifier (heads.ForPromptClassification)."""
 
 
 class DistilBertForSequenceClassification(ForSequenceClassification):

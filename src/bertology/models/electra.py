@@ -34,6 +34,9 @@ from .heads import (
     ForSequenceClassification,
     ForTokenClassification,
     TaskModel,
+    choice_loss,
+    choice_shape,
+    flatten_choices,
 )
 from .outputs import BaseModelOutput, ClassifierOutput
 
@@ -115,6 +118,40 @@ class ElectraForPreTraining(TaskModel):
         )
         logits = self.discriminator(out.last_hidden_state)  # (B, T)
         loss = replaced_token_loss(logits, labels, attention_mask) if labels is not None else None
+        return self.output(out, loss=loss, logits=logits)
+
+
+class ElectraForPromptClassification(ElectraForPreTraining):
+    """The discriminator as a prompt classifier (Xia et al. 2022, "Prompting ELECTRA"): each class's label
+    word is written in the prompt's blank, one copy of the prompt per class, and the class whose word
+    the discriminator finds least "replaced" wins. Inputs are (B, C, T), as multiple choice's;
+    `candidate_mask` (B, C, T) marks the label word's pieces. The weights are the discriminator's.
+    """
+
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        candidate_mask=None,
+        output_hidden_states=False,
+        output_attentions=False,
+    ) -> ClassifierOutput:
+        if candidate_mask is None:
+            raise ValueError("ElectraForPromptClassification needs candidate_mask (B, C, T): the label words' pieces")
+        B, C = choice_shape(input_ids)
+        input_ids, attention_mask, token_type_ids, position_ids = flatten_choices(
+            input_ids, attention_mask, token_type_ids, position_ids
+        )
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions
+        )
+        replaced = self.discriminator(out.last_hidden_state).float().view(B, C, -1)  # (B, C, T)
+        words = candidate_mask.to(replaced.dtype)
+        logits = -(replaced * words).sum(-1) / words.sum(-1).clamp(min=1.0)  # (B, C): minus the mean "replaced"
+        loss = choice_loss(logits, labels) if labels is not None else None
         return self.output(out, loss=loss, logits=logits)
 
 

@@ -66,6 +66,9 @@ class Family:
     # options its tokenizer is trained with when a job trains one (tokenizers.train keyword arguments)
     tokenizer_options: tuple[tuple[str, Any], ...] = ()
     summary_head: bool = False  # its sentence head is its own sequence summary (XLNet): no mean pooling
+    # how a prompt reaches its pretrained head (ForPromptClassification, no transformers twin): "mlm" = the
+    # masked LM scores label words at the mask; "rtd" = the discriminator judges each label word in place
+    prompts: str | None = "mlm"
 
     def task_head(self, head: str) -> str:
         """The head a fine-tuning task builds: get_family("xlnet").task_head("ForQuestionAnswering") is its
@@ -83,7 +86,7 @@ class Family:
 
     def class_name(self, head: str) -> str:
         """The architecture name of a head: get_family("albert").class_name("ForMaskedLM") is AlbertForMaskedLM."""
-        if head not in self.heads:
+        if head not in self.heads and not (head == PROMPT_HEAD and self.prompts):
             raise ValueError(f"{self.name} has no {head} head; it has {', '.join(self.heads)}")
         return self.class_prefix + head
 
@@ -98,6 +101,7 @@ _TASK_HEADS = (
     "ForQuestionAnswering",
     "ForMultipleChoice",
 )
+PROMPT_HEAD = "ForPromptClassification"
 _BERT_SPECIALS = Specials(cls="[CLS]", sep="[SEP]", mask="[MASK]", pad="[PAD]")
 
 FAMILIES: dict[str, Family] = {
@@ -168,6 +172,7 @@ FAMILIES: dict[str, Family] = {
             pretraining=Pretraining("plm", "streams", "permutation"),
             task_heads=(("ForQuestionAnswering", "ForQuestionAnsweringSimple"),),
             summary_head=True,
+            prompts=None,  # a permutation LM, not a masked one: no prompt head yet
         ),
         # the discriminator is the model kept; pretraining adds a generator (models/electra.py ElectraPair)
         Family(
@@ -181,6 +186,7 @@ FAMILIES: dict[str, Family] = {
             specials=_BERT_SPECIALS,
             pretraining=Pretraining("rtd", "full-sentences", "dynamic"),
             tokenizer_options=(("criterion", "frequency"),),
+            prompts="rtd",
         ),
     )
 }

@@ -237,6 +237,67 @@ class ForMaskedLM(TaskModel):
         return self.output(out, loss=loss, logits=logits)
 
 
+def prompt_words(config: EncoderConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """The label words of config.extra["bertology_prompt"] as (C, P) piece ids, padded with 0, and
+    (C, P) weights: 1 / pieces on a word's own pieces, 0 on the padding. A class is scored by the mean
+    of its words' pieces (several words: their pieces pooled, each word's count as written).
+
+    >>> c = EncoderConfig(extra={"bertology_prompt": {"label_word_ids": [[[5]], [[6, 7]]], "mask_token_id": 3}})
+    >>> ids, weights = prompt_words(c)
+    >>> ids.tolist(), weights.tolist()
+    ([[5, 0], [6, 7]], [[1.0, 0.0], [0.5, 0.5]])
+    """
+    classes = [
+        [piece for word in words for piece in word] for words in config.extra["bertology_prompt"]["label_word_ids"]
+    ]
+    width = max(len(pieces) for pieces in classes)
+    ids = torch.tensor([pieces + [0] * (width - len(pieces)) for pieces in classes], dtype=torch.long)
+    weights = torch.tensor([[1 / len(pieces)] * len(pieces) + [0.0] * (width - len(pieces)) for pieces in classes])
+    return ids, weights
+
+
+class ForPromptClassification(ForMaskedLM):
+    """A classifier that is the pretrained masked-LM head read at the one mask of a prompt (PET, Schick &
+    Schütze 2021; LM-BFF, Gao et al. 2021): class c's logit is the mean MLM logit of its label words'
+    pieces at the mask. No new weights: the head that pretraining trained best is the classifier.
+
+    The verbalizer (the mask token's id, each class's label-word pieces) is config.extra["bertology_prompt"],
+    written by tasks/prompt.py; the weights are the family's ForMaskedLM's, so transformers'
+    AutoModelForMaskedLM reads the same directory.
+    """
+
+    output_class = ClassifierOutput
+
+    def build_head(self, config):
+        super().build_head(config)
+        ids, weights = prompt_words(config)
+        self.register_buffer("word_ids", ids, persistent=False)  # (C, P)
+        self.register_buffer("word_weights", weights, persistent=False)  # (C, P)
+        self.mask_token_id = int(config.extra["bertology_prompt"]["mask_token_id"])
+
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        labels=None,
+        output_hidden_states=False,
+        output_attentions=False,
+        **inputs,
+    ) -> ClassifierOutput:
+        out = self.run_backbone(
+            input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states, output_attentions, **inputs
+        )
+        at_mask = input_ids == self.mask_token_id  # (B, T)
+        if not bool((at_mask.sum(1) == 1).all()):
+            raise ValueError(f"a prompt classifier needs exactly one mask token (id {self.mask_token_id}) per row")
+        vocabulary, _ = self.predict_tokens(out.last_hidden_state[at_mask], None, False)  # (B, V)
+        logits = (vocabulary.float()[:, self.word_ids] * self.word_weights).sum(-1)  # (B, C, P) → (B, C)
+        loss = classification_loss(logits, labels, self.config) if labels is not None else None
+        return self.output(out, loss=loss, logits=logits)
+
+
 class ForPreTraining(ForMaskedLM):
     """MLM plus a sentence-pair objective on the pooled vector: BERT's NSP or ALBERT's SOP."""
 

@@ -19,6 +19,7 @@ from .config import RobertaConfig
 from .heads import (
     ForMaskedLM,
     ForMultipleChoice,
+    ForPromptClassification,
     ForQuestionAnswering,
     ForSequenceClassification,
     ForTokenClassification,
@@ -68,6 +69,10 @@ class RobertaClassificationHead(nn.Module):
 class RobertaForMaskedLM(ForMaskedLM):
     backbone_class = RobertaModel
     mlm_act = "gelu"  # the LM head uses exact GELU whatever hidden_act says
+
+
+class RobertaForPromptClassification(ForPromptClassification, RobertaForMaskedLM):
+    """Its masked LM read at a prompt's mask as the classifier (heads.ForPromptClassification)."""
 
 
 class RobertaForSequenceClassification(ForSequenceClassification):

@@ -16,7 +16,9 @@ from typing import Any, NamedTuple
 import torch
 
 from . import metrics as M
+from ..models.family import PROMPT_HEAD
 from .base import Example, Features, Task
+from .prompt import Prompt
 from .readers import read_table
 
 _TASK_DEFAULT = object()  # "the task's own default pair column" (None would mean: no pair column)
@@ -78,6 +80,13 @@ class ClassifyTask(Task):
     pair_required = False  # classify takes a pair column if one is named (or an Example has a pair)
     default_pair_column: str | None = None
 
+    def __init__(self, prompt: dict | None = None):
+        """`prompt` (Prompt.to_dict()): the examples are written into a template and the model's pretrained
+        head reads the blank (tasks/prompt.py; the head is then ForPromptClassification)."""
+        self.prompt = Prompt.from_dict(prompt) if prompt is not None else None
+        if self.prompt is not None:
+            self.head = PROMPT_HEAD
+
     def read(
         self,
         path: str,
@@ -132,6 +141,8 @@ class ClassifyTask(Task):
     def featurize(
         self, examples: list[Example], tokenizer, max_length: int, label2id: dict[str, int] | None, stride: int = 128
     ) -> Features:
+        if self.prompt is not None:
+            return self.prompt.featurize(examples, tokenizer, max_length, self._label_tensor(examples, label2id))
         use_pairs = self.pair_required or any(e.pair is not None for e in examples)
         tensors, truncated = encode_sequences(examples, tokenizer, max_length, use_pairs)
         labels = self._label_tensor(examples, label2id)

@@ -1,5 +1,6 @@
 """Fine-tuning from few labels (Zhang et al., 2021, "Revisiting few-sample BERT fine-tuning"):
-re-initialise the top encoder layers, and give the new head a learning rate of its own.
+re-initialise the top encoder layers, give the new head a learning rate of its own, and let the
+rate decay layer by layer towards the embeddings (Clark et al., 2020).
 
 The top layers of a pretrained encoder are the most specific to its pretraining objective;
 starting them afresh, with the model's own initialisation, helps when there are few labels to
@@ -78,4 +79,40 @@ def head_lr_groups(groups: list[dict], head: set[int], head_lr: float) -> list[d
             params = [p for p in g["params"] if (id(p) in head) == in_head]
             if params:
                 split.append({**g, "params": params, **({"lr": head_lr} if in_head else {})})
+    return split
+
+
+def parameter_depths(model: nn.Module) -> dict[int, int]:
+    """id(parameter) → depth for layer-wise rate decay: the embeddings 0, encoder layer i (bottom first)
+    i + 1, everything else (the head, a pooler, ELECTRA's embedding projection) the top, L + 1.
+    A block shared by several layers (ALBERT) takes the highest depth it serves."""
+    layers = encoder_layers(model)
+    top = len(layers) + 1
+    depths = {id(p): top for p in model.parameters()}
+    backbone = getattr(model, "backbone", model)
+    for name in ("embeddings", "word"):  # XLNet's token embedding is `word`
+        module = getattr(backbone, name, None)
+        if isinstance(module, nn.Module):
+            depths.update({id(p): 0 for p in module.parameters()})
+    for i, blocks in enumerate(layers, 1):
+        for block in blocks:
+            depths.update({id(p): i for p in block.parameters()})
+    return depths
+
+
+def layer_decay_groups(groups: list[dict], depths: dict[int, int], decay: float, lr: float) -> list[dict]:
+    """Optimizer parameter groups split by depth, each with peak rate lr · decay^(top − depth): the
+    top (the head) trains at `lr`, each layer below at `decay` times the one above (ELECTRA's
+    fine-tuning; Clark et al. 2020). A group's own "lr" (head_lr_groups) is the rate decayed from.
+
+    >>> a, b = torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))
+    >>> [(len(g["params"]), g["lr"]) for g in layer_decay_groups([{"params": [a, b]}], {id(a): 0, id(b): 2}, 0.5, 1.0)]
+    [(1, 0.25), (1, 1.0)]
+    """
+    top = max(depths.values())
+    split = []
+    for g in groups:
+        for depth in sorted({depths[id(p)] for p in g["params"]}):
+            params = [p for p in g["params"] if depths[id(p)] == depth]
+            split.append({**g, "params": params, "lr": g.get("lr", lr) * decay ** (top - depth)})
     return split

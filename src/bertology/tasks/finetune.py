@@ -20,20 +20,44 @@ from typing import Any
 import torch
 
 from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
-from ..models import check_tokenizer, get_family, load, load_backbone, read_config, resolve_preset, task_model
+from ..models import (
+    CheckpointError,
+    check_tokenizer,
+    get_family,
+    load,
+    load_backbone,
+    load_with_heads,
+    read_config,
+    resolve_preset,
+    task_model,
+)
 from ..models.heads import IGNORE, POOLINGS
-from ..options import DEVICE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, PROBABILITY, Check, check_options, option
+from ..options import (
+    DEVICE,
+    MASKING_RATE,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_NUMBER,
+    PROBABILITY,
+    Check,
+    check_options,
+    option,
+)
 from ..train import distributed as dist
 from ..train.device import say
 from ..train.resume import same_run
 from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
 from . import TASKS
 from .base import Features, Task
-from .fewshot import head_lr_groups, head_parameters, reinit_top_layers
+from .fewshot import head_lr_groups, head_parameters, layer_decay_groups, parameter_depths, reinit_top_layers
 from .forward import model_inputs, run_model
+from .probe import fit_probe
+from .setfit import train_setfit
+from .prompt import DEFAULT_TEMPLATE, Prompt, read_verbalizer
 from .subsets import balanced_subset
 
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
+METHODS = ("head", "prompt", "probe", "setfit")
 
 # what may differ on --resume (train/resume.py): the horizon (--epochs extends the run) and how it reports / runs
 RESUME_MAY_CHANGE = frozenset(
@@ -98,6 +122,35 @@ class FinetuneOptions:
     )
     reinit_layers: int = option(
         0, "re-initialise the top N encoder layers (and the pooler) before fine-tuning", check=NON_NEGATIVE, metavar="N"
+    )
+    layer_decay: float | None = option(
+        None,
+        "layer-wise rate decay: each encoder layer trains at this times the rate of the layer above, the "
+        "embeddings slowest, the head at --lr (ELECTRA's fine-tuning)",
+        check=MASKING_RATE,
+    )
+    method: str = option(
+        "head",
+        "how the labels reach the model (classify, pair): head = a new head on the sentence vector, trained "
+        "with the encoder; prompt = the pretrained head reads a template's blank (--template, --verbalizer); "
+        "probe = the encoder frozen, a logistic regression on its mean-pooled vectors; setfit = the encoder tuned "
+        "on same / different-label pairs (--pairs-per-example), then that logistic regression",
+        choices=METHODS,
+    )
+    template: str = option(
+        DEFAULT_TEMPLATE, "--method prompt: the input written around one blank, [MASK] whatever the model's mask token"
+    )
+    verbalizer: str | None = option(
+        None,
+        "--method prompt: each label's words, a JSON object {label: [words]} or lines label<TAB>word[, word]; "
+        "default: the label's own name",
+        metavar="FILE",
+    )
+    pairs_per_example: int = option(
+        20,
+        "--method setfit: pairs each training example anchors in each pass (half same-label, half not); a run "
+        "sees examples × this × --epochs pairs, fewer when dev stops improving",
+        check=POSITIVE,
     )
 
     def __post_init__(self):
@@ -184,8 +237,19 @@ def _build_model(o: FinetuneOptions, task: Task, labels, tokenizer):
     if task.head == SENTENCE_HEAD:
         _check_pooling(o, config.model_type)
         config.extra["bertology_pooling"] = o.pooling  # read by the head, here and whenever the model is loaded
+    prompt = getattr(task, "prompt", None)
+    if prompt is not None:
+        config.extra["bertology_prompt"] = prompt.to_dict()  # the verbalizer travels in config.json
     model = task_model(config, get_family(config.model_type).task_head(task.head), head_labels)
-    if path.is_dir() and not o.from_scratch:  # the pretrained backbone under the new head
+    if path.is_dir() and not o.from_scratch and prompt is not None:  # the backbone and its pretrained head
+        try:
+            load_with_heads(model, path)
+        except CheckpointError as e:
+            raise ValueError(
+                f"--method prompt reads the blank with {o.model}'s pretraining head, and its weights are not all "
+                f"there: {e}"
+            ) from None
+    elif path.is_dir() and not o.from_scratch:  # the pretrained backbone under the new head
         load_backbone(model, path)
     if o.reinit_layers:
         reinit_top_layers(model, o.reinit_layers)
@@ -210,6 +274,25 @@ def _check_task_options(o: FinetuneOptions, task: Task) -> None:
         raise ValueError(
             f"--pooling {o.pooling} takes a sequence task (classify, pair, regress), not --task {task.name}"
         )
+    if o.method != "head" and task.name not in ("classify", "pair"):
+        raise ValueError(f"--method {o.method} takes a classification task (classify, pair), not --task {task.name}")
+    if o.method != "prompt" and (o.verbalizer is not None or o.template != DEFAULT_TEMPLATE):
+        raise ValueError(f"--template and --verbalizer are read by --method prompt, not --method {o.method}")
+    if o.method == "probe" and (o.pooling != "mean" or o.layer_decay or o.reinit_layers or o.head_lr):
+        raise ValueError(
+            "--method probe fits a logistic regression on the frozen encoder's mean-pooled vectors: give "
+            "--pooling mean, and no --layer-decay, --reinit-layers or --head-lr (nothing else trains)"
+        )
+    if o.method == "setfit" and (o.pooling != "mean" or o.layer_decay or o.head_lr):
+        raise ValueError(
+            "--method setfit tunes the encoder's mean-pooled vectors on pairs, then fits a logistic regression on "
+            "them: give --pooling mean, and no --layer-decay or --head-lr (the head is fitted, not trained)"
+        )
+    if o.method == "prompt" and (o.pooling != "cls" or o.reinit_layers or o.head_lr):
+        raise ValueError(
+            "--method prompt reads the pretrained head at the template's blank: --pooling, --reinit-layers and "
+            "--head-lr (which shape a new head) do not apply"
+        )
 
 
 def training_subset(o: FinetuneOptions, examples) -> list[int] | None:
@@ -220,6 +303,30 @@ def training_subset(o: FinetuneOptions, examples) -> list[int] | None:
         return balanced_subset([e.label for e in examples], o.labels_per_class, o.subset_seed)
     except ValueError as e:
         raise ValueError(f"{o.train}: {e}") from None
+
+
+def prompt_for(o: FinetuneOptions, labels: list[str], tokenizer) -> Prompt:
+    """The template and each label's words (--verbalizer, or the label's own name), as the family prompts."""
+    family = get_family(read_config(o.model).model_type) if Path(o.model).is_dir() else resolve_preset(o.model)[0]
+    if not family.prompts:
+        raise ValueError(f"--method prompt: {family.name} has no prompt head (its pretraining is not a masked LM)")
+    words = {label: [label] for label in labels}
+    if o.verbalizer is not None:
+        given = read_verbalizer(o.verbalizer)
+        missing, unknown = sorted(set(labels) - set(given)), sorted(set(given) - set(labels))
+        if missing or unknown:
+            raise ValueError(
+                f"{o.verbalizer}: "
+                + "; ".join(
+                    ([f"no words for label(s) {', '.join(map(repr, missing))}"] if missing else [])
+                    + ([f"label(s) {', '.join(map(repr, unknown))} not in the training file"] if unknown else [])
+                )
+            )
+        words = {label: given[label] for label in labels}
+    try:
+        return Prompt.build(o.template, words, tokenizer, family.prompts)
+    except ValueError as e:
+        raise ValueError(f"--method prompt: {e}") from None
 
 
 def _check_model_source(o: FinetuneOptions) -> None:
@@ -257,25 +364,10 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
     Everything is read and checked before the first write: the device, the model, tokenizer, every
     split and its labels, --max-length against the model's positions, and the output directory.
     """
-    device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
-    task = TASKS[o.task]()
+    device, task, tokenizer, train, dev, labels, subset = _checked_inputs(o)
     out = Path(o.out_dir)
-    _check_task_options(o, task)
-    _check_model_source(o)
-    tokenizer = load_tokenizer(o.model if Path(o.model).is_dir() else None, o.tokenizer)
-    train = task.read(o.train, **o.columns)
-    dev = task.read(o.dev, **o.columns) if o.dev else None
-    labels = task.label_set(train)
-    _check_labels(task, labels, o.dev, dev)
-    subset = training_subset(o, train)
-    if subset is not None:
-        train = [train[i] for i in subset]
     with seeded(o.seed):  # the new head's initial weights (from scratch: every weight) and dropout
-        model = _build_model(o, task, labels, tokenizer)
-        if o.max_length > model.config.max_length:
-            raise ValueError(
-                f"--max-length {o.max_length} is longer than the {model.config.max_length} positions of {o.model}"
-            )
+        model = _checked_model(o, task, labels, tokenizer)
         if dist.is_main():
             claim_output_dir(out, "finetune", resume=resume, overwrite=overwrite)
         dist.barrier()
@@ -283,6 +375,44 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
             resume, overwrite = False, True
         same_run(out, o, resume, RESUME_MAY_CHANGE)  # a resume that would change the run is refused before any write
         return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset, device)
+
+
+def check_finetune(o: FinetuneOptions) -> None:
+    """Every check `finetune(o)` makes before its first write, writing nothing: `finetune --grid` runs them
+    before it claims its directory, so that a refused grid leaves --out as it was. The model is built as
+    finetune builds it (what the checks of the tokenizer, pooling and --max-length read) and dropped."""
+    _, task, tokenizer, _, _, labels, _ = _checked_inputs(o)
+    with seeded(o.seed):  # torch's global random state is left as it was
+        _checked_model(o, task, labels, tokenizer)
+
+
+def _checked_inputs(o: FinetuneOptions):
+    """(device, task, tokenizer, train, dev, labels, subset): the options, device, tokenizer and splits, checked."""
+    device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
+    task = TASKS[o.task]()
+    _check_task_options(o, task)
+    _check_model_source(o)
+    tokenizer = load_tokenizer(o.model if Path(o.model).is_dir() else None, o.tokenizer)
+    train = task.read(o.train, **o.columns)
+    dev = task.read(o.dev, **o.columns) if o.dev else None
+    labels = task.label_set(train)
+    _check_labels(task, labels, o.dev, dev)
+    if o.method == "prompt":
+        task = TASKS[o.task](prompt=prompt_for(o, labels, tokenizer).to_dict())
+    subset = training_subset(o, train)
+    if subset is not None:
+        train = [train[i] for i in subset]
+    return device, task, tokenizer, train, dev, labels, subset
+
+
+def _checked_model(o: FinetuneOptions, task: Task, labels, tokenizer):
+    """The model to fine-tune (under the caller's seed), its positions checked against --max-length."""
+    model = _build_model(o, task, labels, tokenizer)
+    if o.max_length > model.config.max_length:
+        raise ValueError(
+            f"--max-length {o.max_length} is longer than the {model.config.max_length} positions of {o.model}"
+        )
+    return model
 
 
 def _finetune(
@@ -312,6 +442,10 @@ def _finetune(
         warnings.warn(
             f"{o.train}: {features.truncated} of {len(train)} examples were truncated to {o.max_length} tokens"
         )
+    if o.method == "probe":
+        return _probe(o, task, model, tokenizer, features, train, dev, labels, out, subset, device)
+    if o.method == "setfit":
+        return train_setfit(o, task, model, tokenizer, features, train, dev, labels, out, subset, device)
     n = len(features)
     steps_per_epoch = math.ceil(n / o.batch_size)
     steps = max(1, math.ceil(o.epochs * steps_per_epoch))
@@ -360,6 +494,8 @@ def _finetune(
     groups = parameter_groups(model, o.weight_decay)
     if o.head_lr is not None:
         groups = head_lr_groups(groups, head_parameters(model), o.head_lr)
+    if o.layer_decay is not None:
+        groups = layer_decay_groups(groups, parameter_depths(model), o.layer_decay, o.lr)
     trainer = Trainer(
         model,
         args,
@@ -378,15 +514,22 @@ def _finetune(
                 atomic_copy(out / "best" / f, out / f)
         else:
             _save(model, out / "tokenizer.json", out)
-    summary = {
+    summary = _summary(o, task, model, train, features, labels, subset, best["metrics"])
+    summary.update(steps=result["step"], best_step=best["step"])
+    if dist.is_main():
+        atomic_write_json(out / "summary.json", summary)
+    return summary
+
+
+def _summary(o: FinetuneOptions, task: Task, model, train, features: Features, labels, subset, dev) -> dict[str, Any]:
+    return {
         "task": task.name,
+        "method": o.method,
         "model": o.model,
         "architecture": model.architecture,
         "train_examples": len(train),
         "truncated": features.truncated,
-        "steps": result["step"],
-        "best_step": best["step"],
-        "dev": best["metrics"],
+        "dev": dev,
         "labels": labels,
         "interrupted": False,
         "options": asdict(o),
@@ -394,7 +537,18 @@ def _finetune(
         if subset is None
         else {"labels_per_class": o.labels_per_class, "seed": o.subset_seed, "indices": subset},
     }
+
+
+def _probe(o: FinetuneOptions, task: Task, model, tokenizer, features, train, dev, labels, out: Path, subset, device):
+    """--method probe: the frozen encoder's sentence vectors, a logistic regression fitted on them, one save."""
+    model.to(device or "cpu")
+    dev_features = task.featurize(dev, tokenizer, o.max_length, model.config.label2id, o.stride) if dev else None
+    fitted = fit_probe(model, features, dev_features, o.bf16)
+    scores = task.metrics(predict_features(model, task, dev_features, dev, o.bf16), dev) if dev else None
+    summary = {**_summary(o, task, model, train, features, labels, subset, scores), "steps": 0, "probe": fitted}
     if dist.is_main():
+        tokenizer.save(out / "tokenizer.json")
+        model.to("cpu").save(out)
         atomic_write_json(out / "summary.json", summary)
     return summary
 
@@ -406,9 +560,12 @@ def _save(model, tokenizer_file: Path, directory: Path) -> None:
 
 
 def task_options(task: Task) -> dict[str, Any]:
-    """What a task learnt from its training files and must keep at prediction time (QA: SQuAD v2.0)."""
+    """What a task learnt from its training files and must keep at prediction time (QA: SQuAD v2.0; a
+    prompt's template and verbalizer)."""
     if task.name == "qa":
         return {"version_2": task.allows_no_answer}
+    if getattr(task, "prompt", None) is not None:
+        return {"prompt": task.prompt.to_dict()}
     return {}
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from ..io import atomic_write_json, claim_output_dir
 from . import TASKS
 from .classification import Prediction
-from .finetune import LABEL_VOCABULARY, FinetuneOptions, finetune, load_finetuned, predict_examples
+from .finetune import LABEL_VOCABULARY, FinetuneOptions, check_finetune, finetune, load_finetuned, predict_examples
 
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3)
 SEEDS = (0, 1, 2)
@@ -103,6 +103,9 @@ def finetune_grid(
         raise ValueError(f"learning rates must be positive, got {list(lrs)}")
     root = Path(options.out_dir)
     test_examples = TASKS[options.task]().read(test, **options.columns)  # a bad test file fails before training
+    # every run's own checks (model, tokenizer, splits, --max-length …) before the grid's first write: a
+    # refused grid must not leave its marker in --out, which would refuse the corrected command
+    check_finetune(replace(options, lr=lrs[0], seed=seeds[0], out_dir=str(root / f"lr-{lrs[0]:g}-seed-{seeds[0]}")))
     claim_output_dir(root, "finetune --grid", overwrite=overwrite)
     runs: list[dict] = []
     probabilities: list[list[list[float]] | None] = []  # per run, per test item, per class (classification)
