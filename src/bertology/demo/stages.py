@@ -40,6 +40,10 @@ DATA = data_root() or _data_dirs()[0]
 # ELECTRA's share of masked tokens in the small-budget recipe: google-research/electra's later 25%, not the
 # paper's 15% (bench/electra_masking.py measures both at equal steps; docs/electra.md has the table)
 RTD_MASKING = 0.25
+# ELECTRA's generator samples at temperature 2 and the pair learns at 5e-4 (not BERT's 2e-3) on a small budget: at
+# temperature 1 the near-unigram samples are undetectable without context and the encoder collapses to a few
+# directions (bench/electra_budget.py; docs/electra.md "Why the discriminator barely learns on a CPU budget")
+RTD_TEMPERATURE, RTD_LR = 2.0, 5e-4
 FAMILIES = PRETRAINABLE  # every family that pretrains from scratch: bert, roberta, albert, xlnet, electra
 # a family raced against another on the same wall-clock budget (not the same steps): ELECTRA's generator
 # costs time a step, BERT-tiny is the network its discriminator equals
@@ -170,7 +174,8 @@ def recipe(
     than random ones). The family's objective, packing and masking style are its paper's; XLNet
     predicts the same 30% (its `num_predict`) by permutation LM, the rest of its recipe (reuse half,
     memory 3/4 of the sequence) scaled from the original's; ELECTRA masks RTD_MASKING of the tokens for its
-    generator and its discriminator learns from all of them. With `minutes`, warmup (10%) and decay
+    generator, samples its replacements at RTD_TEMPERATURE and learns at RTD_LR, and its discriminator learns
+    from all of the tokens. With `minutes`, warmup (10%) and decay
     follow the clock (--time-budget), so the schedule ends when the minutes do.
     """
     from ..data.recipe import PLM, RTD
@@ -187,6 +192,8 @@ def recipe(
         if paper == PLM
         else dict(mlm_probability=rate, max_predictions=predictions, dupe_factor=2)
     )
+    if paper == RTD:
+        objective["sampling_temperature"] = extra.pop("sampling_temperature", RTD_TEMPERATURE)
     every = (
         dict(eval_every=100, log_every=10)
         if steps is None
@@ -204,7 +211,7 @@ def recipe(
         warmup=max(2, (steps or 0) // 10),
         batch_size=batch_size,
         seq_len=seq_len,
-        lr=2e-3,
+        lr=RTD_LR if paper == RTD else 2e-3,
         schedule="linear",
         dropout=0.0,
         unigram_prior=True,
