@@ -164,20 +164,33 @@ class TableSource:
             yield from values
 
     def _batches(self, pa, columns):
+        """The record batches of every file in order; unreadable data is a TableError naming the table, the
+        row it starts at (rows counted across the files, as `where` numbers them) and the file holding it."""
+        done = 0  # rows yielded so far: where an unreadable stretch starts
         for file in self.files:
             try:
-                if self.format == "parquet":
-                    yield from pa.parquet.ParquetFile(file).iter_batches(batch_size=BATCH_ROWS, columns=columns)
-                    continue
-                with pa.memory_map(file, "r") as source:  # the OS pages the shard in as batches are read
-                    for batch in pa.ipc.open_stream(source):
-                        if columns is not None:  # the stream has no column projection: keep the asked ones
-                            batch = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
-                        yield batch
+                for batch in self._file_batches(pa, file, columns):
+                    yield batch
+                    done += batch.num_rows
             except (pa.ArrowException, OSError) as e:
+                kind = "Parquet" if self.format == "parquet" else "Arrow stream"
+                shard = "" if file == self.path else f" in {file}"
                 raise TableError(
-                    f"{file}: unreadable {'Parquet' if self.format == 'parquet' else 'Arrow stream'} data: {e}"
+                    f"{self.where(done)}: unreadable {kind} data{shard} from this row on (the rows before it "
+                    f"were read): {e}"
                 ) from e
+
+    def _file_batches(self, pa, file: str, columns):
+        if self.format == "parquet":  # a row group at a time, so a bad one is found at its first row
+            parquet = pa.parquet.ParquetFile(file)
+            for group in range(parquet.num_row_groups):
+                yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns)
+            return
+        with pa.memory_map(file, "r") as source:  # the OS pages the shard in as batches are read
+            for batch in pa.ipc.open_stream(source):
+                if columns is not None:  # the stream has no column projection: keep the asked ones
+                    batch = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+                yield batch
 
     def _named(self, value, names: list[str], is_list: bool, column: str, index: int):
         def name(i):

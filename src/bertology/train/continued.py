@@ -41,12 +41,14 @@ import json
 import os
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import torch
 
+from ..data import Recipe, check_corpus_documents, heldout_value
 from ..data.corpus import split_sentences
 from ..io import atomic_path, atomic_write_json, iter_files
 from ..models import PRETRAINABLE, get_family, task_class
@@ -487,7 +489,7 @@ def extend_vocabulary(
     chosen = choose_pieces(old, domain, words, n)
     if not chosen:
         raise ValueError(
-            f"--extend-vocab {n}: no piece of the tokenizer trained on {', '.join(corpus)} is new to "
+            f"--extend-vocab {n}: no piece of the tokenizer trained on {corpus_name(corpus)} is new to "
             "the checkpoint's vocabulary; the corpus needs no extension"
         )
     tok, pieces, old_ids = extended_tokenizer(old, chosen, base)
@@ -571,11 +573,43 @@ def write_init_record(o, out: Path, extension: Extension | None) -> None:
 # ---- a table's text column as the corpus (TAPT, Parquet, datasets) -----------------------------------
 
 TASK_CORPUS = "task-corpus.txt"  # a table corpus's texts, a record a document, as the text corpus the jobs read
+TASK_CORPUS_SOURCE = "task-corpus.source"  # beside it: the user's files and column, which messages name
 
 
 def is_table_corpus(files: list[str], text_column: str | None) -> bool:
     """Whether --corpus is read as tables: --text-column given, or a Parquet file / datasets directory in it."""
     return text_column is not None or any(table_format(f) for f in files)
+
+
+def table_corpus_name(files: list[str], column: str) -> str:
+    """How a message names a table corpus: the user's files and the column read, never the staged text.
+
+    >>> table_corpus_name(["train.csv"], "text")
+    "train.csv (column 'text', a row a document)"
+    """
+    return f"{', '.join(map(str, files))} (column {column!r}, a row a document)"
+
+
+def corpus_name(files: list[str]) -> str:
+    """How a message names a corpus: its files, or for a staged table corpus (TASK_CORPUS with its
+    TASK_CORPUS_SOURCE beside it) the user's files and column it was read from."""
+    names = []
+    for f in map(Path, files):
+        source = f.with_name(TASK_CORPUS_SOURCE)
+        names.append(source.read_text(encoding="utf-8") if f.name == TASK_CORPUS and source.is_file() else str(f))
+    return ", ".join(names)
+
+
+@contextmanager
+def naming_the_users_files(staged: Path, name: str):
+    """A ValueError raised inside that names the staged text file names the user's table (`name`) instead:
+    the checks downstream read the staged file, but the user can only act on their own."""
+    try:
+        yield
+    except ValueError as e:
+        if e.args and isinstance(e.args[0], str) and str(staged) in e.args[0]:
+            e.args = (e.args[0].replace(str(staged), name), *e.args[1:])
+        raise
 
 
 def iter_text_column(files: list[str], column: str) -> Iterator[list[str]]:
@@ -604,13 +638,25 @@ def write_text_corpus(documents: Iterable[list[str]], file: Path) -> int:
     return n
 
 
+def _draws_next_sentences(o) -> bool:
+    """Whether the job pairs sentences across documents (BERT's NSP), which needs two documents in each split:
+    pretrain options (they have a family) whose recipe says so; a distillation never does."""
+    return hasattr(o, "family") and Recipe.from_options(o).pair_task == "nsp"
+
+
 def stage_table_corpus(o, staging: Path):
-    """`o` (options with corpus, text_column and format) itself for a text corpus; for tables (`is_table_corpus`)
-    a copy whose corpus is their texts, written a document at a time to staging/TASK_CORPUS in the lines format,
-    which every reader of a corpus (tokenizer training, instances, permutation streams) then takes as it is."""
+    """`o` (options with corpus, text_column, format and heldout) itself for a text corpus; for tables
+    (`is_table_corpus`) a copy whose corpus is their texts, written a document at a time to staging/TASK_CORPUS
+    in the lines format, which every reader of a corpus (tokenizer training, instances, permutation streams)
+    then takes as it is. The documents are counted against --heldout (and NSP's two per split) here, so that
+    the message names the user's table and column, not the staged file; `corpus_name` does so later."""
     if not is_table_corpus(o.corpus, o.text_column):
         return o
     staged, column = staging / TASK_CORPUS, o.text_column or DEFAULT_TEXT_COLUMN
+    name = table_corpus_name(o.corpus, column)
     if not write_text_corpus(iter_text_column(o.corpus, column), staged):
         raise ValueError(f"{', '.join(map(str, o.corpus))}: no text in column {column!r} (every row null or blank)")
+    (staging / TASK_CORPUS_SOURCE).write_text(name, encoding="utf-8")
+    with naming_the_users_files(staged, name):
+        check_corpus_documents([str(staged)], "lines", heldout_value(o.heldout), nsp=_draws_next_sentences(o))
     return replace(o, corpus=[str(staged)], format="lines")

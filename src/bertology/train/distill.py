@@ -42,7 +42,7 @@ from ..options import (
 )
 from ..tokenizers import Tokenizer
 from . import distributed as dist
-from .continued import stage_table_corpus
+from .continued import corpus_name, stage_table_corpus
 from .device import say
 from .resume import same_run
 from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
@@ -345,7 +345,7 @@ def _distill_sentences(
             f"--alpha-mlm {alphas.mlm}: the student's tokenizer has no "
             f"{get_family(o.student).specials.mask} token to mask with"
         )
-    where = ", ".join(map(str, o.corpus))
+    where = corpus_name(o.corpus)  # a table corpus by the user's file and column, not the staged text
     check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=False)
     train_texts, heldout_texts = split_texts(
         read_texts(o.corpus, o.format, o.text_unit), heldout_value(o.heldout), o.seed, where
