@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
 TEST = Path(__file__).parents[1] / "data" / "debian-sections" / "test.tsv"
 FAMILIES = ("bert", "roberta", "albert", "xlnet", "electra")
-MODELS = (*FAMILIES, "bert+word2vec", "minilm→tiny")
+MODELS = (*FAMILIES, "minilm→tiny")
 REFERENCES = ("bag-of-words", "word2vec average", "MiniLM embeddings (frozen)")
 PLOTS = ("pretraining.png", "label-curve.png", "parameters.png", *(f"attention-{f}.png" for f in FAMILIES))
 
@@ -43,7 +43,10 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
                 assert p["significant"] == (p["ci95"][0] > 0 or p["ci95"][1] < 0)
                 assert set(p["vs_bag_of_words"]) == {"diff", "ci95", "significant"}
     by_name = {r["model"]: r for r in results}
-    for r in results[:6]:
+    for r in results[:5]:
+        assert r["init_embeddings"]["copied"] > 0, r["model"]  # every family started from word2vec over its pieces
+        assert r["method"] in ("head", "prompt", "probe") and r["random_init_method"] in ("head", "prompt", "probe")
+        assert f"| {r['model']} | {r['method']}" in report  # the method dev chose, in the table
         assert r["pretraining_tokens"] > 0 and r["pretraining_tokens"] % (16 * 32) == 0 and r["pretraining_seconds"] > 0
         # every family was evaluated on held-out text, against the unigram baseline of the same tokens
         assert 0.0 < r["mlm_accuracy"] < 1.0 and 0.0 <= r["unigram_accuracy"] < 1.0, r["model"]
@@ -57,18 +60,20 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     }
     # Every accuracy in the report is recomputed from the predictions each fine-tuning kept.
     gold = [line.split("\t")[-1] for line in TEST.read_text(encoding="utf-8").splitlines()[1:]]
-    for r in results[:7]:
+    for r in results[:6]:
         twin_of = r["model"] if r["model"] in FAMILIES else "bert"  # the other starts share BERT's twin
-        for name, accuracy in ((r["model"], "test_accuracy"), (twin(twin_of), "random_init_test_accuracy")):
+        for name, prefix in ((r["model"], ""), (twin(twin_of), "random_init_")):
+            accuracy = prefix + "test_accuracy"
             for point in r["label_curve"]:
                 count = "all" if point["labels_per_class"] is None else str(point["labels_per_class"])
-                grid = GridResult.load(out / "finetune" / name.replace(" ", "-").strip("()") / count)
+                method = point[prefix + "method"]  # chosen on dev at the first count, kept for the next
+                grid = GridResult.load(out / "finetune" / name.replace(" ", "-").strip("()") / count / method)
+                assert grid.method == method == r["label_curve"][0][prefix + "method"]
                 assert [grid.labels[g] for g in grid.test_gold] == gold, name
                 assert point[accuracy] == pytest.approx(sum(grid.correct()) / len(gold)), (name, count)
                 for run in grid.runs:
                     hits = sum(grid.labels[p] == g for p, g in zip(run["test_predictions"], gold))
                     assert run["test"] == pytest.approx(hits / len(gold)), (name, count, run["seed"])
-    assert by_name["bert+word2vec"]["init_embeddings"]["copied"] > 0  # word2vec rows went into the embedding
     # ELECTRA-tiny raced BERT-tiny on the same Trainer seconds (not the same steps), with BERT's WordPiece
     electra, bert = by_name["electra"], by_name["bert"]
     assert (electra["tokenizer"], electra["vocab_size"]) == (bert["tokenizer"], bert["vocab_size"])

@@ -131,11 +131,16 @@ def _finetune(args) -> int:
     summary = finetune(options, resume=args.resume, overwrite=args.overwrite)
     if summary["interrupted"]:
         print(
-            f"interrupted at step {summary['steps']}: checkpoint written; continue with --resume --out {options.out_dir}"
+            f"interrupted at step {summary['steps']}: "
+            + (
+                f"checkpoint written; continue with --resume --out {options.out_dir}"
+                if options.checkpoints
+                else "nothing written (--no-checkpoints); run it again"
+            )
         )
         return 130
     dev = summary["dev"]
-    if "probe" in summary:
+    if summary.get("method") == "probe":
         print(
             f"{summary['architecture']}: a logistic regression (l2 {summary['probe']['l2']:g}) on the frozen encoder's "
             f"vectors of {summary['train_examples']:,} examples"

@@ -189,3 +189,18 @@ def test_resume_keeps_the_checkpoints_embedding(setup, tmp_path):
     weight = token_embedding(bertology.load(out)).weight.detach()
     rows = [tok.token_to_id(p) for p in setup["kv"].index_to_key]
     assert torch.allclose(weight[rows], torch.from_numpy(setup["kv"].vectors), atol=1e-6)  # the first run's vectors
+
+
+def test_xlnet_token_embedding_takes_the_vectors(tmp_path):
+    """XLNet keeps its token embedding at backbone.word (no embeddings module); `pretrain` copies the
+    vectors there before the permutation LM trains."""
+    config = get_family("xlnet").preset("tiny", vocab_size=len(PIECES), pad_token_id=0)
+    torch.manual_seed(0)
+    m = task_class("xlnet", "LMHeadModel")(config)
+    assert token_embedding(m) is m.backbone.word
+    kv = vectors(config.hidden_size)
+    path = tmp_path / "v.txt"
+    kv.save(str(path))
+    result = init_token_embeddings(m, Vocab(PIECES), read_init_vectors(path, config), path)
+    assert result.copied == 4
+    assert torch.equal(m.backbone.word.weight[PIECES.index("cat")], torch.from_numpy(kv.vectors[1]))

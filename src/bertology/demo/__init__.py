@@ -48,7 +48,7 @@ from .stages import (
 )
 
 __all__ = ["CORPORA", "recipe", "run"]
-W2V = "bert+word2vec"  # BERT-tiny whose token embedding starts from word2vec vectors over its pieces
+WORD2VEC_EPOCHS = 2  # passes of skip-gram over the corpus for each tokenizer's pieces (bench/few_labels.py took 3)
 STUDENT = "minilm→tiny"  # the teacher track's student
 
 
@@ -77,33 +77,50 @@ def claim_demo_dir(out: Path, resume: bool, overwrite: bool) -> None:
             shutil.rmtree(out / stage, ignore_errors=True)
 
 
-def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -> Path:
-    """word2vec (skip-gram) over BERT's own WordPiece pieces, as wide as the model's token embedding."""
+def methods_of(family) -> tuple[str, ...]:
+    """The fine-tuning methods a family's start offers, chosen among on dev: a new head always; the
+    pretrained head through a prompt where the family has one; a probe where mean pooling applies."""
+    return ("head",) + (("prompt",) if family.prompts else ()) + (() if family.summary_head else ("probe",))
+
+
+def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -> dict[str, Path]:
+    """{family: word2vec (skip-gram) vectors over its tokenizer's own pieces, as wide as its token
+    embedding}: one training per distinct tokenizer and width (ELECTRA shares BERT's)."""
     from ..models import get_family
+    from ..models.init_embeddings import embedding_size
     from ..wordvec.options import TrainOptions
     from ..wordvec.train import train
 
-    path = out / "wordvec" / "bert-pieces.txt"
-    if not (resume and path.is_file()):
+    paths: dict[str, Path] = {}
+    trained: dict[tuple[bytes, int], Path] = {}
+    for family in FAMILIES:
+        tokenizer = out / "tokenizers" / family / "tokenizer.json"
+        width = embedding_size(get_family(family).preset(plan.preset))
+        key = (tokenizer.read_bytes(), width)
+        if key in trained:
+            paths[family] = trained[key]
+            continue
+        path = paths[family] = trained[key] = out / "wordvec" / f"{family}-pieces.txt"
+        if resume and path.is_file():
+            continue
         t0 = time.perf_counter()
-        width = get_family("bert").preset(plan.preset).hidden_size
         _, summary = train(
             TrainOptions(
                 corpus=[str(c) for c in corpus],
                 out=str(path),
                 algorithm="skipgram",
                 vector_size=width,
-                tokenizer=str(out / "tokenizers" / "bert" / "tokenizer.json"),
-                epochs=1 if plan.quick else 3,
+                tokenizer=str(tokenizer),
+                epochs=1 if plan.quick else WORD2VEC_EPOCHS,
                 workers=2,
                 quiet=True,
             )
         )
         say(
-            f"   word2vec (skip-gram) over BERT's pieces: {summary['vocabulary']:,} pieces × {width} dimensions "
+            f"   word2vec (skip-gram) over {family}'s pieces: {summary['vocabulary']:,} pieces × {width} dimensions "
             f"({time.perf_counter() - t0:.1f} s)"
         )
-    return path
+    return paths
 
 
 def run(args) -> int:
@@ -143,7 +160,7 @@ def run(args) -> int:
     corpus = corpus_files(out, plan.corpus_bytes)
     say("\n1/4 tokenizers and word vectors, trained on data/debian-descriptions")
     rows = train_tokenizers(out, plan, corpus, args.resume, say)
-    slots = len(FAMILIES) + 2  # every family, the word2vec start and the teacher track's student
+    slots = len(FAMILIES) + 1  # every family and the teacher track's student
     if plan.probes_presets:
         from .probe import sized_plan
 
@@ -152,7 +169,8 @@ def run(args) -> int:
         plan = sized_plan(plan, out, seconds, args.resume, say)
     vectors = word_vectors(out, plan, corpus, args.resume, say)
 
-    models = [(f, f, {}) for f in FAMILIES] + [(W2V, "bert", {"init_embeddings": str(vectors)})]
+    # every family starts its token embedding from word2vec over its own pieces, then trains its own objective
+    models = [(f, f, {"init_embeddings": str(vectors[f])}) for f in FAMILIES]
     pretraining_s = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S)
     started = budget.spent()
     say(
@@ -187,14 +205,15 @@ def run(args) -> int:
     starts = []
     for family in FAMILIES:
         pooling = "cls" if get_family(family).summary_head else "mean"  # XLNet's head is its own summary
+        methods = methods_of(get_family(family))
         starts += [
-            Start(family, pretrained / family, pooling=pooling),
-            Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling),
+            Start(family, pretrained / family, pooling=pooling, methods=methods),
+            Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling, methods=methods),
         ]
-    starts += [Start(W2V, pretrained / W2V), Start(STUDENT, out / "distill" / "minilm")]
+    starts.append(Start(STUDENT, out / "distill" / "minilm", methods=("head", "probe")))  # no MLM head
     curves = label_curves(starts, plan, budget, data_path("debian-sections"), out / "finetune", args.resume, say)
     counts = [c for c in plan.label_counts if label_name(c) in curves[starts[0].name]]
-    references = reference_lines(counts, vectors, out / "tokenizers" / "bert" / "tokenizer.json", say)
+    references = reference_lines(counts, vectors["bert"], out / "tokenizers" / "bert" / "tokenizer.json", say)
 
     say("\n4/4 report")
     report = write_report(out, plan, rows, student, curves, references, budget)

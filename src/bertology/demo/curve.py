@@ -2,12 +2,13 @@
 data/debian-sections (10, 30, 100 and all 175 examples per class), through the same protocol, and
 compared item by item on the test split.
 
-Protocol (the same for every start): the learning rate is chosen on dev alone from the grid at the
-first label count, over all seeds, and kept for the larger counts (the grid at every count does
-not fit a 20-minute budget); each run keeps its best dev epoch; the seeds' class probabilities are
-averaged into one ensemble prediction per test item, and two starts are compared by a paired
-bootstrap over the test items (tasks/bootstrap.py). A gain is called one only when its 95%
-interval excludes 0.
+Protocol (the same for every start): the method (a new head, the pretrained head through a
+prompt, a probe on frozen vectors: what the start offers) and its learning rate are chosen on dev
+alone at the first label count, over all seeds, and kept for the larger counts (the grid at every
+count does not fit a 20-minute budget); each run keeps its best dev epoch (in memory, written
+once); the seeds' class probabilities are averaged into one ensemble prediction per test item,
+and two starts are compared by a paired bootstrap over the test items (tasks/bootstrap.py). A
+gain is called one only when its 95% interval excludes 0.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Start:
     model: Path
     from_scratch: bool = False
     pooling: str = "mean"  # MLM-only pretraining never trains a [CLS] summary; XLNet keeps its own head
+    methods: tuple[str, ...] = ("head",)  # finetune --method candidates, chosen among on dev
 
 
 def task_file(data: Path, split: str) -> Path:
@@ -67,6 +69,7 @@ class Meter:
 
 def run_grid(
     start: Start,
+    method: str,
     count: int | None,
     epochs: float,
     lrs: tuple[float, ...],
@@ -75,7 +78,7 @@ def run_grid(
     out: Path,
     resume: bool,
 ) -> GridResult:
-    """One start at one label count through `lrs` × the plan's seeds (reused on --resume when finished)."""
+    """One start and method at one label count through `lrs` × the plan's seeds (reused on --resume when finished)."""
     from ..tasks.finetune import FinetuneOptions
     from ..tasks.grid import finetune_grid
 
@@ -95,8 +98,10 @@ def run_grid(
         bf16=plan.bf16,
         quiet=True,
         labels_per_class=count,
-        pooling=start.pooling,
+        pooling={"prompt": "cls", "probe": "mean"}.get(method, start.pooling),
         device=plan.device,
+        method=method,
+        checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
     )
     return finetune_grid(options, str(task_file(data, "test")), lrs, plan.seeds, overwrite=True)
 
@@ -109,11 +114,18 @@ def label_curves(
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
     meter = Meter()
     curves: dict[str, dict[str, GridResult]] = {s.name: {} for s in starts}
-    chosen: dict[str, float] = {}
+    chosen: dict[str, tuple[str, float]] = {}  # start → (method, lr) chosen on dev at the first count
+
+    def candidates(start: Start, first: bool) -> list[tuple[str, tuple[float, ...]]]:
+        if not first:
+            method, lr = chosen[start.name]
+            return [(method, (lr,))]
+        return [(m, plan.rates(m)) for m in start.methods]
+
     for i, count in enumerate(plan.label_counts):
         n = examples_at(count, train_labels)
         passes = run_passes(n, plan.epochs(n), dev, test)
-        runs = sum(len(plan.learning_rates if i == 0 else (1,)) * len(plan.seeds) for _ in starts)
+        runs = sum(len(lrs) * len(plan.seeds) for s in starts for _, lrs in candidates(s, i == 0))
         needed, left = meter.estimate(runs * passes), budget.left() - REPORT_RESERVE_S
         if i > 0 and not plan.quick and needed > left:  # --quick runs every path, whatever the time
             say(
@@ -126,17 +138,21 @@ def label_curves(
             f"{len(plan.seeds)} seeds{', lr chosen on dev' if i == 0 and len(plan.learning_rates) > 1 else ''}):"
         )
         for start in starts:
-            lrs = plan.learning_rates if i == 0 else (chosen[start.name],)
-            t0, run_dir = time.perf_counter(), out / start.name.replace(" ", "-").strip("()") / label_name(count)
-            reused = resume and (run_dir / "grid.json").is_file()  # a resumed grid costs nothing: not a measurement
-            grid = run_grid(start, count, plan.epochs(n), lrs, plan, data, run_dir, resume)
-            if not reused:
-                meter.add(time.perf_counter() - t0, len(lrs) * len(plan.seeds) * passes)
-            chosen.setdefault(start.name, grid.lr)
+            grids = []
+            for method, lrs in candidates(start, i == 0):
+                t0 = time.perf_counter()
+                run_dir = out / start.name.replace(" ", "-").strip("()") / label_name(count) / method
+                reused = resume and (run_dir / "grid.json").is_file()  # a resumed grid costs nothing: not a measurement
+                grids.append(run_grid(start, method, count, plan.epochs(n), lrs, plan, data, run_dir, resume))
+                if not reused:
+                    meter.add(time.perf_counter() - t0, len(lrs) * len(plan.seeds) * passes)
+            grid = max(grids, key=lambda g: g.dev_mean)  # on dev alone; ties: the first method listed
+            chosen.setdefault(start.name, (grid.method, grid.lr))
             curves[start.name][label_name(count)] = grid
+            others = "; ".join(f"{g.method} dev {g.dev_mean:.3f}" for g in grids if g is not grid)
             say(
-                f"      {start.name:<28} lr {grid.lr:g}: test {grid.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), "
-                f"{grid.test_mean:.3f} ± {grid.test_std:.3f} per seed"
+                f"      {start.name:<28} {grid.method} lr {grid.lr:g} (dev {grid.dev_mean:.3f}{'; ' + others if others else ''}): "
+                f"test {grid.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), {grid.test_mean:.3f} ± {grid.test_std:.3f} per seed"
             )
     return curves
 

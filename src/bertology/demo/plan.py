@@ -23,6 +23,7 @@ LABEL_COUNTS = (10, 30, 100, None)
 PRIORITY = (10, None, 30, 100)  # the order the counts get time: the seed's few-label claim first
 SEEDS = (0, 1, 2, 3, 4)
 LEARNING_RATES = (1e-3, 3e-3)  # random init and pretrained starts want different rates: both run, dev chooses
+PROMPT_RATES = (3e-4, 1e-3)  # the pretrained head is already in place: it moves at lower rates than a new one
 REPORT_RESERVE_S = 30.0  # plots, attention maps and tables at the end
 GPU_PRESETS = ("tiny", "mini", "small", "base")  # the probe's candidates, smallest first
 GPU_BATCH_SIZE = 512  # sequences a pretraining step on a GPU: a tiny batch leaves a GPU waiting on kernel launches
@@ -71,11 +72,16 @@ class Plan:
     batch_size: int
     finetune_length: int
     seeds: tuple[int, ...]
-    learning_rates: tuple[float, ...]
+    learning_rates: tuple[float, ...]  # of --method head
     label_counts: tuple[int | None, ...]  # in PRIORITY order
     bf16: bool
     pretrain_share: float = 0.55  # of the time left after the tokenizers: pretraining, the rest fine-tuning
     device: str = "cpu"  # where every stage runs: "cpu", "cuda:N"
+    prompt_rates: tuple[float, ...] = PROMPT_RATES
+
+    def rates(self, method: str) -> tuple[float, ...]:
+        """The learning rates tried for a fine-tuning method (a probe trains no rate: one run per seed)."""
+        return {"head": self.learning_rates, "prompt": self.prompt_rates, "probe": self.learning_rates[:1]}[method]
 
     @classmethod
     def make(cls, quick: bool, bf16: bool, device: str = "cpu") -> "Plan":
@@ -92,6 +98,7 @@ class Plan:
                 finetune_length=32,
                 seeds=(0, 1),
                 learning_rates=(3e-3,),
+                prompt_rates=(1e-3,),
                 label_counts=(10, None),
                 bf16=bf16,
                 device=device,

@@ -55,7 +55,9 @@ def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, cou
         "test_accuracy_ci95": accuracy_interval(grid.correct()),
         "test_accuracy_seed_mean": grid.test_mean,
         "test_accuracy_seed_std": grid.test_std,
+        "method": grid.method,
         "lr": grid.lr,
+        "dev_accuracy_seed_mean": grid.dev_mean,
     }
     if twin is not None:
         gain = compare(grid, twin.correct())
@@ -63,6 +65,7 @@ def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, cou
             random_init_test_accuracy=twin.ensemble_test,
             random_init_test_accuracy_ci95=accuracy_interval(twin.correct()),
             random_init_lr=twin.lr,
+            random_init_method=twin.method,
             gain=gain["diff"],
             ci95=gain["ci95"],
             significant=gain["significant"],
@@ -103,7 +106,9 @@ def results(
             "test_accuracy_std": pre.test_std,
             "random_init_test_accuracy": rand.test_mean,
             "random_init_test_accuracy_std": rand.test_std,
+            "method": pre.method,
             "lr": pre.lr,
+            "random_init_method": rand.method,
             "random_init_lr": rand.lr,
             "seeds": sorted({r["seed"] for r in pre.runs}),
             "labels_per_class": last,
@@ -152,6 +157,12 @@ def results(
     return out
 
 
+def _method(entry: dict, prefix: str) -> str:
+    """ "prompt (0.001)": the method and rate dev chose (reference lines have neither: "–")."""
+    method, lr = entry.get(prefix + "method"), entry.get(prefix + "lr")
+    return "–" if method is None else method if method == "probe" else f"{method} ({lr:g})"
+
+
 def _gain(diff: float, ci95: list[float], significant: bool) -> str:
     text = f"{diff:+.3f} [{ci95[0]:+.3f}, {ci95[1]:+.3f}]"
     return f"**{text}**" if significant else text
@@ -184,8 +195,8 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
                 f"each): {a['pretraining_tokens']:,} tokens in {a['pretraining_steps']:,} steps against "
                 f"{b['pretraining_tokens']:,} in {b['pretraining_steps']:,}.",
             ]
-    header = "| start | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
-    curve = [header, "|" + "---|" * (len(counts) + 1)]
+    header = "| start | method (lr), chosen on dev | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
+    curve = [header, "|" + "---|" * (len(counts) + 2)]
     gains = [
         "| model | "
         + " | ".join(f"gain over twin, {c}/class" for c in counts)
@@ -197,7 +208,7 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
     for e in results_list:
         at = {label_name(p["labels_per_class"]): p for p in e["label_curve"]}
         curve.append(
-            f"| {e['model']} | "
+            f"| {e['model']} | {_method(e, '')} | "
             + " | ".join(
                 _accuracy(at[c]["test_accuracy"], at[c]["test_accuracy_ci95"]) if c in at else "–" for c in counts
             )
@@ -205,7 +216,7 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
         )
         if e["model"] in FAMILIES:  # its twin's row under it (the other BERT-tiny starts share BERT's twin)
             curve.append(
-                f"| {twin(e['model'])} | "
+                f"| {twin(e['model'])} | {_method(e, 'random_init_')} | "
                 + " | ".join(
                     _accuracy(at[c]["random_init_test_accuracy"], at[c]["random_init_test_accuracy_ci95"])
                     if c in at
@@ -274,12 +285,14 @@ def write_report(
         # the same runs against wall-clock seconds: an ELECTRA step costs more than BERT's (its generator)
         plot_curves(metrics, out / "pretraining-time.png", seconds=True),
     ]
-    lines = {}  # each family's line, then its twin's
+    lines, methods = {}, {}  # each family's line, then its twin's; the method dev chose for each
     for e in listed:
+        methods[e["model"]] = e.get("method")
         lines[e["model"]] = [
             (p["labels_per_class"], p["test_accuracy"], p["test_accuracy_ci95"]) for p in e["label_curve"]
         ]
         if e["model"] in FAMILIES:
+            methods[twin(e["model"])] = e.get("random_init_method")
             lines[twin(e["model"])] = [
                 (p["labels_per_class"], p["random_init_test_accuracy"], p["random_init_test_accuracy_ci95"])
                 for p in e["label_curve"]
@@ -292,6 +305,7 @@ def write_report(
             out / "label-curve.png",
             all_labels=all_labels,
             references=set(references),
+            methods={name: m for name, m in methods.items() if m is not None},
             title="Debian sections (10 classes): test accuracy against labelled examples",
         )
     )
@@ -313,8 +327,10 @@ def write_report(
         f"{plan.preset} models pretrained on data/debian-descriptions for an equal share of a {budget.seconds / 60:g}-minute "
         f"budget on {plan.device} ({plan.batch_size} × {plan.seq_len} tokens a step, "
         f"{'bf16 autocast' if plan.bf16 else 'fp32'}; {tokens:,} pretraining tokens in all); "
-        f"fine-tuned on class-balanced subsets of data/debian-sections, lr ∈ "
-        f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}} chosen on mean dev accuracy, {len(plan.seeds)} seeds "
+        f"fine-tuned on class-balanced subsets of data/debian-sections, the method (a new head: lr ∈ "
+        f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}}; the pretrained head through a prompt: lr ∈ "
+        f"{{{', '.join(f'{x:g}' for x in plan.prompt_rates)}}}; a probe on frozen vectors) chosen on mean dev accuracy "
+        f"at {label_name(plan.label_counts[0])} labels per class and kept, {len(plan.seeds)} seeds "
         f"ensembled; total wall time {budget.spent() / 60:.1f} min.",
         "",
         text,

@@ -49,10 +49,6 @@ def read_init_vectors(path: str | os.PathLike, config: EncoderConfig) -> KeyedVe
     `config` describes before anything is written: the file exists and parses, and its vectors
     are as wide as the token embedding."""
     path = os.fspath(path)
-    if config.model_type == "xlnet":
-        raise ValueError(
-            f"--init-embeddings {path}: not supported for xlnet (its permutation-LM pretraining builds its own model)"
-        )
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"--init-embeddings {path}: " + ("not a file" if os.path.exists(path) else "no such file")
@@ -72,9 +68,9 @@ def read_init_vectors(path: str | os.PathLike, config: EncoderConfig) -> KeyedVe
 def token_embedding(model: nn.Module) -> nn.Embedding:
     """The token (word-piece) embedding of an encoder model or of a task model around one."""
     backbone = getattr(model, "backbone", model)
-    word = getattr(getattr(backbone, "embeddings", None), "word", None)
+    word = getattr(getattr(backbone, "embeddings", None), "word", None) or getattr(backbone, "word", None)  # XLNet's
     if not isinstance(word, nn.Embedding):
-        raise TypeError(f"{type(model).__name__} has no token embedding (backbone.embeddings.word)")
+        raise TypeError(f"{type(model).__name__} has no token embedding (backbone.embeddings.word or backbone.word)")
     return word
 
 

@@ -100,6 +100,11 @@ class FinetuneOptions:
     quiet: bool = option(False, "no progress bar")
     log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
     keep_checkpoints: int = option(1, "checkpoints kept", check=POSITIVE)
+    checkpoints: bool = option(
+        True,
+        "a resumable checkpoint at each epoch; off: nothing is written until the end, the best dev epoch is "
+        "kept in memory (for runs too short to resume: a killed one starts again)",
+    )
     stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
     compile: bool = option(False, "torch.compile the model's blocks (inductor); the first steps compile first")
     labels_per_class: int | None = option(
@@ -463,6 +468,7 @@ def _finetune(
         shutil.rmtree(out / "best", ignore_errors=True)  # an earlier run's best epoch is not this run's
 
     dev_features = None  # tokenized once, read at every evaluation
+    kept_in_memory: dict[str, torch.Tensor] = {}  # the best epoch's weights, without --checkpoints
 
     def evaluate(m) -> dict[str, float]:
         nonlocal dev_features
@@ -473,6 +479,9 @@ def _finetune(
         score = scores[task.main_metric]
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)
+            if not o.checkpoints:  # a copy in memory, written once at the end
+                kept_in_memory.update({k: v.detach().to("cpu", copy=True) for k, v in m.state_dict().items()})
+                return scores
             with atomic_dir(out / "best", exists="replace") as tmp:  # weights and score change together
                 _save(m, out / "tokenizer.json", tmp)
                 atomic_write_json(tmp / "best.json", best)
@@ -487,6 +496,7 @@ def _finetune(
         keep_last=o.keep_checkpoints,
         eval_every=steps_per_epoch if dev else None,
         save_every=steps_per_epoch,
+        checkpoints=o.checkpoints,
         **({"device": str(device)} if device is not None else {}),
     )
     if not resume:
@@ -509,7 +519,10 @@ def _finetune(
     if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
         return {"task": task.name, "model": o.model, "steps": result["step"], "interrupted": True, "options": asdict(o)}
     if dist.is_main():
-        if dev is not None and best["step"] is not None:
+        if kept_in_memory:
+            model.load_state_dict(kept_in_memory)
+            _save(model, out / "tokenizer.json", out)
+        elif dev is not None and best["step"] is not None:
             for f in ("config.json", "model.safetensors", "tokenizer.json"):  # the best epoch becomes the model
                 atomic_copy(out / "best" / f, out / f)
         else:

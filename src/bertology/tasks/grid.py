@@ -54,6 +54,7 @@ class GridResult:
     test_gold: list[int] | None = None  # the test items' gold label ids
     ensemble_test: float | None = None  # the metric of the chosen rate's seeds, probabilities averaged
     ensemble_predictions: list[int] | None = None
+    method: str = "head"  # finetune --method of every run (head, prompt, probe)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -101,6 +102,8 @@ def finetune_grid(
         raise ValueError(f"need at least one learning rate and one seed, got lrs={list(lrs)}, seeds={list(seeds)}")
     if any(not (lr > 0 and math.isfinite(lr)) for lr in lrs):
         raise ValueError(f"learning rates must be positive, got {list(lrs)}")
+    if options.method == "probe" and len(lrs) > 1:
+        raise ValueError(f"--method probe trains no rate (its L2 strength is chosen on dev): give one, not {list(lrs)}")
     root = Path(options.out_dir)
     test_examples = TASKS[options.task]().read(test, **options.columns)  # a bad test file fails before training
     # every run's own checks (model, tokenizer, splits, --max-length …) before the grid's first write: a
@@ -148,7 +151,9 @@ def finetune_grid(
         if r["dir"] != keep:
             shutil.rmtree(r["dir"], ignore_errors=True)
     tests = [r["test"] for r in at_chosen]
-    result = GridResult(chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs)
+    result = GridResult(
+        chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs, method=options.method
+    )
     if labels is not None:
         chosen_probabilities = [p for p, r in zip(probabilities, runs) if r["lr"] == chosen]
         result.labels = labels

@@ -114,9 +114,14 @@ def read_verbalizer(path: str | Path) -> dict[str, list[str]]:
 
 
 def _covered(offsets: list[tuple[int, int]], span: tuple[int, int], special: list[int]) -> list[int]:
-    """Positions of the tokens inside a character span (special tokens, which cover nothing, excluded)."""
+    """Positions of the tokens that overlap a character span (special tokens excluded). Overlap, not
+    containment: a Metaspace piece's offsets take in the space before its word ("▁games" covers " games").
+
+    >>> _covered([(0, 3), (3, 9), (9, 10)], (4, 9), [0, 0, 0])
+    [1]
+    """
     a, b = span
-    return [i for i, (s, e) in enumerate(offsets) if not special[i] and e > s and s >= a and e <= b]
+    return [i for i, (s, e) in enumerate(offsets) if not special[i] and e > s and s < b and e > a]
 
 
 @dataclass(frozen=True)

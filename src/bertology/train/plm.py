@@ -23,6 +23,7 @@ from ..data.tokenized import split_documents, tokenize_corpus
 from ..io import atomic_path, atomic_write_json
 from ..models import get_family, task_class
 from ..models.heads import IGNORE, init_bias_from_counts
+from ..models.init_embeddings import init_token_embeddings
 from ..models.params import count
 from ..nn import set_dropout
 from . import distributed as dist
@@ -121,10 +122,12 @@ def pretrain_permutation_lm(
     heldout: float | int,
     device: torch.device,
     build=None,
+    vectors=None,
 ) -> dict[str, Any]:
     """The XLNet job: corpus → streams → permutation batches → XLNetLMHeadModel → Trainer → out/,
     on `device` (resolved by the pretraining job before anything was written). `build(head, tok,
-    **config fields)` → (model, whether its LM bias is new): a run continued from a checkpoint (--init)."""
+    **config fields)` → (model, whether its LM bias is new): a run continued from a checkpoint (--init).
+    `vectors` (--init-embeddings, read and checked by the caller) start the token embedding of a fresh run."""
     settings = recipe.permutation
     record = get_family(recipe.family)
     specials = special_tokens(tok, recipe.family)  # XLNet's examples are built with <sep>, <cls> and </s>
@@ -149,6 +152,11 @@ def pretrain_permutation_lm(
     else:
         model, new_bias = build(recipe.head, tok, **overrides)
         config = model.config
+    init = (
+        init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
+        if vectors is not None and not resume
+        else None
+    )  # on resume the checkpoint holds the embedding
     counts = corpus.token_counts(config.vocab_size, train_docs)
     if o.unigram_prior and not resume and new_bias:
         init_bias_from_counts(model.lm_loss.bias, counts)
@@ -191,6 +199,7 @@ def pretrain_permutation_lm(
         "steps_per_epoch": data.steps_per_epoch,
         "recipe": {**settings.__dict__, "mem_len": config.mem_len},
         "flops_per_token": count(model.config, seq_length=settings.seq_len).flops_per_token["total"],
+        "init_embeddings": init.summary() if init is not None else None,
         **run_summary(trainer, result),
     }
     if not result["interrupted"]:

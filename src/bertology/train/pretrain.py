@@ -437,7 +437,7 @@ def _pretrain(
     tok = _tokenizer(o, out, resume, given)
     if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
         return pretrain_permutation_lm(
-            o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device, build=build
+            o, recipe, out, tok, resume, overwrite, heldout_value(o.heldout), device, build=build, vectors=vectors
         )
 
     if not dist.is_main():

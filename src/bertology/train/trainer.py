@@ -119,6 +119,7 @@ class TrainingArguments:
     eval_every: int | None = None
     save_every: int | None = None
     keep_last: int = 2
+    checkpoints: bool = True  # False: none at all, not even the final one (a run too short to resume: start it again)
     quiet: bool = False
     stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
     overwrite: bool = False  # start afresh over an earlier run in out_dir (its checkpoints and metrics go)
@@ -564,11 +565,13 @@ class Trainer:
                     self._tick()  # evaluation spends the budget too
                 stop_here = args.stop_at is not None and self.step == args.stop_at < args.steps
                 if self._stop_signal is not None or stop_here:
-                    self.save_checkpoint()
+                    if args.checkpoints:
+                        self.save_checkpoint()
                     return {"step": self.step, "interrupted": True}
-                if args.save_every and self.step % args.save_every == 0 and self.step < args.steps:
+                if args.checkpoints and args.save_every and self.step % args.save_every == 0 and self.step < args.steps:
                     self.save_checkpoint()
-            self.save_checkpoint()
+            if args.checkpoints:
+                self.save_checkpoint()
             return {"step": self.step, "interrupted": False}
         finally:
             feed.close()

@@ -115,15 +115,17 @@ def plot_label_curve(
     all_labels: int,
     title: str,
     references: set[str] = frozenset(),
+    methods: dict[str, str] | None = None,
 ) -> Path:
     """Accuracy against labelled examples per class (log axis; None = all, drawn at `all_labels`),
     one line per start: `(labels per class, accuracy, 95% interval or None)` points. A random-init
     twin ("x (random init)") is dashed in its model's colour; `references` (linear baselines) are
-    grey and dotted; other starts get colours of their own."""
+    grey and dotted; other starts get colours of their own, none a family's. `methods` names the
+    fine-tuning method of a line in its legend entry ("bert: prompt")."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.5, 5.2))
     greys = iter(["#4d4d4d", "#8c8c8c", "#b0b0b0", "#2f2f2f"])
-    others = iter(["#17becf", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"])
+    others = iter(["#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39"])  # none of COLORS' families
     colors: dict[str, str] = {}
     handles = []  # in the order given (matplotlib would list plain lines before error bars)
     for name, points in lines.items():
@@ -135,7 +137,11 @@ def plot_label_curve(
             colors[base] = COLORS.get(base) or next(greys if base in references else others)
         linestyle = "--" if base != name else ":" if base in references else "-"
         style = dict(
-            color=colors[base], linestyle=linestyle, marker="s" if base != name else "o", markersize=4, label=name
+            color=colors[base],
+            linestyle=linestyle,
+            marker="s" if base != name else "o",
+            markersize=4,
+            label=f"{name}: {methods[name]}" if methods and name in methods else name,
         )
         if all(p[2] is not None for p in points):
             yerr = [[y - p[2][0] for y, p in zip(ys, points)], [p[2][1] - y for y, p in zip(ys, points)]]
