@@ -16,7 +16,16 @@ from .albert import (
     AlbertForTokenClassification,
     AlbertModel,
 )
-from .auto import ARCHITECTURES, from_config, load, load_backbone, load_for_task, load_with_heads, task_class, task_model
+from .auto import (
+    ARCHITECTURES,
+    from_config,
+    load,
+    load_backbone,
+    load_for_task,
+    load_with_heads,
+    task_class,
+    task_model,
+)
 from .base import EncoderModel, PreTrainedModel
 from .bert import (
     BertForMaskedLM,

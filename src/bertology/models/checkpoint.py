@@ -334,7 +334,11 @@ def load_state(
                 stacklevel=3,
             )
         missing = [m for m in missing if ".pooler" not in m]
-    unexpected = [] if backbone_only or other_heads_ok else sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
+    unexpected = (
+        []
+        if backbone_only or other_heads_ok
+        else sorted(k for k in tensors if k not in used and not _IGNORABLE.match(k))
+    )
     problems = ([_listed("missing", missing)] if missing else []) + (
         [_listed("unexpected", unexpected)] if unexpected else []
     )
