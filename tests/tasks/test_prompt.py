@@ -169,3 +169,16 @@ def test_finetune_prompt_saves_reloads_predicts_and_serves(tmp_path):
     assert model.config.extra["bertology_prompt"]["label_words"]["games"] == ["games"]
     predictions = Pipeline.load(tmp_path / "out")(["a puzzle game with falling blocks", "an email client"])
     assert len(predictions) == 2 and predictions[0].label in summary["labels"]
+    # and the server answers /predict with the same classes, as for any classifier
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from bertology.serve.app import create_app
+    from bertology.serve.engine import Engine
+    from bertology.serve.options import ServeOptions
+
+    o = ServeOptions(model=str(tmp_path / "out"))
+    with TestClient(create_app(Engine.load(o.model, o.tokenizer, o.pooling, o.bf16), o)) as client:
+        served = client.post("/predict", json={"inputs": ["a puzzle game with falling blocks"]}).json()[0]
+    assert served[0]["label"] == predictions[0].label
+    assert served[0]["score"] == pytest.approx(predictions[0].probability, abs=1e-5)

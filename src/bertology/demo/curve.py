@@ -73,12 +73,13 @@ def run_grid(
     count: int | None,
     epochs: float,
     lrs: tuple[float, ...],
+    seeds: tuple[int, ...],
     plan: Plan,
     data: Path,
     out: Path,
     resume: bool,
 ) -> GridResult:
-    """One start and method at one label count through `lrs` × the plan's seeds (reused on --resume when finished)."""
+    """One start and method at one label count through `lrs` × `seeds` (reused on --resume when finished)."""
     from ..tasks.finetune import FinetuneOptions
     from ..tasks.grid import finetune_grid
 
@@ -103,30 +104,35 @@ def run_grid(
         method=method,
         checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
     )
-    return finetune_grid(options, str(task_file(data, "test")), lrs, plan.seeds, overwrite=True)
+    return finetune_grid(options, str(task_file(data, "test")), lrs, seeds, overwrite=True)
 
 
 def label_curves(
     starts: list[Start], plan: Plan, budget: Budget, data: Path, out: Path, resume: bool, say
 ) -> dict[str, dict[str, GridResult]]:
-    """{start name: {label count name: GridResult}} for the counts that fit the budget, in PRIORITY order."""
+    """{start name: {label count name: GridResult}} for the counts that fit the budget, in PRIORITY order.
+
+    At the first count each start's candidates (method × its rates) run on the plan's selection seeds;
+    the best mean dev accuracy wins and runs on every seed, and is kept for the larger counts."""
     train_labels = labels_of(task_file(data, "train"))
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
     meter = Meter()
     curves: dict[str, dict[str, GridResult]] = {s.name: {} for s in starts}
     chosen: dict[str, tuple[str, float]] = {}  # start → (method, lr) chosen on dev at the first count
 
-    def candidates(start: Start, first: bool) -> list[tuple[str, tuple[float, ...]]]:
-        if not first:
-            method, lr = chosen[start.name]
-            return [(method, (lr,))]
-        return [(m, plan.rates(m)) for m in start.methods]
+    def grid(start: Start, method: str, count, lrs, seeds, run_dir: Path) -> GridResult:
+        n = examples_at(count, train_labels)
+        t0 = time.perf_counter()
+        reused = resume and (run_dir / "grid.json").is_file()  # a resumed grid costs nothing: not a measurement
+        result = run_grid(start, method, count, plan.epochs(n), lrs, seeds, plan, data, run_dir, resume)
+        if not reused:
+            meter.add(time.perf_counter() - t0, len(lrs) * len(seeds) * run_passes(n, plan.epochs(n), dev, test))
+        return result
 
     for i, count in enumerate(plan.label_counts):
         n = examples_at(count, train_labels)
-        passes = run_passes(n, plan.epochs(n), dev, test)
-        runs = sum(len(lrs) * len(plan.seeds) for s in starts for _, lrs in candidates(s, i == 0))
-        needed, left = meter.estimate(runs * passes), budget.left() - REPORT_RESERVE_S
+        needed = meter.estimate(len(starts) * len(plan.seeds) * run_passes(n, plan.epochs(n), dev, test))
+        left = budget.left() - REPORT_RESERVE_S
         if i > 0 and not plan.quick and needed > left:  # --quick runs every path, whatever the time
             say(
                 f"   {label_name(count)} labels per class: skipped, ~{needed:.0f} s of fine-tuning measured to be "
@@ -135,24 +141,28 @@ def label_curves(
             continue
         say(
             f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, "
-            f"{len(plan.seeds)} seeds{', lr chosen on dev' if i == 0 and len(plan.learning_rates) > 1 else ''}):"
+            f"{len(plan.seeds)} seeds{'; method and lr chosen on dev' if i == 0 else ''}):"
         )
         for start in starts:
-            grids = []
-            for method, lrs in candidates(start, i == 0):
-                t0 = time.perf_counter()
-                run_dir = out / start.name.replace(" ", "-").strip("()") / label_name(count) / method
-                reused = resume and (run_dir / "grid.json").is_file()  # a resumed grid costs nothing: not a measurement
-                grids.append(run_grid(start, method, count, plan.epochs(n), lrs, plan, data, run_dir, resume))
-                if not reused:
-                    meter.add(time.perf_counter() - t0, len(lrs) * len(plan.seeds) * passes)
-            grid = max(grids, key=lambda g: g.dev_mean)  # on dev alone; ties: the first method listed
-            chosen.setdefault(start.name, (grid.method, grid.lr))
-            curves[start.name][label_name(count)] = grid
-            others = "; ".join(f"{g.method} dev {g.dev_mean:.3f}" for g in grids if g is not grid)
+            root = out / start.name.replace(" ", "-").strip("()") / label_name(count)
+            tried = ""
+            if i == 0:
+                trials = [
+                    grid(start, m, count, plan.rates(m), plan.selection_seeds, root / f"select-{m}")
+                    for m in start.methods
+                ]
+                best = max(trials, key=lambda g: g.dev_mean)  # on dev alone; ties: the first method listed
+                chosen[start.name] = (best.method, best.lr)
+                tried = ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in trials)
+            method, lr = chosen[start.name]
+            result = curves[start.name][label_name(count)] = grid(
+                start, method, count, (lr,), plan.seeds, root / method
+            )
             say(
-                f"      {start.name:<28} {grid.method} lr {grid.lr:g} (dev {grid.dev_mean:.3f}{'; ' + others if others else ''}): "
-                f"test {grid.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), {grid.test_mean:.3f} ± {grid.test_std:.3f} per seed"
+                f"      {start.name:<28} {method} lr {lr:g}"
+                + (f" (mean dev on seeds {', '.join(map(str, plan.selection_seeds))}: {tried})" if tried else "")
+                + f": test {result.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), "
+                f"{result.test_mean:.3f} ± {result.test_std:.3f} per seed"
             )
     return curves
 

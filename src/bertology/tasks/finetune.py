@@ -53,6 +53,7 @@ from .fewshot import head_lr_groups, head_parameters, layer_decay_groups, parame
 from .forward import model_inputs, run_model
 from .probe import fit_probe
 from .setfit import train_setfit
+from .summary import run_summary
 from .prompt import DEFAULT_TEMPLATE, Prompt, read_verbalizer
 from .subsets import balanced_subset
 
@@ -527,29 +528,11 @@ def _finetune(
                 atomic_copy(out / "best" / f, out / f)
         else:
             _save(model, out / "tokenizer.json", out)
-    summary = _summary(o, task, model, train, features, labels, subset, best["metrics"])
+    summary = run_summary(o, task, model, train, features, labels, subset, best["metrics"])
     summary.update(steps=result["step"], best_step=best["step"])
     if dist.is_main():
         atomic_write_json(out / "summary.json", summary)
     return summary
-
-
-def _summary(o: FinetuneOptions, task: Task, model, train, features: Features, labels, subset, dev) -> dict[str, Any]:
-    return {
-        "task": task.name,
-        "method": o.method,
-        "model": o.model,
-        "architecture": model.architecture,
-        "train_examples": len(train),
-        "truncated": features.truncated,
-        "dev": dev,
-        "labels": labels,
-        "interrupted": False,
-        "options": asdict(o),
-        "train_subset": None
-        if subset is None
-        else {"labels_per_class": o.labels_per_class, "seed": o.subset_seed, "indices": subset},
-    }
 
 
 def _probe(o: FinetuneOptions, task: Task, model, tokenizer, features, train, dev, labels, out: Path, subset, device):
@@ -558,7 +541,7 @@ def _probe(o: FinetuneOptions, task: Task, model, tokenizer, features, train, de
     dev_features = task.featurize(dev, tokenizer, o.max_length, model.config.label2id, o.stride) if dev else None
     fitted = fit_probe(model, features, dev_features, o.bf16)
     scores = task.metrics(predict_features(model, task, dev_features, dev, o.bf16), dev) if dev else None
-    summary = {**_summary(o, task, model, train, features, labels, subset, scores), "steps": 0, "probe": fitted}
+    summary = {**run_summary(o, task, model, train, features, labels, subset, scores), "steps": 0, "probe": fitted}
     if dist.is_main():
         tokenizer.save(out / "tokenizer.json")
         model.to("cpu").save(out)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import asdict
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -42,6 +41,7 @@ from ..train.trainer import parameter_groups
 from .base import Features, Task
 from .forward import LABEL_KEYS, model_inputs, run_model
 from .probe import fit_probe
+from .summary import run_summary
 
 EVALS_PER_PASS = 4  # dev is probed every quarter pass over the examples' pairs
 PATIENCE = 4  # evaluations without a better dev score (one pass) before the run stops
@@ -241,23 +241,3 @@ def train_setfit(o, task: Task, model, tokenizer, features: Features, train, dev
         atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history))
         atomic_write_json(out / "summary.json", summary)
     return summary
-
-
-def run_summary(o, task: Task, model, train, features: Features, labels, subset, dev) -> dict:
-    """The fields every fine-tuning summary has (finetune.py's `_summary`, which this module cannot import:
-    finetune imports it)."""
-    return {
-        "task": task.name,
-        "method": o.method,
-        "model": o.model,
-        "architecture": model.architecture,
-        "train_examples": len(train),
-        "truncated": features.truncated,
-        "dev": dev,
-        "labels": labels,
-        "interrupted": False,
-        "options": asdict(o),
-        "train_subset": None
-        if subset is None
-        else {"labels_per_class": o.labels_per_class, "seed": o.subset_seed, "indices": subset},
-    }
