@@ -8,8 +8,11 @@ user's options, frozen and validated here. Every job reads it and dispatches on 
     ...
     ValueError: objective 'mlm+nsp' does not go with packing 'full-sentences': segment pairs are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd
 
-A new objective is one value of OBJECTIVES (with its HEADS entry), one objective class in
-train/objectives.py, and one masker / collator choice (data/masker.py).
+A new objective is one value of OBJECTIVES (with its HEADS entry), one file under train/ with its
+objective class, and one line in train/registry.py (a masked one: a masker choice, data/masker.py).
+
+    >>> r = Recipe.resolve("bert", max_seq_length=64, objective="simcse"); (r.packing, r.pair_task)
+    ('doc-sentences', None)
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from ..models.family import PRETRAINABLE, get_family
 from .permutation import PermutationSettings
 
 RTD = "rtd"  # ELECTRA's replaced-token detection: a generator's MLM and a discriminator over every token
-OBJECTIVES = ("mlm+nsp", "mlm+sop", "mlm", RTD)  # the masked-input objectives (--objective)
+SIMCSE = "simcse"  # unsupervised SimCSE: each text twice through dropout, in-batch negatives (train/simcse.py)
+TSDAE = "tsdae"  # a denoising auto-encoder through the sentence vector (train/tsdae.py)
+SENTENCE_OBJECTIVES = (SIMCSE, TSDAE)  # whole texts, no masks: the encoder alone is trained and saved
+OBJECTIVES = ("mlm+nsp", "mlm+sop", "mlm", RTD, *SENTENCE_OBJECTIVES)  # --objective
+PACKED = ("mlm", RTD, *SENTENCE_OBJECTIVES)  # the objectives over single sequences, not segment pairs
 PLM = "plm"  # XLNet's permutation LM over streams of text
 PACKINGS = ("pairs", "full-sentences", "doc-sentences")
 MASKINGS = ("static", "dynamic")  # --masking; "smoothed" is distillation's (DistilBERT)
@@ -33,6 +40,10 @@ HEADS = {
     "mlm": "ForMaskedLM",
     PLM: "LMHeadModel",
     RTD: "ForPreTraining",
+    # the sentence objectives train the backbone alone: a --init checkpoint is checked for a whole
+    # backbone as the MLM head model checks it (every family but XLNet has one)
+    SIMCSE: "ForMaskedLM",
+    TSDAE: "ForMaskedLM",
 }  # rtd: the discriminator, trained beside its generator (models.electra.ElectraPair)
 PAIR_LABELS = {"mlm+nsp": "next_sentence_label", "mlm+sop": "sentence_order_label"}
 
@@ -40,7 +51,7 @@ PAIR_LABELS = {"mlm+nsp": "next_sentence_label", "mlm+sop": "sentence_order_labe
 @dataclass(frozen=True)
 class Recipe:
     family: str
-    objective: str  # mlm+nsp | mlm+sop | mlm | rtd | plm
+    objective: str  # mlm+nsp | mlm+sop | mlm | rtd | simcse | tsdae | plm
     max_seq_length: int = 128
     packing: str = "pairs"  # pairs | full-sentences | doc-sentences (plm: streams)
     masking: str = "static"  # static (a mask per instance, fixed) | dynamic (per batch) | smoothed (plm: none)
@@ -66,10 +77,10 @@ class Recipe:
         ):
             if value not in allowed:
                 raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
-        if (self.objective in ("mlm", RTD)) != (self.packing != "pairs"):
+        if (self.objective in PACKED) != (self.packing != "pairs"):
             raise ValueError(
                 f"objective {self.objective!r} does not go with packing {self.packing!r}: segment pairs "
-                f"are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd"
+                f"are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for {' / '.join(PACKED)}"
             )
         checks = (
             ("max_seq_length", self.max_seq_length >= 5, "be >= 5"),
@@ -106,6 +117,8 @@ class Recipe:
 
     def check_model(self) -> None:
         """The family's model can learn this objective: a pair objective needs the family's own pair head."""
+        if self.objective in SENTENCE_OBJECTIVES:  # the backbone alone: every family here has one
+            return
         paper = get_family(self.family).pretraining
         own = sorted({"mlm", paper.objective}) if paper else ["mlm"]
         if self.objective not in own:
@@ -149,7 +162,7 @@ class Recipe:
         """The family's paper recipe with the given options in place of its defaults (None: the
         family's). Defaults: bert = mlm+nsp, pairs, static; roberta = mlm, full-sentences, dynamic;
         albert = mlm+sop, pairs, static, n-gram (n <= 3); a pair family asked for plain mlm packs
-        full sentences."""
+        full sentences; a sentence objective reads a document's text alone (doc-sentences)."""
         paper = get_family(family).pretraining
         if paper is None and None in (objective, packing, masking):
             raise ValueError(
@@ -162,8 +175,10 @@ class Recipe:
             (paper.objective, paper.packing, paper.masking, paper.ngram) if paper else (objective, packing, masking, 1)
         )
         objective = objective or d_obj
+        if objective in SENTENCE_OBJECTIVES:
+            packing = packing or "doc-sentences"
         packing = packing or (
-            d_pack if objective not in ("mlm", RTD) else ("full-sentences" if d_pack == "pairs" else d_pack)
+            d_pack if objective not in PACKED else ("full-sentences" if d_pack == "pairs" else d_pack)
         )
         return cls(
             family,
@@ -181,10 +196,31 @@ class Recipe:
         )
 
     @classmethod
+    def sentences(cls, o) -> "Recipe":
+        """The recipe of a sentence objective's options: texts read whole, no masks, so the masking
+        options are refused by name and each text is read once per pass (dupe_factor 1)."""
+        paper = get_family(o.family).pretraining
+        if paper is not None and paper.objective == PLM:
+            raise ValueError(
+                f"--objective {o.objective}: not for {o.family}, whose sentence vector is its sequence summary "
+                "and which pretrains by permutation LM; bert, roberta, albert and electra take it"
+            )
+        given = [f"--{n.replace('_', '-')}" for n in ("masking", "ngram", "max_predictions") if getattr(o, n)]
+        if o.whole_word:
+            given.append("--whole-word")
+        if given:
+            raise ValueError(f"{', '.join(given)}: masking options; --objective {o.objective} reads texts unmasked")
+        return cls.resolve(
+            o.family, objective=o.objective, packing=o.packing, max_seq_length=o.seq_len, max_predictions=None
+        )
+
+    @classmethod
     def from_options(cls, o) -> "Recipe":
         """The recipe of `bertology pretrain` options (train.pretrain.PretrainOptions); each error
         names the option at fault."""
         paper = get_family(o.family).pretraining
+        if o.objective in SENTENCE_OBJECTIVES:
+            return cls.sentences(o)
         if paper is not None and paper.objective == PLM:
             for name in ("objective", "packing", "masking", "ngram", "max_predictions"):
                 if getattr(o, name) is not None:

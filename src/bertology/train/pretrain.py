@@ -6,7 +6,9 @@ MLM + SOP with n-gram masking, factorized embeddings and shared layers; XLNet pe
 streams of text with memory (train/plm.py); ELECTRA replaced-token detection (a generator and the
 discriminator, models/electra.py ElectraPair; the discriminator is saved as the model, the generator
 in generator/). Every one is overridable. The options become one
-`data.recipe.Recipe`, resolved and validated once; the job dispatches on its objective.
+`data.recipe.Recipe`, resolved and validated once; the objective comes from train/registry.py by
+its name. The sentence objectives (--objective simcse / tsdae: train/sentences.py) read the same
+store's texts unmasked and train and save the family's encoder alone (a BertModel directory, say).
 
 The output directory ends up holding config.json + model.safetensors + tokenizer.json (loadable
 by bertology.load and transformers' AutoModelForPreTraining / AutoModelForMaskedLM), metrics.jsonl,
@@ -15,8 +17,10 @@ checkpoints/ and the instance cache.
 
 from __future__ import annotations
 
+import copy
 import math
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +28,9 @@ from typing import Any
 import torch
 
 from ..data import FORMATS, build_store, check_corpus_documents, heldout_value
-from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, RTD, Recipe
-from ..models import PRETRAINABLE, get_family, task_class
+from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, RTD, SENTENCE_OBJECTIVES, SIMCSE, TSDAE, Recipe
+from ..models import PRETRAINABLE, from_config, get_family, task_class
+from ..models.checkpoint import absent_parameters, load_state
 from ..io import atomic_copy, atomic_write_json, claim_output_dir
 from ..models.electra import GENERATOR_DIR, ElectraPair, check_pair_checkpoint, generator_config
 from ..models.init_embeddings import init_token_embeddings, read_init_vectors
@@ -61,19 +66,15 @@ from .continued import (
 )
 from .device import say
 from .diagnostics import unigram_accuracy, unigram_loss
-from .objectives import (
-    PretrainingObjective,
-    ReplacedTokenDetectionObjective,
-    evaluate_pretraining,
-    evaluate_replaced_token_detection,
-)
+from .objectives import evaluate_pretraining, evaluate_replaced_token_detection
+from .registry import is_sentence_objective, objective_for
 from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
+from .sentences import text_batches
 from .resume import same_run
 from ..tokenizers import Tokenizer, train
 from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, finished_run, run_summary, seeded
 
 DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discriminator's width (the paper's best)
-DEFAULT_DISCRIMINATOR_WEIGHT = 50.0  # ELECTRA's λ (the paper's)
 
 
 @dataclass
@@ -134,7 +135,9 @@ class PretrainOptions(RunOptions):
     packing: str | None = option(None, "default: pairs with a pair objective, else full-sentences", choices=PACKINGS)
     whole_word: bool = option(False, "mask whole words (WordPiece ##, byte-level Ġ, Unigram ▁)")
     ngram: int | None = option(None, "mask spans of up to N words, p(n) ∝ 1/n (ALBERT default 3)", check=POSITIVE)
-    dupe_factor: int = option(5, "copies with different static masks", check=POSITIVE)
+    dupe_factor: int = option(
+        5, "copies with different static masks (the sentence objectives read each text once a pass)", check=POSITIVE
+    )
     mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
     max_predictions: int | None = option(
         None, "cap on masked tokens per sequence (default: seq-len × mlm-probability)", check=POSITIVE
@@ -171,6 +174,16 @@ class PretrainOptions(RunOptions):
         "ELECTRA: the generator's logits are divided by this before its replacements are sampled "
         "(default 1, google-research/electra's; above 1 the replacements are less plausible, easier to detect)",
         check=POSITIVE_NUMBER,
+    )
+    temperature: float | None = option(
+        None,
+        "SimCSE: the cosine similarities are divided by this before the softmax (default 0.05, the paper's)",
+        check=POSITIVE_NUMBER,
+    )
+    deletion_ratio: float | None = option(
+        None,
+        "TSDAE: share of each text's tokens deleted before the encoder reads it (default 0.6, the paper's)",
+        check=Check("in [0, 1)", lambda v: 0 <= v < 1),
     )
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(
@@ -334,13 +347,16 @@ def _check_model_options(o: PretrainOptions, recipe: Recipe) -> None:
 def _check_generator_size(o: PretrainOptions, recipe: Recipe, config) -> None:
     """--generator-size only for ELECTRA's rtd; the new generator it makes of the discriminator's `config`
     can split its heads (`config` None: the generator is loaded, continued.check_generator checked it)."""
-    for flag, value in (
-        ("--generator-size", o.generator_size),
-        ("--discriminator-weight", o.discriminator_weight),
-        ("--sampling-temperature", o.sampling_temperature),
+    for flag, value, objective in (
+        ("--generator-size", o.generator_size, RTD),
+        ("--discriminator-weight", o.discriminator_weight, RTD),
+        ("--sampling-temperature", o.sampling_temperature, RTD),
+        ("--temperature", o.temperature, SIMCSE),
+        ("--deletion-ratio", o.deletion_ratio, TSDAE),
     ):
-        if value is not None and recipe.objective != RTD:
-            raise ValueError(f"{flag} is an ELECTRA option (objective rtd), not for {o.family} / {recipe.objective}")
+        if value is not None and recipe.objective != objective:
+            owner = "an ELECTRA option (objective rtd)" if objective == RTD else f"a {objective} option"
+            raise ValueError(f"{flag} is {owner}, not for {o.family} / {recipe.objective}")
     if recipe.objective == RTD and config is not None:
         generator_config(
             config, o.generator_size or DEFAULT_GENERATOR_SIZE
@@ -371,6 +387,9 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     else:
         recipe.check_model()
         _check_generator_size(o, recipe, start.config if start.generator is None else None)
+    if recipe.objective in SENTENCE_OBJECTIVES:  # e.g. SimCSE without dropout: refused before any write
+        config = start.config if start is not None else get_family(o.family).preset(o.preset, **o.config_overrides)
+        objective_for(recipe.objective, o).check(o, config)
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
     o = stage_table_corpus(o, staging)  # a labelled file's texts (task-adaptive), a Parquet / datasets corpus
@@ -417,9 +436,12 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
         o = replace(o, corpus=[str(out / TASK_CORPUS)])
     if not resume and dist.is_main():
         write_init_record(o, out, extension)
-    build = _builder(o, start, extension, resume, recipe.objective == RTD) if start is not None else None
+    sentences = recipe.objective in SENTENCE_OBJECTIVES  # the encoder alone: built by _sentence_encoder
+    build = (
+        _builder(o, start, extension, resume, recipe.objective == RTD) if start is not None and not sentences else None
+    )
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
-        return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors, build, extension)
+        return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors, build, extension, start)
 
 
 def _pretrain(
@@ -433,6 +455,7 @@ def _pretrain(
     vectors=None,
     build=None,
     extension=None,
+    start: Start | None = None,
 ) -> dict[str, Any]:
     tok = _tokenizer(o, out, resume, given)
     if recipe.objective == PLM:  # permutation LM over streams of text, memory carried: train/plm.py
@@ -459,6 +482,12 @@ def _pretrain(
             f"{', '.join(o.corpus)}: {store.num_instances} instances of length {o.seq_len}, fewer than one batch "
             f"of {o.batch_size}; use a larger corpus, a smaller --batch-size or --seq-len, or a larger --dupe-factor"
         )
+    objective = objective_for(recipe.objective, o)
+    if is_sentence_objective(objective):
+        encoder = _sentence_encoder(o, tok, start, extension, resume, recipe.objective)
+        return _pretrain_sentences(
+            o, recipe, objective, encoder, out, resume, overwrite, tok, store, device, vectors, extension
+        )
     model, new_bias = build(recipe.head, tok) if build is not None else (_model(o, tok, recipe), True)
     init = (
         init_token_embeddings(model, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
@@ -469,10 +498,6 @@ def _pretrain(
     if o.unigram_prior and not resume and new_bias:  # a head loaded from --init keeps its trained bias
         model.mlm.init_bias_from_counts(counts)
     args = TrainingArguments.from_options(o, out, overwrite, device=str(device))
-    rtd = ReplacedTokenDetectionObjective(
-        DEFAULT_DISCRIMINATOR_WEIGHT if o.discriminator_weight is None else o.discriminator_weight,
-        o.sampling_temperature or 1.0,
-    )
     heldout = store.heldout
     evaluate = None
     if heldout is not None and heldout.num_instances:
@@ -482,7 +507,7 @@ def _pretrain(
 
         def evaluate(m):
             scores = (
-                evaluate_replaced_token_detection(m, eval_batches, rtd.temperature)
+                evaluate_replaced_token_detection(m, eval_batches, objective.temperature)
                 if recipe.objective == RTD
                 else evaluate_pretraining(m, eval_batches)
             )
@@ -494,7 +519,6 @@ def _pretrain(
             "unigram_loss": unigram_loss(counts, eval_labels),
         }
 
-    objective = rtd if recipe.objective == RTD else PretrainingObjective()
     trainer = Trainer(
         model,
         args,
@@ -504,6 +528,11 @@ def _pretrain(
         save_extra=lambda d: tok.save(d / "tokenizer.json"),
     )
     result = trainer.train(resume=resume)
+    return _finish(o, recipe, model, out, trainer, result, store, init, extension)
+
+
+def _finish(o: PretrainOptions, recipe: Recipe, model, out: Path, trainer, result, store, init, extension):
+    """The run's summary, and the final model beside tokenizer.json (main process, uninterrupted run only)."""
     summary = {
         "family": o.family,
         "preset": o.preset,
@@ -520,6 +549,87 @@ def _pretrain(
         "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
     }
     if dist.is_main() and not result["interrupted"]:
-        model.save(out)  # the final model, next to tokenizer.json
+        model.save(out)
         atomic_write_json(out / "summary.json", summary)
     return summary
+
+
+# ---- the sentence objectives (train/sentences.py) ------------------------------------------------------
+
+
+def _sentence_encoder(o: PretrainOptions, tok, start: Start | None, extension, resume: bool, name: str):
+    """The encoder a sentence objective trains: the family's backbone with its pooler (so that the saved
+    directory loads as the family's Model), new at --preset, or --init's backbone with its heads left out."""
+    record = get_family(o.family)
+    if start is None:
+        pad = tok.token_to_id(record.specials.pad)
+        if pad is None:
+            raise ValueError(f"tokenizer has no {record.specials.pad} token, which {o.family} pads with")
+        config = record.preset(o.preset, vocab_size=tok.vocab_size, pad_token_id=pad, **o.config_overrides)
+        if "max_position_embeddings" not in o.config_overrides:  # sized to the sequences, as _model does
+            config.max_position_embeddings = max(o.seq_len + config.position_offset, 64)
+        encoder = from_config(config, record.backbone)
+    elif resume:  # the run's own checkpoint holds every weight, a grown vocabulary's too
+        config = copy.deepcopy(start.config)
+        config.vocab_size = max(config.vocab_size, tok.vocab_size)
+        encoder = from_config(config, record.backbone)
+    else:
+        encoder = from_config(copy.deepcopy(start.config), record.backbone)
+        absent = absent_parameters(encoder, start.tensors)  # the pooler at most: check_init made sure of the rest
+        with warnings.catch_warnings():  # the checkpoint's heads are unexpected here, and said below
+            warnings.simplefilter("ignore")
+            load_state(encoder, start.tensors, start.source, strict=False)
+        say(
+            f"--init {start.path}: its encoder continues under --objective {name}; the checkpoint's heads are "
+            "neither trained nor saved"
+            + ("; it has no pooler: a new one (mean pooling does not read it)" if absent else "")
+        )
+        if extension is not None:
+            encoder = grow_vocabulary(encoder, extension.old_ids)
+            say(str(extension))
+    return encoder
+
+
+def _pretrain_sentences(
+    o: PretrainOptions,
+    recipe: Recipe,
+    objective,
+    encoder,
+    out: Path,
+    resume,
+    overwrite,
+    tok,
+    store,
+    device,
+    vectors,
+    extension,
+) -> dict[str, Any]:
+    """A sentence objective on the same store (its texts unmasked), Trainer and checkpoints; the encoder is saved."""
+    init = (
+        init_token_embeddings(encoder, tok, vectors, o.init_embeddings, log=not o.quiet and dist.is_main())
+        if vectors is not None and not resume
+        else None
+    )
+    model = objective.model(encoder)
+    if o.dropout is not None:  # the decoder's too
+        set_dropout(model, o.dropout)
+    evaluate = None
+    heldout = store.heldout
+    if heldout is not None and heldout.num_instances:
+        size = min(o.batch_size, heldout.num_instances)
+        held = text_batches(heldout, size, o.seed + 1, objective.prepare)
+        eval_batches = [held(i) for i in range(max(1, min(o.eval_batches, math.ceil(heldout.num_instances / size))))]
+
+        def evaluate(m):
+            return objective.evaluate(m, eval_batches)
+
+    trainer = Trainer(
+        model,
+        TrainingArguments.from_options(o, out, overwrite, device=str(device)),
+        text_batches(store, o.batch_size, o.seed, objective.prepare),
+        objective,
+        evaluate,
+        save_extra=lambda d: tok.save(d / "tokenizer.json"),
+    )
+    result = trainer.train(resume=resume)
+    return _finish(o, recipe, objective.encoder(model), out, trainer, result, store, init, extension)
