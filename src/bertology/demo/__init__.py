@@ -172,27 +172,28 @@ def run(args) -> int:
     # every family starts its token embedding from word2vec over its own pieces, then trains its own objective
     models = [(f, f, {"init_embeddings": str(vectors[f])}) for f in FAMILIES]
     pretraining_s = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S)
+    # the teacher track's share is set aside first: the families' slots (and ELECTRA's race of BERT's seconds,
+    # which can overrun its share) are planned from the rest, so the last model is never left the crumbs
+    student_s = pretraining_s / (len(models) + 1)
     started = budget.spent()
-    say(
-        f"\n2/4 pretraining, {pretraining_s / (len(models) + 1):.0f} s of wall time for each of {len(models) + 1} models"
-    )
+    say(f"\n2/4 pretraining, {student_s:.0f} s of wall time for each of {len(models) + 1} models")
     overheads: list[float] = []  # each stage's time outside its Trainer (instances, tokenizing, loading)
 
     def slot(models_left: int) -> float:
         """Trainer seconds for the next model: an equal share of what is left, less the overhead measured so far."""
-        share = (pretraining_s - (budget.spent() - started)) / models_left
+        share = (pretraining_s - student_s - (budget.spent() - started)) / models_left
         return max(1.0, share - (sum(overheads) / len(overheads) if overheads else 0.0))
 
     for i, (name, family, extra) in enumerate(models):
         partner = rows.get(EQUAL_TIME.get(name), {})
-        seconds = partner["time_budget_s"] if "time_budget_s" in partner else slot(len(models) + 1 - i)
+        seconds = partner["time_budget_s"] if "time_budget_s" in partner else slot(len(models) - i)
         row = pretrain_one(name, family, out, plan, corpus, seconds, args.resume, say, **extra)
         if row is None:
             print(f"interrupted during {name} pretraining; {resume_hint}")
             return 130
         rows[name] = {**rows[family], **row}
         overheads.append(row["pretrain_s"] - row["train_s"])
-    student = teacher_track(out, plan, corpus, slot(1), args.resume, say)
+    student = teacher_track(out, plan, corpus, student_s, args.resume, say)
     if student is None:
         print(f"interrupted during the teacher track; {resume_hint}")
         return 130

@@ -109,6 +109,31 @@ def plot_parameter_breakdown(breakdown: dict[str, dict[str, int]], path: str | P
     return _save(fig, path)
 
 
+def _plot_one_count(lines, path, all_labels: int, title: str, references: set[str], methods: dict[str, str]) -> Path:
+    """A single label count: one row per start (its twin under it, dashed), accuracy and interval across."""
+    plt = _pyplot()
+    names = list(lines)
+    fig, ax = plt.subplots(figsize=(9.5, 0.38 * len(names) + 1.4))
+    for row, name in enumerate(names):
+        count, accuracy, interval = lines[name][0]
+        base = name.removesuffix(" (random init)")
+        color = "#7f7f7f" if base in references else COLORS.get(base, "#e377c2")
+        kw = dict(color=color, marker="s" if base != name else "o", markersize=5, capsize=3, linewidth=1.4)
+        xerr = None if interval is None else [[accuracy - interval[0]], [interval[1] - accuracy]]
+        bar = ax.errorbar([accuracy], [row], xerr=xerr, **kw)
+        if base != name:
+            bar[-1][0].set_linestyle("--")
+    labels = [f"{n}: {methods[n]}" if n in methods else n for n in names]
+    ax.set_yticks(range(len(names)), labels, fontsize=8)
+    ax.invert_yaxis()  # the order given, top down
+    count = lines[names[0]][0][0]
+    shown = f"all ({all_labels})" if count is None else str(count)
+    ax.set(xlabel=f"test accuracy at {shown} labelled examples per class (95% bootstrap interval)", title=title)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def plot_label_curve(
     lines: dict[str, list[tuple[int | None, float, list[float] | None]]],
     path: str | Path,
@@ -123,6 +148,8 @@ def plot_label_curve(
     grey and dotted; other starts get colours of their own, none a family's. `methods` names the
     fine-tuning method of a line in its legend entry ("bert: prompt")."""
     plt = _pyplot()
+    if len({p[0] for points in lines.values() for p in points}) == 1:  # one count: a line plot would be one column
+        return _plot_one_count(lines, path, all_labels, title, references, methods or {})
     fig, ax = plt.subplots(figsize=(9.5, 5.2))
     greys = iter(["#4d4d4d", "#8c8c8c", "#b0b0b0", "#2f2f2f"])
     others = iter(["#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39"])  # none of COLORS' families
