@@ -47,7 +47,8 @@ def _pretrain(args) -> int:
         f"{final.get('tokens_per_s', 0):,.0f} tokens/s ({final.get('outside_forward_backward', 0):.0%} of the time "
         f"outside forward/backward)"
         + (
-            f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}, perplexity {evaluation['eval/perplexity']:.1f}"
+            f"; held-out MLM accuracy {evaluation['eval/mlm_accuracy']:.3f}, loss {evaluation['eval/mlm_loss']:.3f}, "
+            f"perplexity {evaluation['eval/perplexity']:.1f}"
             if "eval/mlm_accuracy" in evaluation
             else ""
         )
@@ -59,8 +60,8 @@ def _pretrain(args) -> int:
         + (f", pair accuracy {evaluation['eval/pair_accuracy']:.3f}" if "eval/pair_accuracy" in evaluation else "")
         + (
             f"; held-out generator MLM accuracy {evaluation['eval/generator_mlm_accuracy']:.3f}, discriminator "
-            f"accuracy {evaluation['eval/discriminator_accuracy']:.3f} ({evaluation['eval/replaced_share']:.1%} of the "
-            "tokens replaced)"
+            f"accuracy {evaluation['eval/discriminator_accuracy']:.3f}, AUC {evaluation['eval/disc_auc']:.3f} "
+            f"({evaluation['eval/replaced_share']:.1%} of the tokens replaced)"
             if "eval/discriminator_accuracy" in evaluation
             else ""
         )

@@ -72,9 +72,22 @@ from .plm import check_batch as check_permutation_batch, pretrain_permutation_lm
 from .sentences import text_batches
 from .resume import same_run
 from ..tokenizers import Tokenizer, train
-from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, finished_run, run_summary, seeded
+from .trainer import (
+    DEFAULT_STEPS,
+    RunOptions,
+    Trainer,
+    TrainingArguments,
+    checkpoints,
+    finished_run,
+    run_summary,
+    seeded,
+)
 
 DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discriminator's width (the paper's best)
+# Without --eval-every the held-out text is still scored: about ten times a run, never more often than every
+# MIN_EVAL_EVERY steps (each evaluation costs --eval-batches forward passes), and always at the last step.
+EVALUATIONS_PER_RUN = 10
+MIN_EVAL_EVERY = 100
 
 
 @dataclass
@@ -187,7 +200,12 @@ class PretrainOptions(RunOptions):
     )
     format: str = option("lines", "corpus format", choices=FORMATS)
     heldout: float = option(
-        0.05, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT
+        0.05,
+        "fraction (or count ≥ 1) of documents held out, drawn by --seed, never trained on; the model is "
+        "scored on --eval-batches batches of them every --eval-every steps (default: a tenth of --steps, "
+        f"at least {MIN_EVAL_EVERY}; every {MIN_EVAL_EVERY} under --time-budget) and at the end, into "
+        "metrics.jsonl and summary.json's eval (0: no held-out text, no evaluation)",
+        check=FRACTION_OR_COUNT,
     )
     init_embeddings: str | None = option(
         None,
@@ -363,6 +381,20 @@ def _check_generator_size(o: PretrainOptions, recipe: Recipe, config) -> None:
         )  # a size whose heads cannot split fails here
 
 
+def default_eval_every(steps: int | None, time_budget: float | None) -> int:
+    """--eval-every when not given: a tenth of the steps, at least MIN_EVAL_EVERY (a shorter run is
+    scored at its last step only); under a time budget, whose step count is not known, MIN_EVAL_EVERY.
+
+    >>> default_eval_every(1000, None), default_eval_every(50_000, None), default_eval_every(6, None)
+    (100, 5000, 100)
+    >>> default_eval_every(None, None), default_eval_every(50_000, 30.0)
+    (100, 100)
+    """
+    if time_budget is not None:
+        return MIN_EVAL_EVERY
+    return max(MIN_EVAL_EVERY, math.ceil((steps or DEFAULT_STEPS) / EVALUATIONS_PER_RUN))
+
+
 def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json).
 
@@ -440,6 +472,8 @@ def _checked_pretrain(o: PretrainOptions, resume: bool, overwrite: bool, staging
     build = (
         _builder(o, start, extension, resume, recipe.objective == RTD) if start is not None and not sentences else None
     )
+    if o.eval_every is None:  # the held-out slice is scored by default (the Trainer also scores the last step)
+        o = replace(o, eval_every=default_eval_every(o.steps, o.time_budget))
     with seeded(o.seed):  # the model's initial weights and dropout: torch's global state is left as it was
         return _pretrain(o, recipe, out, resume, overwrite, given, device, vectors, build, extension, start)
 
