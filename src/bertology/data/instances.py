@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from ..models.family import get_family
+from ..progress import progress_bar
 from .arrays import ArrayWriter
 from .masking import seeded_generator
 
@@ -315,9 +316,20 @@ def assemble_single(seq: Segment, sp: SpecialTokens) -> tuple[list[int], list[in
 # ------------------------------------------------------------------------- writing the instances
 
 
-def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, specials: SpecialTokens, where: str) -> dict:
+def write_instances(
+    tmp: Path,
+    corpus,
+    doc_ids: list[int],
+    r,
+    seed: int,
+    specials: SpecialTokens,
+    where: str,
+    show_progress: bool = False,
+    desc: str = "instances",
+) -> dict:
     """Write the unmasked instances of documents `doc_ids` of a tokenized corpus under recipe `r`
-    into `tmp` (an arrays.ArrayWriter directory); returns its meta."""
+    into `tmp` (an arrays.ArrayWriter directory); returns its meta. `show_progress`: a progress bar
+    (progress.py) over the documents of every dupe_factor pass, the stage that takes longest before training."""
     T, pairs = r.max_seq_length, r.pair_task is not None
     spec = {"input_ids": ("int32", (T,)), "lengths": ("int32", ())}
     if get_family(r.family).segments:
@@ -341,21 +353,10 @@ def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, special
             w.add(sentence_label=label)
         count += 1
 
-    for dupe in range(r.dupe_factor):
-        rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
-        docs = corpus.documents(doc_ids)
-        if pairs:
-            task = r.pair_task
-            window = DocumentWindow(r.negative_window)
-            pending = (cur for doc in docs for cur in window.push(doc))
-            for cur in _chain(pending, window):
-                for p in create_pair_instances(
-                    cur, T - 3, r.short_seq_prob, task, rng, window if task == "nsp" else None
-                ):
-                    emit(*assemble_pair(p, specials), label=p.label)
-        else:
-            for seq in pack_sentences(docs, T - 2, r.packing == "full-sentences", specials.sep):
-                emit(*assemble_single(seq, specials))
+    bar = progress_bar(total=r.dupe_factor * len(doc_ids), desc=desc, unit="doc", disable=not show_progress)
+    with bar:
+        for dupe in range(r.dupe_factor):
+            _write_pass(corpus, doc_ids, r, seed, dupe, specials, emit, bar)
     arrays = w.close()
     if count == 0:
         raise ValueError(
@@ -363,6 +364,31 @@ def write_instances(tmp: Path, corpus, doc_ids: list[int], r, seed: int, special
             f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={T}"
         )
     return {"arrays": arrays, "recipe": r.to_dict()}
+
+
+def _write_pass(corpus, doc_ids: list[int], r, seed: int, dupe: int, specials: SpecialTokens, emit, bar) -> None:
+    """One dupe_factor pass over the documents, with its own random.Random, each instance to `emit`."""
+    T = r.max_seq_length
+    rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
+    docs = _counted(corpus.documents(doc_ids), bar)
+    if r.pair_task is not None:
+        window = DocumentWindow(r.negative_window)
+        pending = (cur for doc in docs for cur in window.push(doc))
+        for cur in _chain(pending, window):
+            for p in create_pair_instances(
+                cur, T - 3, r.short_seq_prob, r.pair_task, rng, window if r.pair_task == "nsp" else None
+            ):
+                emit(*assemble_pair(p, specials), label=p.label)
+    else:
+        for seq in pack_sentences(docs, T - 2, r.packing == "full-sentences", specials.sep):
+            emit(*assemble_single(seq, specials))
+
+
+def _counted(items: Iterable, bar) -> Iterator:
+    """`items`, each counted on `bar` as it is read (a document read is one the pass has reached)."""
+    for item in items:
+        yield item
+        bar.update(1)
 
 
 def _chain(pending, window: DocumentWindow):

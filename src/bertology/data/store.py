@@ -50,6 +50,7 @@ from .recipe import Recipe
 from .tokenized import WORD_STARTS, check_nsp_split, split_documents, tokenize_corpus
 
 LAYOUT = 2  # 2: unmasked rows, masks drawn per batch (1 kept static masks in the store)
+PART_NAMES = {"train": "training", "heldout": "held-out"}  # a part's name on its progress bar
 
 
 class InstanceStore:
@@ -271,7 +272,13 @@ def build_store(
         )
         d = build_cached(
             cache / f"instances-{key}",
-            lambda tmp: {**write_instances(tmp, corpus, doc_ids, r, seed, specials, where), **common, "part": part},
+            lambda tmp: {
+                **write_instances(
+                    tmp, corpus, doc_ids, r, seed, specials, where, show_progress, f"{PART_NAMES[part]} instances"
+                ),
+                **common,
+                "part": part,
+            },
         )
         store = InstanceStore(d, Masker(r, specials.mask, torch.tensor(specials.all_ids), torch.tensor(vocab_ids)))
         if cache_dir is None:  # a private temporary cache goes away with the store

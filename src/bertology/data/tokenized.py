@@ -101,8 +101,9 @@ def tokenize_corpus(
         n_tokens, n_sents = 0, 0
         w.add(sent_offsets=0, doc_offsets=0)
         docs = iter_documents(files, format, errors)
-        if show_progress:
-            docs = progress_bar(docs, desc="tokenizing", unit="doc")
+        if show_progress:  # the documents counted first (a plain read, ~4% of the time tokenizing takes): a bar with
+            # a total, an end time, and in a log a line a tenth of the way rather than one a minute
+            docs = progress_bar(docs, total=count_documents(files, format, errors), desc="tokenizing", unit="doc")
         for doc in docs:
             segments = tokenize_document(doc, tokenizer)
             if not segments:
