@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from . import __version__
 from .io import corpus_files
@@ -442,6 +446,67 @@ def _raised_by_us(error: BaseException) -> bool:
     return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE)
 
 
+def _ours(filename: str) -> bool:
+    """Whether a warning was raised at a line of bertology's own code (its `filename`, as warnings report it)."""
+    try:
+        return Path(filename).resolve().is_relative_to(_PACKAGE)
+    except (OSError, ValueError):  # "<string>" and the like: not a file of ours
+        return False
+
+
+class _CommandLog(logging.Handler):
+    """The root logger's handler while a command runs, where nothing else has set logging up: bertology's
+    own records (loggers "bertology.…") as `PREFIX: level: message` (a traceback kept), other libraries'
+    from ERROR up as their message. Below that they are advice the user cannot act on: onnxruntime's
+    quantizer logs "Please consider to run pre-processing before quantization" through the root logger,
+    whose first use would otherwise set up logging and print `WARNING:root:…` on every `export --int8`."""
+
+    def __init__(self, prefix: str):
+        super().__init__(logging.WARNING)
+        self.prefix = prefix
+        self.setFormatter(logging.Formatter("%(message)s"))  # the message, and a record's traceback after it
+
+    def emit(self, record: logging.LogRecord) -> None:
+        ours = record.name == "bertology" or record.name.startswith("bertology.")
+        if not (ours or record.levelno >= logging.ERROR):
+            return
+        try:
+            text = self.format(record)
+            print(f"{self.prefix}: {record.levelname.lower()}: {text}" if ours else text, file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextmanager
+def plain_warnings(prefix: str) -> Iterator[None]:
+    """Inside a command: a warning bertology's own code raises (a truncated example, a pooler started
+    randomly) is one line on stderr, `PREFIX: warning: MESSAGE`, instead of Python's
+    `/path/file.py:447: UserWarning: MESSAGE` and the source line after it; other libraries' warnings
+    (torch's internals and the like, which the user cannot act on) are not shown unless Python is asked
+    for warnings (`python -W …`, PYTHONWARNINGS), and their log records below ERROR not at all unless
+    logging was set up before (_CommandLog). Set and restored here, for the command only: code that
+    imports bertology keeps Python's own warning display and logging."""
+    root = logging.getLogger()
+    handler = None if root.handlers else _CommandLog(prefix)
+    with warnings.catch_warnings():
+        show_theirs = warnings.showwarning if sys.warnoptions else None
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if _ours(filename):
+                print(f"{prefix}: warning: {message}", file=file or sys.stderr, flush=True)
+            elif show_theirs is not None:
+                show_theirs(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        if handler is not None:
+            root.addHandler(handler)
+        try:
+            yield
+        finally:
+            if handler is not None:
+                root.removeHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The one error boundary: an expected failure (a bad option or input, a file that cannot be
     read or written) is one line naming the culprit and exit status 2; anything else keeps its
@@ -450,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(only=next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with plain_warnings(f"bertology {args.command}"):
+            return int(args.func(args) or 0)
     except OSError as e:  # missing, unreadable or unwritable files, a full disk: the message names the file
         print(f"bertology {args.command}: error: {e}", file=sys.stderr)
         return 2
