@@ -1,12 +1,18 @@
-"""mkdocs hook (mkdocs.yml `hooks:`): docstring examples shown as code.
+"""mkdocs hooks (mkdocs.yml `hooks:`): docstring examples shown as code, and the CLI reference page.
 
 The docstrings carry doctest examples (`>>> ...` lines and their output), which markdown would read
 as nested block quotes; this turns each run of them into a fenced `pycon` block, without the
 `# doctest:` directives, for the pages and for the API reference mkdocstrings renders.
+
+docs/cli.md is generated from the parser (`bertology.cli.reference_markdown`) before the pages are
+read, so `make docs` always publishes the options the code has; the file is kept in the repository
+(it reads on GitHub too) and tests/test_cli_reference.py fails when it differs from the parser.
 """
+
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from markdown import Extension
 from markdown.preprocessors import Preprocessor
@@ -42,3 +48,12 @@ class DoctestBlocksExtension(Extension):
 def on_config(config):
     config.markdown_extensions.append(DoctestBlocksExtension())
     return config
+
+
+def on_pre_build(config):
+    from bertology.cli import reference_markdown
+
+    page = Path(config["docs_dir"]) / "cli.md"
+    text = reference_markdown()
+    if not page.is_file() or page.read_text(encoding="utf-8") != text:  # unchanged: `mkdocs serve` sees no edit
+        page.write_text(text, encoding="utf-8")

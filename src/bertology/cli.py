@@ -437,6 +437,78 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+REFERENCE_HEADER = """# Command-line reference
+
+Every `bertology` command and every option, with its default, as `bertology COMMAND --help` gives them.
+This page is generated from the parser (`bertology.cli.reference_markdown`): `make docs` rewrites it, and a
+test fails when it differs from the parser, so it cannot go stale. Edit the options' help in the code, not here.
+A switch takes no value; `bertology --version` prints the installed version.
+"""
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
+    """(name, one-line help, parser) of each command under `parser`, in the order they were added."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            return [(name, helps.get(name, ""), sub) for name, sub in action.choices.items()]
+    return []
+
+
+def _option_line(action: argparse.Action) -> str:
+    """One option as a list item: its flags and value, whether it is required or its default, its help."""
+    value = action.metavar or (action.dest.upper() if action.option_strings else action.dest)
+    if action.choices is not None and action.metavar is None:
+        value = "{" + ",".join(map(str, action.choices)) + "}"
+    takes_value = action.nargs != 0
+    if takes_value and action.nargs in ("+", "*"):
+        value = f"{value} …"
+    if action.option_strings:
+        name = ", ".join(action.option_strings) + (f" {value}" if takes_value else "")
+    else:
+        name = value
+    if action.nargs == 0:  # --flag / --no-flag: nothing when left out
+        default = "switch"
+    elif action.required:
+        default = "required"
+    elif action.default is None or action.default == argparse.SUPPRESS:
+        default = "none"
+    else:
+        shown = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) else action.default
+        default = f"default `{shown}`"
+    text = (action.help or "").replace("%%", "%")
+    # markdown would read "label<TAB>word" as an HTML tag and drop it; inside `code` a < is shown as it is
+    text = "`".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(text.split("`")))
+    if action.default is not None and action.nargs != 0:  # options.add_arguments ends the help with the default
+        text = text.removesuffix(f" (default {action.default})")
+    return f"- `{name}` ({default})" + (f": {text}" if text else "")
+
+
+def _reference_sections(prog: str, help: str, parser: argparse.ArgumentParser, level: int) -> list[str]:
+    commands = _subcommands(parser)
+    lines = [f"{'#' * level} `{prog}`", ""]
+    if help:
+        lines += [help[0].upper() + help[1:] + ("" if help.endswith(".") else "."), ""]
+    shown = [
+        a
+        for a in parser._actions
+        if a.help != argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+    ]
+    lines += [_option_line(a) for a in shown] + ([""] if shown else [])
+    for name, sub_help, sub in commands:
+        lines += _reference_sections(f"{prog} {name}", sub_help, sub, min(level + 1, 3))
+    return lines
+
+
+def reference_markdown() -> str:
+    """docs/cli.md: a section per command (and per subcommand), each option with its default and help."""
+    parser = build_parser()
+    lines = [REFERENCE_HEADER]
+    for name, help, sub in _subcommands(parser):
+        lines += _reference_sections(f"bertology {name}", help, sub, 2)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
 def _raised_by_us(error: BaseException) -> bool:
     """Whether the innermost frame of the error's traceback is bertology's own code (a check that
     failed on bad input) rather than a library's (which, for a ValueError, may be a bug of ours)."""
