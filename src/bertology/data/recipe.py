@@ -6,7 +6,7 @@ user's options, frozen and validated here. Every job reads it and dispatches on 
     >>> Recipe.resolve("roberta", max_seq_length=64, objective="mlm+nsp")
     Traceback (most recent call last):
     ...
-    ValueError: objective 'mlm+nsp' does not go with packing 'full-sentences': segment pairs are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd
+    ValueError: objective 'mlm+nsp' does not go with packing 'full-sentences': segment pairs are for mlm+nsp / mlm+sop, full-sentences / doc-sentences for mlm / rtd / simcse / tsdae
 
 A new objective is one value of OBJECTIVES (with its HEADS entry), one file under train/ with its
 objective class, and one line in train/registry.py (a masked one: a masker choice, data/masker.py).
