@@ -18,9 +18,8 @@ pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return wiki_head(
-        tmp_path_factory.mktemp("corpus") / "corpus.txt", 200_000
-    )  # 5 articles: 0.05 of them rounds up to 1 held out
+    """5 articles of data/wiki.txt: the default --heldout 0.05 of them rounds up to 1 held out."""
+    return wiki_head(tmp_path_factory.mktemp("corpus") / "corpus.txt", 200_000)
 
 
 def _pretrain(corpus, out, family, *extra):
