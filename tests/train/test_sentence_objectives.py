@@ -67,8 +67,8 @@ def test_the_objective_reads_two_dropout_views_and_divides_by_the_global_batch()
     both = {k: torch.cat([v, v]) for k, v in batch.items()}
     z = encoder(**both).last_hidden_state.mean(1)  # every token real: the mean pooling
     expected = simcse_loss(z[:4], z[4:], 0.05).sum() / 8
-    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
-    assert float(metrics["loss"]) == pytest.approx(float(expected), rel=1e-5)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert float(metrics["loss"]) == pytest.approx(expected.item(), rel=1e-5)
     assert not torch.allclose(z[:4], z[4:])  # dropout made two views
     encoder.eval()  # no dropout: the two views are one vector, each text its own nearest
     assert float(objective(encoder, batch, {"sequences": 4})[1]["simcse_accuracy"]) == 1.0
@@ -156,7 +156,7 @@ def test_tsdae_loss_is_the_decoder_cross_entropy_over_the_original_tokens():
     logits = model(batch)  # (B, T−1, V)
     real = mask[:, 1:].bool()
     expected = F.cross_entropy(logits[real], ids[:, 1:][real])
-    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     loss.backward()
     assert model.encoder.embeddings.word.weight.grad.abs().sum() > 0  # tied: the decoder trains them too
     # the decoder learns of the text through the damaged text's vector alone: swap those, other logits
