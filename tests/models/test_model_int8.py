@@ -6,7 +6,7 @@ import pytest
 import torch
 from bertology.nn import int8
 from bertology.nn.activations import activation
-from bertology.nn.int8 import Int8Linear
+from bertology.nn.int8 import full_range, Int8Linear
 
 import bertology
 from bertology.models import FAMILIES, from_config, task_class
@@ -105,7 +105,9 @@ def test_real_minilm_int8_embeddings_keep_cosine_to_fp32():
     fp32 = embed(bertology.load(path), tokenizer, texts, normalize=True, max_length=128)
     int8 = embed(bertology.load(path, quantize="int8"), tokenizer, texts, normalize=True, max_length=128)
     cosine = (fp32 * int8).sum(-1)
-    assert cosine.min() >= 0.99
+    # full 8-bit activations (VNNI / AMX) keep every vector within 0.99; without VNNI fbgemm's 7-bit
+    # activations cost about a point (0.981 measured on an AVX2-only EPYC): a bound of their own
+    assert cosine.min() >= (0.99 if full_range() else 0.975)
     # the similarity structure is kept: int8's pairwise similarities rank as fp32's do
     upper = torch.triu_indices(len(texts), len(texts), 1)
     a, b = (fp32 @ fp32.T)[upper[0], upper[1]], (int8 @ int8.T)[upper[0], upper[1]]
