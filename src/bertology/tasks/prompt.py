@@ -10,7 +10,8 @@ How the blank is read depends on the family's pretraining (models/family.py `pro
   mlm  the masked LM at the mask: a class's score is its label word's mean piece logit there
        (a word of several pieces: the mean of their logits at the one mask);
   rtd  ELECTRA's discriminator (Xia et al. 2022): one copy of the prompt per class with that class's
-       word in the blank; the word judged least "replaced" wins (inputs (B, C, T), as multiple choice).
+       (first) word in the blank; the word judged least "replaced" wins (inputs (B, C, T), as multiple
+       choice).
 
 The template names the text as {text} (and a pair as {pair}) and the blank as [MASK], whatever the
 model's own mask token is. The verbalizer maps each label to its words; by default a label is its
@@ -203,7 +204,7 @@ class Prompt:
                 enc, _, cut = self._fit(e, tokenizer, max_length, self.mask_token)
                 encodings.append(enc)
             else:
-                for words in self.label_words.values():
+                for words in self.label_words.values():  # a label's first word: one copy per class
                     enc, span, cut = self._fit(e, tokenizer, max_length, words[0])
                     encodings.append(enc)
                     marks.append(_covered(enc.offsets, span, enc.special_tokens_mask))
