@@ -3,19 +3,18 @@ data that ships here, within a wall-clock budget on the machine at hand (`--budg
 default 20; plan.py says how it is spent).
 
 1. trains each family's tokenizer (WordPiece, byte-level BPE, Unigram for ALBERT and XLNet; ELECTRA
-   shares BERT's WordPiece) on
-   Debian's long package descriptions (data/debian-descriptions: leakage-free for the task's dev
-   and test packages), and word2vec over BERT's pieces;
+   shares BERT's WordPiece) on Debian's long package descriptions (data/debian-descriptions:
+   leakage-free for the task's dev and test packages), and word2vec over each tokenizer's pieces;
 2. pretrains a tiny model of each family for an equal share of the time with the small-budget
-   recipe (stages.recipe), each with its paper's objective (ELECTRA-tiny on exactly BERT-tiny's
-   Trainer seconds, with BERT's WordPiece: the race of equal time, stages.EQUAL_TIME); a BERT whose token embedding starts
-   from the word2vec vectors; and the teacher track: the real all-MiniLM-L6-v2 distilled at the
-   sentence level into the same tiny BERT;
+   recipe (stages.recipe), its token embedding started from those word vectors, each with its
+   paper's objective (ELECTRA-tiny on exactly BERT-tiny's Trainer seconds, with BERT's WordPiece:
+   the race of equal time, stages.EQUAL_TIME); and the teacher track: the real all-MiniLM-L6-v2
+   distilled at the sentence level into the same tiny BERT;
 3. fine-tunes every start and each family's random-init twin (same architecture and tokenizer) on
    10, 30, 100 and all 175 labelled examples per class (curve.py: class-balanced nested subsets,
-   a learning rate chosen on dev, 5 seeds ensembled), next to bag-of-words, averaged word2vec
-   vectors and MiniLM's frozen embeddings, each with a logistic regression on the same subsets;
-   every gain comes with a paired-bootstrap 95% interval over the test items;
+   the method and learning rate chosen on dev, 5 seeds ensembled), next to bag-of-words, averaged
+   word2vec vectors and MiniLM's frozen embeddings, each with a logistic regression on the same
+   subsets; every gain comes with a paired-bootstrap 95% interval over the test items;
 4. writes runs/demo/report.md (tables, label curve, pretraining curves, parameters, attention maps)
    and runs/demo/results.json (one object per model, a `label_curve` in each).
 
