@@ -52,10 +52,10 @@ from .base import Features, Task
 from .fewshot import head_lr_groups, head_parameters, layer_decay_groups, parameter_depths, reinit_top_layers
 from .forward import model_inputs, run_model
 from .probe import fit_probe
-from .setfit import train_setfit
-from .summary import run_summary
 from .prompt import DEFAULT_TEMPLATE, Prompt, read_verbalizer
+from .setfit import train_setfit
 from .subsets import balanced_subset
+from .summary import run_summary
 
 SENTENCE_HEAD = "ForSequenceClassification"  # the head whose sentence vector --pooling chooses
 METHODS = ("head", "prompt", "probe", "setfit")
