@@ -30,27 +30,6 @@ from .metrics import Metrics
 from .options import ServeOptions
 from .schemas import ApiError
 
-PARSERS = {
-    "embed": schemas.parse_embed,
-    "embed_all": schemas.parse_embed,
-    "similarity": schemas.parse_similarity,
-    "rerank": schemas.parse_rerank,
-    "decode": schemas.parse_decode,
-    "fill-mask": schemas.parse_fill_mask,
-    "tokenize": schemas.parse_tokenize,
-    "tag": schemas.parse_tag,
-    "qa": schemas.parse_qa,
-}
-# TEI's POST /: the loaded model's own task (the Hugging Face Inference API's clients post there)
-ROOT_OPS = {
-    "embedding": "embed",
-    "fill-mask": "fill-mask",
-    "classifier": "predict",
-    "tagger": "tag",
-    "qa": "qa",
-    "choice": "predict",
-}
-
 
 async def read_json(request: Request, limit: int, timeout: float | None = None):
     """The body as JSON, refusing (413) more than `limit` bytes whether or not Content-Length says so, and
@@ -116,10 +95,10 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
                 f"this; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}",
             )
 
-    async def submit(request: Request, op: str, parse) -> tuple[object, object]:
+    async def submit(request: Request, op: str, parse_body) -> tuple[object, object]:
         served(request.url.path, op)
         body = await read_json(request, options.max_body_bytes, options.read_timeout)
-        parsed = parse(body)
+        parsed = parse_body(body) if parse_body else parse(op, body)
         return parsed, await batcher.submit(op, parsed)
 
     def root_op(body) -> tuple[str, object, object]:
@@ -128,26 +107,8 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
         body = schemas.with_parameters(body)
         if isinstance(body, dict) and isinstance(body.get("inputs"), dict) and "source_sentence" in body["inputs"]:
             return "similarity", schemas.parse_similarity(body, options.max_client_batch_size), None
-        op = ROOT_OPS.get(engine.kind)
-        if op is None:
-            raise ApiError(
-                404,
-                "NotFound",
-                f"POST /: the loaded {engine.model.architecture} has no task of its own "
-                f"there; it serves {', '.join('/' + e for e in sorted(engine.endpoints))}",
-            )
-        parsed = predict_parser(body) if op == "predict" else PARSERS[op](body, options.max_client_batch_size)
-        renders = {"predict": per_input if engine.kind == "classifier" else None, "fill-mask": one_mask_flat}
-        return op, parsed, renders.get(op)
-
-    def per_input(request, result) -> Response:  # text classification: a list of scores per input, one input too
-        return JSONResponse([result] if request.single else result)
-
-    def one_mask_flat(request, result) -> Response:  # fill-mask: a text with one mask gets its candidates flat
-        def flat(per_mask):
-            return per_mask[0] if len(per_mask) == 1 else per_mask
-
-        return JSONResponse(flat(result) if request.single else [flat(r) for r in result])
+        handler = engine.handler
+        return handler.root, parse(handler.root, body), handler.render_root
 
     async def root(request: Request) -> Response:
         started = time.perf_counter()
@@ -157,26 +118,23 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             result = await batcher.submit(op, parsed)
         except ApiError as e:
             return failed(request.url.path, started, e)
-        return answer(request.url.path, started, render(parsed, result) if render else JSONResponse(result))
+        return answer(request.url.path, started, JSONResponse(render(parsed, result) if render else result))
 
-    def endpoint(op: str, parse=None, render=None):
-        parse = parse or (lambda body: PARSERS[op](body, options.max_client_batch_size))
+    def parse(op: str, body):
+        return engine.ops[op].parse(body, options.max_client_batch_size)
+
+    def endpoint(op: str, parse_body=None, render=None):
+        """A route for one operation: the head's own parser unless `parse_body` reads another shape."""
 
         async def handler(request: Request) -> Response:
             started = time.perf_counter()
             try:
-                parsed, result = await submit(request, op, parse)
+                parsed, result = await submit(request, op, parse_body)
             except ApiError as e:
                 return failed(request.url.path, started, e)
             return answer(request.url.path, started, render(parsed, result) if render else JSONResponse(result))
 
         return handler
-
-    def predict_parser(body):
-        if engine.kind == "choice":  # a context and its choices (TEI has no multiple choice: its /predict extended)
-            return schemas.parse_choice(body, options.max_client_batch_size)
-        pairs = engine.pipeline is not None and engine.pipeline.task.name == "pair"
-        return schemas.parse_predict(body, options.max_client_batch_size, pairs)
 
     def openai_render(request, vectors) -> Response:
         def encode(v):
@@ -256,12 +214,12 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             ),
             methods=["POST"],
         ),
-        Route("/predict", endpoint("predict", predict_parser), methods=["POST"]),
+        Route("/predict", endpoint("predict"), methods=["POST"]),
         Route("/fill-mask", endpoint("fill-mask"), methods=["POST"]),
         Route("/tokenize", endpoint("tokenize"), methods=["POST"]),
         Route("/tag", endpoint("tag"), methods=["POST"]),
         Route("/qa", endpoint("qa"), methods=["POST"]),
-        Route("/attention", endpoint("attention", schemas.parse_attention, attention_render), methods=["POST"]),
+        Route("/attention", endpoint("attention", render=attention_render), methods=["POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
     app.state.engine, app.state.batcher, app.state.metrics = engine, batcher, metrics

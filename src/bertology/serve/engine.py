@@ -11,10 +11,8 @@ worker thread calls `prepare` and `run`, so the model and the tokenizer have one
 The model runs on the device it was loaded to (`Engine.load(..., device="cuda")`); requests are
 tokenized on the CPU and each batch copied there once (tasks/forward.py).
 
-Endpoints by head: every model serves /embed and /embed_all (its encoder's sentence and token
-vectors), /similarity, /tokenize, /decode and /attention; an MLM head adds /fill-mask, a sequence
-classifier (classify, pair, regress) /predict, one trained on pairs /rerank as well, a token
-classifier /tag, a QA head /qa, a multiple-choice head /predict (a context and its choices).
+Every model serves /embed and /embed_all (its encoder's sentence and token vectors), /similarity,
+/tokenize, /decode and /attention; its head adds its own (handlers.py: the table of tasks).
 """
 
 from __future__ import annotations
@@ -28,40 +26,13 @@ from ..hardware import check_bf16_requested
 from ..models import check_tokenizer, family_of, load
 from ..nn import fused
 from ..nn.int8 import is_int8, kernel_of as int8_kernel
-from ..tasks.base import Example
 from ..tasks.finetune import load_tokenizer
 from ..tasks.forward import precision_name
-from ..tasks.inference import MLM_HEADS, embed, fill_mask, mask_token_of, tagged_entities, token_vectors, word_spans
+from ..tasks.inference import mask_token_of
 from ..tasks.pipeline import Pipeline
 from ..train.device import model_device
-from ..viz import attention_weights
-from .schemas import (
-    ApiError,
-    AttentionRequest,
-    ChoiceRequest,
-    DecodeRequest,
-    EmbedRequest,
-    FillMaskRequest,
-    PredictRequest,
-    QARequest,
-    RerankRequest,
-    SimilarityRequest,
-    TagRequest,
-    TokenizeRequest,
-    invalid,
-)
-
-ALWAYS = ("embed", "embed_all", "similarity", "tokenize", "decode", "attention")
-# every layer's and head's T × T weights go back as JSON: L·N·T² numbers (6·12·128² = 1.2 M for MiniLM at 128)
-ATTENTION_MAX_TOKENS = 128
-KIND_ENDPOINTS = {
-    "embedding": (),
-    "fill-mask": ("fill-mask",),
-    "classifier": ("predict",),
-    "tagger": ("tag",),
-    "qa": ("qa",),
-    "choice": ("predict",),
-}
+from .handlers import COMMON, HANDLERS, Op, handler_name
+from .schemas import ApiError, invalid
 
 
 class Engine:
@@ -78,13 +49,10 @@ class Engine:
             self.pipeline.bf16 = bf16
         self.family = family_of(model.config)
         self.head = model.architecture[len(self.family.class_prefix) :]  # "Model", "ForMaskedLM", …
-        if self.pipeline is not None:
-            task = self.pipeline.task.name
-            self.kind = {"tag": "tagger", "qa": "qa", "choice": "choice"}.get(task, "classifier")
-        else:
-            self.kind = "fill-mask" if self.head in MLM_HEADS else "embedding"
-        reranker = self.pipeline is not None and self.pipeline.task.name == "pair"
-        self.endpoints = frozenset(ALWAYS + KIND_ENDPOINTS[self.kind] + (("rerank",) if reranker else ()))
+        self.handler = HANDLERS[handler_name(self.pipeline, self.head)]
+        self.kind = self.handler.kind
+        self.ops = {**COMMON, **self.handler.ops}
+        self.endpoints = frozenset(self.ops)
         self.max_length = model.config.max_length  # the position table's limit, special tokens included
         self.task_max_length = self.pipeline.max_length if self.pipeline else self.max_length
 
@@ -178,73 +146,23 @@ class Engine:
             "endpoints": sorted(self.endpoints),
         }
 
-    # ---- prepare: per request, in the worker thread ------------------------------------------
+    # ---- per request and per batch, in the worker thread: the handler's operations ----------------
     def prepare(self, op: str, request) -> int:
         """The request's tokens (what it costs a batch); refuses what one forward pass would choke on."""
-        if op in ("embed", "embed_all"):
-            request.tokens = self._lengths([(t, None) for t in request.texts], request.truncate, self.max_length)
-            return request.tokens
-        if op == "similarity":
-            texts = [request.source, *request.sentences]
-            return self._lengths([(t, None) for t in texts], request.truncate, self.max_length)
-        if op == "rerank":
-            return self._lengths([(request.query, t) for t in request.texts], request.truncate, self.task_max_length)
-        if op == "decode":
-            size = self.model.config.vocab_size
-            for i, row in enumerate(request.ids):
-                if row and max(row) >= size:
-                    raise invalid(f"ids[{i}] holds {max(row)}, outside the vocabulary [0, {size})")
-            return sum(len(row) for row in request.ids)
-        if op == "fill-mask":
-            mask = mask_token_of(self.model)
-            mask_id = self.tokenizer.token_to_id(mask)
-            cost = self._lengths([(t, None) for t in request.texts], request.truncate, self.max_length)
-            cut = self.tokenizer.encode_batch(request.texts, truncation=True, max_length=self.max_length)
-            for i, enc in enumerate(cut):
-                if mask_id not in enc.ids:
-                    raise invalid(
-                        f"input {i} has no {mask} token to fill"
-                        + (" (after truncation)" if mask in request.texts[i] else "")
-                    )
-            return cost
-        if op == "predict" and isinstance(request, ChoiceRequest):  # every (context, choice) pair is a sequence
-            limit, cost = self.task_max_length, 0
-            for i, (context, choices) in enumerate(request.items):
-                for k, choice in enumerate(choices):
-                    n = len(self.tokenizer.encode(context, choice))
-                    if n > limit and not request.truncate:
-                        raise invalid(
-                            f"input {i}, choice {k}: the context and the choice are {n} tokens long, longer "
-                            f'than the model\'s limit of {limit} (send "truncate": true to cut them)'
-                        )
-                    cost += min(n, limit)
-            return cost
-        if op == "predict":
-            return self._lengths(
-                [x if isinstance(x, tuple) else (x, None) for x in request.items],
-                request.truncate,
-                self.task_max_length,
-            )
-        if op == "tag":
-            return self._lengths(
-                [(" ".join(t.split()), None) for t in request.texts], request.truncate, self.task_max_length
-            )
-        if op == "qa":
-            try:  # the question must fit a window with room for the context (the context is cut into windows)
-                features = self.pipeline.task.featurize(
-                    self._qa_examples(request), self.tokenizer, self.pipeline.max_length, None, self.pipeline.stride
-                )
-            except ValueError as e:
-                raise invalid(str(e)) from None
-            return int(features.tensors["attention_mask"].sum())
-        if op == "tokenize":
-            return sum(len(e) for e in self.tokenizer.encode_batch(request.texts))
-        if op == "attention":
-            limit = min(self.max_length, ATTENTION_MAX_TOKENS)
-            return self._lengths([(request.text, request.pair)], False, limit)
-        raise ValueError(f"unknown operation {op!r}")
+        return self._op(op).prepare(self, request)
 
-    def _lengths(self, items: list[tuple[str, str | None]], truncate: bool, limit: int) -> int:
+    def run(self, op: str, requests: list) -> list[Any]:
+        """One result per request, one forward pass for the batch."""
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):  # the Pipeline passes bf16 on itself
+            return self._op(op).run(self, requests)
+
+    def _op(self, op: str) -> Op:
+        if op not in self.ops:
+            raise ValueError(f"unknown operation {op!r} for a {self.kind} (it serves {', '.join(sorted(self.ops))})")
+        return self.ops[op]
+
+    def fit(self, items: list[tuple[str, str | None]], truncate: bool, limit: int) -> int:
+        """The tokens of (text, pair) items, each at most `limit` long; a longer one is refused unless `truncate`."""
         encodings = [self.tokenizer.encode(text, pair) for text, pair in items]
         for i, enc in enumerate(encodings):
             if len(enc) > limit and not truncate:
@@ -253,185 +171,6 @@ class Engine:
                     '(send "truncate": true to cut it)'
                 )
         return sum(min(len(e), limit) for e in encodings)
-
-    # ---- run: a batch of requests of one operation ---------------------------------------------
-    def run(self, op: str, requests: list) -> list[Any]:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):  # the Pipeline passes bf16 on itself
-            return getattr(self, "_run_" + op.replace("-", "_"))(requests)
-
-    def _run_embed(self, requests: list[EmbedRequest]) -> list[Any]:
-        texts = [t for r in requests for t in r.texts]
-        vectors = embed(self.model, self.tokenizer, texts, self.pooling, normalize=False, max_length=self.max_length)
-        normalized = torch.nn.functional.normalize(vectors, dim=-1)
-        out, i = [], 0
-        for r in requests:
-            chosen = normalized if r.normalize else vectors
-            out.append(chosen[i : i + len(r.texts)].tolist())
-            i += len(r.texts)
-        return out
-
-    def _run_embed_all(self, requests: list[EmbedRequest]) -> list[Any]:
-        texts = [t for r in requests for t in r.texts]
-        vectors = token_vectors(self.model, self.tokenizer, texts, max_length=self.max_length)
-        out, i = [], 0
-        for r in requests:
-            out.append([v.tolist() for v in vectors[i : i + len(r.texts)]])
-            i += len(r.texts)
-        return out
-
-    def _run_similarity(self, requests: list[SimilarityRequest]) -> list[Any]:
-        """Cosine similarity of each sentence to its request's source sentence."""
-        texts = [t for r in requests for t in (r.source, *r.sentences)]
-        vectors = embed(self.model, self.tokenizer, texts, self.pooling, normalize=True, max_length=self.max_length)
-        out, i = [], 0
-        for r in requests:
-            source, others = vectors[i], vectors[i + 1 : i + 1 + len(r.sentences)]
-            out.append((others @ source).tolist())
-            i += 1 + len(r.sentences)
-        return out
-
-    def _run_rerank(self, requests: list[RerankRequest]) -> list[Any]:
-        """Each text's relevance to the query, best first: the pair classifier's probability of its last
-        label (of relevance, for one label: the sigmoid of its logit); raw_scores: that label's logit."""
-        examples = [
-            Example(r.query, t, None, id=str(i), where=f"texts[{i}]") for r in requests for i, t in enumerate(r.texts)
-        ]
-        logits = torch.stack(self.pipeline.logits(examples)).float()  # (N, labels)
-        probabilities = logits.sigmoid() if logits.shape[-1] == 1 else logits.softmax(-1)
-        out, i = [], 0
-        for r in requests:
-            scores = (logits if r.raw_scores else probabilities)[i : i + len(r.texts), -1].tolist()
-            ranked = [
-                {"index": k, "score": v, **({"text": r.texts[k]} if r.return_text else {})}
-                for k, v in enumerate(scores)
-            ]
-            out.append(sorted(ranked, key=lambda d: -d["score"]))
-            i += len(r.texts)
-        return out
-
-    def _run_decode(self, requests: list[DecodeRequest]) -> list[Any]:
-        return [self.tokenizer.decode_batch(r.ids, skip_special_tokens=r.skip_special_tokens) for r in requests]
-
-    def _run_fill_mask(self, requests: list[FillMaskRequest]) -> list[Any]:
-        texts = [t for r in requests for t in r.texts]
-        top_k = max(r.top_k for r in requests)
-        filled = fill_mask(self.model, self.tokenizer, texts, top_k, max_length=self.max_length)
-        out, i = [], 0
-        for r in requests:
-            mine = [
-                [[c._asdict() for c in cands[: r.top_k]] for cands in per_text]
-                for per_text in filled[i : i + len(r.texts)]
-            ]
-            out.append(mine[0] if r.single else mine)
-            i += len(r.texts)
-        return out
-
-    def _run_predict(self, requests: list[PredictRequest] | list[ChoiceRequest]) -> list[Any]:
-        """Texts and text pairs go through the Pipeline separately (a batch has one input layout);
-        raw_scores requests get the head's logits instead of the Pipeline's probabilities."""
-        if self.kind == "choice":
-            return self._run_choice(requests)
-        pipe, names = self.pipeline, self._label_names()
-        flat = [(k, x) for k, r in enumerate(requests) for x in r.items]
-        ranked: list[Any] = [None] * len(flat)
-        for raw in (False, True):
-            for pairs in (False, True):
-                chosen = [
-                    j
-                    for j, (k, x) in enumerate(flat)
-                    if requests[k].raw_scores == raw and isinstance(x, tuple) == pairs
-                ]
-                if not chosen:
-                    continue
-                examples = [
-                    Example(*(flat[j][1] if pairs else (flat[j][1], None)), id=str(i), where=f"input {i}")
-                    for i, j in enumerate(chosen)
-                ]
-                if raw:
-                    scores = [dict(zip(names, row.tolist())) for row in pipe.logits(examples)]
-                elif pipe.task.name == "regress":
-                    scores = [{names[0]: v} for v in pipe.predict_examples(examples)]
-                else:
-                    scores = [p.probabilities for p in pipe.predict_examples(examples)]
-                for j, s in zip(chosen, scores):
-                    ranked[j] = sorted(({"label": k, "score": v} for k, v in s.items()), key=lambda d: -d["score"])
-        out, i = [], 0
-        for r in requests:
-            out.append(ranked[i] if r.single else ranked[i : i + len(r.items)])
-            i += len(r.items)
-        return out
-
-    def _run_choice(self, requests: list[ChoiceRequest]) -> list[Any]:
-        """Each item's choices scored by the multiple-choice head: the softmax over its choices (raw_scores: the
-        logits) in the order sent, and the chosen index. Items with as many choices share a forward pass."""
-        flat = [(k, item) for k, r in enumerate(requests) for item in r.items]
-        answers: list[Any] = [None] * len(flat)
-        for n in sorted({len(choices) for _, (_, choices) in flat}):  # a batch is (items, choices, tokens)
-            chosen = [j for j, (_, (_, choices)) in enumerate(flat) if len(choices) == n]
-            examples = [
-                Example(flat[j][1][0], list(flat[j][1][1]), None, id=str(i), where=f"input {i}")
-                for i, j in enumerate(chosen)
-            ]
-            for j, logits in zip(chosen, self.pipeline.logits(examples)):  # (C,) each
-                scores = logits if requests[flat[j][0]].raw_scores else logits.softmax(-1)
-                best = int(logits.argmax())
-                answers[j] = {"choice": best, "text": flat[j][1][1][best], "scores": scores.tolist()}
-        out, i = [], 0
-        for r in requests:
-            out.append(answers[i] if r.single else answers[i : i + len(r.items)])
-            i += len(r.items)
-        return out
-
-    def _label_names(self) -> list[str]:
-        id2label = self.model.config.id2label or {}
-        return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(self.model.config.num_labels)]
-
-    def _run_tag(self, requests: list[TagRequest]) -> list[Any]:
-        texts = [t for r in requests for t in r.texts]
-        examples = [
-            Example([w for w, _, _ in word_spans(t)], None, None, id=str(i), where=f"input {i}")
-            for i, t in enumerate(texts)
-        ]
-        predictions = self.pipeline.predict_examples(examples)
-        entities = [tagged_entities(t, p["tags"], p["scores"]) for t, p in zip(texts, predictions)]
-        out, i = [], 0
-        for r in requests:
-            out.append(entities[i] if r.single else entities[i : i + len(r.texts)])
-            i += len(r.texts)
-        return out
-
-    def _qa_examples(self, request: QARequest) -> list[Example]:
-        return [Example(q, c, None, id=str(i), where=f"input {i}") for i, (q, c) in enumerate(request.items)]
-
-    def _run_qa(self, requests: list[QARequest]) -> list[Any]:
-        examples = [e for r in requests for e in self._qa_examples(r)]
-        answers = [
-            {"answer": p["text"], "score": p["score"], "start": p["start"], "end": p["end"]}
-            for p in self.pipeline.predict_examples(examples)
-        ]
-        out, i = [], 0
-        for r in requests:
-            out.append(answers[i] if r.single else answers[i : i + len(r.items)])
-            i += len(r.items)
-        return out
-
-    def _run_tokenize(self, requests: list[TokenizeRequest]) -> list[Any]:
-        out = []
-        for r in requests:
-            encodings = self.tokenizer.encode_batch(r.texts, add_special_tokens=r.add_special_tokens)
-            out.append(
-                [
-                    [
-                        {"id": i, "text": t, "special": bool(s), "start": None if s else a, "stop": None if s else b}
-                        for i, t, s, (a, b) in zip(e.ids, e.tokens, e.special_tokens_mask, e.offsets)
-                    ]
-                    for e in encodings
-                ]
-            )
-        return out
-
-    def _run_attention(self, requests: list[AttentionRequest]) -> list[Any]:
-        return [attention_weights(self.model, self.tokenizer, r.text, r.pair) for r in requests]
 
 
 def error_of(exc: BaseException) -> ApiError:
