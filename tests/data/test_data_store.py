@@ -66,6 +66,11 @@ def albert_store(small_corpus, unigram, cache):
     )
 
 
+def _all_ids(store) -> torch.Tensor:
+    """Every instance's unmasked input_ids (N, T)."""
+    return store.rows(np.arange(len(store)))["input_ids"]
+
+
 def test_bert_batch_format(bert_store, wordpiece):
     b = bert_store.batch(0, 16)
     assert sorted(b) == ["attention_mask", "input_ids", "labels", "next_sentence_label", "token_type_ids"]
@@ -93,7 +98,7 @@ def test_roberta_batch_format_full_sentences(roberta_store, bytelevel_bpe):
     assert (b["input_ids"][:, 0] == s).all()
     assert all(b["input_ids"][r, n - 1] == e for r, n in enumerate(lengths.tolist()))
     # FULL-SENTENCES packs sequences nearly full
-    all_lengths = np.asarray(roberta_store.arrays["lengths"])
+    all_lengths = roberta_store.lengths()
     assert np.median(all_lengths) > 56
 
 
@@ -148,7 +153,7 @@ def test_dynamic_masks_change_with_step_and_are_deterministic(roberta_store):
     later = N  # a step whose batch starts the second epoch (batch size 1)
     x, y = roberta_store.batch(0, 1), roberta_store.batch(later, 1)
     i0, i1 = roberta_store.indices(0, 1)[0], roberta_store.indices(later, 1)[0]
-    raw = np.asarray(roberta_store.arrays["input_ids"])
+    raw = _all_ids(roberta_store).numpy()
     for batch, i in ((x, i0), (y, i1)):  # masked in both epochs; the labels put back give the stored text
         stored = torch.from_numpy(raw[i].astype(np.int64))
         labels = batch["labels"][0]
@@ -181,10 +186,10 @@ def test_the_store_keeps_text_and_static_masks_are_instance_seeded(small_corpus,
     # the instance order, and its masks are the same in whatever batch the instance comes
     kw = dict(max_seq_length=16, dupe_factor=2, seed=7, show_progress=False)
     store = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "a", **kw)
-    assert "labels" not in store.arrays and len(store) > 4096
+    assert "labels" not in store.rows(np.arange(4)) and len(store) > 4096
     for step in (0, 1000):
         idx = store.indices(step, 64)
-        rows = torch.from_numpy(np.asarray(store.arrays["input_ids"], dtype=np.int64)[idx])
+        rows = _all_ids(store)[idx]
         masked, lab = mask_rows_vectorised(
             rows, torch.isin(rows, store.special_ids), None, RowDraws([(7, 2, int(i)) for i in idx]), **_mask_kw(store)
         )
@@ -193,7 +198,9 @@ def test_the_store_keeps_text_and_static_masks_are_instance_seeded(small_corpus,
         assert torch.equal(torch.where(lab != IGNORE_INDEX, lab, b["input_ids"]), rows)  # the text, unmasked
     again = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "b", **kw)
     assert again.dir != store.dir
-    assert all(np.array_equal(np.asarray(v), np.asarray(again.arrays[k])) for k, v in store.arrays.items())
+    every = np.arange(len(store))
+    assert len(again) == len(store)
+    assert all(torch.equal(v, again.rows(every)[k]) for k, v in store.rows(every).items())
 
 
 def test_an_earlier_layout_is_refused_with_the_directory_named(tmp_path):
@@ -215,7 +222,7 @@ def test_an_earlier_layout_is_refused_with_the_directory_named(tmp_path):
 
 @pytest.mark.parametrize("world", [1, 3])
 def test_dynamic_masks_are_the_global_batch_masked_with_seed_3_step(roberta_store, world):
-    raw = torch.from_numpy(np.asarray(roberta_store.arrays["input_ids"], dtype=np.int64))
+    raw = _all_ids(roberta_store)
     rows = raw[roberta_store.indices(4, 12, seed=5)]
     masked, labels = mask_rows_vectorised(
         rows, torch.isin(rows, roberta_store.special_ids), None, seeded_generator(5, 3, 4), **_mask_kw(roberta_store)
@@ -279,9 +286,9 @@ def test_heldout_documents_never_reach_training(small_corpus, bytelevel_bpe, cac
             out.update(tuple(row[i : i + 24]) for i in range(len(row) - 24))
         return out
 
-    held = grams(store.heldout.arrays["input_ids"])
-    assert held and not held & grams(store.arrays["input_ids"])
-    assert held <= grams(full.arrays["input_ids"])  # the test could fail: the full store has them
+    held = grams(_all_ids(store.heldout))
+    assert held and not held & grams(_all_ids(store))
+    assert held <= grams(_all_ids(full))  # the test could fail: the full store has them
     again = build_instances([small_corpus], bytelevel_bpe, "roberta", heldout=2, **kw)
     assert again.dir == store.dir and again.heldout.dir == store.heldout.dir  # same split, from the cache
 

@@ -1,6 +1,8 @@
 """Building a token store and its instances shows how far it is (it ran silent for ~20 s on the demo corpus):
-tokenizing, then the training and held-out instances, as whole lines in a log (a bar on a terminal);
+tokenizing (in bytes, with a rate and the time left), then the training and held-out instances, as whole lines in a log (a bar on a terminal);
 nothing at all without show_progress."""
+
+import re
 
 import pytest
 
@@ -27,8 +29,14 @@ def test_every_stage_of_a_store_shows_progress(small_corpus, wordpiece, tmp_path
     for stage, last in [
         ("training instances", "training instances: 100% | 12/12"),  # 6 documents, 2 passes (--dupe-factor)
         ("held-out instances", "held-out instances: 100% | 2/2"),  # 2 documents, one pass
-        ("tokenizing", "tokenizing: 100% | 8/8"),
     ]:
         said = [line for line in lines if line.startswith(stage)]
         counts = [int(line.rsplit(" ", 1)[1].split("/")[0]) for line in said]
         assert said and said[-1] == last and counts == sorted(set(counts)), (stage, said)
+    # tokenizing counts the corpus's bytes: its last line says all of them, at a rate in B/s, with the time left
+    size = small_corpus.stat().st_size
+    tokenizing = [line for line in err.splitlines() if line.startswith("tokenizing")]
+    assert tokenizing and tokenizing[-1].startswith(f"tokenizing: 100% | {size / 1000:.0f}k/{size / 1000:.0f}k [")
+    assert re.search(r"<\d\d:\d\d, [\d.]+[kM]?B/s\]$", tokenizing[-1]), tokenizing
+    order = [line.split(":")[0] for line in err.splitlines()]
+    assert order.index("tokenizing") < order.index("training instances") < order.index("held-out instances")

@@ -62,7 +62,8 @@ from .masking import (
     word_units,
 )
 from .recipe import Recipe
-from .store import InstanceStore, build_instances, build_store
+from .build import build_instances, build_store
+from .store import InstanceStore
 from .tokenized import (
     TokenizedCorpus,
     check_corpus_documents,

@@ -27,14 +27,10 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from pathlib import Path
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from ..models.family import get_family
-from ..progress import progress_bar
-from .arrays import ArrayWriter
-from .masking import seeded_generator
 
 
 @dataclass(frozen=True)
@@ -177,7 +173,7 @@ class DocumentWindow:
         return self.ahead[i] if i < len(self.ahead) else self.past[i - len(self.ahead)]
 
 
-def _target_length(max_num_tokens: int, short_seq_prob: float, rng: random.Random) -> int:
+def target_length(max_num_tokens: int, short_seq_prob: float, rng: random.Random) -> int:
     # Mostly fill the sequence (no compute wasted on padding), but sometimes use a shorter one so
     # that the model also sees short inputs like the fine-tuning tasks'.
     if rng.random() < short_seq_prob:
@@ -204,7 +200,7 @@ def create_pair_instances(
     if objective == "nsp" and (negatives is None or len(negatives) == 0):
         raise ValueError("NSP needs at least two documents (random next segments come from another document)")
     instances: list[PairInstance] = []
-    target = _target_length(max_num_tokens, short_seq_prob, rng)
+    target = target_length(max_num_tokens, short_seq_prob, rng)
     chunk: list[Segment] = []
     length, i = 0, 0
     while i < len(document):
@@ -250,7 +246,7 @@ def create_pair_instances(
                 truncate_pair(pair.a, pair.b, max_num_tokens, rng)
                 instances.append(pair)
             chunk, length = [], 0
-            target = _target_length(max_num_tokens, short_seq_prob, rng)
+            target = target_length(max_num_tokens, short_seq_prob, rng)
         i += 1
     return instances
 
@@ -311,86 +307,3 @@ def pack_sentences(
 def assemble_single(seq: Segment, sp: SpecialTokens) -> tuple[list[int], list[int], list[bool]]:
     """<s> tokens </s> (or [CLS] tokens [SEP]): (ids, token type ids, word starts)."""
     return [sp.cls, *seq.ids, sp.sep], [0] * (len(seq) + 2), [False, *seq.starts, False]
-
-
-# ------------------------------------------------------------------------- writing the instances
-
-
-def write_instances(
-    tmp: Path,
-    corpus,
-    doc_ids: list[int],
-    r,
-    seed: int,
-    specials: SpecialTokens,
-    where: str,
-    show_progress: bool = False,
-    desc: str = "instances",
-) -> dict:
-    """Write the unmasked instances of documents `doc_ids` of a tokenized corpus under recipe `r`
-    into `tmp` (an arrays.ArrayWriter directory); returns its meta. `show_progress`: a progress bar
-    (progress.py) over the documents of every dupe_factor pass, the stage that takes longest before training."""
-    T, pairs = r.max_seq_length, r.pair_task is not None
-    spec = {"input_ids": ("int32", (T,)), "lengths": ("int32", ())}
-    if get_family(r.family).segments:
-        spec["token_type_ids"] = ("int8", (T,))
-    if r.whole_word:
-        spec["word_start"] = ("uint8", (T,))
-    if pairs:
-        spec["sentence_label"] = ("int8", ())
-    w = ArrayWriter(tmp, spec)
-    count = 0
-
-    def emit(ids, types, starts, label=None):
-        nonlocal count
-        pad = T - len(ids)
-        w.add(input_ids=ids + [specials.pad] * pad, lengths=len(ids))
-        if r.whole_word:
-            w.add(word_start=starts + [False] * pad)
-        if "token_type_ids" in spec:
-            w.add(token_type_ids=types + [0] * pad)
-        if label is not None:
-            w.add(sentence_label=label)
-        count += 1
-
-    bar = progress_bar(total=r.dupe_factor * len(doc_ids), desc=desc, unit="doc", disable=not show_progress)
-    with bar:
-        for dupe in range(r.dupe_factor):
-            _write_pass(corpus, doc_ids, r, seed, dupe, specials, emit, bar)
-    arrays = w.close()
-    if count == 0:
-        raise ValueError(
-            f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
-            f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={T}"
-        )
-    return {"arrays": arrays, "recipe": r.to_dict()}
-
-
-def _write_pass(corpus, doc_ids: list[int], r, seed: int, dupe: int, specials: SpecialTokens, emit, bar) -> None:
-    """One dupe_factor pass over the documents, with its own random.Random, each instance to `emit`."""
-    T = r.max_seq_length
-    rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
-    docs = _counted(corpus.documents(doc_ids), bar)
-    if r.pair_task is not None:
-        window = DocumentWindow(r.negative_window)
-        pending = (cur for doc in docs for cur in window.push(doc))
-        for cur in _chain(pending, window):
-            for p in create_pair_instances(
-                cur, T - 3, r.short_seq_prob, r.pair_task, rng, window if r.pair_task == "nsp" else None
-            ):
-                emit(*assemble_pair(p, specials), label=p.label)
-    else:
-        for seq in pack_sentences(docs, T - 2, r.packing == "full-sentences", specials.sep):
-            emit(*assemble_single(seq, specials))
-
-
-def _counted(items: Iterable, bar) -> Iterator:
-    """`items`, each counted on `bar` as it is read (a document read is one the pass has reached)."""
-    for item in items:
-        yield item
-        bar.update(1)
-
-
-def _chain(pending, window: DocumentWindow):
-    yield from pending
-    yield from window.drain()

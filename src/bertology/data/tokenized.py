@@ -1,50 +1,50 @@
-"""The tokenized corpus on disk, and the one rule that holds documents out of training.
+"""The tokenized corpus (the token stores of its files, seen as one), and the one rule that holds
+documents out of training.
 
-Stage 1 of every pretraining objective: documents are read (`corpus.iter_documents`), each
-sentence encoded, and the ids and word-start flags appended to flat arrays on disk (plus sentence
-and document offsets). `split_documents` then sets whole documents aside, drawn by the seed,
-before any instance or stream is made: the MLM store, the permutation-LM streams and their
-held-out evaluation all use it, so no held-out sentence ever reaches training.
+Stage 1 of every pretraining objective: each corpus file is tokenized once into its token store
+(tokenstore.py: ids, word-start bits, sentence and document offsets, built by worker processes and
+shared by every run with the same tokenizer). `TokenizedCorpus` numbers the documents, sentences
+and tokens of the files one after another. `split_documents` then sets whole documents aside, drawn
+by the seed, before any instance or stream is made: the MLM store, the permutation-LM streams and
+their held-out evaluation all use it, so no held-out sentence ever reaches training.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
-from typing import Iterator
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
 
-from ..progress import progress_bar
-from .arrays import ArrayWriter, build_cached, open_arrays
-from .corpus import check_files, count_documents, iter_documents
-from .instances import Segment, tokenize_document
+from .corpus import check_files, count_documents
+from .instances import Segment
+from .tokenstore import WORD_STARTS, FileTokens, build_token_stores, token_cache_root
 
+__all__ = ["WORD_STARTS", "TokenizedCorpus", "tokenize_corpus"]
 
-WORD_STARTS = "word_ids"  # where word starts come from: the encodings' word_ids (earlier: guessed from token strings)
+_COUNT_CHUNK = 1 << 24  # tokens counted at once (bounded memory on a corpus of any size)
 
 
 class TokenizedCorpus:
-    """Flat token ids + word starts of a whole corpus, with sentence and document offsets."""
+    """The token stores of a corpus's files as one corpus: documents, sentences and tokens numbered
+    across the files in order (file k's first token comes after every token of files 0..k-1)."""
 
-    def __init__(self, directory: Path):
-        self.dir = Path(directory)
-        self.meta = json.loads((self.dir / "meta.json").read_text())
-        if self.meta.get("word_starts") != WORD_STARTS:
-            raise ValueError(
-                f"{self.dir}: a tokenized corpus of an earlier bertology (word starts guessed from token "
-                "strings); it is a cache: delete the directory and the next run builds it again"
-            )
-        a = open_arrays(self.dir, self.meta["arrays"])
-        self.ids, self.starts, self.sent_offsets, self.doc_offsets = (
-            a["ids"],
-            a["starts"],
-            a["sent_offsets"],
-            a["doc_offsets"],
-        )
+    def __init__(self, parts):
+        parts = [parts] if isinstance(parts, (str, os.PathLike, FileTokens)) else list(parts)
+        self.parts = [p if isinstance(p, FileTokens) else FileTokens(p) for p in parts]
+        self.dirs = [p.dir for p in self.parts]
+        self.token_base = np.cumsum([0] + [p.num_tokens for p in self.parts])  # (files + 1,)
+        sent_base = np.cumsum([0] + [len(p.sent_offsets) - 1 for p in self.parts])
+        # global offsets: token offset of each sentence, sentence offset of each document (+ the totals)
+        self.sent_offsets = np.concatenate(
+            [p.sent_offsets[:-1] + b for p, b in zip(self.parts, self.token_base)] + [self.token_base[-1:]]
+        ).astype(np.int64)
+        self.doc_offsets = np.concatenate(
+            [p.doc_offsets[:-1] + b for p, b in zip(self.parts, sent_base)] + [sent_base[-1:]]
+        ).astype(np.int64)
 
     @property
     def num_documents(self) -> int:
@@ -52,34 +52,80 @@ class TokenizedCorpus:
 
     @property
     def num_tokens(self) -> int:
-        return len(self.ids)
+        return int(self.token_base[-1])
+
+    def doc_token_offsets(self) -> np.ndarray:
+        """(documents + 1,) the token offset where each document starts, then the total."""
+        return self.sent_offsets[self.doc_offsets]
+
+    def _part_of(self, positions: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.token_base, positions, side="right") - 1
+
+    def gather(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (int64), word starts (bool)) of the tokens at global `positions` (any shape)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        ids, starts = np.zeros(positions.shape, np.int64), np.zeros(positions.shape, bool)
+        if len(self.parts) == 1:  # the common case: one file, no lookup
+            return np.asarray(self.parts[0].ids[positions], dtype=np.int64), self.parts[0].starts(positions)
+        part = self._part_of(positions)
+        for k in np.unique(part):
+            sel = part == k
+            local = positions[sel] - self.token_base[k]
+            ids[sel], starts[sel] = self.parts[k].ids[local], self.parts[k].starts(local)
+        return ids, starts
+
+    def span_counts(self, vocab_size: int, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """How often each id occurs in the token spans [begins[i], ends[i]) (V,) int64, a token in k
+        spans counted k times: one pass over the ids in chunks, the spans' coverage by a running sum."""
+        begins, ends = np.sort(np.asarray(begins, np.int64)), np.sort(np.asarray(ends, np.int64))
+        counts = np.zeros(vocab_size, np.float64)
+        for k, p in enumerate(self.parts):
+            base = int(self.token_base[k])
+            for c0 in range(base, base + p.num_tokens, _COUNT_CHUNK):
+                c1 = min(c0 + _COUNT_CHUNK, base + p.num_tokens)
+                covered = np.searchsorted(begins, c0, "right") - np.searchsorted(ends, c0, "right")
+                b = begins[np.searchsorted(begins, c0, "right") : np.searchsorted(begins, c1, "left")] - c0
+                e = ends[np.searchsorted(ends, c0, "right") : np.searchsorted(ends, c1, "left")] - c0
+                delta = np.bincount(b, minlength=c1 - c0) - np.bincount(e, minlength=c1 - c0)
+                cover = covered + np.cumsum(delta[: c1 - c0])  # (c1 - c0,) spans over each token
+                ids = np.asarray(p.ids[c0 - base : c1 - base], dtype=np.int64)
+                if len(ids) and ids.max() >= vocab_size:
+                    raise ValueError(f"{p.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
+                counts += np.bincount(ids, weights=cover, minlength=vocab_size)
+        return np.rint(counts).astype(np.int64)
 
     def token_counts(self, vocab_size: int, documents) -> torch.Tensor:
         """How often each id occurs in `documents` (indices) (V,): one pass over the corpus."""
-        chosen = np.zeros(self.num_documents, dtype=bool)
-        chosen[np.fromiter(documents, dtype=np.int64)] = True
-        doc_tokens = np.diff(np.asarray(self.sent_offsets)[np.asarray(self.doc_offsets)])  # tokens per document
-        ids = np.asarray(self.ids, dtype=np.int64)[np.repeat(chosen, doc_tokens)]
-        return torch.from_numpy(np.bincount(ids, minlength=vocab_size)[:vocab_size])
+        docs = np.fromiter(documents, dtype=np.int64)
+        offsets = self.doc_token_offsets()
+        return torch.from_numpy(self.span_counts(vocab_size, offsets[docs], offsets[docs + 1]))
+
+    def sentence_lengths(self, d: int) -> np.ndarray:
+        s0, s1 = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
+        return np.diff(self.sent_offsets[s0 : s1 + 1])
 
     def document(self, d: int) -> list[Segment]:
         s0, s1 = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
-        bounds = self.sent_offsets[s0 : s1 + 1].tolist()
-        ids, starts = (
-            self.ids[bounds[0] : bounds[-1]].tolist(),
-            self.starts[bounds[0] : bounds[-1]].astype(bool).tolist(),
-        )
-        base = bounds[0]
-        return [Segment(ids[a - base : b - base], starts[a - base : b - base]) for a, b in zip(bounds, bounds[1:])]
+        bounds = self.sent_offsets[s0 : s1 + 1]
+        ids, starts = self.gather(np.arange(bounds[0], bounds[-1]))
+        ids, starts, cuts = ids.tolist(), starts.tolist(), (bounds - bounds[0]).tolist()
+        return [Segment(ids[a:b], starts[a:b]) for a, b in zip(cuts, cuts[1:])]
 
     def documents(self, indices) -> Iterator[list[Segment]]:
         return (self.document(d) for d in indices)
 
 
 def tokenize_corpus(
-    files, tokenizer, directory: Path, format: str = "lines", errors: str = "strict", show_progress: bool = False
+    files,
+    tokenizer,
+    directory: str | os.PathLike,
+    format: str = "lines",
+    errors: str = "strict",
+    show_progress: bool = False,
+    workers: int | None = None,
 ) -> TokenizedCorpus:
-    """Stream documents through the tokenizer into `directory` (atomically; reused when there).
+    """The corpus's token stores, under `directory` (or $BERTOLOGY_TOKEN_CACHE, see tokenstore.py),
+    each file tokenized once by `workers` processes (None: every core) and reused after.
 
     The tokenizer's own padding and truncation (a tokenizer.json may carry both) are switched
     off on a copy: sentences are packed later, and truncating them would lose text silently."""
@@ -87,42 +133,9 @@ def tokenize_corpus(
         tokenizer = type(tokenizer).from_str(tokenizer.to_str())
         tokenizer.no_padding()
         tokenizer.no_truncation()
-
-    def build(tmp: Path) -> dict:
-        w = ArrayWriter(
-            tmp,
-            {
-                "ids": ("int32", ()),
-                "starts": ("uint8", ()),
-                "sent_offsets": ("int64", ()),
-                "doc_offsets": ("int64", ()),
-            },
-        )
-        n_tokens, n_sents = 0, 0
-        w.add(sent_offsets=0, doc_offsets=0)
-        docs = iter_documents(files, format, errors)
-        if show_progress:  # the documents counted first (a plain read, ~4% of the time tokenizing takes): a bar with
-            # a total, an end time, and in a log a line a tenth of the way rather than one a minute
-            docs = progress_bar(docs, total=count_documents(files, format, errors), desc="tokenizing", unit="doc")
-        for doc in docs:
-            segments = tokenize_document(doc, tokenizer)
-            if not segments:
-                continue
-            for s in segments:
-                w.extend("ids", s.ids)
-                w.extend("starts", s.starts)
-                n_tokens += len(s)
-                n_sents += 1
-                w.add(sent_offsets=n_tokens)
-            w.add(doc_offsets=n_sents)
-        return {
-            "files": [os.fspath(f) for f in files],
-            "format": format,
-            "word_starts": WORD_STARTS,
-            "arrays": w.close(),
-        }
-
-    return TokenizedCorpus(build_cached(Path(directory), build))
+    files = check_files(files)
+    root = token_cache_root(Path(directory))
+    return TokenizedCorpus(build_token_stores(files, tokenizer, root, format, errors, show_progress, workers))
 
 
 def heldout_value(heldout: float) -> float | int:

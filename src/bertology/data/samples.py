@@ -1,0 +1,217 @@
+"""The sample index: each pretraining instance as a few token spans of the token store, not a copy.
+
+An instance is [CLS] piece_1 [SEP] piece_2 [SEP] ... piece_k [SEP], each piece a contiguous run
+of the token store (a sentence pair: k = 2, A then B; a packed sequence: one piece per document it
+draws on, the separator between documents RoBERTa's). The index holds, per part (training or
+held-out) and for the instance recipe and seed:
+
+    piece_start  (pieces,)        uint32 (int64 past 2^32 tokens): global token offset
+    piece_len    (pieces,)        uint16: tokens
+    first_piece  (instances + 1,) uint32 / int64: where each instance's pieces begin (packing only;
+                                  a pair's are 2i and 2i + 1)
+    label        (instances,)     int8: the NSP / SOP label (pairs only)
+
+It is made by the very algorithms of instances.py, on sentence lengths instead of token lists:
+`pair_spans` consumes a random.Random exactly as `instances.create_pair_instances` does (tests hold
+the two to the same pairs), `pack_spans` cuts exactly where `instances.pack_sentences` cuts; each
+dupe_factor pass of pairs has the generator it had when instances were written out, so instance i
+is the instance it was, and its static mask (keyed by i) the same. Packing draws nothing, so its
+passes are one pass repeated: the index holds one, and instance i is instance i mod N of it.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from ..progress import progress_bar
+from .instances import target_length
+from .masking import seeded_generator
+
+PairSpan = tuple[int, int, int, int, int]  # (a_start, a_len, b_start, b_len, label)
+
+
+def negative_window(k: int, n: int, size: int) -> tuple[int, int]:
+    """(documents after, documents before) position k of n that `instances.DocumentWindow` of `size`
+    offers as NSP negatives while it holds document k: the next `size` and the `size` before.
+
+    >>> negative_window(0, 5, 2), negative_window(3, 5, 2), negative_window(4, 5, 10)
+    ((2, 0), (1, 2), (0, 4))
+    """
+    return min(size, n - 1 - k), min(size, k)
+
+
+def pair_spans(
+    starts: list[int],
+    lengths: list[int],
+    max_num_tokens: int,
+    short_seq_prob: float,
+    objective: str,
+    rng: random.Random,
+    negative=None,
+) -> list[PairSpan]:
+    """`instances.create_pair_instances` of one document given as its sentences' token offsets
+    `starts` and `lengths`: the same pairs, as spans. `negative(rng)` draws a random other document
+    as (starts, lengths) (NSP only).
+
+    >>> pair_spans([0, 2, 4, 6, 8, 10], [2] * 6, 6, 0.0, "sop", random.Random(1))
+    [(2, 4, 0, 2, 1), (10, 2, 6, 4, 1)]
+    """
+    out: list[PairSpan] = []
+    target = target_length(max_num_tokens, short_seq_prob, rng)
+    first, n_chunk, length, i, n = 0, 0, 0, 0, len(lengths)
+    while i < n:
+        if n_chunk == 0:
+            first = i
+        n_chunk += 1
+        length += lengths[i]
+        if i == n - 1 or length >= target:
+            a_end = rng.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
+            a0 = starts[first]
+            a_len = starts[first + a_end - 1] + lengths[first + a_end - 1] - a0
+            pair = None
+            if objective == "nsp" and n_chunk == 1 and a_len >= 2 and rng.random() < 0.5:
+                cut = rng.randint(1, a_len - 1)  # one long sentence, cut (see instances.py)
+                pair = (a0, cut, a0 + cut, a_len - cut, 0)
+            elif objective == "nsp":
+                if n_chunk == 1 or rng.random() < 0.5:
+                    o_starts, o_lengths = negative(rng)
+                    j = rng.randint(0, len(o_lengths) - 1)
+                    b_len = 0
+                    for m in range(j, len(o_lengths)):
+                        b_len += o_lengths[m]
+                        if b_len >= target - a_len:
+                            break
+                    i -= n_chunk - a_end  # the chunk's sentences after A go back to the stream
+                    pair = (a0, a_len, o_starts[j], b_len, 1)
+                else:
+                    pair = (a0, a_len, a0 + a_len, length - a_len, 0)
+            else:
+                b = None
+                if n_chunk >= 2:
+                    b = (a0 + a_len, length - a_len)
+                elif a_len >= 2:
+                    cut = rng.randint(1, a_len - 1)
+                    a_len, b = cut, (a0 + cut, a_len - cut)
+                if b is not None:
+                    pair = (b[0], b[1], a0, a_len, 1) if rng.random() < 0.5 else (a0, a_len, b[0], b[1], 0)
+            if pair is not None:
+                out.append(truncate_spans(pair, max_num_tokens, rng))
+            n_chunk, length = 0, 0
+            target = target_length(max_num_tokens, short_seq_prob, rng)
+        i += 1
+    return out
+
+
+def truncate_spans(pair: PairSpan, max_num_tokens: int, rng: random.Random) -> PairSpan:
+    """`instances.truncate_pair` on spans: the longer one loses a token at a random end until both fit.
+
+    >>> truncate_spans((0, 4, 10, 1, 0), 3, random.Random(0))
+    (0, 2, 10, 1, 0)
+    """
+    a0, a_len, b0, b_len, label = pair
+    while a_len + b_len > max_num_tokens:
+        front = rng.random() < 0.5
+        if a_len > b_len:
+            a0, a_len = (a0 + 1, a_len - 1) if front else (a0, a_len - 1)
+        else:
+            b0, b_len = (b0 + 1, b_len - 1) if front else (b0, b_len - 1)
+    return a0, a_len, b0, b_len, label
+
+
+def pack_spans(documents, max_num_tokens: int, cross_documents: bool) -> tuple[list[int], list[int], list[int]]:
+    """`instances.pack_sentences` on spans: `documents` yields each document's (starts, lengths);
+    returns (piece starts, piece lengths, first piece of each sequence + the total).
+
+    >>> pack_spans([([0, 2], [2, 1]), ([3], [2])], 6, True)
+    ([0, 3], [3, 2], [0, 2])
+    >>> pack_spans([([0, 2], [2, 1]), ([3], [2])], 4, True)
+    ([0, 3], [3, 2], [0, 1, 2])
+    """
+    p_start: list[int] = []
+    p_len: list[int] = []
+    first: list[int] = [0]
+    used = 0  # tokens (and separators) in the sequence being filled
+    for starts, lengths in documents:
+        if used and not cross_documents:
+            first.append(len(p_start))
+            used = 0
+        new_doc = used > 0
+        for s, n in zip(starts, lengths):
+            for k in range(0, n, max_num_tokens):
+                size = min(max_num_tokens, n - k)
+                need = size + (1 if new_doc else 0)
+                if used and used + need > max_num_tokens:
+                    first.append(len(p_start))
+                    used, need, new_doc = 0, size, False
+                if used == 0 or new_doc:  # a new piece: a new sequence, or a document after its separator
+                    p_start.append(s + k)
+                    p_len.append(size)
+                    new_doc = False
+                else:  # the rest of the same document runs on
+                    p_len[-1] += size
+                used += need
+    if used:
+        first.append(len(p_start))
+    return p_start, p_len, first
+
+
+def build_index(corpus, doc_ids: list[int], r, seed: int, show_progress: bool, desc: str) -> dict[str, np.ndarray]:
+    """The index arrays (module docstring) of documents `doc_ids` of a TokenizedCorpus under recipe `r`."""
+    M = r.max_seq_length - (3 if r.pair_task else 2)
+    sent, docs = corpus.sent_offsets, corpus.doc_offsets
+    doc_ids = np.asarray(doc_ids, dtype=np.int64)
+
+    def sentences(d: int) -> tuple[list[int], list[int]]:
+        bounds = sent[docs[d] : docs[d + 1] + 1]
+        return bounds[:-1].tolist(), np.diff(bounds).tolist()
+
+    passes = r.dupe_factor if r.pair_task else 1
+    bar = progress_bar(total=r.dupe_factor * len(doc_ids), desc=desc, unit="doc", disable=not show_progress)
+    with bar:
+        if r.pair_task is None:
+            p_start, p_len, first = pack_spans(
+                _counted(map(sentences, doc_ids.tolist()), bar, r.dupe_factor), M, r.packing == "full-sentences"
+            )
+            out = {"first_piece": np.asarray(first, dtype=np.int64)}
+        else:
+            p_start, p_len, labels = [], [], []
+            for dupe in range(passes):
+                for a0, a_len, b0, b_len, label in _pair_pass(doc_ids, sentences, r, M, seed, dupe, bar):
+                    p_start += (a0, b0)
+                    p_len += (a_len, b_len)
+                    labels.append(label)
+            out = {"label": np.asarray(labels, dtype=np.int8)}
+    wide = corpus.num_tokens >= 1 << 32
+    out["piece_start"] = np.asarray(p_start, dtype=np.int64 if wide else np.uint32)
+    out["piece_len"] = np.asarray(p_len, dtype=np.uint16)
+    if "first_piece" in out and not len(p_start) >= 1 << 32:
+        out["first_piece"] = out["first_piece"].astype(np.uint32)
+    return out
+
+
+def _pair_pass(doc_ids: np.ndarray, sentences, r, M: int, seed: int, dupe: int, bar):
+    """One dupe_factor pass of pairs over the documents, with the generator instances.py's pass had."""
+    rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
+    n = len(doc_ids)
+    nsp = r.pair_task == "nsp"
+    if nsp and n < 2:
+        raise ValueError("NSP needs at least two documents (random next segments come from another document)")
+    for k, d in enumerate(doc_ids.tolist()):
+
+        def negative(g: random.Random, k=k) -> tuple[list[int], list[int]]:
+            after, before = negative_window(k, n, r.negative_window)
+            j = g.randrange(after + before)
+            return sentences(int(doc_ids[k + 1 + j] if j < after else doc_ids[k - before + j - after]))
+
+        starts, lengths = sentences(d)
+        yield from pair_spans(starts, lengths, M, r.short_seq_prob, r.pair_task, rng, negative if nsp else None)
+        bar.update(1)
+
+
+def _counted(items, bar, weight: int = 1):
+    """`items`, each counted `weight` times on `bar` (packing's one pass stands for dupe_factor passes)."""
+    for item in items:
+        yield item
+        bar.update(weight)

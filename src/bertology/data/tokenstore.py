@@ -1,0 +1,290 @@
+"""The token store: each corpus file tokenized once, by worker processes, into a few flat arrays.
+
+One directory per corpus file (arrays.py's conventions: raw little-endian arrays + meta.json,
+built in a temporary directory renamed into place):
+
+    ids.bin           (tokens,)            uint16 where every id of the vocabulary fits, else uint32
+    starts.bin        (ceil(tokens / 8),)  uint8: one bit per token, set where a word starts
+                                           (little bit order: token t is bit t % 8 of byte t // 8)
+    sent_offsets.bin  (sentences + 1,)     token offset of each sentence, then the total
+    doc_offsets.bin   (documents + 1,)     sentence offset of each document, then the total
+
+The directory is `<root>/tokens-<tokenizer hash>/<file name>-<file key>`: the tokenizer hash is
+that of its tokenizer.json text, the file key that of the file's fingerprint (absolute path, size,
+modification time) and how it is read (format, errors). Every run and every family with the same
+tokenizer finds the stores there, and a corpus of several files that gains one tokenizes only the
+new file. `root` is the caller's cache directory, or $BERTOLOGY_TOKEN_CACHE when set: one place
+shared by all runs on the machine (a run's own cache/ goes away with the run).
+
+Tokenizing is the one stage that grows with the corpus, so it runs on every core: the main process
+streams documents (corpus.iter_documents) in chunks of about CHUNK_CHARS characters to forked
+workers, at most two chunks per worker in flight (memory stays bounded), and writes the results in
+the order the documents came, so the store is the same whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+from collections import deque
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+from ..io import compression
+from ..progress import progress_bar
+from .arrays import build_cached, digest, open_arrays
+from .corpus import iter_documents
+
+WORD_STARTS = "word_ids"  # where word starts come from: the encodings' word_ids (earlier: guessed from token strings)
+TOKENS_LAYOUT = 2  # 2: one store per file, uint16/uint32 ids, word starts as bits (1: one int32 store per corpus)
+CHUNK_CHARS = 1 << 20  # characters of text a worker encodes at once
+CACHE_ENV = "BERTOLOGY_TOKEN_CACHE"
+
+
+def tokenizer_hash(tokenizer) -> str:
+    """The hash of the tokenizer's tokenizer.json text: the key every store of its ids lives under."""
+    return hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:16]
+
+
+def file_key(path: str, format: str, errors: str) -> str:
+    """The key of one file's store: its fingerprint (absolute path, size, mtime) and how it is read."""
+    st = os.stat(path)
+    return digest(
+        {
+            "file": [os.path.abspath(path), st.st_size, st.st_mtime_ns],
+            "format": format,
+            "errors": errors,
+            "word_starts": WORD_STARTS,
+            "layout": TOKENS_LAYOUT,
+        }
+    )
+
+
+def token_cache_root(cache_dir: str | os.PathLike) -> Path:
+    """Where token stores go: $BERTOLOGY_TOKEN_CACHE when set (shared by every run), else `cache_dir`."""
+    shared = os.environ.get(CACHE_ENV)
+    return Path(shared) if shared else Path(cache_dir)
+
+
+def id_dtype(tokenizer) -> str:
+    """uint16 when every id of the vocabulary (added tokens included) fits in it, else uint32."""
+    top = max(tokenizer.get_vocab().values(), default=0)
+    return "uint16" if top < 1 << 16 else "uint32"
+
+
+def store_dirs(files: list[str], tokenizer, root: Path, format: str, errors: str) -> list[Path]:
+    """The store directory of each file (built or not)."""
+    base = Path(root) / f"tokens-{tokenizer_hash(tokenizer)}"
+    return [base / f"{Path(f).name[:40]}-{file_key(f, format, errors)}" for f in files]
+
+
+# ---- one chunk of documents, in a worker ----------------------------------------------------------
+
+
+def encode_documents(tokenizer, documents: list[list[str]], dtype: str):
+    """Documents (lists of sentences) -> (ids, word starts (bool), sentence lengths, sentences per
+    document): sentences of no token and documents of no sentence left out, as the corpus reader
+    would find them again the same way.
+
+    >>> from bertology.tokenizers import train
+    >>> tok = train(lines=["a cat sat", "the cats sat"], family="bert", vocab_size=19, show_progress=False)
+    >>> ids, starts, lengths, per_doc = encode_documents(tok, [["cats sat"], ["", "a"]], "uint16")
+    >>> starts.tolist(), lengths.tolist(), per_doc.tolist()
+    ([True, False, True, True], [3, 1], [1, 1])
+    """
+    sentences = list(chain.from_iterable(documents))
+    encodings = tokenizer.encode_batch(sentences, add_special_tokens=False, padding=False, truncation=False)
+    lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+    total = int(lengths.sum())
+    ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), np.int64, total)
+    if total and ids.max() >= np.iinfo(dtype).max + 1:
+        raise ValueError(f"token id {int(ids.max())} does not fit the store's {dtype}")
+    words = np.fromiter((-1 if w is None else w for e in encodings for w in e.word_ids), np.int64, total)
+    # a token starts a word where its word differs from the token before's, at a sentence's first
+    # token, and where it belongs to no word (an added token): instances.word_starts, vectorised
+    starts = np.ones(total, bool)
+    starts[1:] = (words[1:] != words[:-1]) | (words[1:] == -1)
+    starts[np.cumsum(lengths)[:-1][lengths[1:] > 0]] = True
+    kept = lengths > 0
+    first = np.cumsum([0] + [len(d) for d in documents[:-1]])
+    per_doc = np.add.reduceat(kept, first) if len(documents) else np.zeros(0, np.int64)
+    return ids.astype(dtype), starts, lengths[kept], per_doc[per_doc > 0]
+
+
+_worker_tokenizer = None  # the tokenizer of a forked worker (set by its initializer, read by _encode)
+
+
+def _init_worker(tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _encode(documents, dtype):
+    return encode_documents(_worker_tokenizer, documents, dtype)
+
+
+def _chunks(path: str, format: str, errors: str):
+    """(documents, characters) of about CHUNK_CHARS characters, in the file's order."""
+    docs, chars = [], 0
+    for doc in iter_documents([path], format, errors):
+        docs.append(doc)
+        chars += sum(map(len, doc)) + len(doc)
+        if chars >= CHUNK_CHARS:
+            yield docs, chars
+            docs, chars = [], 0
+    if docs:
+        yield docs, chars
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _encoded(path: str, tokenizer, dtype: str, format: str, errors: str, workers: int, bar):
+    """The chunks of `path` encoded, in order: by `workers` forked processes, or here when 1."""
+    if workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon:
+        for docs, chars in _chunks(path, format, errors):
+            yield encode_documents(tokenizer, docs, dtype)
+            bar.update(chars)
+        return
+    with mp.get_context("fork").Pool(workers, initializer=_init_worker, initargs=(tokenizer,)) as pool:
+        pending: deque = deque()
+        for docs, chars in _chunks(path, format, errors):
+            pending.append((pool.apply_async(_encode, (docs, dtype)), chars))
+            if len(pending) >= 2 * workers:  # bounded: the reader waits for the oldest chunk
+                result, n = pending.popleft()
+                yield result.get()
+                bar.update(n)
+        while pending:
+            result, n = pending.popleft()
+            yield result.get()
+            bar.update(n)
+
+
+class _BitWriter:
+    """Bits appended to a file, packed 8 to a byte (little bit order), the remainder carried."""
+
+    def __init__(self, f):
+        self.f, self.carry, self.n = f, np.zeros(0, bool), 0
+
+    def write(self, bits: np.ndarray) -> None:
+        bits = np.concatenate([self.carry, bits])
+        whole = len(bits) // 8 * 8
+        self.f.write(np.packbits(bits[:whole], bitorder="little").tobytes())
+        self.carry, self.n = bits[whole:], self.n + whole // 8
+
+    def close(self) -> int:
+        if len(self.carry):
+            self.f.write(np.packbits(self.carry, bitorder="little").tobytes())
+            self.n += 1
+        return self.n
+
+
+def build_file_store(tmp: Path, path: str, tokenizer, format: str, errors: str, workers: int, bar) -> dict:
+    """Tokenize one corpus file into `tmp` (see the module docstring); returns its meta."""
+    dtype = id_dtype(tokenizer)
+    n_tokens, n_sents, n_docs = 0, 0, 0
+    with (
+        open(tmp / "ids.bin", "wb") as f_ids,
+        open(tmp / "starts.bin", "wb") as f_starts,
+        open(tmp / "sent_offsets.bin", "wb") as f_sents,
+        open(tmp / "doc_offsets.bin", "wb") as f_docs,
+    ):
+        bits = _BitWriter(f_starts)
+        f_sents.write(np.zeros(1, np.int64).tobytes())
+        f_docs.write(np.zeros(1, np.int64).tobytes())
+        for ids, starts, lengths, per_doc in _encoded(path, tokenizer, dtype, format, errors, workers, bar):
+            f_ids.write(ids.tobytes())
+            bits.write(starts)
+            f_sents.write((n_tokens + np.cumsum(lengths)).tobytes())
+            f_docs.write((n_sents + np.cumsum(per_doc)).tobytes())
+            n_tokens, n_sents, n_docs = n_tokens + len(ids), n_sents + len(lengths), n_docs + len(per_doc)
+        n_bytes = bits.close()
+    arrays = {
+        "ids": {"dtype": dtype, "shape": [n_tokens]},
+        "starts": {"dtype": "uint8", "shape": [n_bytes]},
+        "sent_offsets": {"dtype": "int64", "shape": [n_sents + 1]},
+        "doc_offsets": {"dtype": "int64", "shape": [n_docs + 1]},
+    }
+    for name, top in (("sent_offsets", n_tokens), ("doc_offsets", n_sents)):
+        if top < 1 << 32:  # offsets that fit in 4 bytes are kept in 4 (a small rewrite of a small array)
+            wide = np.fromfile(tmp / f"{name}.bin", dtype=np.int64)
+            wide.astype(np.uint32).tofile(tmp / f"{name}.bin")
+            arrays[name]["dtype"] = "uint32"
+    return {
+        "file": os.path.abspath(path),
+        "format": format,
+        "errors": errors,
+        "word_starts": WORD_STARTS,
+        "layout": TOKENS_LAYOUT,
+        "arrays": arrays,
+    }
+
+
+class FileTokens:
+    """One file's token store, memory-mapped read-only."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.dir = Path(directory)
+        meta_path = self.dir / "meta.json"
+        if not meta_path.exists():
+            raise FileNotFoundError(f"{self.dir}: no token store here (meta.json is missing)")
+        self.meta = json.loads(meta_path.read_text())
+        if self.meta.get("word_starts") != WORD_STARTS or self.meta.get("layout") != TOKENS_LAYOUT:
+            raise ValueError(
+                f"{self.dir}: a tokenized corpus of an earlier bertology (one store for a whole corpus, or word "
+                "starts guessed from token strings); it is a cache: delete the directory and the next run "
+                "builds it again"
+            )
+        a = open_arrays(self.dir, self.meta["arrays"])
+        self.ids, self.bits = a["ids"], a["starts"]
+        self.sent_offsets = np.asarray(a["sent_offsets"], dtype=np.int64)
+        self.doc_offsets = np.asarray(a["doc_offsets"], dtype=np.int64)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.ids)
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.doc_offsets) - 1
+
+    def starts(self, positions: np.ndarray) -> np.ndarray:
+        """Word-start flags (bool) of the tokens at `positions` (any shape)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return ((np.asarray(self.bits[positions >> 3]) >> (positions & 7)) & 1).astype(bool)
+
+
+def build_token_stores(
+    files: list[str],
+    tokenizer,
+    root: str | os.PathLike,
+    format: str = "lines",
+    errors: str = "strict",
+    show_progress: bool = False,
+    workers: int | None = None,
+) -> list[FileTokens]:
+    """The token store of each file, tokenizing only the files whose store is not there yet."""
+    workers = default_workers() if workers is None else workers
+    dirs = store_dirs(files, tokenizer, Path(root), format, errors)
+    todo = [(f, d) for f, d in zip(files, dirs) if not (d / "meta.json").exists()]
+    if todo:
+        sizes = [os.path.getsize(f) for f, _ in todo]
+        known = not any(compression(f) for f, _ in todo)  # a compressed file's size is not its text's
+        with progress_bar(
+            total=sum(sizes) if known else None,
+            desc="tokenizing",
+            unit="B",
+            unit_scale=True,
+            disable=not show_progress,
+        ) as bar:
+            for (f, d), size in zip(todo, sizes):
+                done = bar.n
+                build_cached(d, lambda tmp, f=f: build_file_store(tmp, f, tokenizer, format, errors, workers, bar))
+                if known:  # the characters counted fall short of the bytes (newlines, UTF-8): the file is done
+                    bar.update(done + size - bar.n)
+    return [FileTokens(d) for d in dirs]

@@ -1,0 +1,140 @@
+"""The token store (data/tokenstore.py): ids and word starts exactly as encoding sentence by sentence
+gives them, the narrowest id dtype, offsets, the same bytes whatever the number of workers, one
+store per file reused by every run and family, and a new file tokenized alone."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bertology.data.tokenstore as tokenstore
+from bertology.data import build_instances, iter_documents, tokenize_document
+from bertology.data.tokenized import TokenizedCorpus, tokenize_corpus
+from bertology.tokenizers import Tokenizer
+
+
+def _documents(n: int) -> list[str]:
+    """The first n documents of the shipped data/wiki.txt, each as its lines."""
+    docs = []
+    for doc in iter_documents([Path(__file__).resolve().parents[2] / "data" / "wiki.txt"]):
+        docs.append("\n".join(doc) + "\n")
+        if len(docs) == n:
+            return docs
+
+
+def _plain(tok):
+    """The tokenizer without its padding and truncation (the store encodes sentences whole)."""
+    tok = Tokenizer.from_str(tok.to_str())
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def _reference(files, tok):
+    """Each non-empty document as [(ids, word starts)] per sentence: the sentence-by-sentence encoding."""
+    docs = [tokenize_document(d, _plain(tok)) for d in iter_documents(files)]
+    return [[(s.ids, s.starts) for s in d] for d in docs if d]
+
+
+def _as_read(corpus: TokenizedCorpus):
+    return [[(s.ids, s.starts) for s in corpus.document(d)] for d in range(corpus.num_documents)]
+
+
+@pytest.fixture
+def counted_builds(monkeypatch):
+    """The files tokenized (each call of build_file_store), in order."""
+    built = []
+    real = tokenstore.build_file_store
+
+    def build(tmp, path, *args):
+        built.append(path)
+        return real(tmp, path, *args)
+
+    monkeypatch.setattr(tokenstore, "build_file_store", build)
+    return built
+
+
+def test_ids_word_starts_and_offsets_are_the_sentence_encodings(small_corpus, wordpiece, tmp_path):
+    corpus = tokenize_corpus([small_corpus], wordpiece, tmp_path, workers=1)
+    assert _as_read(corpus) == _reference([small_corpus], wordpiece)
+    (part,) = corpus.parts
+    meta = json.loads((part.dir / "meta.json").read_text())
+    n = corpus.num_tokens
+    assert part.ids.dtype == np.uint16 and (part.dir / "ids.bin").stat().st_size == 2 * n
+    assert (part.dir / "starts.bin").stat().st_size == (n + 7) // 8  # a bit a token
+    assert meta["arrays"]["sent_offsets"]["dtype"] == "uint32"
+    assert corpus.sent_offsets[0] == 0 and corpus.sent_offsets[-1] == n and (np.diff(corpus.sent_offsets) > 0).all()
+    assert corpus.doc_offsets[-1] == len(corpus.sent_offsets) - 1 and corpus.num_documents == 8
+
+
+def test_a_vocabulary_past_uint16_stores_uint32_and_the_same_ids(small_corpus, wordpiece, tmp_path):
+    spec = json.loads(wordpiece.to_str())
+    top = max(spec["model"]["vocab"].values())
+    spec["model"]["vocab"].update({f"[unused-{k}]": top + 1 + k for k in range(70_000)})
+    big = Tokenizer.from_str(json.dumps(spec))
+    assert max(big.get_vocab().values()) >= 1 << 16
+    wide = tokenize_corpus([small_corpus], big, tmp_path, workers=1)
+    narrow = tokenize_corpus([small_corpus], wordpiece, tmp_path, workers=1)
+    assert wide.parts[0].ids.dtype == np.uint32 and narrow.parts[0].ids.dtype == np.uint16
+    assert wide.dirs[0].parent != narrow.dirs[0].parent  # keyed by the tokenizer
+    assert np.array_equal(np.asarray(wide.parts[0].ids), np.asarray(narrow.parts[0].ids))
+
+
+def test_workers_write_the_same_bytes_in_document_order(small_corpus, wordpiece, tmp_path, monkeypatch):
+    monkeypatch.setattr(tokenstore, "CHUNK_CHARS", 4000)  # many chunks, so the workers interleave
+    one = tokenize_corpus([small_corpus], wordpiece, tmp_path / "one", workers=1)
+    two = tokenize_corpus([small_corpus], wordpiece, tmp_path / "two", workers=2)
+    for name in ("ids.bin", "starts.bin", "sent_offsets.bin", "doc_offsets.bin"):
+        assert (one.dirs[0] / name).read_bytes() == (two.dirs[0] / name).read_bytes(), name
+
+
+def test_adding_a_file_tokenizes_only_that_file(tmp_path, wordpiece, counted_builds):
+    a, b, both = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "ab.txt"
+    docs = _documents(6)
+    a.write_text("\n".join(docs[:3]))
+    b.write_text("\n".join(docs[3:]))
+    both.write_text("\n".join(docs))
+    first = tokenize_corpus([a], wordpiece, tmp_path / "cache")
+    stamp = (first.dirs[0] / "meta.json").stat().st_mtime_ns
+    grown = tokenize_corpus([a, b], wordpiece, tmp_path / "cache")
+    assert counted_builds == [str(a), str(b)]  # a once, then b alone
+    assert grown.dirs[0] == first.dirs[0] and (first.dirs[0] / "meta.json").stat().st_mtime_ns == stamp
+    # the two stores read as one corpus are the corpus of the two files written as one
+    whole = tokenize_corpus([both], wordpiece, tmp_path / "cache")
+    assert grown.num_documents == whole.num_documents == 6
+    assert _as_read(grown) == _as_read(whole)
+    assert np.array_equal(grown.sent_offsets, whole.sent_offsets)
+    assert np.array_equal(grown.doc_offsets, whole.doc_offsets)
+    assert tokenize_corpus([a, b], wordpiece, tmp_path / "cache").dirs == grown.dirs
+    assert counted_builds == [str(a), str(b), str(both)]
+    b.write_text(b.read_text() + "\nOne more document.\n")  # a changed file (size, mtime) is tokenized again
+    tokenize_corpus([a, b], wordpiece, tmp_path / "cache")
+    assert counted_builds[-1] == str(b) and len(counted_builds) == 4
+
+
+def test_every_family_and_run_with_the_tokenizer_shares_the_store(
+    small_corpus, wordpiece, tmp_path, monkeypatch, counted_builds
+):
+    monkeypatch.setenv("BERTOLOGY_TOKEN_CACHE", str(tmp_path / "shared"))
+    kw = dict(max_seq_length=64, seed=0, show_progress=False)
+    bert = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "run1", **kw)
+    electra = build_instances([small_corpus], wordpiece, "electra", cache_dir=tmp_path / "run2", **kw)
+    assert counted_builds == [str(small_corpus)]
+    assert bert.meta["token_stores"] == electra.meta["token_stores"]
+    assert bert.meta["token_stores"][0].startswith(str(tmp_path / "shared"))
+    assert not list((tmp_path / "run1").glob("tokens-*"))  # the run's cache holds its index alone
+
+
+def test_token_counts_of_documents_count_each_token(small_corpus, wordpiece, tmp_path):
+    corpus = tokenize_corpus([small_corpus], wordpiece, tmp_path)
+    docs = [1, 4, 6]
+    expected = np.zeros(wordpiece.vocab_size, np.int64)
+    for d in docs:
+        for ids, _ in _as_read(corpus)[d : d + 1][0]:
+            np.add.at(expected, ids, 1)
+    assert np.array_equal(corpus.token_counts(wordpiece.vocab_size, docs).numpy(), expected)
+    # a span counted twice counts twice (dupe_factor copies of packed text)
+    offsets = corpus.doc_token_offsets()
+    twice = corpus.span_counts(wordpiece.vocab_size, offsets[[1, 1]], offsets[[2, 2]])
+    assert np.array_equal(twice, 2 * corpus.token_counts(wordpiece.vocab_size, [1]).numpy())
