@@ -6,7 +6,7 @@ draws on, the separator between documents RoBERTa's). The index holds, per part 
 held-out) and for the instance recipe and seed:
 
     piece_start  (pieces,)        uint32 (int64 past 2^32 tokens): global token offset
-    piece_len    (pieces,)        uint16: tokens
+    piece_len    (pieces,)        uint8 (uint16 from max_seq_length 258 on): tokens
     first_piece  (instances + 1,) uint32 / int64: where each instance's pieces begin (packing only;
                                   a pair's are 2i and 2i + 1)
     label        (instances,)     int8: the NSP / SOP label (pairs only)
@@ -185,7 +185,7 @@ def build_index(corpus, doc_ids: list[int], r, seed: int, show_progress: bool, d
             out = {"label": np.asarray(labels, dtype=np.int8)}
     wide = corpus.num_tokens >= 1 << 32
     out["piece_start"] = np.asarray(p_start, dtype=np.int64 if wide else np.uint32)
-    out["piece_len"] = np.asarray(p_len, dtype=np.uint16)
+    out["piece_len"] = np.asarray(p_len, dtype=np.uint8 if M < 1 << 8 else np.uint16)
     if "first_piece" in out and not len(p_start) >= 1 << 32:
         out["first_piece"] = out["first_piece"].astype(np.uint32)
     return out
