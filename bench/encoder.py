@@ -31,6 +31,7 @@ import transformers
 
 from bertology.hardware import bf16_pays, cpu_summary
 from bertology.models import BertConfig, BertModel
+from bertology.nn import fused
 
 
 def batch(B: int, T: int, mixed: bool, vocab: int, seed: int = 0):
@@ -116,6 +117,8 @@ def main() -> None:
     def copy_of_ours(bf16: bool, compiled: bool) -> BertModel:
         model = BertModel(ours.config).eval()
         model.load_state_dict(ours.state_dict())
+        if not compiled:
+            fused.fuse(model)  # as `bertology.load` gives it (inductor packs the weights itself)
         model = model.store_linear_weights() if bf16 else model
         return model.compile_blocks(inference=True) if compiled else model
 

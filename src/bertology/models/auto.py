@@ -4,11 +4,13 @@ into the class its config.json names (what transformers' Auto classes do)."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import torch
 
 from ..hardware import resolve_device
+from ..nn import fused
 from . import albert, bert, distilbert, electra, roberta, xlnet, xlnet_qa
 from .base import PreTrainedModel
 from .checkpoint import load_state, open_weights, read_config, read_weights
@@ -60,6 +62,9 @@ def load(
     through `say`); a GPU asked for and absent is an error before anything is read.
     `quantize="int8"`: the blocks' linear layers as dynamic int8 layers for CPU inference
     (`PreTrainedModel.quantize_int8`; what stays fp32 is said through `say`); not with `compile`.
+    Without either, a CPU model's block linear layers are `nn.fused.FusedLinear` (oneDNN's products with
+    the activation and the residual add in their epilogues in fp32 inference, nn.Linear elsewhere): on
+    the CPU that eager path is the faster one, and `compile=True` there warns so.
     """
     if quantize not in QUANTIZE:
         raise ValueError(f"quantize={quantize!r}: choose one of {', '.join(map(str, QUANTIZE))}")
@@ -68,6 +73,8 @@ def load(
             "int8 and compile do not combine (the compiled blocks would not run the quantized layers); choose one"
         )
     device = device if isinstance(device, torch.device) else resolve_device(device, say)
+    if compile and device.type == "cpu":
+        warnings.warn(fused.COMPILED_ON_THE_CPU, RuntimeWarning, stacklevel=2)
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: not a model directory" + ("" if path.exists() else " (it does not exist)"))
@@ -98,6 +105,8 @@ def load(
     model.to(device).eval()
     if quantize == "int8" and not as_loaded:
         notes = model.quantize_int8()
+    elif quantize is None and device.type == "cpu" and not compile:
+        fused.fuse(model)  # fp32 inference on the CPU: the blocks' linear layers through oneDNN (nn/fused.py)
     for note in notes:
         if say is not None:
             say(note)

@@ -11,109 +11,133 @@ timing both: a choice that depends on timings differs between processes, and so 
 last bits (a resumed fine-tuning then picked another best epoch than the run it continued).
 `ONEDNN = False` gives PyTorch's kernels with the same epilogues computed after them.
 
-The fast path runs only where it computes exactly what the module would: fp32 on the CPU, no
+The path is a module, `FusedLinear`, swapped in for the blocks' linear layers at load time
+(`fuse(model)`; `bertology.load` does it for a CPU model without int8 or compile), as int8 swaps in
+`Int8Linear`. It is an `nn.Linear` with the same parameters, so `state_dict`, saving, optimizers and
+int8 quantization see a plain linear layer; the packed weight is the module's own attribute, never a
+parameter or buffer.
+
+The fast path runs only where it computes exactly what nn.Linear would: fp32 on the CPU, no
 autograd graph to record, no autocast, not inside torch.compile (which packs the weights itself) or
-a trace (an exported graph holds standard operators only).
-Everywhere else — training, bf16 autocast, CUDA — the layers run as they are; int8 layers
-(nn/int8.py) take the activation and the residual themselves.
-The packed weights are kept beside the parameters, not in them (a cache keyed by the parameter, so
-`state_dict`, saving and copying see only the plain weights); a weight changed in place (a new
-version) is packed again.
+a trace (an exported graph holds standard operators only). Everywhere else — training, bf16
+autocast, CUDA — the layer is nn.Linear; int8 layers (nn/int8.py) take the activation and the
+residual themselves.
+
+A weight written in place under no_grad (`load_state_dict`, `mul_`) gets a new version, which the
+packed copy is keyed by. An optimizer step can leave no such trace (a fused AdamW writes the weight
+without bumping its version), and only a global optimizer hook would hear of it. But a step needs a
+gradient, and the weight gets one only through a forward pass that records a graph for it: a layer
+that has run one is being trained, and from then on packs its weight on every fused call (for
+evaluation during training, a small cost next to the product at evaluation batch sizes) instead of
+trusting a copy. A model loaded for inference never records one and packs once.
 """
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from .activations import ONEDNN_POST_OPS
 from .int8 import Int8Linear
 
 
 ONEDNN = True  # oneDNN's products (with their epilogues) where the path applies; False: F.linear, then the rest
-
-# id(weight) → (weak reference to it, its version key, the packed weight); an entry goes when its weight does
-_packed: dict[int, tuple[weakref.ref, tuple, torch.Tensor]] = {}
+# what `load(compile=True)` (so `serve --compile`) warns on the CPU, where inductor's code lost to this path
+COMPILED_ON_THE_CPU = (
+    "compile on the CPU: the compiled blocks run inference slower than the eager path you get without it "
+    "(oneDNN's products with the activation and the residual add in their epilogues, nn/fused.py; "
+    "bench/ort.py --compile measures both, docs/export.md has the numbers), and each new batch shape "
+    "compiles first, for seconds to minutes: leave compile off on the CPU"
+)
 
 
 def available() -> bool:
     return torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
 
 
-def set_enabled(model: nn.Module, enabled: bool) -> nn.Module:
-    """Let the linear layers of `model` take the oneDNN path (the default) or not (PyTorch's kernels
-    alone, one operator after the other: what bench/ort.py compares against)."""
-    for m in model.modules():
-        if isinstance(m, nn.Linear):
-            m.fused_cpu = enabled
-    return model
+def _compose(y: torch.Tensor, act: nn.Module | None, residual: torch.Tensor | None) -> torch.Tensor:
+    y = y if act is None else act(y)
+    return y if residual is None else y + residual
 
 
-def applies(x: torch.Tensor, linear: nn.Module) -> bool:
-    """Whether `linear` on `x` may take the oneDNN path: a plain fp32 nn.Linear on the CPU, inference."""
-    return (
-        type(linear) is nn.Linear
-        and getattr(linear, "fused_cpu", True)
-        and x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and linear.weight.dtype == torch.float32
-        and not (torch.is_grad_enabled() and (x.requires_grad or linear.weight.requires_grad))
-        and not torch.is_autocast_enabled("cpu")
-        and not torch.compiler.is_compiling()
-        and not torch.jit.is_tracing()
-        and available()
-    )
+class FusedLinear(nn.Linear):
+    """nn.Linear whose CPU fp32 inference runs oneDNN's product on its packed weight, with an activation
+    or the residual add in the product's epilogue. Build it with `FusedLinear.of(linear)`."""
+
+    packed: tuple[tuple, torch.Tensor] | None = None  # (the weight's storage and version, its packed copy)
+    trained: bool = False  # a graph was recorded for the weight: an optimizer may have changed it since
+
+    @classmethod
+    def of(cls, linear: nn.Linear) -> "FusedLinear":
+        """A FusedLinear holding `linear`'s own parameters (not copies: tied and shared weights stay so)."""
+        fused = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
+        fused.weight, fused.bias = linear.weight, linear.bias
+        return fused.train(linear.training)
+
+    def applies(self, x: torch.Tensor) -> bool:
+        """Whether the oneDNN path may run on `x`: fp32 on the CPU, inference, outside compile and traces."""
+        return (
+            not torch.compiler.is_compiling()
+            and not torch.jit.is_tracing()
+            and x.device.type == "cpu"
+            and x.dtype == torch.float32
+            and self.weight.dtype == torch.float32
+            and not (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))
+            and not torch.is_autocast_enabled("cpu")
+            and available()
+        )
+
+    def packed_weight(self) -> torch.Tensor:
+        """The weight in oneDNN's blocked layout: packed on first use and again when the weight changes;
+        on every call once the layer has been trained (the module doc says why)."""
+        w = self.weight.detach()
+        key = (w.data_ptr(), None if w.is_inference() else w._version, tuple(w.shape))  # inference tensors have none
+        if self.trained or self.packed is None or self.packed[0] != key:
+            with torch.no_grad():
+                packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+            if self.trained:
+                return packed
+            self.packed = (key, packed)
+        return self.packed[1]
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        act: nn.Module | None = None,
+        residual: torch.Tensor | None = None,
+        scratch: bool = False,
+    ) -> torch.Tensor:
+        """act(x·Wᵀ + b) (+ residual): `act` an `activations.Activation` (or None), `residual` shaped as
+        the output. On the oneDNN path a known activation or the residual runs in the product's
+        epilogue; elsewhere this is what the modules compute one after the other. `scratch`: accepted
+        for the int8 layer's signature (nothing here overwrites x)."""
+        if not self.applies(x):
+            if torch.is_grad_enabled() and self.weight.requires_grad and not torch.compiler.is_compiling():
+                self.trained, self.packed = True, None
+            return _compose(F.linear(x, self.weight, self.bias), act, residual)
+        name = getattr(act, "name", None)
+        if act is not None and (name not in ONEDNN_POST_OPS or residual is not None):  # no epilogue for both
+            return _compose(self(x), act, residual)
+        if not ONEDNN:
+            return _compose(F.linear(x, self.weight, self.bias), act, residual)
+        if residual is not None:
+            return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.packed_weight(), self.bias, "add")
+        attr, algorithm = ONEDNN_POST_OPS[name] if name else ("none", "")
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight(), self.bias, attr, [], algorithm)
+
+    def __getstate__(self):
+        """Copies and pickles leave the packed weight behind (oneDNN's opaque tensor copies nowhere);
+        the copy packs its own on first use."""
+        state = super().__getstate__()
+        state.pop("packed", None)
+        return state
 
 
-def takes(x: torch.Tensor, linear: nn.Module) -> bool:
-    """Whether `linear(linear, x, act, residual)` computes the activation and the residual add in or
-    right after the product: the fp32 oneDNN path above, or an int8 layer (inference only)."""
-    return isinstance(linear, Int8Linear) or applies(x, linear)
-
-
-_optimizer_steps = [0]  # every torch optimizer's steps, in this process
-
-
-def _count_step(optimizer, args, kwargs) -> None:
-    _optimizer_steps[0] += 1
-
-
-# A fused (or foreach) optimizer step writes the parameters without bumping their version counter,
-# so a weight's version alone would keep a stale packed copy after training: any step repacks.
-register_optimizer_step_post_hook(_count_step)
-
-
-def packed_weight(linear: nn.Linear) -> torch.Tensor:
-    """The weight in oneDNN's blocked layout, packed on first use and again when the weight changes
-    (an in-place write, or any optimizer step since it was packed)."""
-    w = linear.weight
-    key = (w.data_ptr(), w._version, tuple(w.shape), _optimizer_steps[0])
-    entry = _packed.get(id(w))
-    if entry is None or entry[0]() is not w or entry[1] != key:
-        if entry is None or entry[0]() is not w:
-            weakref.finalize(w, _packed.pop, id(w), None)
-        with torch.no_grad():
-            entry = (weakref.ref(w), key, torch.ops.mkldnn._reorder_linear_weight(w.detach(), None))
-        _packed[id(w)] = entry
-    return entry[2]
-
-
-def _onednn(x, linear, packed, epilogue, residual):
-    if residual is not None:
-        return torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, linear.bias, "add")
-    attr, algorithm = ONEDNN_POST_OPS.get(epilogue, ("none", "")) if epilogue else ("none", "")
-    return torch.ops.mkldnn._linear_pointwise(x, packed, linear.bias, attr, [], algorithm)
-
-
-def _aten(x, linear, act, residual):
-    y = F.linear(x, linear.weight, linear.bias)
-    if act is not None:
-        y = act(y)
-    return y if residual is None else y.add_(residual)
+def takes(x: torch.Tensor, linear: nn.Module | None) -> bool:
+    """Whether `linear(module, x, act, residual)` computes the activation and the residual add in or
+    right after the product: a `FusedLinear` on its oneDNN path, or an int8 layer (inference only)."""
+    return isinstance(linear, Int8Linear) or (isinstance(linear, FusedLinear) and linear.applies(x))
 
 
 def linear(
@@ -123,21 +147,47 @@ def linear(
     residual: torch.Tensor | None = None,
     scratch: bool = False,
 ) -> torch.Tensor:
-    """act(module(x)) (+ residual): `act` an `activations.Activation` (or None), `residual` shaped as
-    the output. On the oneDNN path a known activation or the residual runs in the product's
-    epilogue, an int8 layer applies them itself; elsewhere this is what the modules compute one after
-    the other. `scratch=True`: x is a temporary the layer may overwrite (an int8 layer's scaling does)."""
-    if isinstance(module, Int8Linear):
+    """act(module(x)) (+ residual) for any linear layer: a fused or int8 layer applies them itself, in its
+    kernels where it can. `scratch=True`: x is a temporary the layer may overwrite (an int8 layer's
+    scaling does)."""
+    if isinstance(module, (Int8Linear, FusedLinear)):
         return module(x, act, residual, scratch)
-    if not applies(x, module):
-        y = module(x) if act is None else act(module(x))
-        return y if residual is None else y + residual
-    name = getattr(act, "name", None)
-    if act is not None and (
-        name not in ONEDNN_POST_OPS or residual is not None
-    ):  # no epilogue for both, or for this one
-        y = act(linear(module, x))
-        return y if residual is None else y + residual
-    if not ONEDNN:
-        return _aten(x, module, act, residual)
-    return _onednn(x, module, packed_weight(module), name, residual)
+    return _compose(module(x), act, residual)
+
+
+def _blocks(model: nn.Module) -> list[nn.Module]:
+    """The model's blocks (modules marked `compile_unit`), each once; a model without any is its own block."""
+    blocks = {id(m): m for m in model.modules() if getattr(type(m), "compile_unit", False)}
+    return list(blocks.values()) or [model]
+
+
+def fuse(model: nn.Module) -> int:
+    """Every plain nn.Linear in `model`'s blocks (where nearly all the compute is; the heads stay as they
+    are) replaced in place by a `FusedLinear` holding the same parameters; returns how many."""
+    count = 0
+    for block in _blocks(model):
+        for parent in list(block.modules()):
+            for name, child in list(parent.named_children()):
+                if type(child) is nn.Linear:
+                    setattr(parent, name, FusedLinear.of(child))
+                    count += 1
+    return count
+
+
+def unfuse(model: nn.Module) -> int:
+    """The inverse of `fuse`: plain nn.Linear layers again, with the same parameters (PyTorch's kernels one
+    operator after the other: what bench/ort.py --ablate compares against); returns how many."""
+    count = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, FusedLinear):
+                plain = nn.Linear(child.in_features, child.out_features, bias=child.bias is not None, device="meta")
+                plain.weight, plain.bias = child.weight, child.bias
+                setattr(parent, name, plain.train(child.training))
+                count += 1
+    return count
+
+
+def is_fused(model: nn.Module) -> bool:
+    """Whether any layer under `model` is a `FusedLinear`."""
+    return any(isinstance(m, FusedLinear) for m in model.modules())
