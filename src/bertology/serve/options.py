@@ -57,8 +57,9 @@ class ServeOptions:
     )
     compile: bool = option(
         False,
-        "torch.compile the model's blocks with frozen weights (bench/encoder.py measures it); "
-        "each new batch shape compiles first, for seconds, then runs faster",
+        "torch.compile the model's blocks with frozen weights; each new batch shape compiles first, for "
+        "seconds to minutes. On the CPU it is slower than the default eager path (bench/ort.py --compile, "
+        "docs/export.md) and warns so: leave it off there",
     )
     quiet: bool = option(False, "no access log")
     api_key: str | None = option(
