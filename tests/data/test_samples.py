@@ -16,10 +16,12 @@ from bertology.data import (
     create_pair_instances,
     pack_sentences,
     special_tokens,
+    truncate_pair,
 )
 from bertology.data.instances import assemble_pair, assemble_single
 from bertology.data.masking import seeded_generator
-from bertology.data.samples import negative_window, pack_spans, pair_spans
+import bertology.data.samples as samples
+from bertology.data.samples import negative_window, pack_spans, pair_spans, truncate_spans
 from bertology.data.store import InstanceStore
 from bertology.data.tokenized import split_documents
 
@@ -202,3 +204,24 @@ def test_the_index_is_small_beside_the_token_store(small_corpus, wordpiece, tmp_
     tokens = sum(f.stat().st_size for d in store.corpus.dirs for f in d.glob("*.bin"))
     padded = len(store) * 128 * (4 + 1)  # what the padded layout wrote: int32 ids and int8 token types per position
     assert index < 0.05 * tokens and index < padded / 50
+
+
+def test_truncate_spans_is_truncate_pair():
+    g = random.Random(0)
+    for _ in range(3000):
+        a, b, M, seed = g.randint(1, 60), g.randint(1, 60), g.randint(2, 70), g.randint(0, 10**9)
+        sa, sb = Segment(_span_ids(100, a), [True] * a), Segment(_span_ids(500, b), [True] * b)
+        ref, rng = random.Random(seed), random.Random(seed)
+        truncate_pair(sa, sb, M, ref)
+        a0, a_len, b0, b_len, _ = truncate_spans((100, a, 500, b, 0), M, rng)
+        assert (_span_ids(a0, a_len), _span_ids(b0, b_len)) == (sa.ids, sb.ids)
+        assert ref.random() == rng.random()  # as many draws made
+
+
+def test_passes_on_worker_processes_are_the_passes_in_turn(small_corpus, wordpiece, tmp_path, monkeypatch):
+    monkeypatch.setattr(samples, "PARALLEL_MIN_DOCS", 1)
+    kw = dict(max_seq_length=64, dupe_factor=3, seed=4, show_progress=False)
+    one = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "a", workers=1, **kw)
+    two = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "b", workers=2, **kw)
+    for name in ("piece_start", "piece_len", "label"):
+        assert (one.dir / f"{name}.bin").read_bytes() == (two.dir / f"{name}.bin").read_bytes()

@@ -24,6 +24,7 @@ from .recipe import Recipe
 from .samples import build_index
 from .store import LAYOUT, InstanceStore
 from .tokenized import check_nsp_split, split_documents, tokenize_corpus
+from .tokenstore import default_workers
 
 PART_NAMES = {"train": "training", "heldout": "held-out"}  # a part's name on its progress bar
 
@@ -130,7 +131,9 @@ def build_store(
         )  # fmt: skip
 
         def build(tmp: Path) -> dict:
-            index = build_index(corpus, doc_ids, r, seed, show_progress, f"{PART_NAMES[part]} instances")
+            index = build_index(
+                corpus, doc_ids, r, seed, show_progress, f"{PART_NAMES[part]} instances", workers or default_workers()
+            )
             indexed = len(index["label"]) if "label" in index else len(index["first_piece"]) - 1
             if indexed == 0:
                 raise ValueError(

@@ -21,6 +21,7 @@ passes are one pass repeated: the index holds one, and instance i is instance i 
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import random
 
 import numpy as np
@@ -30,6 +31,7 @@ from .instances import target_length
 from .masking import seeded_generator
 
 PairSpan = tuple[int, int, int, int, int]  # (a_start, a_len, b_start, b_len, label)
+PARALLEL_MIN_DOCS = 20_000  # documents over all passes below which a fork costs more than it saves
 
 
 def negative_window(k: int, n: int, size: int) -> tuple[int, int]:
@@ -107,16 +109,27 @@ def pair_spans(
 def truncate_spans(pair: PairSpan, max_num_tokens: int, rng: random.Random) -> PairSpan:
     """`instances.truncate_pair` on spans: the longer one loses a token at a random end until both fit.
 
+    Which segment loses each token depends on the lengths alone (the longer; B on a tie), so the
+    schedule is worked out at once and only the draws (one a token, front when < 0.5) are made in turn.
+
     >>> truncate_spans((0, 4, 10, 1, 0), 3, random.Random(0))
     (0, 2, 10, 1, 0)
     """
     a0, a_len, b0, b_len, label = pair
-    while a_len + b_len > max_num_tokens:
-        front = rng.random() < 0.5
-        if a_len > b_len:
-            a0, a_len = (a0 + 1, a_len - 1) if front else (a0, a_len - 1)
-        else:
-            b0, b_len = (b0 + 1, b_len - 1) if front else (b0, b_len - 1)
+    excess = a_len + b_len - max_num_tokens
+    if excess <= 0:
+        return pair
+    draws = [rng.random() < 0.5 for _ in range(excess)]  # True: the token goes from the front
+    # first the longer loses tokens until the two are level (A while A > B; B down to A - 1 otherwise),
+    # then they alternate, the one that did not lose last going first
+    if a_len > b_len:
+        k = min(excess, a_len - b_len)
+        a_steps, b_steps = draws[:k] + draws[k + 1 :: 2], draws[k::2]
+    else:
+        k = min(excess, b_len - a_len + 1)
+        a_steps, b_steps = draws[k::2], draws[:k] + draws[k + 1 :: 2]
+    a0, a_len = a0 + sum(a_steps), a_len - len(a_steps)
+    b0, b_len = b0 + sum(b_steps), b_len - len(b_steps)
     return a0, a_len, b0, b_len, label
 
 
@@ -157,17 +170,14 @@ def pack_spans(documents, max_num_tokens: int, cross_documents: bool) -> tuple[l
     return p_start, p_len, first
 
 
-def build_index(corpus, doc_ids: list[int], r, seed: int, show_progress: bool, desc: str) -> dict[str, np.ndarray]:
-    """The index arrays (module docstring) of documents `doc_ids` of a TokenizedCorpus under recipe `r`."""
+def build_index(
+    corpus, doc_ids: list[int], r, seed: int, show_progress: bool, desc: str, workers: int = 1
+) -> dict[str, np.ndarray]:
+    """The index arrays (module docstring) of documents `doc_ids` of a TokenizedCorpus under recipe `r`;
+    the dupe_factor passes of pairs, independent of one another, on `workers` forked processes."""
     M = r.max_seq_length - (3 if r.pair_task else 2)
-    sent, docs = corpus.sent_offsets, corpus.doc_offsets
     doc_ids = np.asarray(doc_ids, dtype=np.int64)
-
-    def sentences(d: int) -> tuple[list[int], list[int]]:
-        bounds = sent[docs[d] : docs[d + 1] + 1]
-        return bounds[:-1].tolist(), np.diff(bounds).tolist()
-
-    passes = r.dupe_factor if r.pair_task else 1
+    sentences = _Sentences(corpus.sent_offsets, corpus.doc_offsets)
     bar = progress_bar(total=r.dupe_factor * len(doc_ids), desc=desc, unit="doc", disable=not show_progress)
     with bar:
         if r.pair_task is None:
@@ -176,13 +186,26 @@ def build_index(corpus, doc_ids: list[int], r, seed: int, show_progress: bool, d
             )
             out = {"first_piece": np.asarray(first, dtype=np.int64)}
         else:
-            p_start, p_len, labels = [], [], []
-            for dupe in range(passes):
-                for a0, a_len, b0, b_len, label in _pair_pass(doc_ids, sentences, r, M, seed, dupe, bar):
-                    p_start += (a0, b0)
-                    p_len += (a_len, b_len)
-                    labels.append(label)
-            out = {"label": np.asarray(labels, dtype=np.int8)}
+            if r.pair_task == "nsp" and len(doc_ids) < 2:
+                raise ValueError("NSP needs at least two documents (random next segments come from another document)")
+            job = (sentences, doc_ids, r, M, seed)
+            parallel = (
+                workers > 1
+                and r.dupe_factor > 1
+                and r.dupe_factor * len(doc_ids) >= PARALLEL_MIN_DOCS
+                and "fork" in mp.get_all_start_methods()
+                and not mp.current_process().daemon
+            )
+            passes = None if parallel else [_pair_pass(job, dupe, bar) for dupe in range(r.dupe_factor)]
+            if passes is None:
+                with mp.get_context("fork").Pool(min(workers, r.dupe_factor), _init_pass, (job,)) as pool:
+                    passes = []
+                    for done in pool.imap(_run_pass, range(r.dupe_factor)):
+                        passes.append(done)
+                        bar.update(len(doc_ids))
+            p_start = np.concatenate([p[0] for p in passes])
+            p_len = np.concatenate([p[1] for p in passes])
+            out = {"label": np.concatenate([p[2] for p in passes]).astype(np.int8)}
     wide = corpus.num_tokens >= 1 << 32
     out["piece_start"] = np.asarray(p_start, dtype=np.int64 if wide else np.uint32)
     out["piece_len"] = np.asarray(p_len, dtype=np.uint8 if M < 1 << 8 else np.uint16)
@@ -191,23 +214,50 @@ def build_index(corpus, doc_ids: list[int], r, seed: int, show_progress: bool, d
     return out
 
 
-def _pair_pass(doc_ids: np.ndarray, sentences, r, M: int, seed: int, dupe: int, bar):
-    """One dupe_factor pass of pairs over the documents, with the generator instances.py's pass had."""
+class _Sentences:
+    """Document d -> (token offsets, lengths) of its sentences, as lists (the loops below read scalars)."""
+
+    def __init__(self, sent_offsets: np.ndarray, doc_offsets: np.ndarray):
+        self.sent, self.docs = sent_offsets, doc_offsets
+
+    def __call__(self, d: int) -> tuple[list[int], list[int]]:
+        bounds = self.sent[self.docs[d] : self.docs[d + 1] + 1].tolist()
+        return bounds[:-1], [b - a for a, b in zip(bounds, bounds[1:])]
+
+
+def _pair_pass(job, dupe: int, bar=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One dupe_factor pass of pairs over the documents, with the generator instances.py's pass had:
+    (piece starts (2n,), piece lengths (2n,), labels (n,)), A then B of each pair."""
+    sentences, doc_ids, r, M, seed = job
     rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
-    n = len(doc_ids)
-    nsp = r.pair_task == "nsp"
-    if nsp and n < 2:
-        raise ValueError("NSP needs at least two documents (random next segments come from another document)")
-    for k, d in enumerate(doc_ids.tolist()):
+    n, nsp, ids = len(doc_ids), r.pair_task == "nsp", doc_ids.tolist()
+    pieces: list[int] = []
+    for k, d in enumerate(ids):
 
         def negative(g: random.Random, k=k) -> tuple[list[int], list[int]]:
             after, before = negative_window(k, n, r.negative_window)
             j = g.randrange(after + before)
-            return sentences(int(doc_ids[k + 1 + j] if j < after else doc_ids[k - before + j - after]))
+            return sentences(ids[k + 1 + j] if j < after else ids[k - before + j - after])
 
         starts, lengths = sentences(d)
-        yield from pair_spans(starts, lengths, M, r.short_seq_prob, r.pair_task, rng, negative if nsp else None)
-        bar.update(1)
+        for pair in pair_spans(starts, lengths, M, r.short_seq_prob, r.pair_task, rng, negative if nsp else None):
+            pieces += pair
+        if bar is not None:
+            bar.update(1)
+    table = np.asarray(pieces, dtype=np.int64).reshape(-1, 5)  # (n, 5): a0, a_len, b0, b_len, label
+    return table[:, [0, 2]].ravel(), table[:, [1, 3]].ravel(), table[:, 4]
+
+
+_pass_job = None  # a forked worker's (sentences, doc_ids, recipe, M, seed), set by its initializer
+
+
+def _init_pass(job) -> None:
+    global _pass_job
+    _pass_job = job
+
+
+def _run_pass(dupe: int):
+    return _pair_pass(_pass_job, dupe)
 
 
 def _counted(items, bar, weight: int = 1):
