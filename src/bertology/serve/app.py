@@ -2,7 +2,7 @@
 
 Handlers run on the event loop and do no model work: they read the body (capped), check its
 shape (schemas.py), queue the request and await its result. The page at `GET /` is a static file
-(page/index.html) that calls the same API.
+(page/index.html) that calls the same API; `GET /openapi.json` and `GET /docs` describe it (openapi.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .batching import Batcher, BatchLimits
 from .engine import Engine, error_of
 from .guard import CountCancelled, KeyRequired
 from .metrics import Metrics
+from .openapi import describe, page as api_page
 from .options import ServeOptions
 from .schemas import ApiError
 
@@ -121,7 +122,8 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
         return answer(request.url.path, started, JSONResponse(render(parsed, result) if render else result))
 
     def parse(op: str, body):
-        return engine.ops[op].parse(body, options.max_client_batch_size)
+        # the Inference API's clients send options in "parameters" to any URL they are given, a route's too
+        return engine.ops[op].parse(schemas.with_parameters(body), options.max_client_batch_size)
 
     def endpoint(op: str, parse_body=None, render=None):
         """A route for one operation: the head's own parser unless `parse_body` reads another shape."""
@@ -179,6 +181,15 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
     async def get_page(request: Request) -> Response:
         return HTMLResponse(page)
 
+    description = describe(engine.info())
+    described = api_page(description)
+
+    async def get_openapi(request: Request) -> Response:
+        return JSONResponse(description)
+
+    async def get_docs(request: Request) -> Response:
+        return HTMLResponse(described)
+
     async def not_found(request: Request, exc: HTTPException) -> Response:
         kind = "NotFound" if exc.status_code == 404 else "Validation"
         message = f"{request.method} {request.url.path}: " + (
@@ -200,6 +211,8 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
         Route("/health", health),
         Route("/info", get_info),
         Route("/metrics", get_metrics),
+        Route("/openapi.json", get_openapi),
+        Route("/docs", get_docs),
         Route("/embed", endpoint("embed"), methods=["POST"]),
         Route("/embed_all", endpoint("embed_all"), methods=["POST"]),
         Route("/similarity", endpoint("similarity"), methods=["POST"]),

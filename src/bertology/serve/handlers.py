@@ -238,7 +238,8 @@ def _run_predict(engine, requests: list[schemas.PredictRequest]) -> list:
             else:
                 scores = [p.probabilities for p in pipe.predict_examples(examples)]
             for j, s in zip(chosen, scores):
-                ranked[j] = sorted(({"label": k, "score": v} for k, v in s.items()), key=lambda d: -d["score"])
+                best = sorted(({"label": k, "score": v} for k, v in s.items()), key=lambda d: -d["score"])
+                ranked[j] = best[: requests[flat[j][0]].top_k]
     return _split(requests, ranked, lambda r: len(r.items), flat=True)
 
 

@@ -51,6 +51,7 @@ class PredictRequest:
     single: bool
     raw_scores: bool = False
     truncate: bool = False
+    top_k: int | None = None  # the Inference API's: only the best k labels (None: every label)
 
 
 @dataclass
@@ -191,12 +192,15 @@ def parse_openai_embeddings(body: Any, max_client_batch_size: int) -> EmbedReque
 def parse_predict(body: Any, max_client_batch_size: int, pairs: bool) -> PredictRequest:
     """`inputs`: a text; [text, pair] (for a model trained on pairs, as TEI reads two strings); or a list
     whose items are texts, [text] or [text, pair]. For a model trained on single texts a list of
-    strings is a batch of texts."""
+    strings is a batch of texts. `top_k` (the Inference API's) keeps the best labels only."""
     body = _object(body)
     if "inputs" not in body:
         raise invalid("missing field 'inputs'")
     value = body["inputs"]
-    flags = _flag(body, "raw_scores", False), _flag(body, "truncate", False)
+    top_k = body.get("top_k")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise invalid(f"top_k should be a positive integer, got {top_k!r}")
+    flags = _flag(body, "raw_scores", False), _flag(body, "truncate", False), top_k
     if isinstance(value, str):
         if pairs:
             raise invalid('this model classifies text pairs: send "inputs": [text, pair]')
