@@ -25,6 +25,7 @@ QUESTION = {"question": "where did the cat sit?", "context": "the cat sat on the
 CHOICES = {"context": "the cat sat on the", "choices": ["mat", "game", "winter"]}
 MASKED = {"bertology": "the cat sat on the [MASK].", "transformers": "the cat sat on the [MASK]."}
 HEADS = ("embedding", "fill-mask", "classifier", "pair", "regression", "tagger", "qa", "choice")
+PROMPT = "prompt classifier"  # bertology's own head (a masked LM read at a template's blank): no transformers twin
 # conftest.CHECKPOINTS' name of each head
 BERTOLOGY_NAME = {
     "embedding": "backbone",
@@ -46,6 +47,7 @@ OWN_ROUTES = {
     "tagger": {"/tag"},
     "qa": {"/qa"},
     "choice": {"/predict"},
+    PROMPT: {"/predict"},
 }
 HEAD_ROUTES = {"/predict", "/rerank", "/fill-mask", "/tag", "/qa"}
 
@@ -57,6 +59,7 @@ def body_for(path: str, head: str):
         "embedding": {"inputs": TEXT},
         "fill-mask": {"inputs": MASKED["bertology"], "parameters": {"top_k": 3}},
         "classifier": {"inputs": TEXT},
+        PROMPT: {"inputs": TEXT},
         "pair": {"inputs": [TEXT, OTHER]},
         "regression": {"inputs": TEXT},
         "tagger": {"inputs": TEXT},
@@ -167,6 +170,26 @@ def transformers_checkpoints(tmp_path_factory, checkpoints) -> dict[str, object]
     return out
 
 
+@pytest.fixture(scope="module")
+def prompt_checkpoint(tmp_path_factory, checkpoints):
+    """A prompt classifier as `finetune --method prompt` records it: the masked LM's weights, the template and the
+    verbalizer in config.json."""
+    from bertology.models import ARCHITECTURES, read_config
+    from bertology.tasks.finetune import load_tokenizer
+    from bertology.tasks.prompt import Prompt
+
+    tok = load_tokenizer(str(checkpoints["mlm"]), None)
+    prompt = Prompt.build("{text} It is about [MASK].", {"games": ["game"], "mail": ["the"]}, tok, "mlm")
+    config = read_config(checkpoints["mlm"]).with_labels(["games", "mail"])
+    config.extra.update(bertology_task="classify", bertology_task_options={"prompt": prompt.to_dict()})
+    config.extra["bertology_prompt"] = prompt.to_dict()
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("prompt") / "prompt"
+    ARCHITECTURES["BertForPromptClassification"](config).eval().save(out)
+    tok.save(out / "tokenizer.json")
+    return out
+
+
 @contextlib.contextmanager
 def serving(path):
     """`bertology serve`'s app on a real socket (uvicorn in a thread: the clients speak HTTP to it)."""
@@ -254,16 +277,15 @@ def check_routes(url: str, head: str, saver: str) -> None:
             {"embedding": "/embed", "fill-mask": "/fill-mask", "tagger": "/tag", "qa": "/qa"}.get(head, "/predict"),
             json=body_for("/", head),
         ).json()
-        expect = (
-            [single] if head in ("classifier", "regression", "pair") else single[0] if head == "fill-mask" else single
-        )
+        per_input = ("classifier", "regression", "pair", PROMPT)  # text classification: a list per input
+        expect = [single] if head in per_input else single[0] if head == "fill-mask" else single
         assert close(own, expect), f"{saver} {head}: POST / {own} vs {single}"
         similar = http.post("/", json=body_for("/similarity", head)).json()
         assert close(similar, answers["/similarity"]), f"{saver} {head}: POST / similarity"
 
 
 def info_key(head: str) -> str:
-    return {"classifier": "classify", "regression": "regress", "tagger": "tag"}.get(head, head)
+    return {"classifier": "classify", "regression": "regress", "tagger": "tag", PROMPT: "prompt"}.get(head, head)
 
 
 def check_clients(url: str, head: str, saver: str) -> None:
@@ -288,7 +310,7 @@ def check_clients(url: str, head: str, saver: str) -> None:
         assert torch.allclose(torch.tensor(client.feature_extraction(TEXT)), torch.tensor(own), atol=1e-5), where
     elif head == "fill-mask":
         assert [f.token for f in client.fill_mask(MASKED[saver], top_k=3)] == [c["token"] for c in own], where
-    elif head in ("classifier", "regression"):
+    elif head in ("classifier", "regression", PROMPT):
         scores = client.text_classification(TEXT, top_k=2)  # the best two of the classifier's three labels
         assert [(s.label, round(s.score, 5)) for s in scores] == [
             (d["label"], round(d["score"], 5)) for d in own[0][:2]
@@ -331,3 +353,9 @@ def test_every_route_against_every_head(head, saver, checkpoints, transformers_c
     with serving(path) as url:
         check_routes(url, head, saver)
         check_clients(url, head, saver)
+
+
+def test_every_route_against_a_prompt_classifier(prompt_checkpoint, online_client):
+    with serving(prompt_checkpoint) as url:
+        check_routes(url, PROMPT, "bertology")
+        check_clients(url, PROMPT, "bertology")

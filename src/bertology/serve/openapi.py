@@ -93,6 +93,7 @@ ROUTES = [
             "fill-mask": {"inputs": "a [MASK] client", "parameters": {"top_k": 3}},
             "classifier": {"inputs": "IMAP email client"},
             "regression": {"inputs": "IMAP email client"},
+            "prompt classifier": {"inputs": "IMAP email client"},
             "pair": {"inputs": ["a mail client", "IMAP email client"]},
             "tagger": {"inputs": "John Smith lives in Paris"},
             "qa": {"inputs": {"question": "Who lives in Paris?", "context": "John Smith lives in Paris."}},
@@ -236,6 +237,7 @@ ROUTES = [
         examples={
             "classifier": {"inputs": "puzzle game with falling blocks"},
             "regression": {"inputs": "puzzle game with falling blocks"},
+            "prompt classifier": {"inputs": "puzzle game with falling blocks"},
             "pair": {"inputs": ["a mail client", "IMAP email client"]},
             "choice": {"inputs": {"context": "a program that reads", "choices": ["mail", "games"]}},
         },
