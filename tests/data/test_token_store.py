@@ -55,6 +55,21 @@ def counted_builds(monkeypatch):
     return built
 
 
+@pytest.mark.parametrize("name", ["wordpiece", "bytelevel_bpe", "unigram"])
+def test_every_tokenizer_stores_its_sentence_encodings(small_corpus, request, tmp_path, name):
+    tok = request.getfixturevalue(name)  # (the store encodes with the template's tokens and drops them)
+    corpus = tokenize_corpus([small_corpus], tok, tmp_path, workers=1)
+    assert _as_read(corpus) == _reference([small_corpus], tok)
+
+
+def test_added_tokens_in_the_text_are_words_of_their_own(tmp_path, wordpiece):
+    p = tmp_path / "added.txt"
+    p.write_text("un[MASK]wanted [SEP] words here.\nAnd [CLS]\n\nA second [PAD] document.\n")
+    corpus = tokenize_corpus([p], wordpiece, tmp_path, workers=1)
+    assert _as_read(corpus) == _reference([p], wordpiece)
+    assert wordpiece.token_to_id("[MASK]") in corpus.document(0)[0].ids
+
+
 def test_ids_word_starts_and_offsets_are_the_sentence_encodings(small_corpus, wordpiece, tmp_path):
     corpus = tokenize_corpus([small_corpus], wordpiece, tmp_path, workers=1)
     assert _as_read(corpus) == _reference([small_corpus], wordpiece)
