@@ -1,18 +1,23 @@
 """The serving page's client examples: each names the model it needs on its first line (`# needs: KIND`), and
-the integration tier runs each, as written, against a real `bertology serve` of such a model, checking the
-claim its comments make."""
+the integration tier runs each, as written, against a real `bertology serve` of such a model: a Python block's
+claims (its comments) checked on its values, a shell session's commands run by bash and curl, each answer
+against the one the page shows (the same JSON shape, the same error, the same metric lines)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "serving.md"
 BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
+SESSION = re.compile(r"^```\n(# needs: .*?)^```", re.S | re.M)  # a shell session: `$ command`, then its output
 NEEDS = re.compile(r"^# needs: ([\w-]+)")
 PAGE_URL = "http://127.0.0.1:8080"
 # the model each kind names: the real all-MiniLM-L6-v2 for embeddings, else conftest's checkpoint of that head
@@ -81,3 +86,72 @@ def test_each_client_example_runs_against_the_model_it_names(kind, code, checkpo
         with contextlib.redirect_stdout(printed):
             exec(compile(code.replace(PAGE_URL, server.url.rstrip("/")), f"serving.md ({kind})", "exec"), ns)
     check_claim(kind, ns, printed.getvalue())
+
+
+def sessions() -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """(kind, [(command, the output lines the page shows)]) of each shell session with curl."""
+    out = []
+    for block in SESSION.findall(PAGE.read_text(encoding="utf-8")):
+        lines = block.splitlines()
+        steps: list[tuple[str, list[str]]] = []
+        for line in lines[1:]:
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            else:
+                steps[-1][1].append(line)
+        out.append((NEEDS.match(lines[0]).group(1), steps))
+    return out
+
+
+def shown_json(text: str):
+    """The page's answer with its elisions (`, … 8 more`, `, …`) left out: a prefix of the real answer."""
+    return json.loads(re.sub(r",\s*…[^\]}]*", "", text))
+
+
+def same_shape(shown, got, where: str) -> None:
+    """The keys and value types of every element the page shows, in the answer (labels, ids, scores differ
+    from model to model)."""
+    assert type(shown) is type(got) or {type(shown), type(got)} <= {int, float}, f"{where}: {shown!r} vs {got!r}"
+    if isinstance(shown, dict):
+        assert shown.keys() == got.keys(), f"{where}: keys {list(shown)} vs {list(got)}"
+        for k in shown:
+            same_shape(shown[k], got[k], f"{where}.{k}")
+    elif isinstance(shown, list):
+        assert len(got) >= min(len(shown), 1), f"{where}: {got!r}"
+        # element by element; where the lengths differ (another tokenizer's pieces), the first and the last
+        pairs = zip(shown, got) if len(shown) == len(got) else [(shown[0], got[0]), (shown[-1], got[-1])][: len(shown)]
+        for i, (a, b) in enumerate(pairs):
+            same_shape(a, b, f"{where}[{i}]")
+
+
+def test_every_shell_session_names_the_model_it_needs():
+    found = sessions()
+    assert found, "the serving page shows no curl session"
+    for kind, steps in found:
+        assert kind in KINDS and steps and all("localhost:8080" in cmd for cmd, _ in steps), (kind, steps)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind,steps", sessions(), ids=[k for k, _ in sessions()])
+def test_each_shell_session_runs_against_the_model_it_names(kind, steps, checkpoints):
+    from live import Server
+
+    if shutil.which("curl") is None:
+        pytest.skip("the page's sessions call curl, and it is not installed")
+    with Server(checkpoints[CHECKPOINT_OF[kind]]) as server:
+        address = server.url.split("//")[1].rstrip("/")
+        for command, shown in steps:
+            run = subprocess.run(
+                ["bash", "-c", command.replace("localhost:8080", address)], capture_output=True, text=True, timeout=60
+            )
+            got, where = run.stdout.strip(), f"`{command}`"
+            if shown[0].startswith("bertology_"):  # metric lines: exactly these, for the requests made above
+                assert got.splitlines() == shown, f"{where}:\n{got}"
+                continue
+            assert len(shown) == 1, where
+            expect, answer = shown_json(shown[0]), json.loads(got)
+            if isinstance(expect, dict) and "error" in expect:  # the same error, numbers aside (lengths in tokens)
+                assert set(answer) == {"error", "error_type"} and answer["error_type"] == expect["error_type"], got
+                assert re.sub(r"\d+", "N", answer["error"]) == re.sub(r"\d+", "N", expect["error"]), got
+            else:
+                same_shape(expect, answer, where)
