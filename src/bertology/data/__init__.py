@@ -13,8 +13,13 @@ API
 - `build_instances(files, tokenizer, family, *, max_seq_length, objective, packing, masking,
   dupe_factor, short_seq_prob, whole_word, ngram, mlm_probability, max_predictions_per_seq, seed,
   cache_dir, format="lines"|"raw", heldout, negative_window) -> InstanceStore`, or
-  `build_store(files, tokenizer, recipe, seed=..., ...)` (store.py).
-- `InstanceStore`: `num_instances` / `len()`, `rows(indices)` (unmasked, with word starts and
+  `build_store(files, tokenizer, recipe, seed=..., workers=None, ...)` (build.py).
+- Token store (tokenstore.py): each corpus file tokenized once by worker processes into uint16 /
+  uint32 ids, word-start bits and sentence / document offsets, keyed by the tokenizer.json hash and
+  the file's fingerprint (under the cache directory or $BERTOLOGY_TOKEN_CACHE, shared by every run).
+- Sample index (samples.py): instances as spans of the token store (`pair_spans`, `pack_spans`,
+  `build_index`), replaying instances.py's algorithms on sentence lengths; rows cut at batch time (rows.py).
+- `InstanceStore` (store.py; built by build.py): `num_instances` / `len()`, `rows(indices)` (unmasked, with word starts and
   pair labels), `batch(step, batch_size, seed=None, rank=0, world_size=1)` -> dict of tensors
   named as the models' keyword arguments (input_ids, attention_mask, token_type_ids except
   roberta, labels, next_sentence_label (NSP, 0 = B is the real next) or sentence_order_label
@@ -23,7 +28,7 @@ API
   `masked_by(masker)`. A batch is a pure function of (step, batch_size, seed): resuming at step k
   or running world_size ranks (each taking rows rank::world_size) reproduces the single-process run.
 - `Masker` (masker.py): the one place masks are drawn (static, dynamic, smoothed; whole words, n-grams).
-- Tokenized corpus (tokenized.py): `tokenize_corpus`, `TokenizedCorpus`, `split_documents` (the
+- Tokenized corpus (tokenized.py): `tokenize_corpus`, `TokenizedCorpus` (the files' token stores as one), `split_documents` (the
   one held-out rule), `heldout_count`, `check_corpus_documents`.
 - Corpus (corpus.py): `iter_documents(files, format)`, `split_sentences(text)`.
 - Instances (instances.py): `create_pair_instances`, `pack_sentences`, `truncate_pair`,
