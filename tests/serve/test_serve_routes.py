@@ -83,6 +83,20 @@ def body_for(path: str, head: str):
     }[path]
 
 
+# two inputs through POST / in each head's shape
+BATCHES = {
+    "embedding": {"inputs": [TEXT, OTHER]},
+    "fill-mask": {"inputs": [MASKED["bertology"], "the [MASK] sat on the [MASK]."], "parameters": {"top_k": 3}},
+    "classifier": {"inputs": [TEXT, OTHER]},
+    PROMPT: {"inputs": [TEXT, OTHER]},
+    "regression": {"inputs": [TEXT, OTHER]},
+    "pair": {"inputs": [[TEXT, OTHER], [OTHER, TEXT]]},
+    "tagger": {"inputs": [TEXT, OTHER]},
+    "qa": {"inputs": [QUESTION, {"question": "what sat?", "context": "the cat sat"}]},
+    "choice": {"inputs": [CHOICES, CHOICES]},
+}
+
+
 # ---- a minimal JSON Schema check: the subset openapi.py writes ---------------------------------
 TYPES = {
     "string": str,
@@ -282,6 +296,17 @@ def check_routes(url: str, head: str, saver: str) -> None:
         assert close(own, expect), f"{saver} {head}: POST / {own} vs {single}"
         similar = http.post("/", json=body_for("/similarity", head)).json()
         assert close(similar, answers["/similarity"]), f"{saver} {head}: POST / similarity"
+        # a batch through POST /: one answer per input, the first the single one's
+        batch = http.post("/", json=BATCHES[head])
+        root_schema = description["paths"]["/"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert batch.status_code == 200, f"{saver} {head}: POST / batch: {batch.text[:300]}"
+        assert len(batch.json()) == 2 and not mismatches(batch.json(), root_schema), f"{saver} {head}: {batch.text}"
+        assert close(batch.json()[0], own[0] if head in per_input or head == "embedding" else own, 1e-4), head
+        # a route asked with the method it does not take: TEI's error shape, 405
+        for route in ROUTES:
+            if route.path != "/":
+                wrong = http.post(route.path, json={}) if route.method == "GET" else http.get(route.path)
+                assert is_tei_error(wrong, 405), f"{saver} {head}: {route.path}: {wrong.text[:200]}"
 
 
 def info_key(head: str) -> str:

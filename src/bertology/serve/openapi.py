@@ -87,7 +87,19 @@ ROUTES = [
             },
             {"parameters": {"type": "object"}},
         ),
-        _any(VECTORS, _array(SCORES), CANDIDATES, _array(CANDIDATES), _array(NUMBER), ENTITIES, ANSWER, CHOSEN),
+        _any(
+            VECTORS,  # an embedding model
+            _array(SCORES),  # a classifier: one list per input
+            CANDIDATES,  # fill-mask, one text with one mask
+            _array(_any(CANDIDATES, _array(CANDIDATES))),  # one list per mask, or per text
+            _array(NUMBER),  # similarity
+            ENTITIES,
+            _array(ENTITIES),
+            ANSWER,
+            _array(ANSWER),
+            CHOSEN,
+            _array(CHOSEN),
+        ),
         examples={
             "embedding": {"inputs": "IMAP email client"},
             "fill-mask": {"inputs": "a [MASK] client", "parameters": {"top_k": 3}},
