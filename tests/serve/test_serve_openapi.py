@@ -30,6 +30,18 @@ def test_the_description_lists_every_route(clients):
                 assert op["requestBody"]["content"]["application/json"]["schema"], (method, path)
 
 
+def test_each_route_says_which_heads_serve_it_from_the_table_of_handlers(clients):
+    from bertology.serve.handlers import COMMON, HANDLERS
+
+    paths = clients["backbone"].get("/openapi.json").json()["paths"]
+    for name, handler in HANDLERS.items():
+        for op in handler.ops:
+            assert name in paths["/" + op]["post"]["description"].removeprefix("served by: ").split(", "), (name, op)
+    for op in COMMON:
+        assert paths["/" + op]["post"]["description"] == "served by: any head", op
+    assert paths["/rerank"]["post"]["description"] == "served by: pair"
+
+
 def test_the_docs_page_shows_every_route_without_fetching_anything(clients):
     response = clients["backbone"].get("/docs")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .handlers import HANDLERS
+
 
 def _array(items: dict) -> dict:
     return {"type": "array", "items": items}
@@ -47,7 +49,6 @@ SIMILARITY_BODY = _object(
     {"inputs": _object({"source_sentence": STRING, "sentences": _array(STRING)})}, {"truncate": BOOLEAN}
 )
 PREDICT_INPUTS = _any(STRING, _array(_any(STRING, _array(STRING))))
-ANY_HEAD = "any"
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,6 @@ class RouteDoc:
     method: str
     path: str
     summary: str
-    served_by: str  # the heads (handlers.py kinds) that serve it, in words
     body: dict | None = None  # JSON Schema of the request body
     answer: dict | None = None  # JSON Schema of a 2xx answer (None: not JSON)
     media_type: str = "application/json"  # of the answer
@@ -63,9 +63,7 @@ class RouteDoc:
 
 
 ROUTES = [
-    RouteDoc(
-        "GET", "/", "a page to try the model: its answer, its tokens, its attention", ANY_HEAD, media_type="text/html"
-    ),
+    RouteDoc("GET", "/", "a page to try the model: its answer, its tokens, its attention", media_type="text/html"),
     RouteDoc(
         "POST",
         "/",
@@ -73,7 +71,6 @@ ROUTES = [
         "model's vectors, a classifier's scores (one list per input), fill-mask's candidates (flat for a text with "
         "one mask), tags, an answer, a choice; a source_sentence body is sentence similarity for any head; "
         '{"inputs", "parameters": {...}} is read as the flat body',
-        ANY_HEAD,
         _object(
             {
                 "inputs": _any(
@@ -116,14 +113,12 @@ ROUTES = [
         "GET",
         "/health",
         "200 while the server takes requests, 503 while it stops",
-        ANY_HEAD,
         answer=_object({"status": STRING}),
     ),
     RouteDoc(
         "GET",
         "/info",
         "the model: its head and task, labels, limits, the endpoints it serves",
-        ANY_HEAD,
         answer=_object(
             {
                 "model_id": STRING,
@@ -138,22 +133,19 @@ ROUTES = [
         "GET",
         "/metrics",
         "Prometheus text: requests by endpoint and status, batches, queue depth",
-        ANY_HEAD,
         media_type="text/plain",
     ),
     RouteDoc(
         "GET",
         "/openapi.json",
         "this description",
-        ANY_HEAD,
         answer=_object({"openapi": STRING, "paths": {"type": "object"}}),
     ),
-    RouteDoc("GET", "/docs", "this description as a page", ANY_HEAD, media_type="text/html"),
+    RouteDoc("GET", "/docs", "this description as a page", media_type="text/html"),
     RouteDoc(
         "POST",
         "/embed",
         "the encoder's sentence vectors (--pooling), normalized unless asked not to",
-        ANY_HEAD,
         _object({"inputs": TEXTS}, {"normalize": BOOLEAN, "truncate": BOOLEAN}),
         VECTORS,
         examples={"any": {"inputs": ["IMAP email client", "a puzzle game"]}},
@@ -162,7 +154,6 @@ ROUTES = [
         "POST",
         "/embed_all",
         "every token's vector, special tokens included, per input",
-        ANY_HEAD,
         _object({"inputs": TEXTS}, {"truncate": BOOLEAN}),
         _array(VECTORS),
         examples={"any": {"inputs": "IMAP email client"}},
@@ -171,7 +162,6 @@ ROUTES = [
         "POST",
         "/similarity",
         "the cosine of each sentence's vector to the source sentence's",
-        ANY_HEAD,
         SIMILARITY_BODY,
         _array(NUMBER),
         examples={
@@ -182,7 +172,6 @@ ROUTES = [
         "POST",
         "/v1/embeddings",
         "OpenAI's embeddings: normalized vectors, as floats or base64 little-endian float32",
-        ANY_HEAD,
         _object({"input": TEXTS}, {"model": STRING, "encoding_format": {"enum": ["float", "base64"]}}),
         _object(
             {
@@ -200,7 +189,6 @@ ROUTES = [
         "POST",
         "/tokenize",
         "each input's tokens with their ids and character spans",
-        ANY_HEAD,
         _object({"inputs": TEXTS}, {"add_special_tokens": BOOLEAN}),
         _array(
             _array(
@@ -221,7 +209,6 @@ ROUTES = [
         "POST",
         "/decode",
         "token ids back to text",
-        ANY_HEAD,
         _object({"ids": _any(_array(INTEGER), _array(_array(INTEGER)))}, {"skip_special_tokens": BOOLEAN}),
         _array(STRING),
         examples={"any": {"ids": [2, 7, 3]}},
@@ -230,7 +217,6 @@ ROUTES = [
         "POST",
         "/attention",
         "every layer's and head's attention weights over the tokens (format html: the interactive view)",
-        ANY_HEAD,
         _object({"inputs": STRING}, {"pair": STRING, "format": {"enum": ["json", "html"]}}),
         _object({"tokens": _array(STRING), "special": _array(BOOLEAN), "weights": _array(_array(VECTORS))}),
         examples={"any": {"inputs": "IMAP email client"}},
@@ -240,7 +226,6 @@ ROUTES = [
         "/predict",
         "a sequence classifier's labels, best first (a regression: its value; a pair classifier: [text, pair]); a "
         "multiple-choice head's chosen choice and its scores",
-        "classifier, pair, regression, prompt classifier, multiple choice",
         _object(
             {"inputs": _any(PREDICT_INPUTS, CHOICE_ITEM, _array(CHOICE_ITEM))},
             {"raw_scores": BOOLEAN, "truncate": BOOLEAN, "top_k": {"type": "integer", "minimum": 1}},
@@ -258,7 +243,6 @@ ROUTES = [
         "POST",
         "/rerank",
         "each text's relevance to the query, best first (a classifier fine-tuned on pairs)",
-        "pair classifier",
         _object(
             {"query": STRING, "texts": _array(STRING)},
             {"raw_scores": BOOLEAN, "return_text": BOOLEAN, "truncate": BOOLEAN},
@@ -270,7 +254,6 @@ ROUTES = [
         "POST",
         "/fill-mask",
         "the masked LM's candidates for each mask, best first: per mask for one text, per text for several",
-        "masked LM",
         _object({"inputs": TEXTS}, {"top_k": {"type": "integer", "minimum": 1, "maximum": 100}, "truncate": BOOLEAN}),
         _any(_array(CANDIDATES), _array(_array(CANDIDATES))),
         examples={"any": {"inputs": "a [MASK] client", "top_k": 3}},
@@ -279,7 +262,6 @@ ROUTES = [
         "POST",
         "/tag",
         "a token classifier's entities with character spans (one list per input for several)",
-        "token classifier",
         _object({"inputs": TEXTS}, {"truncate": BOOLEAN}),
         _any(ENTITIES, _array(ENTITIES)),
         examples={"any": {"inputs": "John Smith lives in Paris"}},
@@ -288,12 +270,17 @@ ROUTES = [
         "POST",
         "/qa",
         "an extractive QA head's answer span in the context (a list for several)",
-        "question answering",
         _any(QUESTION, _object({"inputs": _any(QUESTION, _array(QUESTION))})),
         _any(ANSWER, _array(ANSWER)),
         examples={"any": {"question": "Who lives in Paris?", "context": "John Smith lives in Paris."}},
     ),
 ]
+
+
+def served_by(path: str) -> str:
+    """The heads that serve a route, from the table of handlers (every head: "any head")."""
+    heads = [name for name, handler in HANDLERS.items() if path.lstrip("/") in handler.ops]
+    return ", ".join(heads) if heads else "any head"
 
 
 def describe(engine_info: dict) -> dict:
@@ -303,7 +290,7 @@ def describe(engine_info: dict) -> dict:
         answer = {"schema": r.answer} if r.answer is not None else {"schema": {"type": "string"}}
         operation = {
             "summary": r.summary,
-            "description": f"served by: {r.served_by}",
+            "description": f"served by: {served_by(r.path)}",
             "responses": {
                 "200": {"description": "the answer", "content": {r.media_type: answer}},
                 "4XX": {
