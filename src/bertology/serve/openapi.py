@@ -1,10 +1,12 @@
 """The API described: `GET /openapi.json` (OpenAPI 3.1) and `GET /docs` (the same description as a page).
 
-Each route's body and answer are JSON Schema, written next to the parsers' shapes in schemas.py; the
-integration tier holds them true (tests/serve/test_serve_routes.py validates every answer of every route
-against every head with them, and sends every example body to the heads it is for). The
-description is the whole API; a route the loaded head does not serve answers 404, and `info` says which
-the loaded model serves.
+Each route's body and answer are JSON Schema, written here in the shapes schemas.py's parsers read; which
+heads serve a route comes from the table of handlers. The parsers stay the one place that validates a request
+(their messages name the field at fault); the integration tier holds the two in agreement
+(tests/serve/test_serve_routes.py sends every route, for every head, a body that fits its schema and
+validates the answer against its schema, and sends each example body to the heads it is for). The
+description is the whole API: a route the loaded head does not serve answers 404, and `info.description`
+names what the loaded model serves.
 """
 
 from __future__ import annotations
