@@ -2,6 +2,7 @@
 curve with its intervals, and a resume that reuses every stage."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,14 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
         assert f"]({name})" in report
     results = json.loads((out / "results.json").read_text())
     assert [r["model"] for r in results] == [*MODELS, *REFERENCES]
+    # the clock may cut the larger count on a busy machine (never the first): the report then says so
+    state = json.loads((out / "demo_budget.json").read_text())
+    for cut in state["cuts"]:
+        assert f"- {cut}" in report and f"cut {cut}" in printed
+    skipped = any(c.startswith("all labels per class") for c in state["cuts"])
     for r in results:
         curve = r["label_curve"]
-        assert [p["labels_per_class"] for p in curve] == [10, None], r["model"]
+        assert [p["labels_per_class"] for p in curve] == ([10] if skipped else [10, None]), r["model"]
         for p in curve:
             low, high = p["test_accuracy_ci95"]
             assert 0.0 <= low <= p["test_accuracy"] <= high <= 1.0
@@ -53,11 +59,9 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     # The reference lines do not depend on the budget: logistic regressions on the same seed-0 subsets
     # (known answers of a 500-item test set; the tolerance is three items, for the CPU's rounding).
     reference = {r["model"]: {p["labels_per_class"]: p["test_accuracy"] for p in r["label_curve"]} for r in results}
-    assert reference["bag-of-words"] == {10: pytest.approx(0.42, abs=0.006), None: pytest.approx(0.692, abs=0.006)}
-    assert reference["MiniLM embeddings (frozen)"] == {
-        10: pytest.approx(0.662, abs=0.006),
-        None: pytest.approx(0.744, abs=0.006),
-    }
+    known = {"bag-of-words": {10: 0.42, None: 0.692}, "MiniLM embeddings (frozen)": {10: 0.662, None: 0.744}}
+    for name, points in known.items():
+        assert reference[name] == {c: pytest.approx(a, abs=0.006) for c, a in points.items() if c in reference[name]}
     # Every accuracy in the report is recomputed from the predictions each fine-tuning kept.
     gold = [line.split("\t")[-1] for line in TEST.read_text(encoding="utf-8").splitlines()[1:]]
     for r in results[:6]:
@@ -88,8 +92,14 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     assert budgets[0] == budgets[1]
     student = by_name["minilm→tiny"]
     assert student["parameters"] < student["teacher_parameters"] / 10 and student["inference_speedup"] > 1
-    # A second run with --resume reuses every stage and writes the same tables.
+    wall = float(re.search(r"total wall time ([\d.]+) min of 1\.5\.", report).group(1))
+    assert wall == pytest.approx(state["spent_s"] / 60, abs=0.11)  # the state is written last, at the exit
+    # A second run with --resume reuses every stage, writes the same tables, and counts the first run's time.
     tables = printed[printed.index("Pretraining:") : printed.index("report:")]
     assert main(["demo", "--quick", "--out", str(out), "--quiet", "--resume"]) == 0
     again = capsys.readouterr().out
     assert again[again.index("Pretraining:") : again.index("report:")] == tables
+    total = json.loads((out / "demo_budget.json").read_text())["spent_s"]
+    assert total > state["spent_s"] and f"({state['spent_s'] / 60:.1f} before --resume)" in again
+    before = re.escape(f"({state['spent_s'] / 60:.1f} before --resume).")
+    assert re.search(rf"total wall time [\d.]+ min of 1\.5 {before}", (out / "report.md").read_text())

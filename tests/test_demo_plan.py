@@ -1,9 +1,21 @@
-"""The demo's plan: epochs per label count, the budget's clock, the cost meter that decides which counts run."""
+"""The demo's plan: epochs per label count, the budget's clock (held across --resume), the cost meter
+that decides which counts run, and the cuts the clock makes."""
+
+import json
 
 import pytest
 
 from bertology.demo.curve import Meter, examples_at
-from bertology.demo.plan import GPU_BATCH_SIZE, PRIORITY, Budget, Plan, choose_preset, run_passes
+from bertology.demo.plan import (
+    GPU_BATCH_SIZE,
+    PRIORITY,
+    REPORT_RESERVE_S,
+    Budget,
+    Plan,
+    choose_preset,
+    run_passes,
+)
+from bertology.tasks.grid import GridResult
 
 
 def test_epochs_give_small_sets_many_passes_and_large_ones_at_least_five():
@@ -75,3 +87,102 @@ def test_demo_device_cuda_without_a_gpu_fails_before_writing(tmp_path, capsys):
     assert not (tmp_path / "demo").exists()
     assert main(["demo", "--device", "gpu:0", "--out", str(tmp_path / "demo")]) == 2
     assert "--device 'gpu:0': must be auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+
+
+def test_a_resumed_budget_counts_what_the_interrupted_run_spent(tmp_path):
+    now = [0.0]
+    file = tmp_path / "demo_budget.json"
+    first = Budget.resumed(600.0, file, resume=False, clock=lambda: now[0])
+    now[0] = 250.0
+    first.cut("30 labels per class skipped", "no time")
+    first.checkpoint()
+    again = Budget.resumed(600.0, file, resume=True, clock=lambda: now[0])
+    now[0] = 300.0
+    assert again.spent() == 300.0 and again.left() == 300.0 and again.before == 250.0
+    assert again.cuts == ["30 labels per class skipped: no time"]
+    again.cut("30 labels per class skipped", "no time")  # decided again after the resume: said once
+    assert len(again.cuts) == 1
+    fresh = Budget.resumed(600.0, file, resume=False, clock=lambda: now[0])
+    assert fresh.spent() == 0.0 and fresh.cuts == []
+
+
+def write_task(data, per_class: int = 20) -> None:
+    """A two-class task: per_class training examples a class, four dev and four test items."""
+    data.mkdir()
+    for split, n in (("train", per_class), ("dev", 2), ("test", 2)):
+        rows = [f"text {i} of {label}\t{label}" for label in ("a", "b") for i in range(n)]
+        (data / f"{split}.tsv").write_text("text\tlabel\n" + "\n".join(rows) + "\n")
+
+
+def fake_curves(tmp_path, monkeypatch, seconds: float, slower: float = 1.0):
+    """label_curves over three starts with a grid that costs 10 ms of a fake clock per example pass (`slower`
+    times that at all labels after the first start: the load rose) and prefers the prompt on dev:
+    (curves, the grids run as (start, method, count, seeds), the budget)."""
+    from bertology.demo import curve
+
+    write_task(tmp_path / "data")
+    now = [0.0]
+    budget = Budget(seconds, clock=lambda: now[0])
+    plan = Plan.make(quick=True, bf16=False)
+    ran = []
+
+    def run_grid(start, method, count, epochs, lrs, seeds, plan, data, out, resume):
+        n = examples_at(count, ["a", "b"] * 20)
+        factor = slower if count is None and start.name != "x" else 1.0
+        now[0] += factor * 0.01 * len(lrs) * len(seeds) * run_passes(n, epochs, dev=4, test=4)
+        ran.append((start.name, method, count, tuple(seeds)))
+        dev = {"head": 0.4, "prompt": 0.5}[method]
+        runs = [{"lr": lr, "seed": seed} for lr in lrs for seed in seeds]
+        result = GridResult(lrs[0], dev, dev, 0.0, "accuracy", str(out), runs, ensemble_test=dev, method=method)
+        out.mkdir(parents=True)
+        (out / "grid.json").write_text(json.dumps(result.to_dict()))
+        return result, False
+
+    monkeypatch.setattr(curve, "run_grid", run_grid)
+    starts = [curve.Start(name, tmp_path / name, methods=("head", "prompt")) for name in ("x", "y", "z")]
+    curves = curve.label_curves(starts, plan, budget, tmp_path / "data", tmp_path / "finetune", False, lambda m: None)
+    return curves, ran, budget
+
+
+# One run at 10 per class costs 0.44 s of the fake clock (44 passes), at all 0.84 s; REPORT_RESERVE_S is kept back.
+def test_a_budget_that_fits_runs_every_method_seed_and_count(tmp_path, monkeypatch):
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 100)
+    assert budget.cuts == [] and len(ran) == 3 * (2 + 1) + 3
+    assert {c: g.method for c, g in curves["y"].items()} == {"10": "prompt", "all": "prompt"}  # chosen on dev
+    assert ("y", "prompt", 10, (0, 1)) in ran and ("y", "prompt", None, (0, 1)) in ran
+
+
+def test_a_short_budget_cuts_seeds_then_counts_and_says_why(tmp_path, monkeypatch):
+    # after the first candidate 3.5 s are left: every seed would need 4.8 s, the candidates alone 2.2 s
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 0.44 + 3.5)
+    assert [r for r in ran if r[2] == 10] == [(s, m, 10, (0,)) for s in "xyz" for m in ("head", "prompt")]
+    assert [g.method for g in (curves[s]["10"] for s in "xyz")] == ["prompt"] * 3  # the candidates' runs
+    assert GridResult.load(tmp_path / "finetune" / "y" / "10" / "prompt").method == "prompt"
+    assert all("all" not in c for c in curves.values())  # one seed of 'all' would need 2.5 s, 1.3 s are left
+    assert budget.cuts[0].startswith("10 labels per class on seeds 0 only (of 2): ~5 s of fine-tuning measured")
+    assert budget.cuts[1].startswith("all labels per class skipped: ~3 s of fine-tuning on one seed measured")
+
+
+def test_a_spent_budget_still_runs_the_first_count_on_the_least_protocol(tmp_path, monkeypatch):
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S)
+    assert ran == [(s, "head", 10, (0,)) for s in "xyz"]
+    assert [list(c) for c in curves.values()] == [["10"]] * 3
+    assert [line.split(":")[0] for line in budget.cuts] == [
+        "10 labels per class on seeds 0 only (of 2)",
+        "10 labels per class",  # each start's first method only
+        "all labels per class skipped",
+    ]
+
+
+def test_a_later_count_runs_on_fewer_seeds_where_every_seed_does_not_fit(tmp_path, monkeypatch):
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 5.28 + 3.5)
+    assert [r[3] for r in ran if r[2] is None] == [(0,)] * 3 and all("all" in c for c in curves.values())
+    assert budget.cuts == [budget.cuts[0]] and budget.cuts[0].startswith("all labels per class on seeds 0 only")
+
+
+def test_a_count_is_given_up_midway_when_the_load_rises(tmp_path, monkeypatch):
+    # 'all' on every seed fits when it starts (5.04 s of 5.5 s left), then its runs take ten times as long
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 5.28 + 5.5, slower=10)
+    assert [r[0] for r in ran if r[2] is None] == ["x", "y"]  # z never started
+    assert all(list(c) == ["10"] for c in curves.values())  # a count is reported whole or not at all
+    assert budget.cuts == [budget.cuts[0]] and budget.cuts[0].startswith("all labels per class given up after 2 of 3")

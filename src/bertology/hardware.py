@@ -54,8 +54,16 @@ def matmul_gflops(dtype: torch.dtype, n: int = 1024, repeats: int = 8) -> float:
 
 @lru_cache(maxsize=1)
 def precision_probe() -> dict[str, float | bool]:
-    """fp32 and bf16 matmul GFLOP/s measured now, and whether bf16 pays (≥ 1.5× fp32)."""
-    fp32, bf16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
+    """fp32 and bf16 matmul GFLOP/s measured now, and whether bf16 pays (≥ 1.5× fp32).
+
+    An x86 CPU without AMX or AVX512-BF16 emulates bf16 at a few hundredths of fp32's speed: one
+    full-size emulated product takes seconds (a minute on a busy machine), time a job's budget pays
+    for, so such a CPU is measured on small products, which say as much."""
+    native = platform.machine().lower() not in ("x86_64", "amd64") or bool(
+        {"amx_bf16", "avx512_bf16"} & set(cpu_name_and_flags()[1])
+    )
+    n = 1024 if native else 256
+    fp32, bf16 = matmul_gflops(torch.float32, n=n), matmul_gflops(torch.bfloat16, n=n)
     return {"fp32_gflops": round(fp32, 1), "bf16_gflops": round(bf16, 1), "bf16_pays": bf16 >= 1.5 * fp32}
 
 

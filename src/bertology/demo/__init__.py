@@ -18,7 +18,9 @@ default 20; plan.py says how it is spent).
 4. writes runs/demo/report.md (tables, label curve, pretraining curves, parameters, attention maps)
    and runs/demo/results.json (one object per model, a `label_curve` in each).
 
-`--quick` is a smoke test (about two minutes); Ctrl-C checkpoints, and `--resume` continues.
+`--quick` is a smoke test (about two minutes); Ctrl-C checkpoints, and `--resume` continues the same
+budget (out/demo_budget.json keeps the seconds spent). Each stage checks the clock and cuts what is left
+(shorter pretraining slots, fewer seeds, methods, label counts: plan.py); the report lists every cut.
 `--device` runs every stage on a GPU (auto takes one when there is one): batches grow and the
 model size is chosen by a throughput probe (probe.py, plan.choose_preset); the report says which
 device, preset and how many pretraining tokens.
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from .curve import Start, label_curves, twin
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name
-from .report import reference_lines, write_report
+from .report import reference_lines, wall_time, write_report
 from .stages import (
     CORPORA,
     EQUAL_TIME,
@@ -49,6 +51,8 @@ from .stages import (
 __all__ = ["CORPORA", "recipe", "run"]
 WORD2VEC_EPOCHS = 2  # passes of skip-gram over the corpus for each tokenizer's pieces (bench/few_labels.py took 3)
 STUDENT = "minilm→tiny"  # the teacher track's student
+BUDGET_FILE = "demo_budget.json"  # the seconds spent and the cuts made, kept for --resume
+MIN_SLOT_S = 1.0  # the least pretraining a model gets, however late it starts: a few steps, and its evaluation
 
 
 def say_to(quiet: bool):
@@ -123,19 +127,31 @@ def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -
 
 
 def run(args) -> int:
-    import torch
-
-    from ..hardware import cpu_summary, precision_probe, precision_reason, resolve_device
-    from ..models import get_family
+    from ..hardware import resolve_device
     from ..options import DeviceOptions
-    from ..tasks.forward import inference_dtype
 
     out = Path(args.out)
     say = say_to(args.quiet)
     minilm_path()  # the teacher track's teacher: missing, it fails now rather than after the pretraining
     device = resolve_device(DeviceOptions(args.device).device, say)  # a GPU that is not there: before any write
-    budget = Budget(60 * (1.5 if args.quick and args.budget_minutes is None else args.budget_minutes or 20.0))
+    minutes = 1.5 if args.quick and args.budget_minutes is None else args.budget_minutes or 20.0
+    budget = Budget.resumed(60 * minutes, out / BUDGET_FILE, args.resume)  # before claim_demo_dir's write
     claim_demo_dir(out, args.resume, args.overwrite)
+    if budget.before:
+        say(f"resuming: {budget.before / 60:.1f} of the {minutes:g} minutes were spent by the interrupted run")
+    try:
+        return run_stages(args, out, device, budget, say)
+    finally:
+        budget.checkpoint()  # an interrupted or failed run's time counts when it is resumed
+
+
+def run_stages(args, out: Path, device, budget: Budget, say) -> int:
+    import torch
+
+    from ..hardware import cpu_summary, precision_probe, precision_reason
+    from ..models import get_family
+    from ..tasks.forward import inference_dtype
+
     if device.type == "cuda":
         bf16 = not args.fp32 and inference_dtype(device) == torch.bfloat16
         where = f"{torch.cuda.get_device_name(device)} ({device})"
@@ -167,35 +183,53 @@ def run(args) -> int:
         seconds = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S) / slots
         plan = sized_plan(plan, out, seconds, args.resume, say)
     vectors = word_vectors(out, plan, corpus, args.resume, say)
+    budget.checkpoint()
 
     # every family starts its token embedding from word2vec over its own pieces, then trains its own objective
     models = [(f, f, {"init_embeddings": str(vectors[f])}) for f in FAMILIES]
     pretraining_s = plan.pretrain_share * max(0.0, budget.left() - REPORT_RESERVE_S)
     # the teacher track's share is set aside first: the families' slots (and ELECTRA's race of BERT's seconds,
     # which can overrun its share) are planned from the rest, so the last model is never left the crumbs
-    student_s = pretraining_s / (len(models) + 1)
+    student_s = max(MIN_SLOT_S, pretraining_s / (len(models) + 1))
     started = budget.spent()
     say(f"\n2/4 pretraining, {student_s:.0f} s of wall time for each of {len(models) + 1} models")
     overheads: list[float] = []  # each stage's time outside its Trainer (instances, tokenizing, loading)
+    shortened: list[str] = []  # the models whose slot the clock cut below an equal share
 
-    def slot(models_left: int) -> float:
-        """Trainer seconds for the next model: an equal share of what is left, less the overhead measured so far."""
+    def slot(name: str, models_left: int) -> float:
+        """Trainer seconds for the next model: an equal share of what is left, less the overhead measured so
+        far. A stage that ran long (a busy machine) shortens the slots after it, never the fine-tuning's share."""
+        overhead = sum(overheads) / len(overheads) if overheads else 0.0
         share = (pretraining_s - student_s - (budget.spent() - started)) / models_left
-        return max(1.0, share - (sum(overheads) / len(overheads) if overheads else 0.0))
+        seconds = max(MIN_SLOT_S, share - overhead)
+        if share - overhead < 0.9 * (student_s - overhead):
+            shortened.append(f"{name} {seconds:.0f} s")
+        return seconds
 
     for i, (name, family, extra) in enumerate(models):
         partner = rows.get(EQUAL_TIME.get(name), {})
-        seconds = partner["time_budget_s"] if "time_budget_s" in partner else slot(len(models) - i)
+        seconds = partner["time_budget_s"] if "time_budget_s" in partner else slot(name, len(models) - i)
         row = pretrain_one(name, family, out, plan, corpus, seconds, args.resume, say, **extra)
         if row is None:
             print(f"interrupted during {name} pretraining; {resume_hint}")
             return 130
         rows[name] = {**rows[family], **row}
         overheads.append(row["pretrain_s"] - row["train_s"])
+        budget.checkpoint()
+    if shortened:
+        say(
+            "   cut "
+            + budget.cut(
+                f"pretraining slots shortened ({', '.join(shortened)} of training; an equal share was {student_s:.0f} s "
+                "with its overhead)",
+                "the stages before them took longer than planned",
+            )
+        )
     student = teacher_track(out, plan, corpus, student_s, args.resume, say)
     if student is None:
         print(f"interrupted during the teacher track; {resume_hint}")
         return 130
+    budget.checkpoint()
 
     say(
         f"\n3/4 fine-tuning on data/debian-sections (description → one of 10 sections) with few and all labels; "
@@ -220,7 +254,7 @@ def run(args) -> int:
     print("\n" + report["table"])
     print(
         f"\nreport: {report['path']} (+ {len(report['images'])} plots); results: {out / 'results.json'}; "
-        f"wall time {budget.spent() / 60:.1f} min of {budget.seconds / 60:g}; {plan.preset} models on {plan.device}, "
-        f"{report['tokens']:,} pretraining tokens"
+        f"wall time {wall_time(budget)}; {plan.preset} models on {plan.device}, {report['tokens']:,} pretraining tokens"
+        + "".join(f"\n   cut {line}" for line in budget.cuts)
     )
     return 0

@@ -14,13 +14,18 @@ gain is called one only when its 95% interval excludes 0.
 from __future__ import annotations
 
 import csv
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..tasks.bootstrap import paired_bootstrap
 from ..tasks.grid import GridResult
+from ..io import atomic_write_json
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name, run_passes
+from .stages import stage_seconds
+
+# how far past its budget a started label count may run before it is given up: a count is priced when it starts,
+# and giving it up throws away the starts it finished
+OVERRUN = 0.05
 
 
 def twin(name: str) -> str:
@@ -78,14 +83,15 @@ def run_grid(
     data: Path,
     out: Path,
     resume: bool,
-) -> GridResult:
-    """One start and method at one label count through `lrs` × `seeds` (reused on --resume when finished)."""
+) -> tuple[GridResult, bool]:
+    """One start and method at one label count through `lrs` × `seeds`, and whether it was reused (on
+    --resume, when a finished grid ran those very rates and seeds: a budget that changed between the
+    runs may ask for other seeds)."""
     from ..tasks.finetune import FinetuneOptions
     from ..tasks.grid import finetune_grid
 
-    done = out / "grid.json"
-    if resume and done.is_file():
-        return GridResult.load(done)
+    if resume and finished(out, lrs, seeds):
+        return GridResult.load(out), True
     options = FinetuneOptions(
         model=str(start.model),
         from_scratch=start.from_scratch,
@@ -104,7 +110,20 @@ def run_grid(
         method=method,
         checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
     )
-    return finetune_grid(options, str(task_file(data, "test")), lrs, seeds, overwrite=True)
+    return finetune_grid(options, str(task_file(data, "test")), lrs, seeds, overwrite=True), False
+
+
+def finished(out: Path, lrs: tuple[float, ...] | None, seeds: tuple[int, ...]) -> bool:
+    """Whether `out` holds a finished grid of these rates (any, for None) and seeds."""
+    if not (out / "grid.json").is_file():
+        return False
+    ran = {(r["lr"], r["seed"]) for r in GridResult.load(out).runs}
+    return ran == {(lr, seed) for lr in (lrs or {lr for lr, _ in ran}) for seed in seeds}
+
+
+def seed_options(plan: Plan) -> list[tuple[int, ...]]:
+    """The seeds a label count may run on, most first: every seed, the selection seeds, one."""
+    return list(dict.fromkeys((plan.seeds, plan.selection_seeds, plan.seeds[:1])))
 
 
 def label_curves(
@@ -113,7 +132,14 @@ def label_curves(
     """{start name: {label count name: GridResult}} for the counts that fit the budget, in PRIORITY order.
 
     At the first count each start's candidates (method × its rates) run on the plan's selection seeds;
-    the best mean dev accuracy wins and runs on every seed, and is kept for the larger counts."""
+    the best mean dev accuracy wins and runs on every seed, and is kept for the larger counts.
+
+    The clock decides how much of that runs, from the seconds per example pass measured so far (the
+    first start's first candidate prices the first count). The first count drops its extra seeds (the
+    candidates' own runs are then the result), then the choice of method (each start's first method
+    only), but always runs. A later count runs on fewer seeds where all do not fit, is skipped where
+    one does not, and is given up midway where the time left no longer covers it (the load rose).
+    Every cut is recorded in the budget with its reason."""
     train_labels = labels_of(task_file(data, "train"))
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
     meter = Meter()
@@ -122,48 +148,151 @@ def label_curves(
 
     def grid(start: Start, method: str, count, lrs, seeds, run_dir: Path) -> GridResult:
         n = examples_at(count, train_labels)
-        t0 = time.perf_counter()
-        reused = resume and (run_dir / "grid.json").is_file()  # a resumed grid costs nothing: not a measurement
-        result = run_grid(start, method, count, plan.epochs(n), lrs, seeds, plan, data, run_dir, resume)
-        if not reused:
-            meter.add(time.perf_counter() - t0, len(lrs) * len(seeds) * run_passes(n, plan.epochs(n), dev, test))
+        t0 = budget.clock()
+        result, reused = run_grid(start, method, count, plan.epochs(n), lrs, seeds, plan, data, run_dir, resume)
+        # a resumed grid costs nothing now, but what it cost then still prices the rest
+        meter.add(stage_seconds(run_dir, budget.clock() - t0, reused), len(lrs) * len(seeds) * passes_of(count))
+        budget.checkpoint()
         return result
 
-    for i, count in enumerate(plan.label_counts):
+    def passes_of(count) -> float:
         n = examples_at(count, train_labels)
-        needed = meter.estimate(len(starts) * len(plan.seeds) * run_passes(n, plan.epochs(n), dev, test))
-        left = budget.left() - REPORT_RESERVE_S
-        if i > 0 and not plan.quick and needed > left:  # --quick runs every path, whatever the time
+        return run_passes(n, plan.epochs(n), dev, test)
+
+    def needs(runs: float, count) -> float:
+        return meter.estimate(runs * passes_of(count))
+
+    def left() -> float:
+        return budget.left() - REPORT_RESERVE_S
+
+    def root(start: Start, count) -> Path:
+        return out / start.name.replace(" ", "-").strip("()") / label_name(count)
+
+    def report(start: Start, result: GridResult, tried: str, seeds) -> None:
+        method, lr = chosen[start.name]
+        say(
+            f"      {start.name:<28} {method} lr {lr:g}"
+            + (f" (mean dev on seeds {', '.join(map(str, plan.selection_seeds))}: {tried})" if tried else "")
+            + f": test {result.ensemble_test:.3f} (ensemble of {len(seeds)}), "
+            f"{result.test_mean:.3f} ± {result.test_std:.3f} per seed"
+        )
+
+    first = plan.label_counts[0]
+    selection = plan.selection_seeds
+    say(
+        f"   {label_name(first)} labels per class ({examples_at(first, train_labels):,} examples, "
+        f"{plan.epochs(examples_at(first, train_labels)):g} epochs; method and lr chosen on dev):"
+    )
+    trials: dict[str, list[GridResult]] = {s.name: [] for s in starts}
+
+    def trial(start: Start, method: str) -> None:
+        run_dir = root(start, first) / f"select-{method}"
+        trials[start.name].append(grid(start, method, first, plan.rates(method), selection, run_dir))
+
+    trial(starts[0], starts[0].methods[0])  # measured before anything is decided: it prices the rest
+
+    def todo(run_dir: Path, lrs, seeds) -> int:
+        """The runs a grid still needs: none where it finished (this run, or the one --resume continues)."""
+        return 0 if finished(run_dir, lrs, seeds) else len(lrs or (None,)) * len(seeds)
+
+    def candidate_runs(methods_of) -> int:
+        return sum(
+            todo(root(s, first) / f"select-{m}", plan.rates(m), selection) for s in starts for m in methods_of(s)
+        )
+
+    every_method = candidate_runs(lambda s: s.methods)
+    first_methods = candidate_runs(lambda s: s.methods[:1])
+    finals = sum(
+        0 if any(finished(root(s, first) / m, None, plan.seeds) for m in s.methods) else len(plan.seeds)
+        for s in starts
+        if plan.seeds != selection
+    )
+    seeds, methods_of = plan.seeds, (lambda s: s.methods)
+    if needs(every_method + finals, first) > left() and finals:
+        seeds = selection
+        say(
+            "   cut "
+            + budget.cut(
+                f"{label_name(first)} labels per class on seeds {', '.join(map(str, seeds))} only (of {len(plan.seeds)})",
+                f"~{needs(every_method + finals, first):.0f} s of fine-tuning measured to be needed, "
+                f"{max(0.0, left()):.0f} s left",
+            )
+        )
+    if needs(every_method, first) > left() and every_method > first_methods:
+        seeds, methods_of = selection, (lambda s: s.methods[:1])
+        say(
+            "   cut "
+            + budget.cut(
+                f"{label_name(first)} labels per class: each start's first method only, not chosen on dev",
+                f"~{needs(every_method, first):.0f} s measured to be needed to try every method, "
+                f"{max(0.0, left()):.0f} s left",
+            )
+        )
+    for start in starts:
+        for method in methods_of(start):
+            if not any(t.method == method for t in trials[start.name]):
+                trial(start, method)
+        best = max(trials[start.name], key=lambda g: g.dev_mean)  # on dev alone; ties: the first method listed
+        chosen[start.name] = (best.method, best.lr)
+        tried = (
+            ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in trials[start.name]) if len(trials[start.name]) > 1 else ""
+        )
+        if seeds == selection:  # the candidate's own runs are the result
+            result = best
+            atomic_write_json(root(start, first) / best.method / "grid.json", best.to_dict())
+        else:
+            result = grid(start, best.method, first, (best.lr,), seeds, root(start, first) / best.method)
+        curves[start.name][label_name(first)] = result
+        report(start, result, tried, seeds)
+
+    for count in plan.label_counts[1:]:
+        n = examples_at(count, train_labels)
+
+        def remaining(seeds, after: int = 0) -> float:
+            """Seconds the count still needs from the `after`-th start on, on `seeds`."""
+            runs = sum(todo(root(s, count) / chosen[s.name][0], (chosen[s.name][1],), seeds) for s in starts[after:])
+            return needs(runs, count)
+
+        fitting = [s for s in seed_options(plan) if remaining(s) <= left()]
+        if not fitting:
             say(
-                f"   {label_name(count)} labels per class: skipped, ~{needed:.0f} s of fine-tuning measured to be "
-                f"needed and {max(0.0, left):.0f} s left in the budget"
+                "   cut "
+                + budget.cut(
+                    f"{label_name(count)} labels per class skipped",
+                    f"~{remaining(plan.seeds[:1]):.0f} s of fine-tuning on one seed measured to be needed, "
+                    f"{max(0.0, left()):.0f} s left",
+                )
             )
             continue
-        say(
-            f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, "
-            f"{len(plan.seeds)} seeds{'; method and lr chosen on dev' if i == 0 else ''}):"
-        )
-        for start in starts:
-            root = out / start.name.replace(" ", "-").strip("()") / label_name(count)
-            tried = ""
-            if i == 0:
-                trials = [
-                    grid(start, m, count, plan.rates(m), plan.selection_seeds, root / f"select-{m}")
-                    for m in start.methods
-                ]
-                best = max(trials, key=lambda g: g.dev_mean)  # on dev alone; ties: the first method listed
-                chosen[start.name] = (best.method, best.lr)
-                tried = ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in trials)
+        seeds = fitting[0]
+        if seeds != plan.seeds:
+            say(
+                "   cut "
+                + budget.cut(
+                    f"{label_name(count)} labels per class on seeds {', '.join(map(str, seeds))} only "
+                    f"(of {len(plan.seeds)})",
+                    f"~{remaining(plan.seeds):.0f} s measured to be needed on every seed, {max(0.0, left()):.0f} s left",
+                )
+            )
+        say(f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, {len(seeds)} seeds):")
+        for k, start in enumerate(starts):
+            needed = remaining(seeds, after=k)
+            if needed > left() + OVERRUN * budget.seconds:
+                for done in starts[:k]:
+                    del curves[done.name][label_name(count)]
+                say(
+                    "   cut "
+                    + budget.cut(
+                        f"{label_name(count)} labels per class given up after {k} of {len(starts)} starts",
+                        f"~{needed:.0f} s measured to be needed for the rest, {max(0.0, left()):.0f} s left",
+                    )
+                )
+                break
             method, lr = chosen[start.name]
             result = curves[start.name][label_name(count)] = grid(
-                start, method, count, (lr,), plan.seeds, root / method
+                start, method, count, (lr,), seeds, root(start, count) / method
             )
-            say(
-                f"      {start.name:<28} {method} lr {lr:g}"
-                + (f" (mean dev on seeds {', '.join(map(str, plan.selection_seeds))}: {tried})" if tried else "")
-                + f": test {result.ensemble_test:.3f} (ensemble of {len(plan.seeds)}), "
-                f"{result.test_mean:.3f} ± {result.test_std:.3f} per seed"
-            )
+            report(start, result, "", seeds)
     return curves
 
 

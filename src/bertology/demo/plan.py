@@ -6,6 +6,12 @@ to pretraining, split evenly between the models and each enforced by the Trainer
 when its share ends, on a fast CPU or a slow one); the rest goes to fine-tuning, whose label
 counts are run in order of importance while the measured cost of what remains fits.
 
+The plan is held, not only made: each stage reads the clock when it starts. A pretraining slot is an
+equal share of what is left of pretraining's time, so a slow stage shortens the slots after it; the
+first label count gives up its extra seeds, then the choice of method, but always runs; a later count
+runs on fewer seeds, or not at all, or is given up midway when the machine slows down. Every cut is
+kept with its reason (`Budget.cut`), and an interrupted run's seconds count when it is resumed.
+
 On a GPU the same minutes buy far more tokens: batches are larger, and the model size is chosen from
 a throughput probe (`choose_preset`) so that each model sees enough tokens for its size. On the CPU
 the plan is the tiny one, unprobed.
@@ -13,10 +19,14 @@ the plan is the tiny one, unprobed.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
+
+from ..io import atomic_write_json
 
 # labelled examples per class of data/debian-sections (None: all of them, 175 per class)
 LABEL_COUNTS = (10, 30, 100, None)
@@ -46,20 +56,44 @@ def count_order(count: int | None) -> float:
 
 @dataclass
 class Budget:
-    """Seconds for the whole demo, counted from its creation."""
+    """Seconds for the whole demo, counted from its creation plus the seconds `before` it (what an
+    interrupted run spent: --resume continues the same budget), and what was cut to hold it.
+
+    `file` keeps both across runs: `checkpoint()` writes it at each stage's end and when the demo
+    stops, so that a killed run loses at most the stage it was in."""
 
     seconds: float
     clock: Callable[[], float] = time.perf_counter
+    before: float = 0.0
+    cuts: list[str] = field(default_factory=list)  # "what was cut: why", in the order decided
+    file: Path | None = None
     started: float = field(init=False)
 
     def __post_init__(self):
         self.started = self.clock()
 
+    @classmethod
+    def resumed(cls, seconds: float, file: Path, resume: bool, **kwargs) -> "Budget":
+        """A budget that counts what the run in `file` spent when resuming it, and starts afresh otherwise."""
+        state = json.loads(file.read_text(encoding="utf-8")) if resume and file.is_file() else {}
+        return cls(seconds, before=state.get("spent_s", 0.0), cuts=state.get("cuts", []), file=file, **kwargs)
+
     def spent(self) -> float:
-        return self.clock() - self.started
+        return self.before + self.clock() - self.started
 
     def left(self) -> float:
         return self.seconds - self.spent()
+
+    def cut(self, what: str, why: str) -> str:
+        """Record a cut (once: a resumed run may decide it again) and return it in words for the log."""
+        line = f"{what}: {why}"
+        if line not in self.cuts:
+            self.cuts.append(line)
+        return line
+
+    def checkpoint(self) -> None:
+        if self.file is not None:
+            atomic_write_json(self.file, {"budget_s": self.seconds, "spent_s": self.spent(), "cuts": self.cuts})
 
 
 @dataclass

@@ -256,6 +256,21 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
     )
 
 
+def wall_time(budget: Budget) -> str:
+    """'3.2 min of 20' (and how much an interrupted run spent, for a resumed one)."""
+    resumed = f" ({budget.before / 60:.1f} before --resume)" if budget.before else ""
+    return f"{budget.spent() / 60:.1f} min of {budget.seconds / 60:g}{resumed}"
+
+
+def cut_lines(budget: Budget) -> list[str]:
+    """The report's account of what the clock cut, and why (nothing when the plan ran whole)."""
+    if not budget.cuts:
+        return []
+    return ["", "Cut to hold the budget (each stage checks the clock and cuts what is left):", ""] + [
+        f"- {line}" for line in budget.cuts
+    ]
+
+
 def write_report(
     out: Path,
     plan: Plan,
@@ -331,7 +346,8 @@ def write_report(
         f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}}; the pretrained head through a prompt: lr ∈ "
         f"{{{', '.join(f'{x:g}' for x in plan.prompt_rates)}}}; a probe on frozen vectors) chosen on mean dev accuracy "
         f"at {label_name(plan.label_counts[0])} labels per class and kept, {len(plan.seeds)} seeds "
-        f"ensembled; total wall time {budget.spent() / 60:.1f} min.",
+        f"ensembled; total wall time {wall_time(budget)}.",
+        *cut_lines(budget),
         "",
         text,
         "",
