@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from contextlib import contextmanager
@@ -579,10 +580,24 @@ def plain_warnings(prefix: str) -> Iterator[None]:
                 root.removeHandler(handler)
 
 
+def wait_passively() -> None:
+    """Idle OpenMP threads sleep rather than spin, in this command and the workers it starts.
+
+    torch's intra-op threads (GNU OpenMP) busy-wait for the next parallel region by default. On a
+    machine whose cores other programs keep busy, a spinning thread burns the time slice its partner
+    needs to finish its half, and every operator then waits on the scheduler: that, not the sharing
+    of the cores, made a busy laptop's demo many times slower (docs/demo.md, "On a busy machine").
+    OpenMP reads the policy once, when torch loads, so it is set before a command imports torch; a
+    policy the user set is kept."""
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def main(argv: list[str] | None = None) -> int:
     """The one error boundary: an expected failure (a bad option or input, a file that cannot be
     read or written) is one line naming the culprit and exit status 2; anything else keeps its
     traceback, because it is a bug."""
+    wait_passively()
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(only=next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
