@@ -186,3 +186,24 @@ def test_a_count_is_given_up_midway_when_the_load_rises(tmp_path, monkeypatch):
     assert [r[0] for r in ran if r[2] is None] == ["x", "y"]  # z never started
     assert all(list(c) == ["10"] for c in curves.values())  # a count is reported whole or not at all
     assert budget.cuts == [budget.cuts[0]] and budget.cuts[0].startswith("all labels per class given up after 2 of 3")
+
+
+@pytest.mark.parametrize(
+    ("before", "torch_first", "policy"),
+    [(None, False, "PASSIVE"), ("ACTIVE", False, "ACTIVE"), (None, True, None)],
+)
+def test_the_cli_makes_idle_openmp_threads_sleep_unless_told_otherwise(before, torch_first, policy):
+    """Spinning OpenMP workers cost a busy machine far more than its shared cores (docs/demo.md): every
+    command sets the passive policy before torch loads; the user's own setting stays, and a process
+    that loaded torch already is left alone (OpenMP would not read it now)."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"import sys\n{'import torch' if torch_first else ''}\nfrom bertology.cli import wait_passively\n"
+    code += "wait_passively()\nimport os\nprint(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | (
+        {"OMP_WAIT_POLICY": before} if before else {}
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(policy)
