@@ -73,7 +73,7 @@ def dapt(out: Path, args, extend: int | None) -> dict:
         budget_warmup=0.06,
         lr=args.dapt_lr,
         batch_size=args.batch_size,
-        seq_len=args.seq_len,
+        max_length=args.max_length,
         bf16=args.bf16,
         heldout=0.01,
         eval_every=10_000,
@@ -106,7 +106,7 @@ def tiny_and_tapt(out: Path, args) -> tuple[dict, dict]:
         args.bf16,
         minutes=args.tiny_minutes,
         batch_size=64,
-        seq_len=32,
+        max_length=32,
         preset="tiny",
         quiet=True,
     )
@@ -192,7 +192,7 @@ def _speed_run(args) -> dict:
     return dict(
         steps=args.speed_steps,
         batch_size=args.batch_size,
-        seq_len=args.seq_len,
+        max_length=args.max_length,
         bf16=args.bf16,
         heldout=0,
         log_every=1,
@@ -272,7 +272,7 @@ def main() -> int:
     )
     parser.add_argument("--dapt-lr", type=float, default=1e-4, help="continued pretraining peak rate (default 1e-4)")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument(
         "--tiny-minutes", type=float, default=2.0, help="the tiny BERT's pretraining minutes (default 2)"
     )
@@ -318,14 +318,14 @@ def main() -> int:
         results["speed"] = speed(out, args)
         s = results["speed"]
         say(
-            f"speed (MiniLM shape, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} steps, "
+            f"speed (MiniLM shape, B {args.batch_size} × T {args.max_length}, {args.speed_steps} steps, "
             f"{args.speed_rounds} interleaved rounds): --init {s['median']['init']:,.0f} tokens/s, from scratch "
             f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}"
         )
     if "electra-speed" not in skip:
         results["electra_speed"] = s = speed_electra(out, args)
         say(
-            f"speed (ELECTRA-{args.electra_preset} pair, B {args.batch_size} × T {args.seq_len}, {args.speed_steps} "
+            f"speed (ELECTRA-{args.electra_preset} pair, B {args.batch_size} × T {args.max_length}, {args.speed_steps} "
             f"steps, {args.speed_rounds} interleaved rounds): --init {s['median']['init']:,.0f} tokens/s, from scratch "
             f"{s['median']['scratch']:,.0f} tokens/s, ratio {s['ratio_init_to_scratch']:.2f}"
         )

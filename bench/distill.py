@@ -127,7 +127,7 @@ def minilm(out: Path, args) -> list[dict]:
         depth=3,
         steps=args.steps,
         batch_size=32,
-        seq_len=64,
+        max_length=64,
         lr=5e-4,
         warmup=args.steps // 10,
         heldout=0.01,
@@ -179,7 +179,7 @@ def demo(out: Path, args, ablation: bool) -> list[dict]:
     common = dict(
         steps=args.steps,
         batch_size=64,
-        seq_len=32,
+        max_length=32,
         lr=2e-3,
         warmup=args.steps // 10,
         dropout=0.0,

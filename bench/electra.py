@@ -40,7 +40,7 @@ from bertology.hardware import bf16_pays, cpu_summary
 from bertology.models import BertConfig, BertModel, ElectraPair
 from bertology.models.config import ElectraConfig
 from bertology.nn import set_dropout
-from bertology.train.objectives import ReplacedTokenDetectionObjective
+from bertology.train.rtd import ReplacedTokenDetectionObjective
 
 MASK_ID = 103
 

@@ -1,7 +1,7 @@
 """Why does ELECTRA-tiny's discriminator barely learn in the demo's budget? Controlled variants of the
 demo's recipe (bertology.demo.recipe) on the Debian descriptions, each pretrained for the same number of
 steps (the demo's 80 s slot gives about 1,000 on 2 cores), then scored by google-research/electra's
-held-out metrics (train/objectives.evaluate_replaced_token_detection: disc_auc among them) and by
+held-out metrics (train/rtd.evaluate_replaced_token_detection: disc_auc among them) and by
 fine-tuning on data/debian-sections (mean-pooled head, lr 1e-3, 10 labels per class and all labels,
 test accuracy over seeds).
 

@@ -291,7 +291,7 @@ def part_walks(a, py_ours: str, py_pec: str | None, edges: str) -> None:
 def section_examples():
     sys.path.insert(0, str(ROOT / "src"))
     from bertology.tasks.base import Example
-    from bertology.tasks.readers import read_table
+    from bertology.readers import read_table
 
     out = {}
     for split in ("train", "dev", "test"):

@@ -97,7 +97,7 @@ def run_corpus(corpus: str, args, out: Path) -> list[dict]:
     if not (run_dir / "summary.json").is_file():
         shutil.rmtree(run_dir, ignore_errors=True)
         options = recipe(args.family, files, str(tok_path), str(run_dir), args.steps, args.bf16, quiet=True)
-        options.eval_every, options.save_every, options.keep_last = every, every, args.checkpoints + 1
+        options.eval_every, options.save_every, options.keep_checkpoints = every, every, args.checkpoints + 1
         if args.first_wave:  # BERT's own settings, for the diagnosis: only these settings differ
             options.seq_len, options.dropout, options.mlm_probability, options.max_predictions = 64, None, 0.15, None
             options.unigram_prior = False

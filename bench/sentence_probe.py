@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from bertology import load
 from bertology.hardware import cpu_summary
 from bertology.tokenizers import Tokenizer
-from bertology.train.objectives import mean_pool
+from bertology.models.heads import mean_pool
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "debian-sections"
 

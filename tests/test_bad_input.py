@@ -49,7 +49,7 @@ def world(tmp_path_factory):
                 "2",
                 "--batch-size",
                 "8",
-                "--seq-len",
+                "--max-length",
                 "32",
                 "--heldout",
                 "2",
@@ -137,7 +137,7 @@ def pretrain(w, *extra):
         "2",
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--heldout",
         "2",
@@ -188,9 +188,9 @@ CASES = {  # name: (arguments, text the message must contain)
         "num_attention_heads must be a positive integer, got 0",
     ),
     "--out under a file": (lambda w: finetune(w, "--out", str(w / "a-file" / "out")), "a-file is a file"),
-    "pretrain --seq-len beyond the positions": (
-        lambda w: pretrain(w, "--seq-len", "4096", "--out", str(w / "o")),
-        "--seq-len 4096 is longer than the 512",
+    "pretrain --max-length beyond the positions": (
+        lambda w: pretrain(w, "--max-length", "4096", "--out", str(w / "o")),
+        "--max-length 4096 is longer than the 512",
     ),
     "finetune --epochs 0": (lambda w: finetune(w, "--epochs", "0", "--out", str(w / "o")), "--epochs 0.0: must be > 0"),
     "tag task on a TSV": (

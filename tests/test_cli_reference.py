@@ -36,8 +36,8 @@ def test_every_command_and_option_has_its_place():
 def test_defaults_and_help_are_the_options():
     page = reference_markdown()
     pretrain = page.split("## `bertology pretrain`\n", 1)[1].split("\n## ", 1)[0]
-    line = next(line for line in pretrain.splitlines() if line.startswith("- `--seq-len"))
-    assert line == "- `--seq-len N` (default `128`): tokens per sequence, special tokens included"
+    line = next(line for line in pretrain.splitlines() if line.startswith("- `--max-length"))
+    assert line == "- `--max-length N` (default `128`): tokens per sequence, special tokens included"
     assert "- `--family {bert,roberta,albert,xlnet,electra}` (required): the model family" in pretrain
     assert "- `--no-unigram-prior` (switch): " in pretrain and "- `--bf16` (switch): " in pretrain
     assert "### `bertology tokenizer train`" in page and "### `bertology wordvec train`" in page

@@ -119,7 +119,7 @@ def test_finetune_truncation_and_pooler_warnings_are_plain_lines(tmp_path, capsy
     (tmp_path / "train.tsv").write_text("\n".join([rows[0]] + rows[1::40]) + "\n", encoding="utf-8")
     assert main(["pretrain", "--family", "bert", "--objective", "mlm", "--preset", "tiny", "--corpus", str(tmp_path / "corpus.txt"),
                  "--out", str(tmp_path / "pretrained"), "--vocab-size", "600", "--batch-size", "8",
-                 "--seq-len", "32", "--steps", "1", "--heldout", "1", "--dupe-factor", "1", "--quiet"]) == 0  # fmt: skip
+                 "--max-length", "32", "--steps", "1", "--heldout", "1", "--dupe-factor", "1", "--quiet"]) == 0  # fmt: skip
     capsys.readouterr()
     assert main(["finetune", "--model", str(tmp_path / "pretrained"), "--task", "classify",
                  "--train", str(tmp_path / "train.tsv"), "--out", str(tmp_path / "finetuned"), "--epochs", "1",

@@ -114,7 +114,7 @@ def test_every_file_of_a_pretrain_and_finetune_run_has_the_umask_mode(tmp_path, 
     try:
         assert main(["pretrain", "--family", "bert", "--preset", "tiny", "--corpus", str(tmp_path / "corpus.txt"),
                      "--out", str(tmp_path / "pretrained"), "--vocab-size", "600", "--batch-size", "8",
-                     "--seq-len", "32", "--steps", "2", "--heldout", "2", "--dupe-factor", "1", "--quiet"]) == 0  # fmt: skip
+                     "--max-length", "32", "--steps", "2", "--heldout", "2", "--dupe-factor", "1", "--quiet"]) == 0  # fmt: skip
         assert main(["finetune", "--model", str(tmp_path / "pretrained"), "--task", "classify",
                      "--train", str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"),
                      "--out", str(tmp_path / "finetuned"), "--epochs", "1", "--batch-size", "8",

@@ -52,7 +52,8 @@ def test_bf16_where_it_pays_is_silent(probe):
 def test_the_trainer_warns_when_asked_for_emulated_bf16(probe, tmp_path):
     import torch
 
-    from bertology.train.trainer import Trainer, TrainingArguments
+    from bertology.train.trainer import Trainer
+    from bertology.train.arguments import TrainingArguments
 
     probe(fp32=300.0, bf16=100.0)
     model = torch.nn.Linear(2, 2)

@@ -15,7 +15,7 @@ from bertology import io
 from bertology.models import ARCHITECTURES, FAMILIES, PRETRAINABLE, get_family, resolve_preset
 from bertology.options import OptionError, add_arguments, from_args
 from bertology.tasks.finetune import FinetuneOptions
-from bertology.tokenizers.training import RECIPES
+from bertology.tokenizers.training import KINDS
 from bertology.train.pretrain import PretrainOptions
 
 
@@ -35,9 +35,9 @@ def test_each_family_record_names_real_classes_tokens_and_layouts(name):
     assert f.config.model_type == name and f.backbone in ARCHITECTURES
     for head in f.heads:  # every head is ours and transformers' under the same name
         assert f.class_name(head) in ARCHITECTURES and hasattr(transformers, f.class_name(head))
-    recipe = RECIPES[f.tokenizer]
+    kind = KINDS[f.tokenizer]
     for token in (f.specials.cls, f.specials.sep, f.specials.mask, f.specials.pad):
-        assert token in recipe.special_tokens, f"{name}: {token} is not among its tokenizer's special tokens"
+        assert token in kind.special_tokens, f"{name}: {token} is not among its tokenizer's special tokens"
     assert f.segments == (name in ("bert", "albert", "electra", "xlnet"))  # RoBERTa has one token type, DistilBERT none
     with pytest.raises(ValueError, match=f"{name} has no ForCausalLM head"):
         f.class_name("ForCausalLM")

@@ -17,7 +17,7 @@ from bertology.cli import main  # noqa: E402
 from bertology.io import corpus_lines  # noqa: E402
 from bertology.models import ARCHITECTURES, get_family  # noqa: E402
 from bertology.tasks import TASKS  # noqa: E402
-from bertology.train.continued import TASK_CORPUS, iter_text_column  # noqa: E402
+from bertology.data.staging import TASK_CORPUS, iter_text_column  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEBIAN = (ROOT / "data" / "debian-sections" / "train.tsv").read_text(encoding="utf-8").splitlines()
@@ -131,8 +131,8 @@ def refused(args: list[str], tmp_path: Path, capsys) -> str:
     return capsys.readouterr().err
 
 
-PRETRAIN = ["pretrain", "--family", "bert", "--preset", "tiny", "--vocab-size", "300", "--seq-len", "32"]
-DISTILL = ["distill", "--student", "bert", "--seq-len", "32", "--teacher-precision", "fp32"]  # no bf16 probe
+PRETRAIN = ["pretrain", "--family", "bert", "--preset", "tiny", "--vocab-size", "300", "--max-length", "32"]
+DISTILL = ["distill", "--student", "bert", "--max-length", "32", "--teacher-precision", "fp32"]  # no bf16 probe
 
 
 @pytest.mark.parametrize("kind", ["tsv", "parquet"])
@@ -159,7 +159,7 @@ def test_corpus_checks_after_staging_name_the_users_table(kind, tables, teacher,
         ),
         "extend-vocab": (
             ["pretrain", "--family", "bert", "--init", str(teacher), *corpus, "--extend-vocab", "5"]
-            + ["--vocab-size", "75", "--heldout", "2", "--seq-len", "32"],  # a domain tokenizer of letters only
+            + ["--vocab-size", "75", "--heldout", "2", "--max-length", "32"],  # a domain tokenizer of letters only
             f"--extend-vocab 5: no piece of the tokenizer trained on {table} is new",
         ),
     }

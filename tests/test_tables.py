@@ -15,7 +15,7 @@ from bertology import tables  # noqa: E402
 from bertology.cli import main  # noqa: E402
 from bertology.io import CorpusError, check_corpus_paths, corpus_files, corpus_lines  # noqa: E402
 from bertology.tasks import TASKS  # noqa: E402
-from bertology.train.continued import iter_text_column  # noqa: E402
+from bertology.data.staging import iter_text_column  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "tasks" / "fixtures"
@@ -225,7 +225,7 @@ def test_pretrain_and_distill_from_tables_are_the_runs_from_the_tsv_texts(files,
         "2",
         "--batch-size",
         "4",
-        "--seq-len",
+        "--max-length",
         "32",
         "--heldout",
         "2",
@@ -257,7 +257,7 @@ def test_pretrain_and_distill_from_tables_are_the_runs_from_the_tsv_texts(files,
         "2",
         "--batch-size",
         "4",
-        "--seq-len",
+        "--max-length",
         "32",
         "--heldout",
         "2",

@@ -13,7 +13,7 @@ from typing import Iterator
 
 from . import __version__
 from .io import corpus_files
-from .options import DeviceOptions, OptionError, add_arguments, from_args
+from .options import DeviceOptions, OldFlag, OptionError, add_arguments, from_args
 from .export import cli as export_cli
 from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
@@ -75,6 +75,22 @@ def _pretrain(args) -> int:
         print(f"interrupted: checkpoint written; continue with --resume --out {options.out_dir}")
         return 130
     print(f"model and tokenizer written to {options.out_dir}")
+    return 0
+
+
+def _baseline(args) -> int:
+    from .tasks.baseline import BagOfWordsBaseline
+    from .tasks.classification import ClassifyTask
+
+    if not args.l2 >= 0:
+        raise OptionError(f"--l2 {args.l2}: must be ≥ 0")
+    task, columns = ClassifyTask(), _columns(args)
+    model = BagOfWordsBaseline(l2=args.l2, optimizer=args.optimizer, seed=args.seed)
+    evaluated = [(path, task.read(path, **columns)) for path in args.eval]  # every file read before the fit
+    model.fit(task.read(args.train, **columns))
+    print(f"{args.train}: {len(model.labels)} labels, {len(model.vocab):,} features")
+    for path, examples in evaluated:
+        print(f"{path}: " + "  ".join(f"{k} {v:.4f}" for k, v in model.score(examples).items()))
     return 0
 
 
@@ -392,6 +408,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_arguments(p, DeviceOptions)
     p.set_defaults(func=_predict)
 
+    p = sub.add_parser(
+        "baseline",
+        help="the bag-of-words baseline of a classify task (TF-IDF unigrams and bigrams, logistic regression): "
+        "what a fine-tuned model has to beat",
+    )
+    p.add_argument("train", metavar="TRAIN", help="the labelled file it is fitted on")
+    p.add_argument("eval", nargs="+", metavar="FILE", help="labelled files it is scored on (dev, test)")
+    _add_columns(p)
+    p.add_argument("--l2", type=float, default=3e-4, help="the logistic regression's L2 penalty (default 3e-4)")
+    p.add_argument("--optimizer", choices=("lbfgs", "adam"), default="lbfgs", help="full-batch L-BFGS or Adam")
+    p.add_argument("--seed", type=int, default=0, help="Adam's shuffling (L-BFGS is deterministic)")
+    p.set_defaults(func=_baseline)
+
     p = sub.add_parser("attention", help="draw attention weights over a text's tokens (PNG grid or interactive HTML)")
     p.add_argument(
         "--model", required=True, metavar="DIR", help="any directory bertology.load reads, with tokenizer.json"
@@ -495,7 +524,13 @@ def _reference_sections(prog: str, help: str, parser: argparse.ArgumentParser, l
         for a in parser._actions
         if a.help != argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
     ]
-    lines += [_option_line(a) for a in shown] + ([""] if shown else [])
+    old = [a for a in parser._actions if isinstance(a, OldFlag)]  # hidden from --help, listed here
+    lines += [_option_line(a) for a in shown]
+    lines += [
+        f"- `{a.option_strings[0]}` (deprecated): the old name of `{a.new}`, accepted until the next release"
+        for a in old
+    ]
+    lines += [""] if shown or old else []
     for name, sub_help, sub in commands:
         lines += _reference_sections(f"{prog} {name}", sub_help, sub, min(level + 1, 3))
     return lines

@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import math
 import typing
+import warnings
 from dataclasses import MISSING, dataclass
 from typing import Any, Callable
 
@@ -59,17 +60,76 @@ def option(
     metavar: str | None = None,
     cli: bool = True,
     default_factory: Callable[[], Any] | Any = MISSING,
+    old_names: tuple[str, ...] = (),
+    kw_only: bool = False,
 ) -> Any:
     """A dataclass field that also declares its flag (default --field-name), help, choices and range.
-    `cli=False` keeps a field out of the parser (set from code, or from other flags)."""
-    meta = {"help": help, "flag": flag, "choices": choices, "check": check, "metavar": metavar, "cli": cli}
+    `cli=False` keeps a field out of the parser (set from code, or from other flags). `old_names`: the
+    field's earlier names, still accepted for one release with a deprecation line (`accepts_old_names`).
+    `kw_only`: a job's own default for a field its base declares keyword-only (the base's place kept)."""
+    meta = {
+        "help": help,
+        "flag": flag,
+        "choices": choices,
+        "check": check,
+        "metavar": metavar,
+        "cli": cli,
+        "old_names": old_names,
+    }
+    only = {"kw_only": True} if kw_only else {}
     if default_factory is not MISSING:
-        return dataclasses.field(default_factory=default_factory, metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
+        return dataclasses.field(default_factory=default_factory, metadata=meta, **only)
+    return dataclasses.field(default=default, metadata=meta, **only)
 
 
 def flag_of(f: dataclasses.Field) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def old_flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def renamed(cls: type) -> dict[str, dataclasses.Field]:
+    """{old name: the field that now carries it} of an options dataclass."""
+    return {old: f for f in dataclasses.fields(cls) for old in f.metadata.get("old_names", ())}
+
+
+def deprecation(old: str, f: dataclasses.Field, how: str = "flag") -> str:
+    if how == "flag":
+        return f"{old_flag(old)} is now {flag_of(f)}; the old name goes in the next release"
+    return f"{old}= is now {f.name}= (the flag {flag_of(f)}); the old name goes in the next release"
+
+
+def accepts_old_names(cls: type) -> type:
+    """Let the dataclass `cls` be built with its fields' `old_names` as keywords, each with a
+    DeprecationWarning naming the new one: code written against the last release keeps working."""
+    init, old = cls.__init__, renamed(cls)
+
+    def __init__(self, *args, **kwargs):
+        for name in [k for k in kwargs if k in old]:
+            f = old[name]
+            if f.name in kwargs:
+                raise TypeError(f"{cls.__name__}: {name}= and {f.name}= are one option; give {f.name}= alone")
+            warnings.warn(deprecation(name, f, "keyword"), DeprecationWarning, stacklevel=2)
+            kwargs[f.name] = kwargs.pop(name)
+        init(self, *args, **kwargs)
+
+    __init__.__doc__, __init__.__wrapped__ = init.__doc__, init
+    cls.__init__ = __init__
+    return cls
+
+
+class OldFlag(argparse.Action):
+    """An option's earlier flag: stores into the option's field and says the new flag, once."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warnings.warn(f"{option_string} is now {self.new}; the old name goes in the next release", FutureWarning)
+        setattr(namespace, self.dest, values)
 
 
 def _kind(annotation: Any) -> tuple[type, bool, bool]:
@@ -142,6 +202,11 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, skip: tuple[str, .
             if f.default is not None and help:
                 kw["help"] = f"{help} (default {f.default})"
         parser.add_argument(flag_of(f), **kw)
+        for name in f.metadata.get("old_names", ()):  # hidden from the help; said when used
+            kind_kw = {k: v for k, v in kw.items() if k in ("type", "choices", "nargs", "metavar")}
+            parser.add_argument(
+                old_flag(name), dest=f.name, action=OldFlag, new=flag_of(f), help=argparse.SUPPRESS, **kind_kw
+            )
 
 
 def from_args(cls: type, args: argparse.Namespace, **fixed: Any):

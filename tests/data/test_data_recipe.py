@@ -77,7 +77,7 @@ def test_recipe_checks_the_model_head_and_the_family():
 def _pretrain_options(**kw):
     base = dict(
         family="xlnet",
-        seq_len=64,
+        max_length=64,
         objective=None,
         packing=None,
         masking=None,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bertology.data import iter_documents
-from bertology.tasks.readers import read_table
+from bertology.readers import read_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DIR = ROOT / "data" / "debian-descriptions"

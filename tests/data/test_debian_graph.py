@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bertology.tasks.readers import read_table
+from bertology.readers import read_table
 from bertology.wordvec.graph import Graph
 
 ROOT = Path(__file__).resolve().parents[2]

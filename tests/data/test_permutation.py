@@ -1,4 +1,4 @@
-"""XLNet's permutation-LM data (data/permutation.py) and its pretraining job (train/plm.py)."""
+"""XLNet's permutation-LM data (data/permutation.py) and its pretraining job (train/plm.py, train/pretrain_data.py)."""
 
 import json
 from collections import Counter

@@ -19,11 +19,11 @@ def test_cross_entropy_matches_torch(dtype, block, monkeypatch):
     torch.manual_seed(0)
     logits = (torch.randn(11, 50) * 4).to(dtype)
     labels = torch.randint(0, 50, (11,))
-    labels[[2, 7]] = blockwise.IGNORE
+    labels[[2, 7]] = blockwise.IGNORE_INDEX
     ours = logits.clone().requires_grad_()
     theirs = logits.clone().requires_grad_()
     loss = blockwise.cross_entropy(ours, labels)
-    expected = F.cross_entropy(theirs.float(), labels, ignore_index=blockwise.IGNORE)
+    expected = F.cross_entropy(theirs.float(), labels, ignore_index=blockwise.IGNORE_INDEX)
     (loss * 3).backward()
     (expected * 3).backward()
     torch.testing.assert_close(loss, expected, atol=1e-6, rtol=1e-6)
@@ -35,7 +35,7 @@ def test_cross_entropy_matches_torch(dtype, block, monkeypatch):
 
 def test_cross_entropy_with_every_row_ignored_is_nan_like_torch():
     logits = torch.randn(3, 5, requires_grad=True)
-    assert math.isnan(blockwise.cross_entropy(logits, torch.full((3,), blockwise.IGNORE)).item())
+    assert math.isnan(blockwise.cross_entropy(logits, torch.full((3,), blockwise.IGNORE_INDEX)).item())
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.9])

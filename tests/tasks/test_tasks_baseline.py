@@ -79,3 +79,21 @@ def test_errors():
         BagOfWordsBaseline().predict([Example("a")])
     with pytest.raises(ValueError, match="optimizer"):
         BagOfWordsBaseline(optimizer="sgd")
+
+
+def test_the_cli_fits_on_train_and_scores_each_file_as_the_api_does(fitted, debian, capsys):
+    from bertology.cli import main
+
+    assert main(["baseline", str(DEBIAN / "train.tsv"), str(DEBIAN / "dev.tsv")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{DEBIAN / 'train.tsv'}: {len(fitted.labels)} labels")
+    accuracy = fitted.score(debian["dev"])["accuracy"]
+    assert lines[1].startswith(f"{DEBIAN / 'dev.tsv'}: ") and f"accuracy {accuracy:.4f}" in lines[1]
+
+
+def test_the_cli_names_a_missing_file_before_fitting(tmp_path, capsys):
+    from bertology.cli import main
+
+    assert main(["baseline", str(DEBIAN / "train.tsv"), str(tmp_path / "missing.tsv")]) != 0
+    out = capsys.readouterr()
+    assert "missing.tsv" in out.err and "labels" not in out.out  # refused before the fit said anything

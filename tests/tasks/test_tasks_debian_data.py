@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bertology.tasks.readers import read_table
+from bertology.readers import read_table
 
 DIR = Path(__file__).resolve().parents[2] / "data" / "debian-sections"
 SPLITS = {"train": 175, "dev": 25, "test": 50}

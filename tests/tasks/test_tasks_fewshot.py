@@ -8,7 +8,8 @@ import torch
 from bertology.models import get_family, task_class
 from bertology.tasks.fewshot import encoder_layers, head_lr_groups, head_parameters, reinit_top_layers
 from bertology.tasks.finetune import finetune
-from bertology.train.trainer import Trainer, TrainingArguments, parameter_groups
+from bertology.train.trainer import Trainer, parameter_groups
+from bertology.train.arguments import TrainingArguments
 
 from test_tasks_finetune import _options
 
@@ -71,7 +72,7 @@ def test_finetune_with_head_lr_trains_the_head_at_its_rate(tmp_path):
     finetune(_options(tmp_path, epochs=1, head_lr=4e-3, log_every=1))
     lines = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
     assert max(r["lr"] for r in lines if "lr" in r) <= 2e-3  # the logged rate stays the encoder's
-    from bertology.train.trainer import checkpoints
+    from bertology.train.run import checkpoints
 
     state = torch.load(checkpoints(tmp_path / "out")[-1] / "trainer_state.pt", weights_only=True)
     groups = state["optimizer"]["param_groups"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bertology.tasks.readers import file_format, read_table
+from bertology.readers import file_format, read_table
 
 
 def write(tmp_path, name, text):

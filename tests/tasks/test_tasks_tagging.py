@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bertology.tasks.base import Example
-from bertology.tasks.tagging import IGNORE, TagTask
+from bertology.tasks.tagging import IGNORE_INDEX, TagTask
 
 
 @pytest.fixture
@@ -34,15 +34,15 @@ def test_labels_match_transformers_word_ids(task_and_data, minilm_tokenizer):
         enc = ref.encode(ex.text, is_pretokenized=True)
         expected, prev = [], None
         for w in enc.word_ids:
-            expected.append(IGNORE if w is None or w == prev else label2id[ex.label[w]])
+            expected.append(IGNORE_INDEX if w is None or w == prev else label2id[ex.label[w]])
             prev = w
         row = feats.tensors["labels"][i]
         assert row[: len(expected)].tolist() == expected
-        assert (row[len(expected) :] == IGNORE).all()  # padding
+        assert (row[len(expected) :] == IGNORE_INDEX).all()  # padding
         assert feats.tensors["input_ids"][i, : len(enc.ids)].tolist() == enc.ids
     # "U.S." is four WordPiece tokens (u . s .) of one word: one label, three ignored
     row = feats.tensors["labels"][1].tolist()
-    assert row[2:6] == [label2id["B-LOC"], IGNORE, IGNORE, IGNORE]
+    assert row[2:6] == [label2id["B-LOC"], IGNORE_INDEX, IGNORE_INDEX, IGNORE_INDEX]
     assert feats.truncated == 0 and set(feats.tensors) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
 
 
@@ -55,7 +55,7 @@ def test_label_all_subtokens_turns_b_into_i(task_and_data, minilm_tokenizer):
     assert toks == ["[CLS]", "john", "smith", "##son", "lives", "in", "paris", ".", "[SEP]"]
     L = label2id
     assert feats.tensors["labels"][0, :9].tolist() == [
-        IGNORE,
+        IGNORE_INDEX,
         L["B-PER"],
         L["I-PER"],
         L["I-PER"],
@@ -63,7 +63,7 @@ def test_label_all_subtokens_turns_b_into_i(task_and_data, minilm_tokenizer):
         L["O"],
         L["B-LOC"],
         L["O"],
-        IGNORE,
+        IGNORE_INDEX,
     ]
     # sentence 1: "U.S." is B-LOC and there is no I-LOC: its pieces keep B-LOC (as transformers does)
     assert feats.tensors["labels"][1, 2:6].tolist() == [L["B-LOC"]] * 4
@@ -76,7 +76,7 @@ def test_gold_logits_round_trip(task_and_data, tok_name, request):
     feats = task.featurize(train, tok, 64, label2id)
     lab = feats.tensors["labels"]
     # every word has exactly one labelled token, whose offsets start where the word starts
-    assert (lab != IGNORE).sum().item() == sum(len(ex.text) for ex in train)
+    assert (lab != IGNORE_INDEX).sum().item() == sum(len(ex.text) for ex in train)
     for i, ex in enumerate(train):
         text = " ".join(ex.text)
         enc = tok.encode(text)

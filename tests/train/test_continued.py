@@ -1,5 +1,5 @@
-"""Continued pretraining (`pretrain --init DIR`, train/continued.py) on tiny checkpoints: the loaded
-model reproduces the checkpoint, a missing head is built new and tied, vocabulary extension keeps
+"""Continued pretraining (`pretrain --init DIR`: train/start.py, tokenizers/extend.py, models/resize.py)
+on tiny checkpoints: the loaded model reproduces the checkpoint, a missing head is built new and tied, vocabulary extension keeps
 every old row and sets each new one to the mean of its pieces, transformers reads the result, and
 bad input is one clear message with nothing written."""
 
@@ -12,14 +12,10 @@ import transformers
 import bertology
 from bertology.models import get_family, task_class
 from bertology.tokenizers import train
-from bertology.train.continued import (
-    check_init,
-    extend_vocabulary,
-    grow_vocabulary,
-    iter_text_column,
-    start_model,
-    start_pair,
-)
+from bertology.train.start import check_init, start_model, start_pair
+from bertology.tokenizers.extend import extend_vocabulary
+from bertology.models.resize import resize_vocabulary as grow_vocabulary
+from bertology.data.staging import iter_text_column
 from bertology.train.pretrain import PretrainOptions, pretrain
 
 from helpers import wiki_head
@@ -62,6 +58,20 @@ def checkpoint(root: Path, family: str, corpus: Path, head: str | None = None, v
 
 def options(corpus, out, family="bert", **kw):
     return PretrainOptions(family=family, corpus=[str(corpus)], out_dir=str(out), **kw)
+
+
+def extend(start, corpus, n, family):
+    """--extend-vocab's pieces as the job chooses them: a tokenizer of the family's recipe trained on the corpus."""
+    record = get_family(family)
+    return extend_vocabulary(
+        start.tokenizer,
+        [str(corpus)],
+        n,
+        record.tokenizer,
+        start.config.vocab_size,
+        600,
+        **dict(record.tokenizer_options),
+    )
 
 
 def inputs(tok, family):
@@ -110,7 +120,7 @@ def extended(tmp_path_factory, corpus):
     path = checkpoint(tmp_path_factory.mktemp("ckpt"), "bert", corpus, vocab_size=200)
     start = check_init(options(corpus, "unused", init=str(path), extend_vocab=40, vocab_size=600), "ForPreTraining")
     model, _ = start_model(start, "ForPreTraining")
-    ext = extend_vocabulary(start.tokenizer, [str(corpus)], 40, "bert", start.config.vocab_size, 600)
+    ext = extend(start, corpus, 40, "bert")
     return start, model, ext, grow_vocabulary(model, ext.old_ids)
 
 
@@ -162,7 +172,7 @@ def test_extension_of_bpe_and_unigram_vocabularies(tmp_path, corpus, family):
     start = check_init(
         options(corpus, "unused", family, init=str(path), extend_vocab=20, vocab_size=600), HEADS[family]
     )
-    ext = extend_vocabulary(start.tokenizer, [str(corpus)], 20, family, start.config.vocab_size, 600)
+    ext = extend(start, corpus, 20, family)
     V = start.config.vocab_size
     assert 0 < len(ext.pieces) <= 20 and ext.tokens_per_word_after < ext.tokens_per_word_before
     assert [ext.tokenizer.token_to_id(p) for p in ext.pieces] == list(range(V, V + len(ext.pieces)))
@@ -228,7 +238,7 @@ def inputs_dir(tmp_path_factory, corpus):
         ),
         (lambda w, c: dict(init=str(c), preset="base"), r"--preset base contradicts --init .*hidden size 32"),
         (lambda w, c: dict(init=str(c), vocab_size=500), r"--vocab-size 500 contradicts --init .*vocabulary has \d+"),
-        (lambda w, c: dict(init=str(c), seq_len=1024), r"--seq-len 1024 is longer than the \d+ positions of --init"),
+        (lambda w, c: dict(init=str(c), max_length=1024), r"--max-length 1024 is longer than the \d+ positions of --init"),
         (
             lambda w, c: dict(init=str(c), family="roberta"),
             r"--family roberta contradicts --init .*, a bert checkpoint",
@@ -412,7 +422,7 @@ def test_electra_extension_grows_the_shared_embeddings_and_round_trips(electra_d
         "ForPreTraining",
     )
     pair, _ = start_pair(start, 0.5)
-    ext = extend_vocabulary(start.tokenizer, [str(corpus)], 20, "electra", start.config.vocab_size, 600)
+    ext = extend(start, corpus, 20, "electra")
     grown = grow_vocabulary(pair, ext.old_ids)
     V, N = start.config.vocab_size, len(ext.pieces)
     assert grown.config.vocab_size == grown.generator.config.vocab_size == V + N == ext.tokenizer.vocab_size
@@ -455,8 +465,8 @@ def test_electra_extension_grows_the_shared_embeddings_and_round_trips(electra_d
         (lambda d, w: dict(init_generator=str(w)), r"--init-generator .*: no config.json"),
         (lambda d, w: dict(init_generator=None, preset="small"), r"--preset small contradicts --init .*hidden size 32"),
         (
-            lambda d, w: dict(init_generator=None, seq_len=1024),
-            r"--seq-len 1024 is longer than the 512 positions of --init",
+            lambda d, w: dict(init_generator=None, max_length=1024),
+            r"--max-length 1024 is longer than the 512 positions of --init",
         ),
         (
             lambda d, w: dict(init_generator=None, tokenizer=str(w / "big.json")),

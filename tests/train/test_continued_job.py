@@ -21,7 +21,7 @@ COMMON = [
     "6",
     "--batch-size",
     "8",
-    "--seq-len",
+    "--max-length",
     "32",
     "--warmup",
     "2",

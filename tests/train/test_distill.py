@@ -13,7 +13,7 @@ from bertology.cli import main
 from bertology.models import BertConfig, BertForPreTraining, BertModel, RobertaConfig, RobertaForMaskedLM, load
 from bertology.options import OptionError
 from bertology.train.distill import DistillOptions, distill
-from bertology.train.objectives import Alphas, DistillationObjective, evaluate_student
+from bertology.train.distillation import Alphas, DistillationObjective, evaluate_student
 from bertology.train.student import default_layers, init_student
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def teacher_dir(corpus):
                 "40",
                 "--batch-size",
                 "16",
-                "--seq-len",
+                "--max-length",
                 "32",
                 "--lr",
                 "3e-3",
@@ -165,7 +165,7 @@ def _options(teacher_dir, corpus, out, **kw):
         out_dir=str(out),
         steps=24,
         batch_size=16,
-        seq_len=32,
+        max_length=32,
         warmup=2,
         heldout=2,
         log_every=1,
@@ -234,7 +234,7 @@ def test_the_student_loads_in_transformers_with_the_same_logits(teacher_dir, cor
                 "3",
                 "--batch-size",
                 "8",
-                "--seq-len",
+                "--max-length",
                 "32",
                 "--heldout",
                 "2",

@@ -20,7 +20,7 @@ import torch
 
 from bertology.io import RUN_MARKER
 from bertology.models import read_config, read_weights
-from bertology.train.trainer import checkpoints
+from bertology.train.run import checkpoints
 
 pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
@@ -94,7 +94,7 @@ def pretrain_args(d: Path, out: Path) -> list[str]:
         "14",
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "2",
@@ -102,7 +102,7 @@ def pretrain_args(d: Path, out: Path) -> list[str]:
         "1",
         "--save-every",
         "1",
-        "--keep-last",
+        "--keep-checkpoints",
         "2",
         "--heldout",
         "3",
@@ -130,7 +130,7 @@ def xlnet_args(d: Path, out: Path) -> list[str]:
         "14",
         "--batch-size",
         "4",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "2",
@@ -138,7 +138,7 @@ def xlnet_args(d: Path, out: Path) -> list[str]:
         "1",
         "--save-every",
         "1",
-        "--keep-last",
+        "--keep-checkpoints",
         "2",
         "--heldout",
         "3",
@@ -159,7 +159,7 @@ def distill_args(d: Path, out: Path) -> list[str]:
         "14",
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "2",
@@ -167,7 +167,7 @@ def distill_args(d: Path, out: Path) -> list[str]:
         "1",
         "--save-every",
         "1",
-        "--keep-last",
+        "--keep-checkpoints",
         "2",
         "--heldout",
         "3",
@@ -282,7 +282,7 @@ def test_a_full_disk_is_one_message_and_the_previous_checkpoint_stays(inputs, tm
 
     out = tmp_path / "run"
     args = pretrain_args(inputs, out)
-    args[args.index("--keep-last") + 1] = "5"
+    args[args.index("--keep-checkpoints") + 1] = "5"
     real_save, calls = checkpoint.save_file, []
 
     def save_file(tensors, path, metadata=None):

@@ -137,7 +137,7 @@ def _args(setup, out, *extra):
         "1",
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "0",

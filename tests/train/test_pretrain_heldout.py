@@ -24,7 +24,7 @@ def corpus(tmp_path_factory):
 
 def _pretrain(corpus, out, family, *extra):
     return main(["pretrain", "--family", family, "--preset", "tiny", "--corpus", str(corpus), "--out", str(out),
-                 "--vocab-size", "600", "--batch-size", "8", "--seq-len", "32", "--steps", "3",
+                 "--vocab-size", "600", "--batch-size", "8", "--max-length", "32", "--steps", "3",
                  "--dupe-factor", "1", *extra])  # fmt: skip
 
 

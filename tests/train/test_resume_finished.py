@@ -10,7 +10,7 @@ import pytest
 
 from bertology.cli import main
 from bertology.train import PretrainingObjective, Trainer, TrainingArguments
-from bertology.train.trainer import resume_status
+from bertology.train.run import resume_status
 
 from helpers import synthetic_batches, tiny_model, wiki_head
 
@@ -63,7 +63,7 @@ def _files(out: Path) -> dict[str, tuple[str, int]]:
 @pytest.mark.integration
 def test_pretrain_resume_of_a_finished_run_changes_nothing(tmp_path, capsys):
     args = ["pretrain", "--family", "bert", "--preset", "tiny", "--vocab-size", "600", "--batch-size", "8"]
-    args += ["--seq-len", "32", "--heldout", "2", "--dupe-factor", "1", "--quiet", "--eval-every", "2"]
+    args += ["--max-length", "32", "--heldout", "2", "--dupe-factor", "1", "--quiet", "--eval-every", "2"]
     args += ["--corpus", str(wiki_head(tmp_path / "corpus.txt", 200_000)), "--out", str(tmp_path / "run")]
     out = tmp_path / "run"
     assert main(args + ["--steps", "2"]) == 0

@@ -29,7 +29,7 @@ def snapshot(root: Path) -> dict[str, str]:
 @dataclass
 class Job:
     corpus: list[str] = option(help="", metavar="FILE")
-    seq_len: int = option(128)
+    max_length: int = option(128, old_names=("seq_len",))
     whole_word: bool = option(False)
     unigram_prior: bool = option(True)
     steps: int | None = option(None)
@@ -42,7 +42,7 @@ def test_every_difference_is_named_with_its_recorded_value(tmp_path):
     assert json.loads((tmp_path / "options.json").read_text())["corpus"] == ["a.txt"]
     changed = Job(
         corpus=["b.txt", "c.txt"],
-        seq_len=64,
+        max_length=64,
         whole_word=True,
         unigram_prior=False,
         steps=5000,
@@ -54,7 +54,7 @@ def test_every_difference_is_named_with_its_recorded_value(tmp_path):
     message = str(e.value)
     for phrase in (
         "--corpus b.txt c.txt (the run was started with --corpus a.txt)",
-        "--seq-len 64 (the run was started with --seq-len 128)",
+        "--max-length 64 (the run was started with --max-length 128)",
         "--whole-word (the run was started with no --whole-word)",
         "no --unigram-prior (the run was started with --unigram-prior)",
         "overrides {'hidden_size': 16} (the run was started with overrides {})",
@@ -113,7 +113,7 @@ JOBS = {
         "600",
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--heldout",
         "2",
@@ -135,7 +135,7 @@ JOBS = {
         "600",
         "--batch-size",
         "4",
-        "--seq-len",
+        "--max-length",
         "32",
         "--heldout",
         "2",
@@ -150,7 +150,7 @@ JOBS = {
         str(d / "distill"),
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--heldout",
         "2",
@@ -182,7 +182,7 @@ LENGTH = {
 # job, class of option, changed arguments, the phrase naming it
 CASES = [
     ("pretrain", "data", ["--corpus", "{d}/other.txt"], "(the run was started with --corpus {d}/corpus.txt)"),
-    ("pretrain", "data", ["--seq-len", "24"], "--seq-len 24 (the run was started with --seq-len 32)"),
+    ("pretrain", "data", ["--max-length", "24"], "--max-length 24 (the run was started with --max-length 32)"),
     ("pretrain", "model", ["--preset", "mini"], "--preset mini (the run was started with --preset tiny)"),
     ("pretrain", "model", ["--dropout", "0"], "--dropout 0.0 (the run was started with no --dropout)"),
     ("pretrain", "objective", ["--objective", "mlm"], "--objective mlm (the run was started with no --objective)"),
@@ -211,7 +211,7 @@ CASES = [
         ["--masking", "smoothed"],
         "--masking smoothed (the run was started with --masking uniform)",
     ),
-    ("distill", "data", ["--seq-len", "24"], "--seq-len 24 (the run was started with --seq-len 32)"),
+    ("distill", "data", ["--max-length", "24"], "--max-length 24 (the run was started with --max-length 32)"),
     ("finetune", "data", ["--max-length", "24"], "--max-length 24 (the run was started with --max-length 32)"),
     ("finetune", "optimisation", ["--lr", "1e-3"], "--lr 0.001 (the run was started with --lr 5e-05)"),
     ("finetune", "model", ["--pooling", "mean"], "--pooling mean (the run was started with --pooling cls)"),
@@ -244,3 +244,10 @@ def test_length_and_reporting_may_change_on_resume(runs, job):
     assert steps == sorted(set(steps)) and steps[-2:] == [steps[-1] - 1, steps[-1]]  # now logged every step
     if job != "finetune":
         assert steps[-1] == 4  # extended past the first run's 3
+
+
+def test_a_run_recorded_under_an_options_old_name_resumes_under_the_new_one(tmp_path):
+    (tmp_path / "options.json").write_text(json.dumps({"corpus": ["a.txt"], "seq_len": 64}))
+    check_resume_options(tmp_path, Job(corpus=["a.txt"], max_length=64), RUN_MAY_CHANGE)  # the same run
+    with pytest.raises(ValueError, match=r"--max-length 32 \(the run was started with --max-length 64\)"):
+        check_resume_options(tmp_path, Job(corpus=["a.txt"], max_length=32), RUN_MAY_CHANGE)

@@ -13,7 +13,7 @@ from bertology.data.recipe import Recipe
 from bertology.models import ElectraPair
 from bertology.models.config import ElectraConfig
 from bertology.nn import set_dropout
-from bertology.train.objectives import (
+from bertology.train.rtd import (
     ReplacedTokenDetectionObjective,
     detect_replacements,
     evaluate_replaced_token_detection,

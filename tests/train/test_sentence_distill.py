@@ -18,7 +18,7 @@ from bertology.models import BertConfig, BertModel, load, load_for_task
 from bertology.tokenizers import Tokenizer, train
 from bertology.train.distill import DistillOptions, distill
 from bertology.models.heads import mean_pool
-from bertology.train.objectives import Alphas, SentenceDistillationObjective
+from bertology.train.distillation import Alphas, SentenceDistillationObjective
 from bertology.train.sentence_distill import SentenceBatches, SentenceStudent, read_texts, split_texts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def _options(teacher_dir, corpus, student_tok, out, **kw):
         tokenizer=str(student_tok),
         steps=20,
         batch_size=16,
-        seq_len=32,
+        max_length=32,
         lr=3e-3,
         warmup=0,
         heldout=30,
@@ -233,7 +233,7 @@ def test_exact_resume_with_the_projection_and_the_mlm_term(teacher_dir, corpus, 
         (["--layers", "0,1"], "--layers: for --target tokens"),
         (["--alpha-ce", "1"], "--alpha-ce: for --target tokens"),
         (["--preset", "nope"], "nope"),
-        (["--seq-len", "4000"], "--seq-len 4000 is longer than"),
+        (["--max-length", "4000"], "--max-length 4000 is longer than"),
         (["--tokenizer", "/nonexistent/tok.json"], "/nonexistent/tok.json"),
         (["--alpha-cos", "0", "--alpha-mse", "0"], "nothing to learn from"),
         (["--heldout", "400"], "leaving none to train on"),

@@ -192,7 +192,7 @@ def corpus(tmp_path_factory):
 
 def _run(corpus, out, objective, *extra):
     args = ["pretrain", "--family", "bert", "--corpus", str(corpus), "--out", str(out), "--objective", objective]
-    args += ["--steps", "4", "--batch-size", "8", "--seq-len", "32", "--warmup", "1", "--log-every", "1"]
+    args += ["--steps", "4", "--batch-size", "8", "--max-length", "32", "--warmup", "1", "--log-every", "1"]
     args += ["--eval-every", "2", "--eval-batches", "2", "--heldout", "3", "--quiet", *extra]
     if "--init" not in extra:
         args += ["--preset", "tiny", "--vocab-size", "800"]

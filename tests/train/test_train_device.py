@@ -65,7 +65,7 @@ def _pretrain_args(d: Path, out: Path, *extra: str) -> list[str]:
         "4",
         "--batch-size",
         "8",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "1",

@@ -71,7 +71,7 @@ def test_xlnet_memory_of_every_rank_reaches_the_checkpoint(tmp_path):
         "3",
         "--batch-size",
         "4",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "1",
@@ -89,3 +89,49 @@ def test_xlnet_memory_of_every_rank_reaches_the_checkpoint(tmp_path):
     for name in a:
         assert a[name].shape[1] == 4 and (b[name].abs().sum(-1) > 0).all(), name  # every row, from both ranks
         assert (a[name] - b[name]).abs().max() < 1e-4, name
+
+
+# Loaded first by every process whose PYTHONPATH starts at its folder: logs each atomic write with its rank.
+WRITES_HOOK = """
+import contextlib, os
+if os.environ.get("WRITES_LOG"):
+    import bertology.io as io
+    atomic_path = io.atomic_path
+
+    @contextlib.contextmanager
+    def logged(path):
+        with open(os.environ["WRITES_LOG"], "a") as log:
+            log.write(f"{os.environ.get('RANK', '0')} {os.path.abspath(path)}\\n")
+        with atomic_path(path) as tmp:
+            yield tmp
+
+    io.atomic_path = logged
+"""
+
+
+def test_a_torchrun_job_writes_its_final_files_once_from_rank_0(tmp_path):
+    """XLNet's job (the permutation LM, which once saved its model from every rank): the final model,
+    summary.json and tokenizer.json are written once, by rank 0; both ranks ran to the end."""
+    corpus = wiki_head(tmp_path / "corpus.txt", 120_000)
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(WRITES_HOOK)
+    log, out = tmp_path / "writes.log", tmp_path / "out"
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "WRITES_LOG": str(log),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "hook"), os.environ.get("PYTHONPATH")])),
+    }
+    args = ["pretrain", "--family", "xlnet", "--preset", "tiny", "--corpus", str(corpus), "--vocab-size", "600",
+            "--steps", "2", "--batch-size", "4", "--max-length", "32", "--warmup", "1", "--heldout", "2", "--quiet",
+            "--out", str(out)]  # fmt: skip
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "bertology"]
+    result = subprocess.run(cmd + args, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    writes = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    finals = {"summary.json", "model.safetensors", "config.json", "tokenizer.json"}
+    written = sorted(
+        (Path(path).name, rank) for rank, path in writes if Path(path).parent == out and Path(path).name in finals
+    )
+    assert written == sorted((name, "0") for name in finals), written
+    assert {rank for rank, _ in writes} == {"0"}  # checkpoints and metrics too: rank 1 writes nothing

@@ -14,7 +14,7 @@ from bertology.data.recipe import Recipe
 from bertology.models import ElectraPair
 from bertology.models.config import ElectraConfig
 from bertology.nn import set_dropout
-from bertology.train.objectives import ReplacedTokenDetectionObjective, sample_tokens
+from bertology.train.rtd import ReplacedTokenDetectionObjective, sample_tokens
 
 from helpers import single_and_two_ranks, wiki_head
 
@@ -152,7 +152,7 @@ def _run(corpus, out, *extra):
             "6",
             "--batch-size",
             "8",
-            "--seq-len",
+            "--max-length",
             "32",
             "--warmup",
             "2",
@@ -246,7 +246,7 @@ def test_two_processes_equal_one(corpus, tmp_path):
         "3",
         "--batch-size",
         "4",
-        "--seq-len",
+        "--max-length",
         "32",
         "--warmup",
         "1",

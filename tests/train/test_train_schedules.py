@@ -3,7 +3,7 @@ import torch
 
 from bertology.train import Trainer, TrainingArguments, budget_schedule, linear_schedule, schedule, triangle_schedule
 from bertology.train import PretrainingObjective
-from bertology.train.trainer import NO_STEP_CAP
+from bertology.train.arguments import NO_STEP_CAP
 from helpers import synthetic_batches, tiny_model
 
 

@@ -72,7 +72,7 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path):
 
 
 def test_checkpoints_keep_the_last_k_and_load_in_transformers(tmp_path):
-    trainer = _trainer(tmp_path, steps=6, save_every=2, keep_last=2)
+    trainer = _trainer(tmp_path, steps=6, save_every=2, keep_checkpoints=2)
     trainer.train()
     names = [p.name for p in trainer.checkpoints()]
     assert names == ["step-00000004", "step-00000006"]

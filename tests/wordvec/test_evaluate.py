@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors as GensimKV
 
-from bertology.wordvec.evaluate import evaluate_analogies, evaluate_pairs, ranks, spearman
+from bertology.stats import rank, spearman
+from bertology.wordvec.evaluate import evaluate_analogies, evaluate_pairs
 from bertology.wordvec.vectors import KeyedVectors
 
 
@@ -91,7 +92,7 @@ def test_spearman_is_scipys():
     rng = np.random.default_rng(2)
     x, y = rng.integers(0, 10, 50).astype(float), rng.normal(size=50)
     assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
-    assert ranks(x).tolist() == stats.rankdata(x).tolist()
+    assert rank(x) == stats.rankdata(x).tolist()
 
 
 def test_a_question_before_any_section_is_an_error(tmp_path, structured_vectors):

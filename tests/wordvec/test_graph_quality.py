@@ -12,7 +12,7 @@ import torch
 
 from bertology.tasks.base import Example
 from bertology.tasks.baseline import KeyedVectorBaseline, leave_one_out_accuracy
-from bertology.tasks.readers import read_table
+from bertology.readers import read_table
 from bertology.wordvec.graph import Graph
 from bertology.wordvec.options import TrainOptions
 from bertology.wordvec.vectors import KeyedVectors

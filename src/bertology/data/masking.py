@@ -44,7 +44,7 @@ import math
 import numpy as np
 import torch
 
-IGNORE_INDEX = -100
+from ..nn.cross_entropy import IGNORE_INDEX  # the one label value a loss skips (transformers' -100)
 
 
 def seeded_generator(*keys: int) -> torch.Generator:

@@ -364,8 +364,8 @@ class PermutationData:
         if length < settings.seq_len + 1:
             raise ValueError(
                 f"the corpus gives {length} tokens per batch row at batch size {batch_size}; "
-                f"--seq-len {settings.seq_len} needs more than that: a larger corpus, a smaller "
-                "--batch-size or --seq-len"
+                f"--max-length {settings.seq_len} needs more than that: a larger corpus, a smaller "
+                "--batch-size or --max-length"
             )
         self.steps_per_epoch = (length - 1 - settings.seq_len) // settings.reuse_len + 1
 

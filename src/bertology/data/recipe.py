@@ -211,7 +211,7 @@ class Recipe:
         if given:
             raise ValueError(f"{', '.join(given)}: masking options; --objective {o.objective} reads texts unmasked")
         return cls.resolve(
-            o.family, objective=o.objective, packing=o.packing, max_seq_length=o.seq_len, max_predictions=None
+            o.family, objective=o.objective, packing=o.packing, max_seq_length=o.max_length, max_predictions=None
         )
 
     @classmethod
@@ -233,7 +233,7 @@ class Recipe:
             return cls.permutation_lm(
                 o.family,
                 PermutationSettings.scaled(
-                    o.seq_len,
+                    o.max_length,
                     reuse_len=o.reuse_len,
                     num_predict=o.num_predict,
                     perm_size=o.perm_size,
@@ -246,9 +246,9 @@ class Recipe:
             packing=o.packing,
             masking=o.masking,
             ngram=o.ngram,
-            max_seq_length=o.seq_len,
+            max_seq_length=o.max_length,
             whole_word=bool(o.whole_word),
             mlm_probability=o.mlm_probability,
-            max_predictions=o.max_predictions or max(1, round(o.seq_len * o.mlm_probability)),
+            max_predictions=o.max_predictions or max(1, round(o.max_length * o.mlm_probability)),
             dupe_factor=o.dupe_factor,
         )

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import OptionError, add_arguments, check_options, from_args, option
+from ..options import OptionError, accepts_old_names, add_arguments, check_options, from_args, option
 
 FORMATS = ("onnx", "sentence-transformers")
 POOLINGS = ("mean", "cls")
 
 
+@accepts_old_names
 @dataclass
 class ExportOptions:
     model: str = option(help="a model directory bertology.load reads", cli=False)
@@ -45,8 +46,10 @@ class ExportOptions:
         choices=POOLINGS,
     )
     normalize: bool = option(False, "sentence-transformers: unit-length sentence vectors")
-    max_seq_length: int | None = option(
-        None, "sentence-transformers: where texts are cut (default: the model's positions)"
+    max_length: int | None = option(
+        None,
+        "sentence-transformers: where texts are cut (its max_seq_length; default: the model's positions)",
+        old_names=("max_seq_length",),
     )
 
     def __post_init__(self):
@@ -106,7 +109,7 @@ def _sentence_transformers(model, tokenizer_dir, options) -> int:
         options.out,
         options.pooling,
         options.normalize,
-        options.max_seq_length,
+        options.max_length,
         options.overwrite,
     )
     print(

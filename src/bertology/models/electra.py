@@ -10,7 +10,7 @@ Shapes: B batch, T length, H hidden, E embedding size, V vocab.
   - The classification head reads the first token through dense → GELU (BERT's pooler has tanh);
     multiple choice reads it through transformers' sequence summary (dense → GELU → dropout).
   - `ElectraPair` is the pretraining model: a generator and a discriminator sharing their token,
-    position and token-type embeddings; train/objectives.py has the loss.
+    position and token-type embeddings; train/rtd.py has the loss.
 """
 
 from __future__ import annotations

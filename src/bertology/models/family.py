@@ -58,7 +58,7 @@ class Family:
     class_prefix: str  # "Bert": BertModel, BertForMaskedLM, … (transformers' class names)
     heads: tuple[str, ...]  # the task heads it has, e.g. "ForMaskedLM"
     names: hf_names.NameMap  # parameter names in transformers' layout
-    tokenizer: str  # the tokenizer recipe it is trained with (tokenizers.training.RECIPES)
+    tokenizer: str  # the tokenizer kind it is trained with (tokenizers.training.KINDS)
     tokenizer_algorithm: str  # how the docs and the demo call that tokenizer
     specials: Specials
     pretraining: Pretraining | None = None  # None: not pretrained from scratch here (DistilBERT is distilled)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..nn import Dropout, activation, round_up_rows
-from ..nn.cross_entropy import IGNORE, cross_entropy
+from ..nn.cross_entropy import IGNORE_INDEX, cross_entropy
 from .base import PreTrainedModel
 from .config import EncoderConfig
 from .outputs import (
@@ -70,12 +70,12 @@ class MaskedLMHead(nn.Module):
     def forward(self, h: torch.Tensor, labels: torch.Tensor | None = None, sparse: bool = False):
         m = None
         if sparse and labels is not None:
-            selected = labels != IGNORE  # (B, T)
+            selected = labels != IGNORE_INDEX  # (B, T)
             h, labels = h[selected], labels[selected]  # (M, H), (M,)
             m = len(labels)
             extra = round_up_rows(m) - m  # a few zero rows, ignored by the loss: few distinct matrix shapes
             h = torch.cat([h, h.new_zeros(extra, h.shape[1])]) if extra else h
-            labels = torch.cat([labels, labels.new_full((extra,), IGNORE)]) if extra else labels
+            labels = torch.cat([labels, labels.new_full((extra,), IGNORE_INDEX)]) if extra else labels
         # The bias inside the product, as transformers has it: under bf16 autocast the logits stay bf16.
         logits = F.linear(self.norm(self.act(self.dense(h))), self.decoder.weight, self.bias)  # (B, T, V) or (M', V)
         loss = vocabulary_loss(logits, labels) if labels is not None else None
@@ -517,13 +517,13 @@ def flatten_choices(*tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
 
 
 def vocabulary_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Language modelling: (…, V) logits against (…) token ids, IGNORE left out, a block of rows at a time."""
+    """Language modelling: (…, V) logits against (…) token ids, IGNORE_INDEX left out, a block of rows at a time."""
     return cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
 def token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Tagging: (B, T, C) logits against (B, T) labels, IGNORE (continuation pieces, padding) left out."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE)
+    """Tagging: (B, T, C) logits against (B, T) labels, IGNORE_INDEX (continuation pieces, padding) left out."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX)
 
 
 def choice_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

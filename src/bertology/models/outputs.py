@@ -63,3 +63,26 @@ class QuestionAnsweringOutput(ModelOutput):
     end_logits: Tensor | None = None  # (B, T)
     hidden_states: tuple[Tensor, ...] | None = None
     attentions: tuple[Tensor, ...] | None = None
+
+
+# ---- XLNet's: transformers' fields, plus the new memory ------------------------------------------------
+
+
+@dataclass
+class XLNetModelOutput(BaseModelOutput):
+    mems: tuple[Tensor, ...] | None = None  # per layer (M', B, H), to pass as `mems` to the next segment
+
+
+@dataclass
+class XLNetLMHeadModelOutput(MaskedLMOutput):
+    mems: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class XLNetClassifierOutput(ClassifierOutput):
+    mems: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class XLNetQuestionAnsweringSimpleOutput(QuestionAnsweringOutput):
+    mems: tuple[Tensor, ...] | None = None

@@ -25,7 +25,6 @@ under transformers' names; the beam QA head is xlnet_qa.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -53,32 +52,15 @@ from .heads import (
     TaskModel,
     vocabulary_loss,
 )
-from .outputs import BaseModelOutput, ClassifierOutput, MaskedLMOutput, QuestionAnsweringOutput
+from .outputs import (
+    BaseModelOutput,
+    XLNetClassifierOutput,
+    XLNetLMHeadModelOutput,
+    XLNetModelOutput,
+    XLNetQuestionAnsweringSimpleOutput,
+)
 
 Tensor = torch.Tensor
-
-
-# ---- outputs: transformers' fields, plus the new memory -------------------------------------------
-
-
-@dataclass
-class XLNetModelOutput(BaseModelOutput):
-    mems: tuple[Tensor, ...] | None = None  # per layer (M', B, H), to pass as `mems` to the next segment
-
-
-@dataclass
-class XLNetLMHeadModelOutput(MaskedLMOutput):
-    mems: tuple[Tensor, ...] | None = None
-
-
-@dataclass
-class XLNetClassifierOutput(ClassifierOutput):
-    mems: tuple[Tensor, ...] | None = None
-
-
-@dataclass
-class XLNetQuestionAnsweringSimpleOutput(QuestionAnsweringOutput):
-    mems: tuple[Tensor, ...] | None = None
 
 
 def target_rows(target_mapping: Tensor, T: int) -> Tensor:

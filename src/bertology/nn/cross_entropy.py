@@ -17,15 +17,15 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-IGNORE = -100
+IGNORE_INDEX = -100  # the label a loss skips: one name and value in the house (transformers' ignore_index)
 _BLOCK = 1 << 21  # elements per block of rows: 8 MB in fp32
 
 
 def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of (R, V) logits against (R,) labels, rows labelled IGNORE left out
+    """Mean cross-entropy of (R, V) logits against (R,) labels, rows labelled IGNORE_INDEX left out
     (NaN when every row is, as `F.cross_entropy`)."""
     if logits.device.type != "cpu" or torch.compiler.is_compiling():
-        return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE)
+        return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
     return _BlockwiseCrossEntropy.apply(logits, labels)
 
 
@@ -37,7 +37,7 @@ class _BlockwiseCrossEntropy(torch.autograd.Function):
             block = logits[rows]
             top = block.amax(-1, keepdim=True)  # (rows, 1): exp never overflows
             lse[rows] = shifted(block, top).exp_().sum(-1).log_().add_(top.squeeze(1))
-        kept = labels != IGNORE  # (R,)
+        kept = labels != IGNORE_INDEX  # (R,)
         targets = labels.clamp(min=0)  # an ignored row points at token 0; its weight is 0
         target_logits = logits.gather(1, targets[:, None]).squeeze(1).float()  # (R,)
         count = kept.sum()

@@ -7,8 +7,7 @@ sparse feature matrix (full-batch L-BFGS, or mini-batch Adam).
     model = BagOfWordsBaseline(seed=0).fit(train_examples)     # Examples with .text (and .pair), .label
     model.predict(dev_examples)                                # [Prediction(label, probability, {...})]
 
-    python -m bertology.tasks.baseline data/debian-sections/train.tsv data/debian-sections/dev.tsv \\
-        data/debian-sections/test.tsv
+    bertology baseline data/debian-sections/train.tsv data/debian-sections/dev.tsv data/debian-sections/test.tsv
 
 Deterministic: L-BFGS starts from zeros and sees the whole batch; Adam shuffles with a generator
 seeded by `seed`.
@@ -16,9 +15,7 @@ seeded by `seed`.
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections import Counter
 from typing import Sequence
 
@@ -416,29 +413,3 @@ class EncoderBaseline(LinearBaseline):
         if any(e.pair is not None for e in examples):
             raise ValueError(f"{examples[0].where}: EncoderBaseline embeds single texts; this task has pairs")
         return self.embed([e.text for e in examples])
-
-
-def main(argv=None) -> int:
-    from .classification import ClassifyTask
-
-    ap = argparse.ArgumentParser(description="Bag-of-words logistic-regression baseline for a classify task.")
-    ap.add_argument("train")
-    ap.add_argument("eval", nargs="+", help="files to score (dev, test)")
-    ap.add_argument("--text-column", default="text")
-    ap.add_argument("--label-column", default="label")
-    ap.add_argument("--l2", type=float, default=3e-4)
-    ap.add_argument("--optimizer", choices=("lbfgs", "adam"), default="lbfgs")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    task = ClassifyTask()
-    cols = dict(text_column=args.text_column, label_column=args.label_column)
-    model = BagOfWordsBaseline(l2=args.l2, optimizer=args.optimizer, seed=args.seed).fit(task.read(args.train, **cols))
-    print(f"{args.train}: {len(model.labels)} labels, {len(model.vocab)} features")
-    for path in args.eval:
-        scores = model.score(task.read(path, **cols))
-        print(f"{path}: " + "  ".join(f"{k} {v:.4f}" for k, v in scores.items()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

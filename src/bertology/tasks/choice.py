@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from .base import Example, Features, Task
-from .readers import read_table
+from ..readers import read_table
 
 _CONTEXT = ("sent1", "context")
 _START = ("sent2", "question", "start")

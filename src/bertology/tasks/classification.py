@@ -19,7 +19,7 @@ from . import metrics as M
 from ..models.family import PROMPT_HEAD
 from .base import Example, Features, Task
 from .prompt import Prompt
-from .readers import read_table
+from ..readers import read_table
 
 _TASK_DEFAULT = object()  # "the task's own default pair column" (None would mean: no pair column)
 # what the tokenizer returns that is not a model argument (num_overflowing is read for `truncated`)

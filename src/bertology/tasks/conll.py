@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from .base import Example
-from .readers import read_text
+from ..readers import read_text
 
 
 def split_tag(tag: str) -> tuple[str, str]:

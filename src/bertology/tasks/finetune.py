@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..io import atomic_copy, atomic_dir, atomic_write_json, claim_output_dir
+from ..io import atomic_copy, atomic_dir, atomic_write_json
 from ..models import (
     CheckpointError,
     check_tokenizer,
@@ -31,7 +31,7 @@ from ..models import (
     resolve_preset,
     task_model,
 )
-from ..models.heads import IGNORE, POOLINGS
+from ..models.heads import IGNORE_INDEX, POOLINGS
 from ..options import (
     DEVICE,
     MASKING_RATE,
@@ -44,9 +44,10 @@ from ..options import (
     option,
 )
 from ..train import distributed as dist
+from ..train.arguments import TrainingArguments
 from ..train.device import say
-from ..train.resume import same_run
-from ..train.trainer import Trainer, TrainingArguments, checkpoints, parameter_groups, seeded
+from ..train.run import claim_run, seeded
+from ..train.trainer import Trainer, parameter_groups
 from . import TASKS
 from .base import Features, Task
 from .fewshot import head_lr_groups, head_parameters, layer_decay_groups, parameter_depths, reinit_top_layers
@@ -172,7 +173,7 @@ class TaskObjective:
     def _count(self, batch) -> int | torch.Tensor:
         """Labelled tokens (a tensor: on the GPU it is read at log steps, not now) or sequences."""
         if self.per_token:
-            return (batch["labels"] != IGNORE).sum()
+            return (batch["labels"] != IGNORE_INDEX).sum()
         return next(iter(batch.values())).shape[0]
 
     def totals(self, batch):
@@ -374,13 +375,8 @@ def finetune(o: FinetuneOptions, resume: bool = False, overwrite: bool = False) 
     out = Path(o.out_dir)
     with seeded(o.seed):  # the new head's initial weights (from scratch: every weight) and dropout
         model = _checked_model(o, task, labels, tokenizer)
-        if dist.is_main():
-            claim_output_dir(out, "finetune", resume=resume, overwrite=overwrite)
-        dist.barrier()
-        if resume and not checkpoints(out):  # killed before its first checkpoint: nothing to continue, start again
-            resume, overwrite = False, True
-        same_run(out, o, resume, RESUME_MAY_CHANGE)  # a resume that would change the run is refused before any write
-        return _finetune(o, task, model, tokenizer, train, dev, labels, out, resume, overwrite, subset, device)
+        run = claim_run(out, "finetune", o, resume, overwrite, may_change=RESUME_MAY_CHANGE)
+        return _finetune(o, task, model, tokenizer, train, dev, labels, out, run.resume, run.overwrite, subset, device)
 
 
 def check_finetune(o: FinetuneOptions) -> None:
@@ -494,7 +490,7 @@ def _finetune(
         overwrite,
         steps=steps,
         warmup_steps=round(o.warmup_ratio * steps),
-        keep_last=o.keep_checkpoints,
+        keep_checkpoints=o.keep_checkpoints,
         eval_every=steps_per_epoch if dev else None,
         save_every=steps_per_epoch,
         checkpoints=o.checkpoints,

@@ -18,7 +18,7 @@ import string
 from collections import Counter
 
 from .base import Example
-from .readers import read_text
+from ..readers import read_text
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)

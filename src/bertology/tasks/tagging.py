@@ -20,12 +20,12 @@ from typing import Any
 
 import torch
 
-from ..models.heads import IGNORE
+from ..models.heads import IGNORE_INDEX
 from ..tables import table_format
 from ..tokenizers.encoding import model_tensors
 from .base import Example, Features, Task
 from .conll import chunks, conlleval, read_conll, split_tag
-from .readers import read_table
+from ..readers import read_table
 
 MAX_SENTENCE_WORDS = 1000  # a longer 'sentence' is a file without sentence breaks, not a sentence
 
@@ -57,7 +57,7 @@ def align_labels(
     continuation: dict[int, int] | None = None,
 ) -> list[int]:
     """Token labels from word labels: the first sub-token of a word gets its label, the others
-    IGNORE (or, with label_all_subtokens, the label mapped through `continuation`, B-X -> I-X).
+    IGNORE_INDEX (or, with label_all_subtokens, the label mapped through `continuation`, B-X -> I-X).
 
     >>> align_labels([None, 0, 1, 1, None], [3, 1])
     [-100, 3, 1, -100, -100]
@@ -67,14 +67,14 @@ def align_labels(
     out, prev = [], None
     for w in token_words:
         if w is None:
-            out.append(IGNORE)
+            out.append(IGNORE_INDEX)
         elif w != prev:
             out.append(word_labels[w])
         elif label_all_subtokens:
             lab = word_labels[w]
             out.append((continuation or {}).get(lab, lab))
         else:
-            out.append(IGNORE)
+            out.append(IGNORE_INDEX)
         prev = w if w is not None else prev
     return out
 

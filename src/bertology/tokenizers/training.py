@@ -41,7 +41,7 @@ FAMILIES = ("bert", "roberta", "albert", "xlnet")
 
 
 @dataclass
-class Recipe:
+class TokenizerKind:
     """What surrounds the model: built fresh for every train() call."""
 
     algorithm: str
@@ -66,8 +66,8 @@ def _xlnet_finish(tok: Tokenizer) -> None:
     tok.enable_padding(direction="left", pad_id=tok.token_to_id("<pad>"), pad_type_id=3, pad_token="<pad>")
 
 
-RECIPES: dict[str, Recipe] = {
-    "bert": Recipe(
+KINDS: dict[str, TokenizerKind] = {
+    "bert": TokenizerKind(
         "wordpiece",
         ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
         "[UNK]",
@@ -79,7 +79,7 @@ RECIPES: dict[str, Recipe] = {
         lambda tok: post_processors.bert_processing(*_ids(tok, "[CLS]", "[SEP]")),
         required=("[CLS]", "[SEP]", "[UNK]"),
     ),
-    "roberta": Recipe(
+    "roberta": TokenizerKind(
         "bytelevel-bpe",
         ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
         None,
@@ -90,7 +90,7 @@ RECIPES: dict[str, Recipe] = {
         required=("<s>", "</s>"),
         lstrip=("<mask>",),
     ),
-    "albert": Recipe(
+    "albert": TokenizerKind(
         "unigram",
         ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"],
         "<unk>",
@@ -100,7 +100,7 @@ RECIPES: dict[str, Recipe] = {
         lambda tok: post_processors.albert_processing(*_ids(tok, "[CLS]", "[SEP]")),
         required=("[CLS]", "[SEP]", "<unk>"),
     ),
-    "xlnet": Recipe(
+    "xlnet": TokenizerKind(
         "unigram",
         ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"],
         "<unk>",
@@ -112,7 +112,7 @@ RECIPES: dict[str, Recipe] = {
         finish=_xlnet_finish,
     ),
     # no family: the plain pipelines
-    "bpe": Recipe(
+    "bpe": TokenizerKind(
         "bpe",
         ["<unk>"],
         "<unk>",
@@ -121,7 +121,7 @@ RECIPES: dict[str, Recipe] = {
         lambda: decoders.BPEDecoder(suffix="</w>"),
         trainer_defaults={"end_of_word_suffix": "</w>"},
     ),
-    "unigram": Recipe(
+    "unigram": TokenizerKind(
         "unigram",
         ["<unk>"],
         "<unk>",
@@ -135,8 +135,8 @@ RECIPES: dict[str, Recipe] = {
 _DEFAULT_FAMILY = {"wordpiece": "bert", "bytelevel-bpe": "roberta", "bpe": "bpe", "unigram": "unigram"}
 
 
-def resolve(algorithm: str | None, family: str | None) -> tuple[str, Recipe]:
-    """(algorithm, recipe) for the arguments, or a ValueError naming the bad one.
+def resolve(algorithm: str | None, family: str | None) -> tuple[str, TokenizerKind]:
+    """(algorithm, kind) for the arguments, or a ValueError naming the bad one.
 
     >>> resolve(None, "roberta")[0]
     'bytelevel-bpe'
@@ -149,11 +149,11 @@ def resolve(algorithm: str | None, family: str | None) -> tuple[str, Recipe]:
         raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     if family is None:
         algorithm = algorithm or "wordpiece"
-        return algorithm, RECIPES[_DEFAULT_FAMILY[algorithm]]
-    recipe = RECIPES[family]
-    if algorithm is not None and algorithm != recipe.algorithm:
-        raise ValueError(f"family {family!r} uses algorithm {recipe.algorithm!r}, got algorithm={algorithm!r}")
-    return recipe.algorithm, recipe
+        return algorithm, KINDS[_DEFAULT_FAMILY[algorithm]]
+    kind = KINDS[family]
+    if algorithm is not None and algorithm != kind.algorithm:
+        raise ValueError(f"family {family!r} uses algorithm {kind.algorithm!r}, got algorithm={algorithm!r}")
+    return kind.algorithm, kind
 
 
 def make_trainer(
@@ -209,16 +209,16 @@ def train(
     undecodable bytes as U+FFFD instead of failing. Returns a Tokenizer whose special tokens are
     registered, template set, and which saves to a tokenizer.json that `tokenizers` loads.
     """
-    algorithm, recipe = resolve(algorithm, family)
+    algorithm, kind = resolve(algorithm, family)
     if show_progress is None:
         show_progress = sys.stderr.isatty()
-    specials = list(recipe.special_tokens if special_tokens is None else special_tokens)
-    missing = [t for t in recipe.required if t not in specials]
+    specials = list(kind.special_tokens if special_tokens is None else special_tokens)
+    missing = [t for t in kind.required if t not in specials]
     if missing:
         raise ValueError(f"special_tokens lacks {missing} that the {family or algorithm!r} pipeline needs")
-    unk = recipe.unk_token if recipe.unk_token in specials else None
-    normalizer, pre_tokenizer = recipe.normalizer(), recipe.pre_tokenizer()
-    kw = {**recipe.trainer_defaults, **trainer_kw}
+    unk = kind.unk_token if kind.unk_token in specials else None
+    normalizer, pre_tokenizer = kind.normalizer(), kind.pre_tokenizer()
+    kw = {**kind.trainer_defaults, **trainer_kw}
     trainer = make_trainer(algorithm, vocab_size, min_frequency, specials, unk, show_progress, **kw)
 
     keep_newlines = algorithm != "unigram"  # SentencePiece reads lines without their ending
@@ -236,10 +236,10 @@ def train(
         word_counts = count_words_in_files(files, normalizer, pre_tokenizer, errors, keep_newlines, show_progress)
 
     model = trainer.train_from_counts(word_counts)
-    tok = Tokenizer(model, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=recipe.decoder())
-    tok.add_special_tokens([AddedToken(t, special=True, lstrip=t in recipe.lstrip) for t in specials])
-    tok.post_processor = recipe.template(tok)
-    recipe.finish(tok)
+    tok = Tokenizer(model, normalizer=normalizer, pre_tokenizer=pre_tokenizer, decoder=kind.decoder())
+    tok.add_special_tokens([AddedToken(t, special=True, lstrip=t in kind.lstrip) for t in specials])
+    tok.post_processor = kind.template(tok)
+    kind.finish(tok)
     if tok.vocab_size < vocab_size:  # nothing smaller than asked without a word (sentencepiece's Unigram refuses it)
         warnings.warn(
             f"vocab size {vocab_size:,}: the corpus yields only {tok.vocab_size:,} {algorithm} tokens (special "

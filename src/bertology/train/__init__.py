@@ -1,8 +1,9 @@
 """Training: the shared Trainer, objectives, checkpoints, data parallelism."""
 
-from .objectives import PretrainingObjective, evaluate_pretraining
+from .arguments import TrainingArguments
+from .mlm import PretrainingObjective, evaluate_pretraining
 from .schedules import budget_schedule, linear_schedule, schedule, triangle_schedule
-from .trainer import Trainer, TrainingArguments, parameter_groups
+from .trainer import Trainer, parameter_groups
 
 __all__ = [
     "Trainer",

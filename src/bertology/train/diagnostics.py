@@ -19,12 +19,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..models.heads import IGNORE
+from ..models.heads import IGNORE_INDEX
 
 
 def unigram_accuracy(counts: torch.Tensor, eval_labels: torch.Tensor) -> float:
     """Share of `eval_labels` (ignoring -100) equal to the most frequent token of `counts` (V,)."""
-    held = eval_labels[eval_labels != IGNORE]
+    held = eval_labels[eval_labels != IGNORE_INDEX]
     if not len(held) or not int(counts.sum()):
         raise ValueError("unigram_accuracy needs token counts and masked evaluation labels")
     return round(float((held == counts.argmax()).float().mean()), 4)
@@ -37,7 +37,7 @@ def unigram_loss(counts: torch.Tensor, eval_labels: torch.Tensor) -> float:
     >>> unigram_loss(torch.tensor([1, 1, 0, 0]), torch.tensor([0, 1, -100]))  # p = 2/6 each
     1.0986
     """
-    held = eval_labels[eval_labels != IGNORE]
+    held = eval_labels[eval_labels != IGNORE_INDEX]
     if not len(held):
         raise ValueError("unigram_loss needs masked evaluation labels")
     p = (counts.double() + 1) / (counts.double().sum() + len(counts))

@@ -1,6 +1,6 @@
 """The distillation job (Sanh et al., 2019): a shallower student initialised from its teacher's
 layers (student.py), trained by the shared Trainer on the teacher's soft predictions and hidden
-states (objectives.DistillationObjective), written in Hugging Face layout.
+states (distillation.DistillationObjective), written in Hugging Face layout.
 
     bertology distill --teacher runs/bert --corpus corpus.txt --out runs/distilbert --steps 2000
 
@@ -16,227 +16,31 @@ with a tokenizer of its own, matched embedding to embedding (sentence_distill.py
 
 from __future__ import annotations
 
-import math
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..data import FORMATS, Masker, Recipe, build_store, check_corpus_documents, heldout_value
+from ..data import Masker, check_corpus_documents, heldout_value
 from ..data.masking import token_weights
+from ..data.staging import corpus_name, stage_table_corpus
 from ..hardware import bf16_pays, check_bf16_requested, cuda_precision, precision_reason
-from ..io import atomic_copy, atomic_write_json, claim_output_dir
+from ..io import atomic_copy
 from ..models import check_tokenizer, get_family, load
 from ..nn import set_dropout
-from ..options import (
-    DROPOUT,
-    FRACTION_OR_COUNT,
-    MASKING_RATE,
-    NON_NEGATIVE,
-    POSITIVE,
-    POSITIVE_NUMBER,
-    check_options,
-    option,
-)
 from ..tokenizers import Tokenizer
 from . import distributed as dist
-from .continued import corpus_name, stage_table_corpus
+from .arguments import TrainingArguments
 from .device import say
-from .resume import same_run
-from .objectives import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
-from .sentence_distill import TEXT_UNITS, build_student, read_texts, run_sentence_distillation, split_texts
-from .student import STUDENTS, init_student, parts
-from .trainer import RunOptions, Trainer, TrainingArguments, checkpoints, run_summary, seeded
-
-
-@dataclass
-class DistillOptions(RunOptions):
-    teacher: str = option(
-        help="the teacher: a model directory holding tokenizer.json (any BERT, RoBERTa or DistilBERT)", metavar="DIR"
-    )
-    corpus: list[str] = option(
-        help="text: one sentence per line, a blank line between documents (or --format raw); "
-        ".gz, .xz, .bz2 read as they are; a folder: its files in name order; a Parquet "
-        "file or a datasets directory (save_to_disk): a row a document, from "
-        "--text-column",
-        metavar="FILE",
-    )
-    out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
-    target: str = option(
-        "tokens",
-        "what is matched: tokens (DistilBERT: the teacher's predictions and hidden states, "
-        "a student from its layers) or sentence (the teacher's mean-pooled, normalised "
-        "embedding, through a projection; a student from --preset with its own --tokenizer)",
-        choices=("tokens", "sentence"),
-    )
-    student: str | None = option(
-        None,
-        "tokens: distilbert (default; no token types, no pooler; from a BERT teacher), or "
-        "the teacher's own family with fewer layers (bert, roberta); sentence: any "
-        "family's --preset (default bert)",
-        choices=STUDENTS,
-    )
-    preset: str | None = option(None, "sentence: the student's size (default tiny)")
-    tokenizer: str | None = option(None, "sentence: the student's tokenizer.json or directory (default: the teacher's)")
-    text_unit: str = option(
-        "document", "sentence: a training text is a whole document or each of its sentences", choices=TEXT_UNITS
-    )
-    layers: str | None = option(
-        None,
-        "teacher layers the student starts from, in order (default: spread evenly over "
-        "the teacher, half its depth: 12 → 0,2,4,7,9,11)",
-        metavar="I,J,…",
-    )
-    depth: int | None = option(
-        None, "student layers with the default spread (default half the teacher's)", check=POSITIVE
-    )
-    alpha_ce: float | None = option(
-        None,
-        "weight of T²·KL between the softened predictions (default 5.0; 0 and said when the teacher has no MLM head)",
-        check=NON_NEGATIVE,
-    )
-    alpha_mlm: float | None = option(
-        None, "weight of the student's own MLM loss (default 2.0; sentence: 0)", check=NON_NEGATIVE
-    )
-    alpha_cos: float | None = option(
-        None,
-        "weight of 1 − cos between the last hidden states (sentence: between the embeddings) (default 1.0)",
-        check=NON_NEGATIVE,
-    )
-    alpha_mse: float | None = option(
-        None,
-        "weight of the squared error between the logits (default 0; sentence: the "
-        "squared distance between the embeddings, default 1.0)",
-        check=NON_NEGATIVE,
-    )
-    temperature: float = option(2.0, "softmax temperature of the soft targets", check=POSITIVE_NUMBER)
-    ce_over: str = option("masked", "positions the soft targets are matched at", choices=("masked", "all"))
-    masking: str = option(
-        "uniform",
-        "uniform (BERT's) or smoothed (DistilBERT's: p ∝ count^-0.7 over the batch)",
-        choices=("uniform", "smoothed"),
-    )
-    mlm_probability: float = option(0.15, "share of tokens masked", check=MASKING_RATE)
-    steps: int | None = option(
-        None, "optimizer steps (default 1000; with --time-budget a cap, default none)", check=POSITIVE
-    )
-    batch_size: int = option(32, "global batch (over accumulation and ranks)", check=POSITIVE)
-    seq_len: int = option(128, "tokens per sequence, special tokens included", check=POSITIVE)
-    lr: float = option(5e-4, "peak learning rate (DistilBERT: 5e-4)", check=POSITIVE_NUMBER)
-    warmup: int = option(100, "warmup steps, then linear decay to 0", check=NON_NEGATIVE)
-    weight_decay: float = option(0.0, "AdamW's decoupled weight decay (DistilBERT: 0)", check=NON_NEGATIVE)
-    dropout: float | None = option(
-        None, "the student's dropout while distilling (default: the teacher config's)", check=DROPOUT
-    )
-    accumulation: int = option(1, "micro-batches per optimizer step", check=POSITIVE)
-    max_grad_norm: float = option(5.0, "gradient clipping norm (DistilBERT: 5)", check=POSITIVE_NUMBER)
-    bf16: bool = option(
-        False,
-        "bf16 autocast for the student (pays where the CPU multiplies bf16 natively; on a GPU "
-        "the precision is measured and said)",
-    )
-    teacher_precision: str = option(
-        "auto",
-        "the teacher's inference: auto (bf16 where a same-run probe shows it pays), fp32 or bf16",
-        choices=("auto", "fp32", "bf16"),
-    )
-    seed: int = option(0, "seeds dropout, the instances and the masks")
-    format: str = option("lines", "corpus format", choices=FORMATS)
-    text_column: str | None = option(
-        None,
-        "read the --corpus files as tables (CSV / TSV / JSON lines / Parquet / a "
-        "datasets directory) and distil on this column's texts, a record a "
-        "document; a Parquet or datasets --corpus is read so without it, from "
-        "its 'text' column",
-        metavar="NAME",
-    )
-    heldout: float = option(
-        0.02, "fraction (or count ≥ 1) of documents held out for evaluation", check=FRACTION_OR_COUNT
-    )
-
-    def __post_init__(self):
-        check_options(self)
-        sentence = self.target == "sentence"
-        if self.student is None:
-            self.student = "bert" if sentence else "distilbert"
-        if sentence:
-            misplaced = [
-                flag
-                for flag, value in (
-                    ("--layers", self.layers),
-                    ("--depth", self.depth),
-                    ("--alpha-ce", self.alpha_ce or None),
-                )
-                if value is not None
-            ]
-            if misplaced:
-                raise ValueError(
-                    f"{', '.join(misplaced)}: for --target tokens; a sentence-level student is built from "
-                    "--preset with its own tokenizer (no teacher layers to copy, no token predictions to match)"
-                )
-            if self.student not in SENTENCE_STUDENTS:
-                raise ValueError(
-                    f"--student {self.student}: a sentence-level student is one of "
-                    f"{', '.join(SENTENCE_STUDENTS)}, built from --preset"
-                )
-            self.preset = self.preset or "tiny"
-        else:
-            given = [
-                flag
-                for flag, value in (("--preset", self.preset), ("--tokenizer", self.tokenizer))
-                if value is not None
-            ]
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)}: for --target sentence; a --target tokens student is the teacher's "
-                    "layers, its vocabulary and width (use --layers / --depth)"
-                )
-
-    def recipe(self) -> Recipe:
-        """What the student learns from: DistilBERT's MLM over full sentences, masked per batch
-        (uniform: BERT's dynamic masks; smoothed: p ∝ count^-0.7)."""
-        return Recipe.resolve(
-            self.student,
-            objective="mlm",
-            packing="full-sentences",
-            masking="smoothed" if self.masking == "smoothed" else "dynamic",
-            max_seq_length=self.seq_len,
-            mlm_probability=self.mlm_probability,
-            max_predictions=max(1, round(self.seq_len * self.mlm_probability)),
-        )
-
-    def alphas(self) -> Alphas:
-        """The loss weights with each target's defaults filled in (alpha_ce: see distill())."""
-        if self.target == "sentence":
-            return Alphas(
-                ce=0.0,
-                mlm=_given(self.alpha_mlm, 0.0),
-                cos=_given(self.alpha_cos, 1.0),
-                mse=_given(self.alpha_mse, 1.0),
-            )
-        return Alphas(
-            ce=_given(self.alpha_ce, 5.0),
-            mlm=_given(self.alpha_mlm, 2.0),
-            cos=_given(self.alpha_cos, 1.0),
-            mse=_given(self.alpha_mse, 0.0),
-        )
-
-    def layer_list(self) -> list[int] | None:
-        if self.layers is None:
-            return None
-        try:
-            return [int(x) for x in self.layers.split(",")]
-        except ValueError:
-            raise ValueError(f"--layers {self.layers!r}: comma-separated layer numbers such as 0,2,4") from None
-
-
-SENTENCE_STUDENTS = ("bert", "roberta", "distilbert")
-
-
-def _given(value: float | None, default: float) -> float:
-    return default if value is None else value
+from .distill_options import DistillOptions
+from .distillation import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
+from .pretrain_data import PretrainData
+from .run import Run, claim_run, run_summary, seeded
+from .sentence_distill import build_student, read_texts, run_sentence_distillation, split_texts
+from .student import init_student, parts
+from .trainer import Trainer
 
 
 def _teacher(o: DistillOptions):
@@ -301,19 +105,17 @@ def _checked_distill(o: DistillOptions, asked: DistillOptions, resume: bool, ove
     objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over, teacher_bf16)
     with seeded(o.seed):
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
-    if o.seq_len > student.config.max_length:
-        raise ValueError(f"--seq-len {o.seq_len} is longer than the teacher's {student.config.max_length} positions")
+    if o.max_length > student.config.max_length:
+        raise ValueError(
+            f"--max-length {o.max_length} is longer than the teacher's {student.config.max_length} positions"
+        )
     check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=False)
     dist.init_from_env(device)
-    out = Path(o.out_dir)
-    if dist.is_main():
-        claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
-    dist.barrier()
-    if resume and not checkpoints(out):  # killed before its first checkpoint: start again
-        resume, overwrite = False, True
-    same_run(out, asked, resume)  # a resume with options that change the run is refused here, before any write
+    run = claim_run(o.out_dir, "distill", asked, resume, overwrite, o.run_arguments(o.steps))
+    if run.done is not None:
+        return run.done  # complete under these options: nothing changes
     with seeded(o.seed):
-        return _distill(o, teacher, tokenizer, student, objective, out, resume, overwrite, notes, device)
+        return _distill(o, teacher, tokenizer, student, objective, run, notes, device)
 
 
 def _distill_sentences(
@@ -338,8 +140,8 @@ def _distill_sentences(
             f"the student uses the teacher's tokenizer ({teacher_tok.vocab_size:,} tokens): its embedding "
             "table alone may outweigh the rest of a small preset; --tokenizer gives it one of its own"
         )
-    with seeded(o.seed):  # the preset, --seq-len and the tokenizer's specials, checked before anything is written
-        build_student(o.student, o.preset, student_tok, o.seq_len, bool(alphas.mlm))
+    with seeded(o.seed):  # the preset, --max-length and the tokenizer's specials, checked before anything is written
+        build_student(o.student, o.preset, student_tok, o.max_length, bool(alphas.mlm))
     if alphas.mlm and student_tok.token_to_id(get_family(o.student).specials.mask) is None:
         raise ValueError(
             f"--alpha-mlm {alphas.mlm}: the student's tokenizer has no "
@@ -357,24 +159,12 @@ def _distill_sentences(
             "--target sentence runs in one process (the teacher dominates; run ranks of it in parallel "
             "for different seeds instead)"
         )
-    out = Path(o.out_dir)
-    claim_output_dir(out, "distill", resume=resume, overwrite=overwrite)
-    if resume and not checkpoints(out):
-        resume, overwrite = False, True
-    same_run(out, asked, resume)
+    run = claim_run(o.out_dir, "distill", asked, resume, overwrite, o.run_arguments(o.steps))
+    if run.done is not None:
+        return run.done
     with seeded(o.seed):
         return run_sentence_distillation(
-            o,
-            teacher,
-            teacher_tok,
-            student_tok,
-            objective,
-            (train_texts, heldout_texts),
-            out,
-            resume,
-            overwrite,
-            notes,
-            device,
+            o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts), run, notes, device
         )
 
 
@@ -384,65 +174,35 @@ def _distill(
     tokenizer,
     student,
     objective: DistillationObjective,
-    out: Path,
-    resume: bool,
-    overwrite: bool,
+    run: Run,
     notes: list[str],
     device: torch.device,
 ) -> dict[str, Any]:
+    out = run.out
     if o.dropout is not None:
         set_dropout(student, o.dropout)
-    if dist.is_main() and not resume:
+    if dist.is_main() and not run.resume:
         tokenizer.save(out / "tokenizer.json")
     recipe = o.recipe()
-    store = build_store(
-        o.corpus,
-        tokenizer,
-        replace(recipe, masking="dynamic"),
-        seed=o.seed,
-        cache_dir=out / "cache",
-        format=o.format,
-        heldout=heldout_value(o.heldout),
-        show_progress=not o.quiet and dist.is_main(),
-    )
-    if store.num_instances < o.batch_size:
-        raise ValueError(
-            f"{', '.join(o.corpus)}: {store.num_instances} sequences of length {o.seq_len}, fewer than one "
-            f"batch of {o.batch_size}; use a larger corpus or a smaller --batch-size / --seq-len"
-        )
+    data = PretrainData.build(o, tokenizer, replace(recipe, masking="dynamic"), out)  # rank 0 builds it
     if recipe.masking == "smoothed":  # weights from the training text's counts: known once the store is built
-        m = store.masker
-        store = store.masked_by(
-            Masker(
-                recipe,
-                m.mask_id,
-                m.special_ids,
-                m.random_ids,
-                token_weights(store.token_counts(student.config.vocab_size)),
-            )
+        m = data.store.masker
+        weights = token_weights(data.token_counts(student.config.vocab_size))
+        data = replace(
+            data, store=data.store.masked_by(Masker(recipe, m.mask_id, m.special_ids, m.random_ids, weights))
         )
-
-    def batches(step: int) -> dict[str, torch.Tensor]:
-        return store.batch(step, o.batch_size)
-
-    evaluate = None
-    if store.heldout is not None and store.heldout.num_instances:
-        size = min(o.batch_size, store.heldout.num_instances)
-        n = max(1, min(o.eval_batches, math.ceil(store.heldout.num_instances / size)))
-        eval_batches = [store.heldout.batch(i, size, seed=o.seed + 1) for i in range(n)]
-
-        def evaluate(m):
-            return evaluate_student(m, teacher, eval_batches)
+    held = data.heldout_batches(objective, o.eval_batches)
+    evaluate = (lambda m: evaluate_student(m, teacher, held)) if held else None
 
     trainer = Trainer(
         student,
-        TrainingArguments.from_options(o, out, overwrite, device=str(device)),
-        batches,
+        TrainingArguments.from_options(o, out, run.overwrite, device=str(device)),
+        data.batches(objective),
         objective,
         evaluate,
         save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"),
     )
-    result = trainer.train(resume=resume)
+    result = trainer.train(resume=run.resume)
     summary = {
         "teacher": o.teacher,
         "teacher_architecture": teacher.architecture,
@@ -456,7 +216,4 @@ def _distill(
         **run_summary(trainer, result),
         "options": asdict(o),
     }
-    if dist.is_main() and not result["interrupted"]:
-        student.save(out)
-        atomic_write_json(out / "summary.json", summary)
-    return summary
+    return run.finish(student.save, summary, result["interrupted"])

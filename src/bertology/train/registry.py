@@ -2,9 +2,10 @@
 
 A new objective is one file under train/ with its objective class and one line here (and its name in
 data/recipe.py's OBJECTIVES, with the head a --init checkpoint is checked against). The Trainer
-needs of it `totals(batch)` and `objective(model, micro_batch, totals) -> (loss, metrics)`
-(train/objectives.py); a sentence objective adds what train/sentences.py lists, and
-pretrain.py runs it on the same store, Trainer and checkpoints as the masked objectives.
+needs of it `totals(batch)` and `objective(model, micro_batch, totals) -> (loss, metrics)`, the job
+`evaluate(model, batches)` (train/mlm.py is the smallest example); `save` / `load` where it carries
+state across steps (train/plm.py); a sentence objective adds what train/sentences.py lists.
+docs/development.md ("Adding a pretraining objective") has the whole list.
 
     >>> from types import SimpleNamespace
     >>> type(objective_for("simcse", SimpleNamespace(temperature=None))).__name__
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..data.recipe import RTD, SIMCSE, TSDAE
-from .objectives import PretrainingObjective, ReplacedTokenDetectionObjective
+from ..data.recipe import PLM, RTD, SIMCSE, TSDAE
+from .mlm import PretrainingObjective
+from .plm import PermutationLMObjective
+from .rtd import ReplacedTokenDetectionObjective
 from .simcse import SimCSEObjective
 from .tsdae import TSDAEObjective
 
@@ -33,6 +36,7 @@ REGISTRY: dict[str, Callable[[Any], Any]] = {
     "mlm+nsp": lambda o: PretrainingObjective(),  # the pair term comes with the batch's labels
     "mlm+sop": lambda o: PretrainingObjective(),
     RTD: _rtd,
+    PLM: lambda o: PermutationLMObjective(),
     SIMCSE: SimCSEObjective.from_options,
     TSDAE: TSDAEObjective.from_options,
 }

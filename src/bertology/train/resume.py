@@ -14,10 +14,10 @@ are the run itself: a change there would write a model trained under two configu
     >>> from dataclasses import dataclass
     >>> @dataclass
     ... class Job:
-    ...     seq_len: int = 128
+    ...     max_length: int = 128
     ...     steps: int = 100
-    >>> differences(Job(seq_len=64, steps=200), {"seq_len": 128, "steps": 100}, frozenset({"steps"}))
-    ['--seq-len 64 (the run was started with --seq-len 128)']
+    >>> differences(Job(max_length=64, steps=200), {"max_length": 128, "steps": 100}, frozenset({"steps"}))
+    ['--max-length 64 (the run was started with --max-length 128)']
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json
-from ..options import flag_of
+from ..options import flag_of, renamed
 from . import distributed as dist
 
 RUN_OPTIONS = "options.json"
@@ -40,7 +40,7 @@ RUN_MAY_CHANGE = frozenset(
         "eval_every",
         "eval_batches",
         "save_every",
-        "keep_last",
+        "keep_checkpoints",
         "log_every",
         "quiet",
         "stop_at",
@@ -80,6 +80,9 @@ def differences(options: Any, recorded: dict[str, Any], may_change: frozenset[st
     """One phrase per option whose value differs from the recorded one (outside `may_change`). An option
     the record lacks (added to bertology after the run started) is compared with its default."""
     found = []
+    for old, f in renamed(type(options)).items():  # a run recorded before an option was renamed
+        if old in recorded and f.name not in recorded:
+            recorded = {**recorded, f.name: recorded[old]}
     for f in dataclasses.fields(options):
         if f.name in may_change:
             continue

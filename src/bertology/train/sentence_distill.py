@@ -28,15 +28,18 @@ from torch import nn
 
 from ..data import Masker, Recipe, iter_documents, special_tokens
 from ..data.tokenized import heldout_count, split_documents
-from ..io import atomic_path, atomic_write_json
+from ..io import atomic_path
 from ..models import PreTrainedModel, from_config, get_family, task_class
 from ..models.checkpoint import save as save_checkpoint_layout
 from ..models.heads import mean_pool
 from ..nn import set_dropout
 from ..tokenizers import Tokenizer
-from .objectives import SentenceDistillationObjective, evaluate_sentence_student
+from . import distributed as dist
+from .arguments import TrainingArguments
+from .distillation import SentenceDistillationObjective, evaluate_sentence_student
+from .run import Run, run_summary
 from .student import parts
-from .trainer import Trainer, TrainingArguments, run_summary
+from .trainer import Trainer
 
 TEXT_UNITS = ("document", "sentence")
 
@@ -154,7 +157,7 @@ def build_student(family: str, preset: str, tokenizer: Tokenizer, seq_len: int, 
     config = record.preset(preset, vocab_size=tokenizer.vocab_size, pad_token_id=pad)
     if seq_len > config.max_length:
         raise ValueError(
-            f"--seq-len {seq_len} is longer than the {config.max_length} positions of the {family}-{preset} preset"
+            f"--max-length {seq_len} is longer than the {config.max_length} positions of the {family}-{preset} preset"
         )
     config.max_position_embeddings = max(seq_len + config.position_offset, 64)
     return task_class(family, "ForMaskedLM")(config) if with_mlm else from_config(config, record.backbone)
@@ -168,7 +171,7 @@ def student_masker(o, tokenizer: Tokenizer) -> Masker:
         objective="mlm",
         packing="full-sentences",
         masking="smoothed",
-        max_seq_length=o.seq_len,
+        max_seq_length=o.max_length,
         mlm_probability=o.mlm_probability,
     )
     sp = special_tokens(tokenizer, o.student)
@@ -183,27 +186,25 @@ def run_sentence_distillation(
     student_tok: Tokenizer,
     objective: SentenceDistillationObjective,
     texts: tuple[list[str], list[str]],
-    out: Path,
-    resume: bool,
-    overwrite: bool,
+    run: Run,
     notes: list[str],
     device: torch.device | str = "cpu",
 ) -> dict[str, Any]:
     """The job after every check (distill.distill): build the student, train it with the projection, write it."""
     train_texts, heldout_texts = texts
     with_mlm = bool(objective.alphas.mlm)
-    student = build_student(o.student, o.preset, student_tok, o.seq_len, with_mlm)
+    student = build_student(o.student, o.preset, student_tok, o.max_length, with_mlm)
     if o.dropout is not None:
         set_dropout(student, o.dropout)
     model = SentenceStudent(student, teacher.config.hidden_size)
-    if not resume:
-        student_tok.save(out / "tokenizer.json")
+    if not run.resume and dist.is_main():
+        student_tok.save(run.out / "tokenizer.json")
     batches = SentenceBatches(
         train_texts,
         student_tok,
         teacher_tok,
         o.batch_size,
-        o.seq_len,
+        o.max_length,
         o.seed,
         student_masker(o, student_tok) if with_mlm else None,
     )
@@ -220,13 +221,13 @@ def run_sentence_distillation(
 
     trainer = Trainer(
         model,
-        TrainingArguments.from_options(o, out, overwrite, device=str(device)),
+        TrainingArguments.from_options(o, run.out, run.overwrite, device=str(device)),
         batches,
         objective,
         evaluate,
         save_extra=lambda d: student_tok.save(d / "tokenizer.json"),
     )
-    result = trainer.train(resume=resume)
+    result = trainer.train(resume=run.resume)
     if evaluate is not None:
         final_eval = {f"eval/{k}": v for k, v in trainer.run_evaluation().items()}
     summary = {
@@ -249,7 +250,4 @@ def run_sentence_distillation(
         "eval": final_eval,
         "options": asdict(o),
     }
-    if not result["interrupted"]:
-        model.save_student(out)
-        atomic_write_json(out / "summary.json", summary)
-    return summary
+    return run.finish(model.save_student, summary, result["interrupted"])

@@ -3,7 +3,7 @@ pretraining pipeline: texts read from the instance store unmasked, the sentence 
 
 A sentence objective trains the family's encoder alone (its backbone; no pretraining head is trained
 or saved) on whole texts instead of masks. Its data are the store's rows with packing doc-sentences
-by default: each row one document's sentences up to --seq-len, never joined to the next document's,
+by default: each row one document's sentences up to --max-length, never joined to the next document's,
 so that a row is one text (a package description of the Debian corpus, say) as fine-tuning reads one.
 
 The sentence vector is the mean of the last hidden state over a text's real tokens, not [CLS]:
@@ -34,7 +34,7 @@ TEXT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def trim(rows: Batch) -> Batch:
-    """The rows cut after the longest real row's last token (the store pads every row to --seq-len).
+    """The rows cut after the longest real row's last token (the store pads every row to --max-length).
 
     >>> rows = {"input_ids": torch.tensor([[1, 2, 0, 0], [3, 0, 0, 0]]), "attention_mask": torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0]])}
     >>> trim(rows)["input_ids"].tolist()

@@ -4,10 +4,11 @@ A job supplies three things:
   - a model (a bertology PreTrainedModel);
   - `batches(step) -> dict`: the *global* batch of a step, a pure function of the step, so that a
     resumed run and a data-parallel run see exactly the batches an uninterrupted single process sees;
-  - an objective (see objectives.py): `totals(global_batch)` and `objective(model, micro_batch, totals)
-    -> (loss, metrics)`, where the loss of a micro-batch is already divided by the *global* count
-    (masked tokens, sequences), so that summing gradients over micro-batches and ranks gives the
-    gradient of the global batch whatever the split.
+  - an objective (train/registry.py lists them): `totals(global_batch)` and `objective(model,
+    micro_batch, totals) -> (loss, metrics)`, where the loss of a micro-batch is already divided by the
+    *global* count (masked tokens, sequences), so that summing gradients over micro-batches and ranks
+    gives the gradient of the global batch whatever the split; `save(dir)` and `load(dir, device)`
+    where it carries state from step to step (XLNet's memory), which checkpoints then hold.
 
 The Trainer does AdamW with BERT's decoupled weight decay (not on biases and LayerNorm), linear
 warmup then linear decay, gradient accumulation, clipping, bf16 autocast, periodic evaluation,
@@ -28,154 +29,23 @@ import shutil
 import signal
 import threading
 import time
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
-from ..progress import progress_bar
 from ..io import atomic_dir, atomic_write_text
 from ..models.checkpoint import load_state, read_weights
-from ..options import DEVICE, POSITIVE, POSITIVE_NUMBER, Check, option
+from ..progress import progress_bar
 from . import distributed as dist
-from .device import PRECISIONS, BatchFeed, choose_precision, say, to_device
+from .arguments import TrainingArguments
+from .device import BatchFeed, choose_precision, say, to_device
+from .run import checkpoints
 from .schedules import budget_schedule, schedule
 
 Batch = dict[str, torch.Tensor]
-DEFAULT_STEPS = 1000
-NO_STEP_CAP = 2**62  # a time-budgeted run without --steps: the clock stops it
-
-
-@dataclass(kw_only=True)
-class RunOptions:
-    """The options every long training job shares (logging, evaluation, checkpoints, stopping);
-    a job's options dataclass inherits them, so they are declared once."""
-
-    eval_every: int | None = option(None, "evaluate on the held-out documents every N steps", check=POSITIVE)
-    eval_batches: int = option(8, "held-out batches per evaluation", check=POSITIVE)
-    save_every: int | None = option(None, "checkpoint every N steps", check=POSITIVE)
-    keep_last: int = option(2, "checkpoints kept", check=POSITIVE)
-    log_every: int = option(10, "log metrics every N steps", check=POSITIVE)
-    quiet: bool = option(False, "no progress bar")
-    stop_at: int | None = option(None, "checkpoint and stop at STEP, as if interrupted", check=POSITIVE, metavar="STEP")
-    compile: bool = option(
-        False,
-        "torch.compile the model's blocks (inductor: fused elementwise work, fewer copies; "
-        "the first steps compile, for a minute or more; bench/pretrain.py measures it)",
-    )
-    time_budget: float | None = option(
-        None,
-        "minutes of training (evaluation included): the run stops when they are "
-        "spent and its learning-rate schedule follows the elapsed share of them "
-        "(warmup and decay in seconds, not steps); --steps is then a cap",
-        check=POSITIVE_NUMBER,
-        metavar="MINUTES",
-    )
-    budget_warmup: float = option(
-        0.1, "share of --time-budget spent warming up (linear schedule)", check=Check("in [0, 1)", lambda v: 0 <= v < 1)
-    )
-    device: str = option(
-        "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
-    )
-
-    def run_arguments(self, steps: int | None) -> dict[str, Any]:
-        """The TrainingArguments these options decide, for a job to add its own to. `steps` None:
-        1000, or no cap under a time budget (the budget ends the run)."""
-        if steps is None:
-            steps = DEFAULT_STEPS if self.time_budget is None else NO_STEP_CAP
-        return dict(
-            steps=steps,
-            log_every=self.log_every,
-            eval_every=self.eval_every,
-            save_every=self.save_every,
-            keep_last=self.keep_last,
-            quiet=self.quiet,
-            stop_at=self.stop_at,
-            compile=self.compile,
-            time_budget_s=None if self.time_budget is None else 60 * self.time_budget,
-            budget_warmup=self.budget_warmup,
-        )
-
-
-@dataclass
-class TrainingArguments:
-    out_dir: str
-    steps: int
-    batch_size: int = 32  # global: summed over accumulation steps and ranks
-    lr: float = 1e-4
-    warmup_steps: int = 0
-    schedule: str = "linear"  # linear (warmup_steps, then decay) | triangle (budget-tied one-cycle)
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-6
-    accumulation: int = 1
-    max_grad_norm: float | None = 1.0
-    bf16: bool = False
-    seed: int = 0
-    log_every: int = 10
-    eval_every: int | None = None
-    save_every: int | None = None
-    keep_last: int = 2
-    checkpoints: bool = True  # False: none at all, not even the final one (a run too short to resume: start it again)
-    quiet: bool = False
-    stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
-    overwrite: bool = False  # start afresh over an earlier run in out_dir (its checkpoints and metrics go)
-    compile: bool = False  # torch.compile the model's blocks (PreTrainedModel.compile_blocks) before training
-    # wall-clock seconds of training: the run stops when they are spent (steps is then a cap) and the
-    # schedule follows the elapsed share of them; elapsed time is kept in checkpoints across resumes
-    time_budget_s: float | None = None
-    budget_warmup: float = 0.1  # share of the time budget spent warming up (linear schedule)
-    # auto: a CUDA GPU when there is one; cpu, cuda, cuda:N (under torchrun: cuda:LOCAL_RANK per process)
-    device: str = "auto"
-    # auto: the CPU as `bf16` says; on CUDA measured (hardware.cuda_precision); fp32, bf16, fp16 (CUDA) as asked
-    precision: str = "auto"
-    # build the next batch on a worker thread during the step (None: on CUDA, where the CPU is otherwise idle)
-    prefetch: bool | None = None
-
-    def __post_init__(self):
-        if self.steps < 1:
-            raise ValueError(f"steps must be ≥ 1, got {self.steps}")
-        if self.batch_size % (self.accumulation * dist.world_size()):
-            raise ValueError(
-                f"batch_size {self.batch_size} is not divisible by accumulation {self.accumulation} × "
-                f"world size {dist.world_size()}"
-            )
-        schedule(self.schedule, self.steps, self.warmup_steps)  # an unknown name fails here, before any write
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
-        if self.time_budget_s is not None:
-            if not self.time_budget_s > 0:
-                raise ValueError(f"time budget must be > 0 seconds, got {self.time_budget_s}")
-            budget_schedule(self.schedule, self.budget_warmup)
-        self.betas = tuple(self.betas)
-
-    @classmethod
-    def from_options(cls, o, out: Path | str, overwrite: bool, **decided: Any) -> "TrainingArguments":
-        """The one place a job's options become the Trainer's arguments: every field the options
-        carry under the same name (lr, batch_size, seed, device, …; `warmup` as warmup_steps), a RunOptions'
-        `run_arguments` (steps, logging, checkpoints, time budget), then what the job `decided`
-        itself (fine-tuning: steps from its epochs, warmup from its ratio, …; the device it resolved)."""
-        taken = {f: getattr(o, f) for f in cls.__dataclass_fields__ if f not in ("out_dir", "steps") and hasattr(o, f)}
-        if hasattr(o, "warmup"):
-            taken["warmup_steps"] = o.warmup
-        if isinstance(o, RunOptions):
-            taken.update(o.run_arguments(o.steps))
-        return cls(out_dir=str(out), **{**taken, "overwrite": overwrite, **decided})
-
-
-def run_summary(trainer: "Trainer", result: dict[str, Any]) -> dict[str, Any]:
-    """What every job's summary.json says about its run: steps, interruption, time, the last
-    training and evaluation metrics."""
-    return {
-        "steps": result["step"],
-        "interrupted": result["interrupted"],
-        "train_seconds": trainer.elapsed_s,
-        "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
-        "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
-    }
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -192,89 +62,6 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
         {"params": [p for p in params if id(p) not in no_decay], "weight_decay": weight_decay},
         {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0},
     ]
-
-
-def checkpoints(out_dir: str | Path) -> list[Path]:
-    """The complete checkpoints of a run directory, oldest first (a directory appears only once whole)."""
-    directory = Path(out_dir) / "checkpoints"
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.iterdir() if p.name.startswith("step-") and (p / "trainer_state.pt").is_file())
-
-
-def resume_status(out_dir: str | Path, run: dict[str, Any]) -> tuple[bool, str | None]:
-    """(complete, note) for resuming the run in `out_dir` under `run` (RunOptions.run_arguments: steps,
-    time_budget_s). Complete: its newest checkpoint already reached those steps or spent that time, so a
-    resume would train nothing and only rewrite the finished model and summary; the note says so. Otherwise
-    the note says when a finished run continues because its budget was raised; None for an interrupted run.
-    Read from trainer_state.pt memory-mapped: its optimizer moments are not loaded for this."""
-    found = checkpoints(out_dir)
-    if not found:
-        return False, None
-    file = found[-1] / "trainer_state.pt"
-    try:
-        state = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
-        before = json.loads(state["args"])
-    except Exception as e:
-        raise ValueError(f"{file}: corrupt or unreadable checkpoint ({e})") from None
-    step, elapsed = int(state["step"]), float(state.get("elapsed_s", 0.0))
-    if _reached(step, elapsed, run["steps"], run.get("time_budget_s")):
-        asked = _budget(run["steps"], run.get("time_budget_s"))
-        return True, (
-            f"{out_dir}: the run is complete (step {step:,}, {asked}): nothing to train "
-            "(raise --steps or --time-budget to train it further)"
-        )
-    if _reached(step, elapsed, int(before["steps"]), before.get("time_budget_s")):
-        finished, raised = (
-            _budget(int(before["steps"]), before.get("time_budget_s")),
-            _budget(run["steps"], run.get("time_budget_s")),
-        )
-        return (
-            False,
-            f"{out_dir}: the run had finished at step {step:,} ({finished}); continuing it to {raised}, the raised budget",
-        )
-    return False, None
-
-
-def finished_run(out_dir: str | Path, run: dict[str, Any]) -> dict[str, Any] | None:
-    """On resume: the summary.json (marked "already_complete") of a run already complete under `run`, which is
-    then left as it is; None when the resume has training to do. Either is said through `say`."""
-    complete, note = resume_status(out_dir, run)
-    summary = Path(out_dir) / "summary.json"
-    if complete and summary.is_file():
-        say(f"{note}; nothing was changed")
-        return {**json.loads(summary.read_text(encoding="utf-8")), "already_complete": True}
-    if complete:  # killed between its last checkpoint and its summary: the resume writes what is missing
-        say(f"{note}; writing the final model and summary.json, which the run did not write")
-    elif note is not None:
-        say(note)
-    return None
-
-
-def _reached(step: int, elapsed_s: float, steps: int, time_budget_s: float | None) -> bool:
-    return step >= steps or (time_budget_s is not None and elapsed_s >= time_budget_s)
-
-
-def _budget(steps: int, time_budget_s: float | None) -> str:
-    """A run's budget in the options' words: "--steps 3", "--time-budget 2 min"."""
-    if time_budget_s is None:
-        return f"--steps {steps:,}"
-    return f"--time-budget {time_budget_s / 60:g} min" + (f", --steps {steps:,}" if steps < NO_STEP_CAP else "")
-
-
-@contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """torch's global random state seeded with `seed` inside the block and restored after it: for
-    what draws from it (weight initialisation, dropout) without changing the caller's stream."""
-    with torch.random.fork_rng(devices=_cuda_devices()):
-        torch.manual_seed(seed)
-        yield
-
-
-def _cuda_devices() -> list[int]:
-    """The GPUs whose random state fork_rng keeps: all of them once CUDA has started (torch.manual_seed
-    seeds them all), none before (asking for a state would start CUDA in a CPU job)."""
-    return list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
 
 
 class Trainer:
@@ -346,8 +133,10 @@ class Trainer:
             self.model.save(tmp)
             if self.save_extra is not None:
                 self.save_extra(tmp)
+            if hasattr(self.objective, "save"):  # state an objective carries across steps (XLNet's memory)
+                self.objective.save(tmp)
             torch.save(self._trainer_state(), tmp / "trainer_state.pt")
-        for old in self.checkpoints()[: -self.args.keep_last]:
+        for old in self.checkpoints()[: -self.args.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
         dist.barrier()
         return final
@@ -396,6 +185,8 @@ class Trainer:
             except Exception as e:
                 raise ValueError(f"{checkpoint}: corrupt or unreadable weights ({e})") from None
             load_state(self.model, tensors, source, strict=True)
+        if hasattr(self.objective, "load"):
+            self.objective.load(checkpoint, self.device)
         self.elapsed_s = float(state.get("elapsed_s", 0.0))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..stats import pearson, spearman
 from .vectors import KeyedVectors, unit
 
 RESTRICT_VOCAB = 300_000
@@ -113,35 +114,6 @@ def evaluate_analogies(
     return AnalogyResult(
         sections, sum(c for c, _ in sections.values()), sum(a for _, a in sections.values()), questions, skipped
     )
-
-
-def ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties given their mean rank (scipy's rankdata 'average').
-
-    >>> ranks(np.array([10.0, 20.0, 10.0, 30.0])).tolist()
-    [1.5, 3.0, 1.5, 4.0]
-    """
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    first = np.concatenate([[True], sorted_x[1:] != sorted_x[:-1]])
-    group = np.cumsum(first) - 1
-    starts = np.flatnonzero(first)
-    ends = np.concatenate([starts[1:], [len(x)]])
-    mean_rank = (starts + ends + 1) / 2.0
-    out = np.empty(len(x))
-    out[order] = mean_rank[group]
-    return out
-
-
-def pearson(x, y) -> float:
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    xm, ym = x - x.mean(), y - y.mean()
-    denominator = np.linalg.norm(xm) * np.linalg.norm(ym)
-    return float(np.dot(xm, ym) / denominator) if denominator else float("nan")
-
-
-def spearman(x, y) -> float:
-    return pearson(ranks(np.asarray(x, np.float64)), ranks(np.asarray(y, np.float64)))
 
 
 def evaluate_pairs(

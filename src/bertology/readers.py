@@ -28,8 +28,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..io import compression, open_corpus
-from ..tables import open_table, table_format
+from .io import compression, open_corpus
+from .tables import open_table, table_format
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 

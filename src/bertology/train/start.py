@@ -19,19 +19,9 @@ as google/electra-*-generator ships), or else new at `--generator-size`. Either 
 discriminator's embeddings, so a loaded generator must have their shape (vocabulary, embedding size,
 positions, token types); its own copy of them is replaced (a warning where it differs).
 
-Vocabulary extension (`--extend-vocab N`): the family's tokenizer kind is trained on the corpus (its
-text normalized as the checkpoint's tokenizer normalizes it), and the N most frequent of its
-word-initial pieces that the checkpoint's tokenizer splits into two pieces or more are added to the
-checkpoint's vocabulary (WordPiece and Unigram: one entry each; byte-level BPE: the merges that build
-the piece from the checkpoint's pieces, an intermediate piece counting as one of the N). Each new row
-of the token embedding, and of every other vocabulary-sized tensor (the MLM bias; an untied decoder),
-is the mean of the rows of the piece's old pieces: the rule most practitioners use (the new piece
-starts where the model already "reads" the word, so nothing it knew is disturbed), and a new id
-has ids ≥ the old vocabulary size, so every old row keeps its place (transformers'
-`resize_token_embeddings` layout).
-
-Nothing here is a second training loop or a second model class: the model is the family's own,
-and the job (pretrain.py, plm.py) runs it as it runs a preset's, at the same speed.
+Vocabulary extension is tokenizers/extend.py (the pieces) and models/resize.py (the rows); a table
+corpus is staged by data/staging.py. Nothing here is a second training loop or a second model class:
+the model is the family's own, and the pretraining job runs it as it runs a preset's.
 """
 
 from __future__ import annotations
@@ -40,25 +30,22 @@ import copy
 import json
 import os
 import warnings
-from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import torch
 
-from ..data import Recipe, check_corpus_documents, heldout_value
-from ..data.corpus import split_sentences
-from ..io import atomic_path, atomic_write_json, iter_files
+from ..io import atomic_write_json
 from ..models import PRETRAINABLE, get_family, task_class
 from ..models.checkpoint import (
     CheckpointError,
     absent_parameters,
-    check_tokenizer as check_model_tokenizer,
     load_state,
     read_config,
     read_weights,
+)
+from ..models.checkpoint import (
+    check_tokenizer as check_model_tokenizer,
 )
 from ..models.config import ElectraConfig, EncoderConfig
 from ..models.electra import (
@@ -69,13 +56,10 @@ from ..models.electra import (
     check_shared_embeddings,
     generator_config,
 )
-from ..tables import DEFAULT_TEXT_COLUMN, table_format
-from ..tasks.readers import read_table
-from ..tokenizers import Tokenizer, train
-from ..tokenizers.corpus import count_words_in_files
+from ..tokenizers import Tokenizer
+from ..tokenizers.extend import Extension
 
 CONTINUABLE = PRETRAINABLE  # the families --init continues: every one that pretrains here
-INIT_RECORD = "init.json"  # in the output directory: which checkpoint (and extension) the run continues
 
 
 @dataclass
@@ -146,8 +130,8 @@ def check_init(o, head: str) -> Start:
         raise ValueError(
             f"--init-embeddings {o.init_embeddings} contradicts {where}: the token embedding comes from the checkpoint"
         )
-    if family != "xlnet" and o.seq_len > config.max_length:  # XLNet's positions are relative: any length
-        raise ValueError(f"--seq-len {o.seq_len} is longer than the {config.max_length} positions of {where}")
+    if family != "xlnet" and o.max_length > config.max_length:  # XLNet's positions are relative: any length
+        raise ValueError(f"--max-length {o.max_length} is longer than the {config.max_length} positions of {where}")
     try:
         tensors, weights = read_weights(path)
     except FileNotFoundError as e:
@@ -338,212 +322,16 @@ def resumed_pair(start: Start, generator_size: float, vocab_size: int) -> Electr
 # ---- vocabulary extension --------------------------------------------------------------------------
 
 
-@dataclass
-class Extension:
-    """What --extend-vocab added: the new pieces (in id order), each new id's old pieces, and the
-    tokens per word of the corpus before and after."""
+# ---- the run's record of its start, for --resume ------------------------------------------------------
 
-    tokenizer: Tokenizer
-    pieces: list[str]
-    old_ids: list[list[int]]  # per new id, the checkpoint's ids of its pieces
-    base: int  # the first new id (the checkpoint's vocabulary size)
-    tokens_per_word_before: float
-    tokens_per_word_after: float
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def summary(self) -> dict:
-        return {
-            "added": len(self.pieces),
-            "first_id": self.base,
-            "pieces": self.pieces[:50],
-            "tokens_per_word_before": self.tokens_per_word_before,
-            "tokens_per_word_after": self.tokens_per_word_after,
-            "init": "mean of the checkpoint's rows of the piece's old pieces",
-        }
-
-    def __str__(self) -> str:
-        shown = ", ".join(self.pieces[:10]) + (", …" if len(self.pieces) > 10 else "")
-        return (
-            f"--extend-vocab: {len(self.pieces)} pieces added (ids {self.base}…{self.base + len(self.pieces) - 1}: "
-            f"{shown}), each row the mean of its old pieces' rows; the corpus tokenizes to "
-            f"{self.tokens_per_word_before:.3f} → {self.tokens_per_word_after:.3f} tokens per word"
-        )
-
-
-def _word_start(piece: str, model_json: dict) -> bool:
-    """A piece that begins a word: no WordPiece continuation prefix (a SentencePiece ▁ or byte-level Ġ piece
-    is word-initial when it carries the mark; pieces inside words are left alone)."""
-    kind = model_json["type"]
-    if kind == "WordPiece":
-        return not piece.startswith(model_json.get("continuing_subword_prefix") or "##")
-    return piece.startswith(("▁", "Ġ"))
-
-
-def tokens_per_word(tok: Tokenizer, words: dict[str, int]) -> float:
-    """Σ count × pieces of each pre-tokenized word / Σ count (special tokens not counted)."""
-    total = sum(words.values())
-    return sum(c * len(tok.model.tokenize(w)) for w, c in words.items()) / max(1, total)
-
-
-def choose_pieces(old: Tokenizer, domain: Tokenizer, words: dict[str, int], n: int) -> list[tuple[str, list[int], int]]:
-    """The n most frequent word-initial pieces of the `domain` tokenizer over `words` (the corpus's
-    pre-tokenized words and counts, as `old` normalizes them) that `old` lacks and splits into ≥ 2
-    pieces: (piece, its old ids, its count), most frequent first (ties by the piece)."""
-    spec = old.model.to_json()
-    counts: Counter[str] = Counter()
-    for w, c in words.items():
-        pieces = domain.model.tokenize(w)
-        if pieces:
-            counts[pieces[0].value] += c
-    normalize = old.normalizer.normalize_str if old.normalizer is not None else (lambda s: s)
-    chosen = []
-    for piece, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        if len(chosen) == n:
-            break
-        if old.token_to_id(piece) is not None or not _word_start(piece, spec) or normalize(piece) != piece:
-            continue
-        split = old.model.tokenize(piece)
-        if len(split) >= 2 and all(t.id is not None for t in split):
-            chosen.append((piece, [t.id for t in split], c))
-    return chosen
-
-
-def extended_tokenizer(
-    old: Tokenizer, chosen: list[tuple[str, list[int], int]], base: int
-) -> tuple[Tokenizer, list[str], list[list[int]]]:
-    """`old` with the chosen pieces at ids base, base+1, …; returns it, the new pieces in id order and
-    each one's old ids (byte-level BPE adds the intermediate pieces of each merge chain too)."""
-    data = old.to_json()
-    model = data["model"]
-    pieces, old_ids = [], []
-    kind = model["type"]
-    if kind == "WordPiece":
-        for piece, ids, _ in chosen:
-            model["vocab"][piece] = base + len(pieces)
-            pieces.append(piece)
-            old_ids.append(ids)
-    elif kind == "Unigram":
-        if len(model["vocab"]) != base:
-            raise ValueError(
-                f"--extend-vocab: the Unigram vocabulary has {len(model['vocab'])} pieces but the "
-                f"embedding table {base} rows; new pieces would not get the next ids"
-            )
-        scores = [s for _, s in model["vocab"]]
-        for piece, ids, _ in chosen:
-            # its old pieces' summed score plus a margin per piece saved: Viterbi takes the new piece wherever
-            # its span would otherwise be those pieces, or other new pieces (each saves fewer)
-            model["vocab"].append([piece, sum(scores[i] for i in ids if i < len(scores)) + 0.5 * (len(ids) - 1)])
-            pieces.append(piece)
-            old_ids.append(ids)
-    elif kind == "BPE":
-        vocab, merges = model["vocab"], model["merges"]
-        n = len(chosen)
-        for piece, ids, _ in chosen:
-            parts = [old.id_to_token(i) for i in ids]
-            chain = [parts[0]]
-            for part in parts[1:]:
-                chain.append(chain[-1] + part)  # each merge builds the next prefix of the piece
-            needed = [c for c in chain[1:] if c not in vocab]
-            if len(pieces) + len(needed) > n:  # an intermediate piece counts as one of the n
-                continue
-            for left, part, merged in zip(chain, parts[1:], chain[1:]):
-                merges.append([left, part])  # ranked after every old merge: old words split as before
-                if merged not in vocab:
-                    vocab[merged] = base + len(pieces)
-                    pieces.append(merged)
-                    old_ids.append([t.id for t in old.model.tokenize(merged)])
-    else:
-        raise ValueError(f"--extend-vocab: a {kind} tokenizer cannot be extended")
-    tok = Tokenizer.from_json(data)
-    for piece, i in zip(pieces, range(base, base + len(pieces))):
-        if tok.token_to_id(piece) != i:
-            raise ValueError(
-                f"--extend-vocab: {piece!r} would get id {tok.token_to_id(piece)}, not {i}; the "
-                "tokenizer's ids are not contiguous with the embedding table"
-            )
-    return tok, pieces, old_ids
-
-
-def extend_vocabulary(
-    old: Tokenizer,
-    corpus: list[str],
-    n: int,
-    family: str,
-    base: int,
-    vocab_size: int | None = None,
-    show_progress: bool = False,
-) -> Extension:
-    """Train the family's tokenizer kind on `corpus` (normalized as `old` normalizes) with `vocab_size`
-    pieces (default: as many as `old`), choose up to n new pieces and build the extended tokenizer."""
-    record = get_family(family)
-    normalize = old.normalizer.normalize_str if old.normalizer is not None else None
-    lines = (normalize(line) if normalize else line for line in iter_files(corpus))
-    domain = train(
-        lines=lines,
-        family=record.tokenizer,
-        vocab_size=vocab_size or old.vocab_size,
-        show_progress=show_progress,
-        **dict(record.tokenizer_options),
-    )
-    words = count_words_in_files(corpus, old.normalizer, old.pre_tokenizer, show_progress=show_progress)
-    chosen = choose_pieces(old, domain, words, n)
-    if not chosen:
-        raise ValueError(
-            f"--extend-vocab {n}: no piece of the tokenizer trained on {corpus_name(corpus)} is new to "
-            "the checkpoint's vocabulary; the corpus needs no extension"
-        )
-    tok, pieces, old_ids = extended_tokenizer(old, chosen, base)
-    tok.no_truncation()
-    tok.no_padding()
-    return Extension(
-        tok,
-        pieces,
-        old_ids,
-        base,
-        tokens_per_word(old, words),
-        tokens_per_word(tok, words),
-        {p: c for p, _, c in chosen},
-    )
-
-
-@torch.no_grad()
-def grow_vocabulary(model, old_ids: list[list[int]]) -> torch.nn.Module:
-    """The same model with len(old_ids) more vocabulary entries: every tensor with a vocabulary-sized
-    first dimension (the token embedding; the MLM / LM bias; an untied decoder) keeps its rows and gains
-    one per new id, the mean of the rows at that id's old pieces. A new model object (its tied decoder
-    tied again); the old one is left as it was."""
-    V = model.config.vocab_size
-    config = copy.deepcopy(model.config)
-    config.vocab_size = V + len(old_ids)
-    grown = (
-        ElectraPair(config, gen_config=replace(model.generator.config, vocab_size=config.vocab_size))
-        if isinstance(model, ElectraPair)
-        else type(model)(config)
-    )  # the pair: both grow, still sharing
-    state = grown.state_dict()
-    for name, value in model.state_dict().items():
-        target = state[name]
-        if value.shape == target.shape:
-            target.copy_(value)
-        elif value.shape[0] == V and target.shape[0] == config.vocab_size and value.shape[1:] == target.shape[1:]:
-            # a piece that occurs twice in a split counts twice in its mean
-            new_rows = torch.stack([value[torch.tensor(ids)].double().mean(0) for ids in old_ids])  # (N, …)
-            target.copy_(torch.cat([value, new_rows.to(value.dtype)]))
-        else:
-            raise ValueError(
-                f"{name}: shape {tuple(value.shape)} does not grow with the vocabulary to {tuple(target.shape)}"
-            )
-    return grown
-
-
-# ---- the run's record, for --resume ----------------------------------------------------------------
+INIT_RECORD = "init.json"  # in the output directory: which checkpoint (and extension) the run continues
 
 
 def init_record(o) -> dict:
     return {"init": os.path.abspath(o.init) if o.init else None, "extend_vocab": o.extend_vocab}
 
 
-def check_resume(o, out: Path) -> None:
+def check_same_start(o, out: Path) -> None:
     """`--resume` continues the same run: the --init it started from (and its --extend-vocab), or none."""
     file = out / INIT_RECORD
     saved = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {"init": None, "extend_vocab": None}
@@ -568,95 +356,3 @@ def write_init_record(o, out: Path, extension: Extension | None) -> None:
     atomic_write_json(
         out / INIT_RECORD, {**init_record(o), **({"extension": extension.summary()} if extension else {})}
     )
-
-
-# ---- a table's text column as the corpus (TAPT, Parquet, datasets) -----------------------------------
-
-TASK_CORPUS = "task-corpus.txt"  # a table corpus's texts, a record a document, as the text corpus the jobs read
-TASK_CORPUS_SOURCE = "task-corpus.source"  # beside it: the user's files and column, which messages name
-
-
-def is_table_corpus(files: list[str], text_column: str | None) -> bool:
-    """Whether --corpus is read as tables: --text-column given, or a Parquet file / datasets directory in it."""
-    return text_column is not None or any(table_format(f) for f in files)
-
-
-def table_corpus_name(files: list[str], column: str) -> str:
-    """How a message names a table corpus: the user's files and the column read, never the staged text.
-
-    >>> table_corpus_name(["train.csv"], "text")
-    "train.csv (column 'text', a row a document)"
-    """
-    return f"{', '.join(map(str, files))} (column {column!r}, a row a document)"
-
-
-def corpus_name(files: list[str]) -> str:
-    """How a message names a corpus: its files, or for a staged table corpus (TASK_CORPUS with its
-    TASK_CORPUS_SOURCE beside it) the user's files and column it was read from."""
-    names = []
-    for f in map(Path, files):
-        source = f.with_name(TASK_CORPUS_SOURCE)
-        names.append(source.read_text(encoding="utf-8") if f.name == TASK_CORPUS and source.is_file() else str(f))
-    return ", ".join(names)
-
-
-@contextmanager
-def naming_the_users_files(staged: Path, name: str):
-    """A ValueError raised inside that names the staged text file names the user's table (`name`) instead:
-    the checks downstream read the staged file, but the user can only act on their own."""
-    try:
-        yield
-    except ValueError as e:
-        if e.args and isinstance(e.args[0], str) and str(staged) in e.args[0]:
-            e.args = (e.args[0].replace(str(staged), name), *e.args[1:])
-        raise
-
-
-def iter_text_column(files: list[str], column: str) -> Iterator[list[str]]:
-    """Each record's text in `column` of CSV / TSV / JSON-lines / Parquet files or datasets directories, a
-    document of sentences (a record is a document, cut as --format raw cuts one), streamed: a Parquet file or
-    a dataset a batch of rows at a time. A record whose text is null or blank is skipped, as a blank line is.
-    Errors name the file and line or row (a missing column, or one that holds no text, lists those present)."""
-    for path in files:
-        table = read_table(path, stream=True)
-        table.require_text(text_column=column)
-        for row in table.rows:
-            if row.get(column) is None or (isinstance(row[column], str) and not row[column].strip()):
-                continue
-            text = " ".join(row.text(column).split())
-            yield split_sentences(text) or [text]
-
-
-def write_text_corpus(documents: Iterable[list[str]], file: Path) -> int:
-    """One sentence per line, a blank line between documents: the corpus format pretraining reads. Streamed
-    (a document at a time) and atomic; returns the number of documents."""
-    n = 0
-    with atomic_path(file) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        for doc in documents:
-            f.write(("\n" if n else "") + "\n".join(doc) + "\n")
-            n += 1
-    return n
-
-
-def _draws_next_sentences(o) -> bool:
-    """Whether the job pairs sentences across documents (BERT's NSP), which needs two documents in each split:
-    pretrain options (they have a family) whose recipe says so; a distillation never does."""
-    return hasattr(o, "family") and Recipe.from_options(o).pair_task == "nsp"
-
-
-def stage_table_corpus(o, staging: Path):
-    """`o` (options with corpus, text_column, format and heldout) itself for a text corpus; for tables
-    (`is_table_corpus`) a copy whose corpus is their texts, written a document at a time to staging/TASK_CORPUS
-    in the lines format, which every reader of a corpus (tokenizer training, instances, permutation streams)
-    then takes as it is. The documents are counted against --heldout (and NSP's two per split) here, so that
-    the message names the user's table and column, not the staged file; `corpus_name` does so later."""
-    if not is_table_corpus(o.corpus, o.text_column):
-        return o
-    staged, column = staging / TASK_CORPUS, o.text_column or DEFAULT_TEXT_COLUMN
-    name = table_corpus_name(o.corpus, column)
-    if not write_text_corpus(iter_text_column(o.corpus, column), staged):
-        raise ValueError(f"{', '.join(map(str, o.corpus))}: no text in column {column!r} (every row null or blank)")
-    (staging / TASK_CORPUS_SOURCE).write_text(name, encoding="utf-8")
-    with naming_the_users_files(staged, name):
-        check_corpus_documents([str(staged)], "lines", heldout_value(o.heldout), nsp=_draws_next_sentences(o))
-    return replace(o, corpus=[str(staged)], format="lines")
