@@ -25,6 +25,7 @@ from ..viz import attention_html
 from . import schemas
 from .batching import Batcher, BatchLimits
 from .engine import Engine, error_of
+from .handlers import COMMON, HANDLERS
 from .guard import CountCancelled, KeyRequired
 from .metrics import Metrics
 from .openapi import describe, page as api_page
@@ -213,11 +214,6 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
         Route("/metrics", get_metrics),
         Route("/openapi.json", get_openapi),
         Route("/docs", get_docs),
-        Route("/embed", endpoint("embed"), methods=["POST"]),
-        Route("/embed_all", endpoint("embed_all"), methods=["POST"]),
-        Route("/similarity", endpoint("similarity"), methods=["POST"]),
-        Route("/rerank", endpoint("rerank"), methods=["POST"]),
-        Route("/decode", endpoint("decode"), methods=["POST"]),
         Route(
             "/v1/embeddings",
             endpoint(
@@ -227,13 +223,12 @@ def create_app(engine: Engine, options: ServeOptions) -> Starlette:
             ),
             methods=["POST"],
         ),
-        Route("/predict", endpoint("predict"), methods=["POST"]),
-        Route("/fill-mask", endpoint("fill-mask"), methods=["POST"]),
-        Route("/tokenize", endpoint("tokenize"), methods=["POST"]),
-        Route("/tag", endpoint("tag"), methods=["POST"]),
-        Route("/qa", endpoint("qa"), methods=["POST"]),
-        Route("/attention", endpoint("attention", render=attention_render), methods=["POST"]),
     ]
+    # a route per operation of any head (the loaded head's own answer, the others 404): a task added to the
+    # table of handlers is routed with no change here
+    renders = {"attention": attention_render}
+    for op in sorted({*COMMON, *(op for handler in HANDLERS.values() for op in handler.ops)}):
+        routes.append(Route("/" + op, endpoint(op, render=renders.get(op)), methods=["POST"]))
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
     app.state.engine, app.state.batcher, app.state.metrics = engine, batcher, metrics
     if options.api_key is not None:
