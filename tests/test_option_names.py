@@ -61,3 +61,38 @@ def test_the_python_api_takes_an_old_keyword_with_a_deprecation_warning():
         DistillOptions(teacher="t", corpus=["a.txt"], out_dir="o", seq_len=48, max_length=48)
     names = {f.name for f in dataclasses.fields(DistillOptions)}
     assert "seq_len" not in names and "keep_last" not in names
+
+
+@pytest.mark.parametrize("command", ["pretrain", "distill", "finetune"])
+def test_every_training_job_takes_precision_and_bf16_is_its_short_spelling(command):
+    from bertology.cli import _options_of
+    from bertology.options import OptionError
+
+    cls = _options_of(command)
+    required = {
+        "pretrain": dict(family="bert", corpus=["a.txt"], out_dir="o"),
+        "distill": dict(teacher="t", corpus=["a.txt"], out_dir="o"),
+        "finetune": dict(model="m", task="classify", train="t.tsv", out_dir="o"),
+    }[command]
+    assert "--precision" in COMMANDS[command] and COMMANDS[command]["--precision"].choices == (
+        "auto",
+        "fp32",
+        "bf16",
+        "fp16",
+    )
+    assert (cls(**required, bf16=True).precision, cls(**required, precision="bf16").bf16) == ("bf16", True)
+    assert (cls(**required).precision, cls(**required, precision="fp32").bf16) == ("auto", False)
+    with pytest.raises(OptionError, match="--bf16 with --precision fp16: --bf16 is --precision bf16"):
+        cls(**required, bf16=True, precision="fp16")
+
+
+def test_a_precision_the_cpu_cannot_train_in_is_refused_before_the_first_write(tmp_path):
+    from bertology.train.pretrain import PretrainOptions, pretrain
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("One sentence here.\nAnother one there.\n\nA second document.\nIt ends.\n")
+    out = tmp_path / "out"
+    options = PretrainOptions(family="bert", corpus=[str(corpus)], out_dir=str(out), precision="fp16", device="cpu")
+    with pytest.raises(ValueError, match="--precision fp16: fp16 autocast with a gradient scaler is for CUDA GPUs"):
+        pretrain(options)
+    assert not out.exists()

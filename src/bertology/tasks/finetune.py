@@ -44,8 +44,8 @@ from ..options import (
     option,
 )
 from ..train import distributed as dist
-from ..train.arguments import TrainingArguments
-from ..train.device import say
+from ..train.arguments import TrainingArguments, precision_option, resolve_precision
+from ..train.device import check_precision, say
 from ..train.run import claim_run, seeded
 from ..train.trainer import Trainer, parameter_groups
 from . import TASKS
@@ -94,6 +94,7 @@ class FinetuneOptions:
         False,
         "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the precision is measured and said)",
     )
+    precision: str = precision_option()
     device: str = option(
         "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
     )
@@ -162,6 +163,7 @@ class FinetuneOptions:
 
     def __post_init__(self):
         check_options(self)
+        resolve_precision(self)
 
 
 class TaskObjective:
@@ -391,6 +393,7 @@ def check_finetune(o: FinetuneOptions) -> None:
 def _checked_inputs(o: FinetuneOptions):
     """(device, task, tokenizer, train, dev, labels, subset): the options, device, tokenizer and splits, checked."""
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
+    check_precision(device, o.precision)
     task = TASKS[o.task]()
     _check_task_options(o, task)
     _check_model_source(o)

@@ -12,13 +12,32 @@ from pathlib import Path
 from typing import Any
 
 from ..data import FORMATS
-from ..options import DEVICE, DROPOUT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check, option
+from ..options import DEVICE, DROPOUT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check, OptionError, option
 from . import distributed as dist
 from .device import PRECISIONS
 from .schedules import budget_schedule, schedule
 
 DEFAULT_STEPS = 1000
 NO_STEP_CAP = 2**62  # a time-budgeted run without --steps: the clock stops it
+
+
+def precision_option():
+    """`--precision`, the same on every training job (a fresh field each time it is declared)."""
+    return option(
+        "auto",
+        "what training computes in: auto (the CPU: fp32, or bf16 with --bf16; a GPU: measured and said, bf16 or "
+        "fp16 autocast, or fp32 with TF32), fp32, bf16, fp16 (CUDA, with a gradient scaler); --bf16 is "
+        "--precision bf16",
+        choices=PRECISIONS,
+    )
+
+
+def resolve_precision(o) -> None:
+    """--bf16 is the short spelling of --precision bf16: set the one from the other, or name a contradiction."""
+    if o.bf16 and o.precision not in ("auto", "bf16"):
+        raise OptionError(f"--bf16 with --precision {o.precision}: --bf16 is --precision bf16; give one of them")
+    o.precision = "bf16" if o.bf16 else o.precision
+    o.bf16 = o.precision == "bf16"
 
 
 @dataclass(kw_only=True)
@@ -52,6 +71,7 @@ class RunOptions:
     device: str = option(
         "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
     )
+    precision: str = precision_option()
 
     def run_arguments(self, steps: int | None) -> dict[str, Any]:
         """The TrainingArguments these options decide, for a job to add its own to. `steps` None:

@@ -81,18 +81,23 @@ class Precision:
             torch.backends.cuda.matmul.allow_tf32 = previous
 
 
+def check_precision(device: torch.device, requested: str) -> None:
+    """A precision this device can train in, or a ValueError naming it (a job calls this before its first write)."""
+    if requested not in PRECISIONS:
+        raise ValueError(f"precision {requested!r}: choose one of {', '.join(PRECISIONS)}")
+    if device.type != "cuda" and requested == "fp16":
+        raise ValueError(
+            "--precision fp16: fp16 autocast with a gradient scaler is for CUDA GPUs; on the CPU use bf16 or fp32"
+        )
+
+
 def choose_precision(device: torch.device, requested: str = "auto", bf16: bool = False) -> Precision:
     """The precision of a training run on `device`. CPU: bf16 autocast where the user asked for it
     (`bf16`, warned when this CPU emulates it), else fp32. CUDA, `requested` auto: bf16 where asked,
     else the measured choice (bf16 or fp16 autocast, or fp32 with TF32 where the GPU has it); fp32,
     bf16 or fp16 as asked."""
-    if requested not in PRECISIONS:
-        raise ValueError(f"precision {requested!r}: choose one of {', '.join(PRECISIONS)}")
+    check_precision(device, requested)
     if device.type != "cuda":
-        if requested == "fp16":
-            raise ValueError(
-                "precision fp16: fp16 autocast with a gradient scaler is for CUDA GPUs; on the CPU use bf16 or fp32"
-            )
         if bf16 or requested == "bf16":
             check_bf16_requested()
             return Precision(device, torch.bfloat16)

@@ -33,7 +33,7 @@ from ..nn import set_dropout
 from ..tokenizers import Tokenizer
 from . import distributed as dist
 from .arguments import TrainingArguments
-from .device import say
+from .device import check_precision, say
 from .distill_options import DistillOptions
 from .distillation import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
 from .pretrain_data import PretrainData
@@ -72,6 +72,7 @@ def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) ->
 def _checked_distill(o: DistillOptions, asked: DistillOptions, resume: bool, overwrite: bool) -> dict[str, Any]:
     """`asked`: the options as given (a table --corpus staged as text in `o`), what a resume compares."""
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
+    check_precision(device, o.precision)
     teacher, tokenizer = _teacher(o)
     notes = []
     alphas = o.alphas()

@@ -16,7 +16,7 @@ from ..options import (
     check_options,
     option,
 )
-from .arguments import CorpusOptions
+from .arguments import CorpusOptions, resolve_precision
 from .distillation import Alphas
 from .sentence_distill import TEXT_UNITS
 from .student import STUDENTS
@@ -105,6 +105,7 @@ class DistillOptions(CorpusOptions):
 
     def __post_init__(self):
         check_options(self)
+        resolve_precision(self)
         sentence = self.target == "sentence"
         if self.student is None:
             self.student = "bert" if sentence else "distilbert"

@@ -46,7 +46,7 @@ from ..tokenizers.extend import Extension, extend_vocabulary
 from . import distributed as dist
 from .arguments import TrainingArguments
 from .build import model_for, tokenizer_for
-from .device import say
+from .device import check_precision, say
 from .diagnostics import unigram_accuracy, unigram_loss
 from .plm import check_batch as check_permutation_batch
 from .pretrain_data import PretrainData
@@ -129,6 +129,7 @@ def check_pretrain(o: PretrainOptions, resume: bool, staging: Path) -> Checked:
     """Every check before the first write: the options, the device, an --init checkpoint against the
     options, the corpus files, a given tokenizer, word vectors, the resume's start, --extend-vocab's pieces."""
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here
+    check_precision(device, o.precision)
     recipe = Recipe.from_options(o)
     start = check_init(o, recipe.head) if o.init is not None else None
     if start is None:

@@ -83,6 +83,8 @@ def differences(options: Any, recorded: dict[str, Any], may_change: frozenset[st
     for old, f in renamed(type(options)).items():  # a run recorded before an option was renamed
         if old in recorded and f.name not in recorded:
             recorded = {**recorded, f.name: recorded[old]}
+    if "bf16" in recorded and "precision" not in recorded:  # recorded before --precision: --bf16 said it
+        recorded = {**recorded, "precision": "bf16" if recorded["bf16"] else "auto"}
     for f in dataclasses.fields(options):
         if f.name in may_change:
             continue
