@@ -46,10 +46,8 @@ def test_every_client_example_names_the_model_it_needs():
 def check_claim(kind: str, ns: dict, printed: str) -> None:
     if kind == "embedding":
         assert ns["vectors"].shape == (1, 384) and len(ns["embeddings"].data[0].embedding) == 384, printed
-        related, unrelated = ns["scores"]
-        assert related > unrelated, (
-            f"'a mail client' should be closer to 'IMAP email client' than to 'a game': {printed}"
-        )
+        related, unrelated = ns["scores"]  # the page prints 0.57… and 0.19…
+        assert round(related, 2) == 0.57 and round(unrelated, 2) == 0.19, printed
     elif kind == "fill-mask":
         assert len(ns["candidates"]) == 3 and all(isinstance(c.token_str, str) for c in ns["candidates"]), printed
     elif kind == "classifier":
