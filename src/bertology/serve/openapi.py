@@ -314,7 +314,8 @@ def describe(engine_info: dict) -> dict:
             "version": "1",
             "description": (
                 f"{engine_info['architecture']} ({engine_info['kind']}) from {engine_info['model_id']}; it serves "
-                f"{endpoints} besides the routes every model has. Requests and answers follow "
+                f"{endpoints}, POST / and the GET routes; the other POST routes below answer 404 for it. "
+                "Requests and answers follow "
                 'text-embeddings-inference; errors are {"error", "error_type"}.'
             ),
         },
