@@ -16,7 +16,9 @@ task is added:
     qa               an extractive QA head: /qa
     choice           a multiple-choice head: /predict of a context and its choices
 
-Each `prepare` and `run` takes the Engine first; only the batching worker calls them.
+Each `prepare` and `run` takes the Engine first; only the batching worker calls them. A new operation is
+routed at `POST /<name>` with no change elsewhere (app.py routes every operation of the table); describe it
+in openapi.py's ROUTES too (tests/serve/test_serve_openapi.py fails until the description lists it).
 """
 
 from __future__ import annotations
