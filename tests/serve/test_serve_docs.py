@@ -1,7 +1,8 @@
 """The serving page's client examples: each names the model it needs on its first line (`# needs: KIND`), and
 the integration tier runs each, as written, against a real `bertology serve` of such a model: a Python block's
 claims (its comments) checked on its values, a shell session's commands run by bash and curl, each answer
-against the one the page shows (the same JSON shape, the same error, the same metric lines)."""
+against the one the page shows (the same JSON shape, the same error, the same metric lines); and the block that
+starts a server with a key, its lines as written."""
 
 from __future__ import annotations
 
@@ -153,3 +154,34 @@ def test_each_shell_session_runs_against_the_model_it_names(kind, steps, checkpo
                 assert re.sub(r"\d+", "N", answer["error"]) == re.sub(r"\d+", "N", expect["error"]), got
             else:
                 same_shape(expect, answer, where)
+
+
+def keyed_block() -> list[str]:
+    """The commands of the page's block that starts a server with a key (comments dropped)."""
+    text = PAGE.read_text(encoding="utf-8")
+    block = re.search(r"^```\n(export BERTOLOGY_API_KEY=.*?)^```", text, re.S | re.M).group(1)
+    return [line.split("  #")[0].strip() for line in block.splitlines()]
+
+
+@pytest.mark.integration
+def test_the_keyed_server_block_runs_as_written(checkpoints, monkeypatch):
+    """export the key, start the server with the page's flags (on the classifier it names, any free port),
+    then the page's curl: answered with the key, refused without it."""
+    from live import Server
+
+    export, serve, call = keyed_block()
+    key = subprocess.run(["bash", "-c", f'{export} && printf %s "$BERTOLOGY_API_KEY"'], capture_output=True, text=True)
+    assert re.fullmatch(r"[0-9a-f]{32}", key.stdout), key
+    monkeypatch.setenv("BERTOLOGY_API_KEY", key.stdout)
+    flags = serve.split("--model runs/debian", 1)[1].split()
+    assert flags == ["--host", "0.0.0.0"], serve
+    with Server(checkpoints["classify"], *flags) as server:
+        address = "localhost:" + server.url.rstrip("/").rsplit(":", 1)[1]
+        answered = subprocess.run(
+            ["bash", "-c", call.replace("localhost:8080", address)], capture_output=True, text=True
+        )
+        vectors = json.loads(answered.stdout)
+        assert len(vectors) == 1 and len(vectors[0]) == 32, answered.stdout
+        without = call.replace("localhost:8080", address).replace('-H "Authorization: Bearer $BERTOLOGY_API_KEY"', "")
+        refused = json.loads(subprocess.run(["bash", "-c", without], capture_output=True, text=True).stdout)
+        assert refused["error_type"] == "Unauthorized", refused
