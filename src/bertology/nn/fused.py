@@ -27,9 +27,9 @@ A weight written in place under no_grad (`load_state_dict`, `mul_`) gets a new v
 packed copy is keyed by. An optimizer step can leave no such trace (a fused AdamW writes the weight
 without bumping its version), and only a global optimizer hook would hear of it. But a step needs a
 gradient, and the weight gets one only through a forward pass that records a graph for it: a layer
-that has run one is being trained, and from then on packs its weight on every fused call (for
-evaluation during training, a small cost next to the product at evaluation batch sizes) instead of
-trusting a copy. A model loaded for inference never records one and packs once.
+that has run one is being trained, and from then on packs its weight on every fused call instead of
+trusting a copy (one reorder of the weight per call, which evaluation during training pays). A model
+loaded for inference never records one and packs once.
 """
 
 from __future__ import annotations
