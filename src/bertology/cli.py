@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -632,10 +633,12 @@ def main(argv: list[str] | None = None) -> int:
     """The one error boundary: an expected failure (a bad option or input, a file that cannot be
     read or written) is one line naming the culprit and exit status 2; anything else keeps its
     traceback, because it is a bug."""
+    started = time.perf_counter()  # a job's time budget counts from here: torch's import is seconds on a busy machine
     wait_passively()
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(only=next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
+    args.started = started
     try:
         with plain_warnings(f"bertology {args.command}"):
             return int(args.func(args) or 0)
