@@ -57,3 +57,10 @@ def test_the_keyed_server_keeps_its_description_behind_the_key(checkpoints):
     with make_client(checkpoints["backbone"], api_key="k" * 16) as client:
         assert client.get("/openapi.json").status_code == 401
         assert client.get("/docs", headers={"Authorization": "Bearer " + "k" * 16}).status_code == 200
+
+
+def test_the_examples_use_the_loaded_models_mask_token(clients):
+    paths = clients["roberta-mlm"].get("/openapi.json").json()["paths"]
+    example = paths["/fill-mask"]["post"]["requestBody"]["content"]["application/json"]["examples"]["any"]["value"]
+    assert example["inputs"] == "a <mask> client"
+    assert clients["roberta-mlm"].post("/fill-mask", json=example).status_code == 200

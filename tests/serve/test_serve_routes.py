@@ -7,6 +7,7 @@ or the 404 `{"error", "error_type"}` of text-embeddings-inference for a route th
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -23,7 +24,7 @@ TEXT = "the cat sat on the mat"
 OTHER = "a game of the long winter"
 QUESTION = {"question": "where did the cat sit?", "context": "the cat sat on the mat in the house"}
 CHOICES = {"context": "the cat sat on the", "choices": ["mat", "game", "winter"]}
-MASKED = {"bertology": "the cat sat on the [MASK].", "transformers": "the cat sat on the [MASK]."}
+MASKED = "the cat sat on the [MASK]."  # [MASK]: the loaded model's mask token (with_mask)
 HEADS = ("embedding", "fill-mask", "classifier", "pair", "regression", "tagger", "qa", "choice")
 PROMPT = "prompt classifier"  # bertology's own head (a masked LM read at a template's blank): no transformers twin
 # conftest.CHECKPOINTS' name of each head
@@ -57,7 +58,7 @@ def body_for(path: str, head: str):
     context and choices)."""
     own = {
         "embedding": {"inputs": TEXT},
-        "fill-mask": {"inputs": MASKED["bertology"], "parameters": {"top_k": 3}},
+        "fill-mask": {"inputs": MASKED, "parameters": {"top_k": 3}},
         "classifier": {"inputs": TEXT},
         PROMPT: {"inputs": TEXT},
         "pair": {"inputs": [TEXT, OTHER]},
@@ -77,7 +78,7 @@ def body_for(path: str, head: str):
         "/decode": {"ids": [[2, 5, 6, 3]]},
         "/attention": {"inputs": TEXT},
         "/rerank": {"query": TEXT, "texts": [OTHER, TEXT]},
-        "/fill-mask": {"inputs": [MASKED["bertology"], "the [MASK] sat on the [MASK]."], "top_k": 2},
+        "/fill-mask": {"inputs": [MASKED, "the [MASK] sat on the [MASK]."], "top_k": 2},
         "/tag": {"inputs": [TEXT, OTHER]},
         "/qa": QUESTION,
     }[path]
@@ -86,7 +87,7 @@ def body_for(path: str, head: str):
 # two inputs through POST / in each head's shape
 BATCHES = {
     "embedding": {"inputs": [TEXT, OTHER]},
-    "fill-mask": {"inputs": [MASKED["bertology"], "the [MASK] sat on the [MASK]."], "parameters": {"top_k": 3}},
+    "fill-mask": {"inputs": [MASKED, "the [MASK] sat on the [MASK]."], "parameters": {"top_k": 3}},
     "classifier": {"inputs": [TEXT, OTHER]},
     PROMPT: {"inputs": [TEXT, OTHER]},
     "regression": {"inputs": [TEXT, OTHER]},
@@ -95,6 +96,11 @@ BATCHES = {
     "qa": {"inputs": [QUESTION, {"question": "what sat?", "context": "the cat sat"}]},
     "choice": {"inputs": [CHOICES, CHOICES]},
 }
+
+
+def with_mask(value, mask: str):
+    """A body with the loaded model's own mask token where it says [MASK] (RoBERTa's is <mask>)."""
+    return json.loads(json.dumps(value).replace("[MASK]", mask))
 
 
 # ---- a minimal JSON Schema check: the subset openapi.py writes ---------------------------------
@@ -253,14 +259,16 @@ def check_routes(url: str, head: str, saver: str) -> None:
     import httpx
 
     description = httpx.get(url + "/openapi.json").json()
+    mask = httpx.get(url + "/info").json()["mask_token"] or "[MASK]"
     with httpx.Client(base_url=url, timeout=60) as http:
         answers = {}
         for route in ROUTES:
             where = f"{saver} {head}: {route.method} {route.path}"
+            described = description["paths"][route.path][route.method.lower()]
             if route.method == "GET":
                 response = http.get(route.path)
             else:
-                body = body_for(route.path, head)
+                body = with_mask(body_for(route.path, head), mask)
                 assert not mismatches(body, route.body), f"{where}: the test's body is not the described one"
                 response = http.post(route.path, json=body)
             if route.path in HEAD_ROUTES and route.path not in OWN_ROUTES[head]:
@@ -269,13 +277,16 @@ def check_routes(url: str, head: str, saver: str) -> None:
                 continue
             assert response.status_code == 200, f"{where}: {response.status_code} {response.text[:300]}"
             media = response.headers["content-type"].split(";")[0]
-            content = description["paths"][route.path][route.method.lower()]["responses"]["200"]["content"]
+            content = described["responses"]["200"]["content"]
             assert media in content, f"{where}: answered {media}, described {list(content)}"
             if media == "application/json":
                 answers[route.path] = response.json()
                 problems = mismatches(answers[route.path], content[media]["schema"])
                 assert not problems, f"{where}: {problems[:5]}"
-            example = (route.examples or {}).get(head, (route.examples or {}).get("any"))
+            examples = (
+                described.get("requestBody", {}).get("content", {}).get("application/json", {}).get("examples", {})
+            )
+            example = examples.get(head, examples.get("any", {})).get("value")
             if example is not None:
                 assert not mismatches(example, route.body), f"{where}: the example is not the described body"
                 example = http.post(route.path, json=example)
@@ -289,7 +300,7 @@ def check_routes(url: str, head: str, saver: str) -> None:
         own = answers["/"]
         single = http.post(
             {"embedding": "/embed", "fill-mask": "/fill-mask", "tagger": "/tag", "qa": "/qa"}.get(head, "/predict"),
-            json=body_for("/", head),
+            json=with_mask(body_for("/", head), mask),
         ).json()
         per_input = ("classifier", "regression", "pair", PROMPT)  # text classification: a list per input
         expect = [single] if head in per_input else single[0] if head == "fill-mask" else single
@@ -297,7 +308,7 @@ def check_routes(url: str, head: str, saver: str) -> None:
         similar = http.post("/", json=body_for("/similarity", head)).json()
         assert close(similar, answers["/similarity"]), f"{saver} {head}: POST / similarity"
         # a batch through POST /: one answer per input, the first the single one's
-        batch = http.post("/", json=BATCHES[head])
+        batch = http.post("/", json=with_mask(BATCHES[head], mask))
         root_schema = description["paths"]["/"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert batch.status_code == 200, f"{saver} {head}: POST / batch: {batch.text[:300]}"
         assert len(batch.json()) == 2 and not mismatches(batch.json(), root_schema), f"{saver} {head}: {batch.text}"
@@ -322,6 +333,7 @@ def check_clients(url: str, head: str, saver: str) -> None:
     from openai import OpenAI
 
     where = f"{saver} {head}"
+    mask = httpx.get(url + "/info").json()["mask_token"] or "[MASK]"
     vectors = httpx.post(url + "/embed", json={"inputs": [TEXT, OTHER]}).json()
     reply = OpenAI(base_url=url + "/v1", api_key="unused").embeddings.create(model="m", input=[TEXT, OTHER])
     assert torch.allclose(torch.tensor([d.embedding for d in reply.data]), torch.tensor(vectors), atol=1e-5), where
@@ -330,11 +342,11 @@ def check_clients(url: str, head: str, saver: str) -> None:
     client = InferenceClient(base_url=url)
     similar = client.sentence_similarity(TEXT, other_sentences=[OTHER, TEXT])
     assert similar[1] == pytest.approx(1.0, abs=1e-5) and len(similar) == 2, where
-    own = httpx.post(url + "/", json=body_for("/", head)).json()
+    own = httpx.post(url + "/", json=with_mask(body_for("/", head), mask)).json()
     if head == "embedding":
         assert torch.allclose(torch.tensor(client.feature_extraction(TEXT)), torch.tensor(own), atol=1e-5), where
     elif head == "fill-mask":
-        assert [f.token for f in client.fill_mask(MASKED[saver], top_k=3)] == [c["token"] for c in own], where
+        assert [f.token for f in client.fill_mask(with_mask(MASKED, mask), top_k=3)] == [c["token"] for c in own], where
     elif head in ("classifier", "regression", PROMPT):
         scores = client.text_classification(TEXT, top_k=2)  # the best two of the classifier's three labels
         assert [(s.label, round(s.score, 5)) for s in scores] == [
@@ -350,7 +362,7 @@ def check_clients(url: str, head: str, saver: str) -> None:
             client.text_classification(TEXT)
         assert is_tei_error(refused.value.response, 422), where
     for route, call in (
-        ("/fill-mask", lambda c: c.fill_mask(MASKED[saver])),
+        ("/fill-mask", lambda c: c.fill_mask(with_mask(MASKED, mask))),
         ("/tag", lambda c: c.token_classification(TEXT)),
         ("/qa", lambda c: c.question_answering(**QUESTION)),
         ("/predict", lambda c: c.text_classification(TEXT)),
@@ -384,3 +396,63 @@ def test_every_route_against_a_prompt_classifier(prompt_checkpoint, online_clien
     with serving(prompt_checkpoint) as url:
         check_routes(url, PROMPT, "bertology")
         check_clients(url, PROMPT, "bertology")
+
+
+@pytest.fixture(scope="module")
+def transformers_families(tmp_path_factory, checkpoints) -> dict[str, object]:
+    """Two heads of other families as transformers writes them, with a tokenizer.json of the family: RoBERTa's
+    masked LM (byte-level BPE, <mask>, positions offset by the padding index) and DistilBERT's classifier (no
+    token types, no pooler: its own pre-classifier)."""
+    transformers = pytest.importorskip("transformers")
+    from bertology.tasks.finetune import load_tokenizer
+
+    root = tmp_path_factory.mktemp("transformers-families")
+    out = {}
+    for name, source, build in (
+        (
+            "roberta fill-mask",
+            "roberta-mlm",
+            lambda tok: transformers.RobertaForMaskedLM(
+                transformers.RobertaConfig(
+                    vocab_size=tok.vocab_size,
+                    hidden_size=32,
+                    num_hidden_layers=2,
+                    num_attention_heads=4,
+                    intermediate_size=64,
+                    max_position_embeddings=66,
+                    pad_token_id=tok.token_to_id("<pad>"),
+                    bos_token_id=tok.token_to_id("<s>"),
+                    eos_token_id=tok.token_to_id("</s>"),
+                )
+            ),
+        ),
+        (
+            "distilbert classifier",
+            "distilbert-mlm",
+            lambda tok: transformers.DistilBertForSequenceClassification(
+                transformers.DistilBertConfig(
+                    vocab_size=tok.vocab_size,
+                    dim=32,
+                    n_layers=2,
+                    n_heads=4,
+                    hidden_dim=64,
+                    max_position_embeddings=64,
+                    pad_token_id=tok.token_to_id("[PAD]"),
+                    id2label=dict(enumerate(["games", "mail", "net"])),
+                )
+            ),
+        ),
+    ):
+        tok = load_tokenizer(str(checkpoints[source]), None)
+        torch.manual_seed(0)
+        out[name] = root / name.replace(" ", "-")
+        build(tok).eval().save_pretrained(out[name])
+        (out[name] / "tokenizer.json").write_bytes((checkpoints[source] / "tokenizer.json").read_bytes())
+    return out
+
+
+@pytest.mark.parametrize("name", ["roberta fill-mask", "distilbert classifier"])
+def test_every_route_against_other_families_saved_by_transformers(name, transformers_families, online_client):
+    with serving(transformers_families[name]) as url:
+        check_routes(url, name.split()[1], f"transformers {name.split()[0]}")
+        check_clients(url, name.split()[1], f"transformers {name.split()[0]}")

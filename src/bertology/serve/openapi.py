@@ -279,6 +279,11 @@ ROUTES = [
 ]
 
 
+def with_mask(body: Any, mask: str | None) -> Any:
+    """An example body with the loaded model's mask token where it says [MASK] (RoBERTa's is <mask>)."""
+    return json.loads(json.dumps(body).replace("[MASK]", mask)) if mask else body
+
+
 def served_by(path: str) -> str:
     """The heads that serve a route, from the table of handlers (every head: "any head")."""
     heads = [name for name, handler in HANDLERS.items() if path.lstrip("/") in handler.ops]
@@ -302,7 +307,10 @@ def describe(engine_info: dict) -> dict:
             },
         }
         if r.body is not None:
-            examples = {who: {"summary": f"for {who} head", "value": v} for who, v in (r.examples or {}).items()}
+            examples = {
+                who: {"summary": f"for {who} head", "value": with_mask(v, engine_info["mask_token"])}
+                for who, v in (r.examples or {}).items()
+            }
             content = {"schema": r.body, **({"examples": examples} if examples else {})}
             operation["requestBody"] = {"required": True, "content": {"application/json": content}}
         paths.setdefault(r.path, {})[r.method.lower()] = operation
