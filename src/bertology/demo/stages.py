@@ -248,7 +248,7 @@ def pretrain_one(
             plan.bf16,
             minutes=seconds / 60,
             batch_size=plan.batch_size,
-            max_length=plan.seq_len,
+            seq_len=plan.seq_len,
             preset=plan.preset,
             quiet=True,
             device=plan.device,
