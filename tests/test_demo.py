@@ -25,18 +25,20 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     assert main(["demo", "--quick", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     report = (out / "report.md").read_text()
-    for name in (*MODELS, *REFERENCES, *(f"{f} (random init)" for f in FAMILIES)):
+    for name in (*MODELS, *REFERENCES[:2], *(f"{f} (random init)" for f in FAMILIES)):
         assert f"| {name} |" in printed and f"| {name} |" in report, name
     for name in PLOTS:
         assert (out / name).stat().st_size > 5_000, name
         assert f"]({name})" in report
     results = json.loads((out / "results.json").read_text())
-    assert [r["model"] for r in results] == [*MODELS, *REFERENCES]
-    # the clock may cut the larger count on a busy machine (never the first): the report then says so
+    # the clock may cut the larger count (never the first) and the encoder's reference line on a busy
+    # machine: the report then says so
     state = json.loads((out / "demo_budget.json").read_text())
     for cut in state["cuts"]:
         assert f"- {cut}" in report and f"cut {cut}" in printed
     skipped = any(c.startswith("all labels per class") for c in state["cuts"])
+    encoder = not any(c.startswith("the MiniLM embeddings") for c in state["cuts"])
+    assert [r["model"] for r in results] == [*MODELS, *(REFERENCES if encoder else REFERENCES[:2])]
     for r in results:
         curve = r["label_curve"]
         assert [p["labels_per_class"] for p in curve] == ([10] if skipped else [10, None]), r["model"]
@@ -60,7 +62,7 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     # (known answers of a 500-item test set; the tolerance is three items, for the CPU's rounding).
     reference = {r["model"]: {p["labels_per_class"]: p["test_accuracy"] for p in r["label_curve"]} for r in results}
     known = {"bag-of-words": {10: 0.42, None: 0.692}, "MiniLM embeddings (frozen)": {10: 0.662, None: 0.744}}
-    for name, points in known.items():
+    for name, points in known.items() if encoder else list(known.items())[:1]:
         assert reference[name] == {c: pytest.approx(a, abs=0.006) for c, a in points.items() if c in reference[name]}
     # Every accuracy in the report is recomputed from the predictions each fine-tuning kept.
     gold = [line.split("\t")[-1] for line in TEST.read_text(encoding="utf-8").splitlines()[1:]]

@@ -27,11 +27,12 @@ def test_epochs_give_small_sets_many_passes_and_large_ones_at_least_five():
     assert [quick.epochs(n) for n in (100, 1750)] == [2.0, 1.0]
 
 
-def test_budget_counts_from_its_creation():
+def test_budget_counts_from_its_creation_or_when_the_command_began():
     now = [100.0]
     budget = Budget(60.0, clock=lambda: now[0])
     now[0] = 145.0
     assert budget.spent() == 45.0 and budget.left() == 15.0
+    assert Budget(60.0, clock=lambda: now[0], started=90.0).spent() == 55.0  # the CLI's start: imports count
 
 
 def test_meter_scales_measured_seconds_per_pass():

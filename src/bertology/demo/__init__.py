@@ -28,6 +28,7 @@ device, preset and how many pretraining tokens.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -126,6 +127,23 @@ def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -
     return paths
 
 
+def reference_lines_once(out: Path, counts: list, vectors: Path, budget: Budget, resume: bool, say) -> dict:
+    """The reference lines at `counts` (kept in out/references.json: a resumed run reports the same ones).
+    The frozen MiniLM line, a 22M-parameter encoder over every test text, is cut when the budget is spent."""
+    from ..io import atomic_write_json
+
+    file = out / "references.json"
+    kept = json.loads(file.read_text(encoding="utf-8")) if resume and file.is_file() else {}
+    if kept and all(set(line) == {label_name(c) for c in counts} for line in kept.values()):
+        return kept
+    encoder = budget.left() > 0
+    if not encoder:
+        say("   cut " + budget.cut("the MiniLM embeddings (frozen) reference line", "the budget was spent"))
+    lines = reference_lines(counts, vectors, out / "tokenizers" / "bert" / "tokenizer.json", say, encoder=encoder)
+    atomic_write_json(file, lines)
+    return lines
+
+
 def run(args) -> int:
     from ..hardware import resolve_device
     from ..options import DeviceOptions
@@ -135,7 +153,8 @@ def run(args) -> int:
     minilm_path()  # the teacher track's teacher: missing, it fails now rather than after the pretraining
     device = resolve_device(DeviceOptions(args.device).device, say)  # a GPU that is not there: before any write
     minutes = 1.5 if args.quick and args.budget_minutes is None else args.budget_minutes or 20.0
-    budget = Budget.resumed(60 * minutes, out / BUDGET_FILE, args.resume)  # before claim_demo_dir's write
+    # from when the command began (its imports are seconds on a busy machine), read before claim_demo_dir's write
+    budget = Budget.resumed(60 * minutes, out / BUDGET_FILE, args.resume, started=getattr(args, "started", None))
     claim_demo_dir(out, args.resume, args.overwrite)
     if budget.before:
         say(f"resuming: {budget.before / 60:.1f} of the {minutes:g} minutes were spent by the interrupted run")
@@ -202,7 +221,7 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
         overhead = sum(overheads) / len(overheads) if overheads else 0.0
         share = (pretraining_s - student_s - (budget.spent() - started)) / models_left
         seconds = max(MIN_SLOT_S, share - overhead)
-        if share - overhead < 0.9 * (student_s - overhead):
+        if share - overhead < 0.9 * (student_s - overhead) and student_s - overhead > MIN_SLOT_S:
             shortened.append(f"{name} {seconds:.0f} s")
         return seconds
 
@@ -247,7 +266,7 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
     starts.append(Start(STUDENT, out / "distill" / "minilm", methods=("head", "probe")))  # no MLM head
     curves = label_curves(starts, plan, budget, data_path("debian-sections"), out / "finetune", args.resume, say)
     counts = [c for c in plan.label_counts if label_name(c) in curves[starts[0].name]]
-    references = reference_lines(counts, vectors["bert"], out / "tokenizers" / "bert" / "tokenizer.json", say)
+    references = reference_lines_once(out, counts, vectors["bert"], budget, args.resume, say)
 
     say("\n4/4 report")
     report = write_report(out, plan, rows, student, curves, references, budget)

@@ -67,10 +67,11 @@ class Budget:
     before: float = 0.0
     cuts: list[str] = field(default_factory=list)  # "what was cut: why", in the order decided
     file: Path | None = None
-    started: float = field(init=False)
+    started: float | None = None  # on `clock`; None: now (the CLI passes when the command began, imports included)
 
     def __post_init__(self):
-        self.started = self.clock()
+        if self.started is None:
+            self.started = self.clock()
 
     @classmethod
     def resumed(cls, seconds: float, file: Path, resume: bool, **kwargs) -> "Budget":

@@ -15,10 +15,12 @@ ATTENTION_SENTENCE = "A free real-time strategy game of ancient warfare, with a 
 BAG_OF_WORDS, WORD2VEC, MINILM = "bag-of-words", "word2vec average", "MiniLM embeddings (frozen)"
 
 
-def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Path, say) -> dict[str, dict[str, dict]]:
+def reference_lines(
+    counts: list[int | None], vectors: Path, bert_tokenizer: Path, say, encoder: bool = True
+) -> dict[str, dict[str, dict]]:
     """{line: {label count: {test_accuracy, correct}}}: logistic regressions on TF-IDF words and
-    bigrams, on averaged word2vec vectors over BERT's pieces, and on the real MiniLM's frozen
-    sentence embeddings, each fitted on the same class-balanced subsets the models fine-tune on."""
+    bigrams, on averaged word2vec vectors over BERT's pieces, and (with `encoder`) on the real MiniLM's
+    frozen sentence embeddings, each fitted on the same class-balanced subsets the models fine-tune on."""
     from ..tasks.baseline import BagOfWordsBaseline, EncoderBaseline, WordVectorBaseline
     from ..tasks.classification import ClassifyTask
     from ..tasks.subsets import balanced_subset
@@ -36,6 +38,8 @@ def reference_lines(counts: list[int | None], vectors: Path, bert_tokenizer: Pat
         WORD2VEC: lambda: WordVectorBaseline(KeyedVectors.load(str(vectors)), tokenizer=Tokenizer.load(bert_tokenizer)),
         MINILM: lambda: EncoderBaseline(load(minilm), Tokenizer.load(minilm / "tokenizer.json")),
     }
+    if not encoder:
+        del makers[MINILM]
     lines: dict[str, dict[str, dict]] = {}
     for name, make in makers.items():
         model = make()  # one per line: an encoder's embeddings are computed once for every count
