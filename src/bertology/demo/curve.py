@@ -109,6 +109,7 @@ def run_grid(
         device=plan.device,
         method=method,
         checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
+        loss_plot=False,  # and no loss.png each: the report draws what the runs have in common
     )
     return finetune_grid(options, str(task_file(data, "test")), lrs, seeds, overwrite=True), False
 

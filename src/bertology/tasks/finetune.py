@@ -44,7 +44,7 @@ from ..options import (
     option,
 )
 from ..train import distributed as dist
-from ..train.arguments import TrainingArguments, precision_option, resolve_precision
+from ..train.arguments import TrainingArguments, precision_option, report_to_option, resolve_precision
 from ..train.device import check_precision, say
 from ..train.run import claim_run, seeded
 from ..train.trainer import Trainer, parameter_groups
@@ -95,6 +95,8 @@ class FinetuneOptions:
         "bf16 autocast (pays where the CPU multiplies bf16 natively: AMX; on a GPU the precision is measured and said)",
     )
     precision: str = precision_option()
+    report_to: str = report_to_option()
+    loss_plot: bool = option(True, "loss.png beside the run", cli=False)
     device: str = option(
         "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
     )

@@ -15,6 +15,7 @@ from ..data import FORMATS
 from ..options import DEVICE, DROPOUT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check, OptionError, option
 from . import distributed as dist
 from .device import PRECISIONS
+from .report import REPORTERS
 from .schedules import budget_schedule, schedule
 
 DEFAULT_STEPS = 1000
@@ -29,6 +30,16 @@ def precision_option():
         "fp16 autocast, or fp32 with TF32), fp32, bf16, fp16 (CUDA, with a gradient scaler); --bf16 is "
         "--precision bf16",
         choices=PRECISIONS,
+    )
+
+
+def report_to_option():
+    """`--report-to`, the same on every training job."""
+    return option(
+        "none",
+        "tensorboard: also write TensorBoard events (loss, learning rate, throughput, grad norm, held-out "
+        "metrics) to OUT/tensorboard (the tensorboard extra); metrics.jsonl and loss.png are written either way",
+        choices=REPORTERS,
     )
 
 
@@ -72,6 +83,7 @@ class RunOptions:
         "auto", "where the job runs: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N", check=DEVICE
     )
     precision: str = precision_option()
+    report_to: str = report_to_option()
 
     def run_arguments(self, steps: int | None) -> dict[str, Any]:
         """The TrainingArguments these options decide, for a job to add its own to. `steps` None:
@@ -167,6 +179,8 @@ class TrainingArguments:
     device: str = "auto"
     # auto: the CPU as `bf16` says; on CUDA measured (hardware.cuda_precision); fp32, bf16, fp16 (CUDA) as asked
     precision: str = "auto"
+    report_to: str = "none"  # tensorboard: events beside metrics.jsonl (train/report.py)
+    loss_plot: bool = True  # loss.png when the run stops (the demo's seconds-long fine-tuning runs leave it out)
     # build the next batch on a worker thread during the step (None: on CUDA, where the CPU is otherwise idle)
     prefetch: bool | None = None
 

@@ -36,12 +36,13 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from ..io import atomic_dir, atomic_write_text
+from ..io import atomic_dir
 from ..models.checkpoint import load_state, read_weights
 from ..progress import progress_bar
 from . import distributed as dist
 from .arguments import TrainingArguments
 from .device import BatchFeed, choose_precision, say, to_device
+from .report import Reporter
 from .run import checkpoints
 from .schedules import budget_schedule, schedule
 
@@ -108,6 +109,8 @@ class Trainer:
         self._timed: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # CUDA: forward/backward not yet read
         self._last_loss: tuple[int, torch.Tensor] | None = None  # CUDA: (step, loss) not yet checked finite
         self.history: list[dict[str, Any]] = []  # every metrics line written, for callers and tests
+        self.tokens = 0  # real (unpadded) tokens trained on, over resumes: the x of loss.png
+        self.reporter = Reporter(self.out, args.report_to, dist.is_main())
         self._stop_signal: int | None = None
         dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
 
@@ -148,6 +151,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "torch_rng": torch.get_rng_state(),  # dropout's stream (inside train()'s forked state)
             "elapsed_s": self.elapsed_s,
+            "tokens": self.tokens,
             "args": json.dumps(asdict(self.args), default=str),
             "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
         }
@@ -196,27 +200,18 @@ class Trainer:
         if self.scaler.is_enabled() and "grad_scaler" in state:
             self.scaler.load_state_dict(state["grad_scaler"])
         self.step = self.resumed_from = int(state["step"])
-        self._truncate_metrics(self.step)
+        self.tokens = int(state.get("tokens", 0))
+        self.reporter.truncate(self.step)
         return self.step
 
     # ---- metrics ------------------------------------------------------------------------------
     @property
     def metrics_file(self) -> Path:
-        return self.out / "metrics.jsonl"
+        return self.reporter.metrics_file
 
     def log(self, record: dict[str, Any]) -> None:
         self.history.append(record)
-        if dist.is_main():
-            self.out.mkdir(parents=True, exist_ok=True)
-            with open(self.metrics_file, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
-
-    def _truncate_metrics(self, step: int) -> None:
-        """Drop the lines an interrupted run wrote after its last checkpoint."""
-        if not (dist.is_main() and self.metrics_file.is_file()):
-            return
-        keep = [line for line in self.metrics_file.read_text().splitlines() if json.loads(line).get("step", 0) <= step]
-        atomic_write_text(self.metrics_file, "".join(line + "\n" for line in keep))
+        self.reporter.log(record)
 
     # ---- the loop -----------------------------------------------------------------------------
     def shard(self, global_batch: Batch) -> Batch:
@@ -308,7 +303,7 @@ class Trainer:
             self.resume()
         elif args.overwrite and dist.is_main():
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-            self.metrics_file.unlink(missing_ok=True)
+            self.reporter.start_afresh()
         elif self.checkpoints() or (dist.is_main() and self.metrics_file.is_file()):
             raise FileExistsError(
                 f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
@@ -319,7 +314,7 @@ class Trainer:
             {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
         )
         bar = _progress(args, self.step, self.elapsed_s)
-        started, tokens = time.perf_counter(), 0
+        started, tokens = time.perf_counter(), 0  # this session's, for its rate; self.tokens: the run's
         self._last_tick = self.clock()
         self.forward_backward_s = 0.0  # of the wall time since `started`: the rest is data, optimizer, logging
         self._timed.clear()
@@ -330,7 +325,8 @@ class Trainer:
                 global_batch, shard = feed(self.step)
                 metrics = self.train_step(global_batch, shard)
                 self.step += 1
-                tokens += int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
+                seen = int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
+                tokens, self.tokens = tokens + seen, self.tokens + seen
                 last = self.step == args.steps or self.out_of_time
                 logged = self.step % args.log_every == 0 or last
                 if bar is not None:
@@ -350,9 +346,10 @@ class Trainer:
                             loss=f"{metrics.get('loss', float('nan')):.3f}", tok_s=f"{metrics['tokens_per_s']:.0f}"
                         )
                 if logged:
-                    self.log({"step": self.step, **metrics})
+                    self.log({"step": self.step, "tokens": self.tokens, **metrics})
                 if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or last):
-                    self.log({"step": self.step, **{f"eval/{k}": v for k, v in self.run_evaluation().items()}})
+                    scores = {f"eval/{k}": v for k, v in self.run_evaluation().items()}
+                    self.log({"step": self.step, "tokens": self.tokens, **scores})
                     self._tick()  # evaluation spends the budget too
                 stop_here = args.stop_at is not None and self.step == args.stop_at < args.steps
                 if self._stop_signal is not None or stop_here:
@@ -368,6 +365,7 @@ class Trainer:
             feed.close()
             if bar is not None:
                 bar.close()
+            self.reporter.close(plot=args.loss_plot)
             for s, handler in previous.items():
                 signal.signal(s, handler)
 

@@ -73,6 +73,53 @@ def plot_curves(
     return _save(fig, path)
 
 
+# a held-out loss named otherwise than its training twin (google-research/electra's metric names)
+HELD_OUT_TWIN = {"masked_lm_loss": "generator_mlm_loss", "disc_loss": "discriminator_loss"}
+BASELINES = {"unigram_loss": "the corpus's unigram distribution"}  # held out: what the model has to beat
+
+
+def plot_losses(records: list[dict], path: str | Path, title: str = "") -> Path:
+    """One run's metrics.jsonl records against the tokens trained on, on a log scale (against the step for
+    records without `tokens`): each held-out loss (`eval/…loss`, dots) beside its training twin (the same
+    colour: each logged value faint, a running mean over a tenth of them bold), baselines dotted grey, and
+    the training loss alone where nothing is held out."""
+    plt = _pyplot()
+    x_key = "tokens" if all("tokens" in r for r in records if "loss" in r) else "step"
+    train = [r for r in records if "loss" in r and r.get(x_key, 0) > 0]
+    held = sorted({k[len("eval/") :] for r in records for k in r if k.startswith("eval/") and k.endswith("loss")})
+    twins = {h: HELD_OUT_TWIN.get(h, h) for h in held if h not in BASELINES}
+    shown = [t for t in twins.values() if any(t in r for r in train)] or ["loss"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    colors = dict(zip(shown, ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")))
+    for key in shown:
+        points = [(r[x_key], r[key]) for r in train if key in r]
+        if not points:
+            continue
+        x, y = zip(*points)
+        width = max(1, len(y) // 10)
+        mean = [sum(y[max(0, i - width + 1) : i + 1]) / (i + 1 - max(0, i - width + 1)) for i in range(len(y))]
+        ax.plot(x, y, color=colors[key], alpha=0.25, linewidth=0.8)
+        ax.plot(x, mean, color=colors[key], label=f"{key}, training (running mean of {width})")
+    for key in held:
+        points = [(r[x_key], r[f"eval/{key}"]) for r in records if f"eval/{key}" in r and r.get(x_key, 0) > 0]
+        if not points:
+            continue
+        if key in BASELINES:
+            ax.plot(*zip(*points), ":", color="#7f7f7f", label=f"{key}, held out: {BASELINES[key]}")
+        else:
+            color = colors.get(twins[key], "#17becf")
+            ax.plot(*zip(*points), "o--", color=color, markersize=4, label=f"{key}, held out")
+    ax.set_xscale("log")
+    ax.set(
+        xlabel="tokens trained on (log scale)" if x_key == "tokens" else "step (log scale)",
+        ylabel="loss",
+        title=f"{title}: loss" if title else "loss",
+    )
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(frameon=False, fontsize=8)
+    return _save(fig, path)
+
+
 def plot_bars(values: dict[str, float], path: str | Path, ylabel: str, title: str) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
