@@ -73,3 +73,21 @@ def test_metrics_count_the_tokens_and_loss_png_is_drawn_without_tensorboard(tmp_
 def test_an_unknown_reporter_is_named():
     with pytest.raises(ValueError, match="--report-to 'wandb': choose one of none, tensorboard"):
         check_report_to("wandb")
+
+
+def test_without_the_tensorboard_package_the_options_refuse_before_any_write(monkeypatch, tmp_path):
+    import builtins
+
+    from bertology.train.pretrain import PretrainOptions
+
+    real_import = builtins.__import__
+
+    def no_tensorboard(name, *args, **kwargs):
+        if name == "tensorboard" or name.startswith("tensorboard."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tensorboard)
+    with pytest.raises(ValueError, match=r"--report-to tensorboard: the tensorboard package is not installed"):
+        PretrainOptions(family="bert", corpus=["a.txt"], out_dir=str(tmp_path / "o"), report_to="tensorboard")
+    assert not (tmp_path / "o").exists()

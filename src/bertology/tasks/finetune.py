@@ -44,7 +44,7 @@ from ..options import (
     option,
 )
 from ..train import distributed as dist
-from ..train.arguments import TrainingArguments, precision_option, report_to_option, resolve_precision
+from ..train.arguments import TrainingArguments, precision_option, report_to_option, check_job_options
 from ..train.device import check_precision, say
 from ..train.run import claim_run, seeded
 from ..train.trainer import Trainer, parameter_groups
@@ -165,7 +165,7 @@ class FinetuneOptions:
 
     def __post_init__(self):
         check_options(self)
-        resolve_precision(self)
+        check_job_options(self)
 
 
 class TaskObjective:

@@ -15,7 +15,7 @@ from ..data import FORMATS
 from ..options import DEVICE, DROPOUT, MASKING_RATE, NON_NEGATIVE, POSITIVE, POSITIVE_NUMBER, Check, OptionError, option
 from . import distributed as dist
 from .device import PRECISIONS
-from .report import REPORTERS
+from .report import REPORTERS, check_report_to
 from .schedules import budget_schedule, schedule
 
 DEFAULT_STEPS = 1000
@@ -43,8 +43,10 @@ def report_to_option():
     )
 
 
-def resolve_precision(o) -> None:
-    """--bf16 is the short spelling of --precision bf16: set the one from the other, or name a contradiction."""
+def check_job_options(o) -> None:
+    """What every training job's options check beyond their ranges: --bf16 is the short spelling of
+    --precision bf16 (the one set from the other, a contradiction named), and --report-to's package is there."""
+    check_report_to(o.report_to)
     if o.bf16 and o.precision not in ("auto", "bf16"):
         raise OptionError(f"--bf16 with --precision {o.precision}: --bf16 is --precision bf16; give one of them")
     o.precision = "bf16" if o.bf16 else o.precision

@@ -16,7 +16,7 @@ from ..options import (
     check_options,
     option,
 )
-from .arguments import CorpusOptions, resolve_precision
+from .arguments import CorpusOptions, check_job_options
 from .distillation import Alphas
 from .sentence_distill import TEXT_UNITS
 from .student import STUDENTS
@@ -105,7 +105,7 @@ class DistillOptions(CorpusOptions):
 
     def __post_init__(self):
         check_options(self)
-        resolve_precision(self)
+        check_job_options(self)
         sentence = self.target == "sentence"
         if self.student is None:
             self.student = "bert" if sentence else "distilbert"

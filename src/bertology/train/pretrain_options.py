@@ -24,7 +24,7 @@ from ..options import (
     check_options,
     option,
 )
-from .arguments import DEFAULT_STEPS, CorpusOptions, resolve_precision
+from .arguments import DEFAULT_STEPS, CorpusOptions, check_job_options
 
 DEFAULT_GENERATOR_SIZE = 0.25  # ELECTRA's generator: a quarter of the discriminator's width (the paper's best)
 # Without --eval-every the held-out text is still scored: about ten times a run, never more often than every
@@ -164,7 +164,7 @@ class PretrainOptions(CorpusOptions):
 
     def __post_init__(self):
         check_options(self)
-        resolve_precision(self)
+        check_job_options(self)
         if self.init is None:
             if self.extend_vocab is not None:
                 raise ValueError(
