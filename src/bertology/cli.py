@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import os
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from . import __version__
-from .io import corpus_files
+from .io import corpus_files, stdin_lines
 from .options import DeviceOptions, OldFlag, OptionError, add_arguments, from_args
 from .export import cli as export_cli
 from .serve import cli as serve_cli
@@ -241,25 +243,66 @@ def _predict(args) -> int:
     from .tasks.pipeline import Pipeline
 
     pipe = Pipeline.load(args.model, _device(args, _to_stderr), _to_stderr, quantize="int8" if args.int8 else None)
+    from .tasks.pipeline import to_example
+
+    task = pipe.task.name
     if args.data:
         examples = pipe.read(args.data, **_columns(args))
     elif args.text:
-        from .tasks.pipeline import to_example
-
-        if pipe.task.name in ("pair", "qa", "choice") or args.pair:
-            if pipe.task.name == "choice":
+        if task in ("pair", "qa", "choice") or args.pair:
+            if task == "choice":
                 items = [(args.text[0], args.text[1:])]
             else:
                 items = [(t, args.pair) for t in args.text] if args.pair else [tuple(args.text[:2])]
         else:
             items = args.text
-        examples = [to_example(pipe.task.name, x, i) for i, x in enumerate(items)]
-    else:
-        raise ValueError("give TEXT arguments or --data FILE")
+        examples = [to_example(task, x, i) for i, x in enumerate(items)]
+    else:  # a line a text; a pair's (qa's) two texts and a choice's context and choices separated by tabs
+        examples = [
+            to_example(task, _stdin_item(task, line, args.pair, i), i) for i, line in enumerate(stdin_lines("predict"))
+        ]
     for example, prediction in zip(examples, pipe.predict_examples(examples)):
         shown = example.text if isinstance(example.text, str) else " ".join(example.text)
-        print(f"{pipe.task.format_prediction(prediction)}\t{shown[:80]}")
+        if args.json:
+            fields = _plain(prediction)
+            record = {"text": example.text, **({"pair": example.pair} if example.pair is not None else {})}
+            print(
+                json.dumps(
+                    {**record, **(fields if isinstance(fields, dict) else {"prediction": fields})}, ensure_ascii=False
+                )
+            )
+        else:
+            print(f"{pipe.task.format_prediction(prediction)}\t{shown[:80]}")
     return 0
+
+
+def _stdin_item(task: str, line: str, pair: str | None, i: int):
+    """One piped line as `predict` takes its TEXT arguments."""
+    fields = line.split("\t")
+    if task == "choice":
+        if len(fields) < 3:
+            raise ValueError(
+                f"stdin line {i + 1}: a choice task reads CONTEXT<TAB>CHOICE<TAB>CHOICE…, got {line[:60]!r}"
+            )
+        return fields[0], fields[1:]
+    if task in ("pair", "qa") and pair is None:
+        if len(fields) != 2:
+            raise ValueError(f"stdin line {i + 1}: a {task} task reads two texts separated by a tab, got {line[:60]!r}")
+        return tuple(fields)
+    return (line, pair) if pair is not None else line
+
+
+def _plain(value):
+    """A prediction as JSON takes it: dataclasses and named tuples as objects, tensors and numpy numbers as numbers."""
+    if dataclasses.is_dataclass(value):
+        return _plain(dataclasses.asdict(value))
+    if hasattr(value, "_asdict"):  # a NamedTuple (classification's Prediction)
+        return _plain(value._asdict())
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value.item() if hasattr(value, "item") else value
 
 
 def _add_run_control(p) -> None:
@@ -398,7 +441,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, metavar="DIR")
     p.add_argument("text", nargs="*", metavar="TEXT", help="texts (qa: QUESTION CONTEXT; choice: CONTEXT CHOICE…)")
     p.add_argument("--pair", help="second text for every TEXT (pair tasks)")
-    p.add_argument("--data", metavar="FILE")
+    p.add_argument(
+        "--data", metavar="FILE", help="a labelled-file layout to predict on; with neither TEXT nor --data: stdin"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object a line: the text and the prediction's fields")
     _add_columns(p)
     p.add_argument(
         "--int8",

@@ -17,6 +17,7 @@ import json
 import lzma
 import os
 import shutil
+import sys
 import tempfile
 import zlib
 from contextlib import contextmanager
@@ -132,6 +133,14 @@ def atomic_dir(final: str | os.PathLike, *, exists: str = "error") -> Iterator[P
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def stdin_lines(command: str) -> list[str]:
+    """The non-blank lines piped to a command given no text (`cat texts.txt | bertology predict …`); a ValueError
+    when stdin is a terminal, where waiting for input would look like a hang."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValueError(f"{command}: no text given: pass TEXT arguments, or pipe texts on stdin, one per line")
+    return [line.rstrip("\r\n") for line in sys.stdin if line.strip()]
 
 
 def is_empty_dir(path: Path) -> bool:

@@ -102,3 +102,50 @@ def test_a_model_without_a_task_head_is_refused_naming_its_config(tmp_path, toke
     err = capsys.readouterr().err
     assert f"{tmp_path / 'mlm' / 'config.json'}: BertForMaskedLM has no task head" in err
     assert "ForSequenceClassification" in err
+
+
+def test_predict_reads_stdin_and_writes_json_lines(tmp_path, tokenizer, capsys, monkeypatch):
+    import io
+    import json
+    import sys
+
+    model_dir = saved_by_transformers(tmp_path / "clf", tokenizer, ["animals", "money"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(TEXTS) + "\n\n"))  # a blank line is no text
+    assert main(["predict", "--model", str(model_dir), "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    probabilities = their_logits(model_dir, TEXTS).softmax(-1)
+    assert [r["text"] for r in records] == TEXTS
+    for record, p in zip(records, probabilities):
+        assert record["label"] == ["animals", "money"][int(p.argmax())]
+        assert record["probabilities"]["animals"] == pytest.approx(float(p[0]), abs=0.006)
+
+
+def test_predict_on_a_grid_directory_answers_with_its_best_run_and_says_which(tmp_path, tokenizer, capsys):
+    import json
+
+    grid = tmp_path / "grid"
+    best = saved_by_transformers(grid / "lr-0.001-seed-1", tokenizer, ["animals", "money"])
+    runs = [{"lr": 1e-3, "seed": 1, "dev": 0.75, "test": 0.7, "dir": str(best)}]
+    (grid / "grid.json").write_text(json.dumps({"lr": 1e-3, "metric": "accuracy", "best_dir": str(best), "runs": runs}))
+    assert main(["predict", "--model", str(grid), TEXTS[0]]) == 0
+    out = capsys.readouterr()
+    assert f"its best run answers: {best} (lr 0.001, seed 1, dev accuracy 0.7500)" in out.err
+    assert main(["predict", "--model", str(best), TEXTS[0]]) == 0
+    assert out.out == capsys.readouterr().out  # the very answer of the run itself
+
+
+def test_tokenizer_encode_prints_no_padding_it_did_not_need_and_reads_stdin(tokenizer, capsys, monkeypatch):
+    import io
+    import json
+    import sys
+
+    padded = json.loads(tokenizer.read_text())
+    padded["padding"] = {"strategy": {"Fixed": 32}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                         "pad_type_id": 0, "pad_token": "[PAD]"}  # fmt: skip
+    path = tokenizer.parent / "padded.json"
+    path.write_text(json.dumps(padded))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("the cat\nsome money\n"))
+    assert main(["tokenizer", "encode", "--tokenizer", str(path), "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["text"] for r in records] == ["the cat", "some money"]
+    assert all("[PAD]" not in r["tokens"] and len(r["ids"]) == len(r["offsets"]) < 32 for r in records)

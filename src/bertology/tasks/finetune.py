@@ -566,12 +566,34 @@ def task_options(task: Task) -> dict[str, Any]:
     return {}
 
 
+def grid_best_run(path: str | Path, say=None) -> Path:
+    """`path` itself, or for a directory `finetune --grid` wrote (grid.json, no config.json) its kept run: the
+    chosen rate's best-dev seed, said through `say` so that the user knows which model answers."""
+    path = Path(path)
+    grid = path / "grid.json"
+    if (path / "config.json").is_file() or not grid.is_file():
+        return path
+    result = json.loads(grid.read_text(encoding="utf-8"))
+    best = Path(result["best_dir"])
+    best = best if best.is_absolute() or best.is_dir() else path / best.name
+    if not (best / "config.json").is_file():
+        raise FileNotFoundError(f"{grid}: its best run {best} is missing (was the grid directory moved in part?)")
+    run = next((r for r in result.get("runs", []) if Path(r["dir"]).name == best.name), {})
+    if say is not None:
+        say(
+            f"{path}: a finetune --grid directory; its best run answers: {best} (lr {result['lr']:g}"
+            + (f", seed {run['seed']}, dev {result['metric']} {run['dev']:.4f})" if run else ")")
+        )
+    return best
+
+
 def load_finetuned(path: str | Path, device: str | torch.device = "cpu", say=None, quantize: str | None = None):
     """(model, task, tokenizer, columns) of a directory written by `finetune`, or of a task model transformers
     saved (its task as `serve` reads it: tasks.task_of); the model as `load` gives it on `device`, with
     `quantize` (int8 quantized block by block as it loads)."""
     from . import HEAD_TASKS, task_of  # the rule serve uses too: a transformers task model has no bertology_task
 
+    path = grid_best_run(path, say)
     config = read_config(path)
     task = task_of(config)
     if task is None:

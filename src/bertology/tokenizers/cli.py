@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..io import CorpusError, corpus_files, corpus_lines
+from ..io import CorpusError, corpus_files, corpus_lines, stdin_lines
 from ..tables import DEFAULT_TEXT_COLUMN, table_format
 from .tokenizer import Tokenizer
 from .training import ALGORITHMS, FAMILIES, train
@@ -58,12 +58,26 @@ def _train(args) -> int:
 
 def _encode(args) -> int:
     tok = Tokenizer.load(args.tokenizer)
-    enc = tok.encode(args.text, args.pair)
-    print("tokens: ", json.dumps(enc.tokens, ensure_ascii=False))
-    print("ids:    ", json.dumps(enc.ids))
-    print("offsets:", json.dumps([list(o) for o in enc.offsets]))
-    if args.pair is not None:
-        print("type_ids:", json.dumps(enc.type_ids))
+    tok.no_padding()  # a tokenizer.json that pads every text to a fixed length would print pads it never needed
+    texts = [args.text] if args.text is not None else stdin_lines("tokenizer encode")
+    for n, text in enumerate(texts):
+        enc = tok.encode(text, args.pair)
+        if args.json:
+            fields = {"text": text, **({"pair": args.pair} if args.pair is not None else {})}
+            fields.update(tokens=enc.tokens, ids=enc.ids, offsets=[list(o) for o in enc.offsets])
+            print(
+                json.dumps(
+                    {**fields, **({"type_ids": enc.type_ids} if args.pair is not None else {})}, ensure_ascii=False
+                )
+            )
+            continue
+        if n:
+            print()  # a blank line between texts
+        print("tokens: ", json.dumps(enc.tokens, ensure_ascii=False))
+        print("ids:    ", json.dumps(enc.ids))
+        print("offsets:", json.dumps([list(o) for o in enc.offsets]))
+        if args.pair is not None:
+            print("type_ids:", json.dumps(enc.type_ids))
     return 0
 
 
@@ -112,6 +126,7 @@ def register(subparsers) -> None:
         metavar="DIR_OR_FILE",
         help="tokenizer.json, a directory holding one, vocab.txt, ...",
     )
-    e.add_argument("text")
+    e.add_argument("text", nargs="?", help="default: the lines piped to stdin, each encoded")
     e.add_argument("--pair", default=None, metavar="TEXT", help="second segment")
+    e.add_argument("--json", action="store_true", help="one JSON object a text: tokens, ids, offsets (type ids)")
     e.set_defaults(func=_encode)
