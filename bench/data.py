@@ -222,6 +222,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--new-share", type=float, default=0.02, help="share of made-up words (default 0.02)")
     ap.add_argument("--only", default="train,tokenize,pretrain", help="stages to run (comma-separated)")
+    ap.add_argument("--tokenizer", help="a tokenizer.json to use instead of training one (with --only without train)")
     ap.add_argument("--stage", help=argparse.SUPPRESS)  # a stage in this fresh process (internal)
     ap.add_argument("args", nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -249,11 +250,11 @@ def main() -> None:
     me = [sys.executable, str(Path(__file__).resolve()), "--stage"]
     steps = a.only.split(",")
     rows = []
-    ours_tok = run / "ours" / "tokenizer.json"
+    ours_tok = Path(a.tokenizer) if a.tokenizer else run / "ours" / "tokenizer.json"
     (run / "ours").mkdir()
     (run / "hf").mkdir()
 
-    if "train" in steps or "pretrain" in steps or "tokenize" in steps:  # the tokenizer the others use
+    if "train" in steps or not a.tokenizer:  # (the tokenizer the other stages use)
         ours = measure([*me, "train-ours", str(corpus), str(run / "ours")])
         load_ours = load()
         hf = measure([*me, "train-hf", str(corpus), str(run / "hf")])

@@ -119,18 +119,31 @@ def truncate_spans(pair: PairSpan, max_num_tokens: int, rng: random.Random) -> P
     excess = a_len + b_len - max_num_tokens
     if excess <= 0:
         return pair
-    draws = [rng.random() < 0.5 for _ in range(excess)]  # True: the token goes from the front
+    fronts = _front_draws(rng, excess)  # byte j: 1 where token j goes from the front
     # first the longer loses tokens until the two are level (A while A > B; B down to A - 1 otherwise),
     # then they alternate, the one that did not lose last going first
     if a_len > b_len:
         k = min(excess, a_len - b_len)
-        a_steps, b_steps = draws[:k] + draws[k + 1 :: 2], draws[k::2]
+        a_steps, b_steps = (fronts[:k], fronts[k + 1 :: 2]), (fronts[k::2],)
     else:
         k = min(excess, b_len - a_len + 1)
-        a_steps, b_steps = draws[k::2], draws[:k] + draws[k + 1 :: 2]
-    a0, a_len = a0 + sum(a_steps), a_len - len(a_steps)
-    b0, b_len = b0 + sum(b_steps), b_len - len(b_steps)
+        a_steps, b_steps = (fronts[k::2],), (fronts[:k], fronts[k + 1 :: 2])
+    a0, a_len = a0 + sum(s.count(1) for s in a_steps), a_len - sum(map(len, a_steps))
+    b0, b_len = b0 + sum(s.count(1) for s in b_steps), b_len - sum(map(len, b_steps))
     return a0, a_len, b0, b_len, label
+
+
+_HIGH_BIT_CLEAR = bytes(1 if b < 0x80 else 0 for b in range(256))  # a byte's top bit clear -> 1
+
+
+def _front_draws(rng: random.Random, n: int) -> bytes:
+    """[rng.random() < 0.5 for _ in range(n)] as bytes of 0 / 1, in one call, the generator left as
+    those n calls leave it. random() makes a float of two 32-bit words of the Mersenne Twister,
+    a * 2**26 + b over 2**53 with a = w1 >> 5, b = w2 >> 6: it is < 0.5 exactly when w1's top bit
+    is clear; getrandbits(64 n) draws the same 2n words, word i at bits 32 i of the little-endian
+    integer, so the top byte of word 2j is byte 8 j + 3. (tests/data/test_samples.py holds it to
+    the calls, the generator's next draw included.)"""
+    return rng.getrandbits(64 * n).to_bytes(8 * n, "little")[3::8].translate(_HIGH_BIT_CLEAR)
 
 
 def pack_spans(documents, max_num_tokens: int, cross_documents: bool) -> tuple[list[int], list[int], list[int]]:
