@@ -96,3 +96,58 @@ def test_a_precision_the_cpu_cannot_train_in_is_refused_before_the_first_write(t
     with pytest.raises(ValueError, match="--precision fp16: fp16 autocast with a gradient scaler is for CUDA GPUs"):
         pretrain(options)
     assert not out.exists()
+
+
+PRETRAIN = dict(corpus=["a.txt"], out_dir="o")
+
+
+@pytest.mark.parametrize(
+    "make, named",
+    [
+        (lambda: _pretrain_checked(family="bert", mem_len=16), "--mem-len: read by XLNet's permutation LM alone"),
+        (lambda: _pretrain_checked(family="roberta", bi_data=True), "--bi-data: read by XLNet's permutation LM alone"),
+        (lambda: _pretrain_checked(family="xlnet", dupe_factor=3), "--dupe-factor: read by the masked objectives"),
+        (
+            lambda: _pretrain_checked(family="bert", objective="simcse", unigram_prior=False),
+            "--no-unigram-prior: read by the objectives that predict tokens",
+        ),
+        (lambda: _distill(target="sentence", temperature=4.0), "--temperature: read by --target tokens"),
+        (lambda: _distill(text_unit="sentence"), "--text-unit: read by --target sentence alone"),
+        (lambda: _finetune_checked(pairs_per_example=8), "--pairs-per-example: read by --method setfit alone"),
+        (lambda: _finetune_checked(stride=32), "--stride: read by --task qa"),
+    ],
+)
+def test_an_option_the_run_would_ignore_is_refused(make, named):
+    from bertology.options import OptionError
+
+    with pytest.raises(OptionError, match=named.replace("(", r"\(")):
+        make()
+
+
+def _pretrain_checked(**kw):
+    from bertology.data.recipe import Recipe
+    from bertology.train.pretrain_options import PretrainOptions, check_objective_options
+
+    o = PretrainOptions(**PRETRAIN, **kw)
+    check_objective_options(o, Recipe.from_options(o), None)
+
+
+def _distill(**kw):
+    from bertology.train.distill import DistillOptions
+
+    DistillOptions(teacher="t", corpus=["a.txt"], out_dir="o", **kw)
+
+
+def _finetune_checked(**kw):
+    from bertology.tasks import TASKS
+    from bertology.tasks.finetune import FinetuneOptions, check_task_options
+
+    o = FinetuneOptions(model="m", task="classify", train="t.tsv", out_dir="o", **kw)
+    check_task_options(o, TASKS[o.task]())
+
+
+def test_the_same_options_at_their_defaults_pass():
+    _pretrain_checked(family="bert")
+    _pretrain_checked(family="xlnet")
+    _distill(target="sentence")
+    _finetune_checked()

@@ -215,6 +215,26 @@ def from_args(cls: type, args: argparse.Namespace, **fixed: Any):
     return cls(**{**values, **fixed})
 
 
+def refuse_unread(obj: Any, fields: tuple[str, ...], read_by: str) -> None:
+    """An OptionError naming every field of `fields` set away from its default, when this run does not read
+    them (`read_by` says which runs do): an option that would change nothing is refused, not ignored."""
+    defaults = {f.name: f for f in dataclasses.fields(obj)}
+    given = []
+    for name in fields:
+        f = defaults[name]
+        default = (
+            f.default
+            if f.default is not MISSING
+            else (f.default_factory() if f.default_factory is not MISSING else None)
+        )
+        if getattr(obj, name) != default:
+            given.append(flag_of(f) if f.type != "bool" or getattr(obj, name) else "--no-" + flag_of(f)[2:])
+    if given:
+        raise OptionError(
+            f"{', '.join(given)}: read by {read_by} alone; this run would ignore {'them' if len(given) > 1 else 'it'}"
+        )
+
+
 @dataclass
 class DeviceOptions:
     """`--device` of the commands whose other arguments are plain flags (evaluate, predict, demo)."""

@@ -303,3 +303,24 @@ def test_the_teacher_embedding_of_minilm_is_sentence_transformers(tmp_path):
         h = ref(**inputs).last_hidden_state
     expected = F.normalize(mean_pool(h, inputs["attention_mask"]), dim=-1)
     assert torch.allclose(t, expected, atol=1e-5)
+
+
+@pytest.mark.integration
+def test_under_torchrun_it_is_refused_before_any_rank_writes(teacher_dir, corpus, student_tok, tmp_path):
+    """--target sentence runs in one process (issue 42 asked for one writer under torchrun: here no rank
+    writes at all, and the message says why)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "bertology",
+           "distill", "--target", "sentence", "--teacher", str(teacher_dir), "--tokenizer", str(student_tok),
+           "--corpus", str(corpus), "--out", str(out), "--steps", "2", "--batch-size", "8", "--max-length", "32",
+           "--teacher-precision", "fp32", "--quiet"]  # fmt: skip
+    result = subprocess.run(
+        cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode != 0
+    assert "--target sentence runs in one process" in result.stderr
+    assert not out.exists()

@@ -52,8 +52,7 @@ def _run(corpus, out, family, *extra):
         "3",
         "--heldout",
         "3",
-        "--dupe-factor",
-        "2",
+        *(["--dupe-factor", "2"] if family != "xlnet" else []),  # XLNet reads its streams once a pass
         "--quiet",
         *extra,
     ]
@@ -153,8 +152,7 @@ def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
         "5",
         "--heldout",
         "3",
-        "--dupe-factor",
-        "1",
+        *(["--dupe-factor", "1"] if family != "xlnet" else []),
         "--quiet",
         "--time-budget",
         "0.05",

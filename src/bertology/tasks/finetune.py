@@ -41,6 +41,7 @@ from ..options import (
     PROBABILITY,
     Check,
     check_options,
+    refuse_unread,
     option,
 )
 from ..train import distributed as dist
@@ -275,7 +276,7 @@ def _check_pooling(o: FinetuneOptions, model_type: str) -> None:
         )
 
 
-def _check_task_options(o: FinetuneOptions, task: Task) -> None:
+def check_task_options(o: FinetuneOptions, task: Task) -> None:
     """Options that only some tasks take fail before anything is read or written."""
     if o.labels_per_class is not None and task.name not in ("classify", "pair"):
         raise ValueError(
@@ -299,6 +300,10 @@ def _check_task_options(o: FinetuneOptions, task: Task) -> None:
             "--method setfit tunes the encoder's mean-pooled vectors on pairs, then fits a logistic regression on "
             "them: give --pooling mean, and no --layer-decay or --head-lr (the head is fitted, not trained)"
         )
+    if o.method != "setfit":
+        refuse_unread(o, ("pairs_per_example",), "--method setfit")
+    if task.name != "qa":
+        refuse_unread(o, ("stride",), "--task qa (the overlap of a long context's windows)")
     if o.method == "prompt" and (o.pooling != "cls" or o.reinit_layers or o.head_lr):
         raise ValueError(
             "--method prompt reads the pretrained head at the template's blank: --pooling, --reinit-layers and "
@@ -397,7 +402,7 @@ def _checked_inputs(o: FinetuneOptions):
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     check_precision(device, o.precision)
     task = TASKS[o.task]()
-    _check_task_options(o, task)
+    check_task_options(o, task)
     _check_model_source(o)
     tokenizer = load_tokenizer(o.model if Path(o.model).is_dir() else None, o.tokenizer)
     train = task.read(o.train, **o.columns)

@@ -155,7 +155,7 @@ def _distill_sentences(
     )
     if len(train_texts) < o.batch_size:
         raise ValueError(f"{where}: {len(train_texts)} training texts, fewer than one batch of {o.batch_size}")
-    if dist.world_size() > 1:
+    if dist.launched_world_size() > 1:  # (no process group is joined on this path: ask torchrun's environment)
         raise ValueError(
             "--target sentence runs in one process (the teacher dominates; run ranks of it in parallel "
             "for different seeds instead)"

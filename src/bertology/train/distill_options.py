@@ -14,6 +14,7 @@ from ..options import (
     POSITIVE_NUMBER,
     accepts_old_names,
     check_options,
+    refuse_unread,
     option,
 )
 from .arguments import CorpusOptions, check_job_options
@@ -130,7 +131,11 @@ class DistillOptions(CorpusOptions):
                     f"{', '.join(SENTENCE_STUDENTS)}, built from --preset"
                 )
             self.preset = self.preset or "tiny"
+            refuse_unread(
+                self, ("temperature", "ce_over", "masking"), "--target tokens (the soft targets and their masks)"
+            )
         else:
+            refuse_unread(self, ("text_unit",), "--target sentence")
             given = [
                 flag
                 for flag, value in (("--preset", self.preset), ("--tokenizer", self.tokenizer))

@@ -17,8 +17,13 @@ from torch import nn
 from ..hardware import resolve_device
 
 
+def launched_world_size() -> int:
+    """The processes torchrun started (1 outside torchrun), known before any process group is joined."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
 def _launched() -> bool:
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return launched_world_size() > 1
 
 
 def rank_device(spec: str = "auto", say=None) -> torch.device:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, RTD, SIMCSE, TSDAE, Recipe
+from ..data.recipe import MASKINGS, OBJECTIVES, PACKINGS, PLM, RTD, SENTENCE_OBJECTIVES, SIMCSE, TSDAE, Recipe
 from ..models import PRETRAINABLE, get_family
 from ..models.electra import generator_config
 from ..options import (
@@ -22,6 +22,7 @@ from ..options import (
     Check,
     accepts_old_names,
     check_options,
+    refuse_unread,
     option,
 )
 from .arguments import DEFAULT_STEPS, CorpusOptions, check_job_options
@@ -211,6 +212,14 @@ def check_objective_options(o: PretrainOptions, recipe: Recipe, config) -> None:
         if value is not None and recipe.objective != objective:
             owner = "an ELECTRA option (objective rtd)" if objective == RTD else f"a {objective} option"
             raise ValueError(f"{flag} is {owner}, not for {o.family} / {recipe.objective}")
+    if recipe.objective != PLM:
+        refuse_unread(o, ("mem_len", "reuse_len", "num_predict", "perm_size", "bi_data"), "XLNet's permutation LM")
+    else:  # a stream is read once a pass, its targets counted by --num-predict
+        refuse_unread(o, ("dupe_factor", "mlm_probability"), "the masked objectives (not XLNet's permutation LM)")
+    if recipe.objective in SENTENCE_OBJECTIVES:  # no output layer over the vocabulary, nothing masked
+        refuse_unread(
+            o, ("unigram_prior", "mlm_probability"), "the objectives that predict tokens (not " + recipe.objective + ")"
+        )
     if recipe.objective == RTD and config is not None:
         generator_config(
             config, o.generator_size or DEFAULT_GENERATOR_SIZE
