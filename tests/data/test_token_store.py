@@ -138,7 +138,9 @@ def test_every_family_and_run_with_the_tokenizer_shares_the_store(
     assert counted_builds == [str(small_corpus)]
     assert bert.meta["token_stores"] == electra.meta["token_stores"]
     assert bert.meta["token_stores"][0].startswith(str(tmp_path / "shared"))
-    assert not list((tmp_path / "run1").glob("tokens-*"))  # the run's cache holds its index alone
+    assert not list((tmp_path / "run1").glob("*"))  # the token store and the index are in the shared cache
+    again = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "run3", **kw)
+    assert again.dir == bert.dir  # a later run of the same recipe and seed finds its index there
 
 
 def test_token_counts_of_documents_count_each_token(small_corpus, wordpiece, tmp_path):

@@ -24,7 +24,7 @@ from .recipe import Recipe
 from .samples import build_index
 from .store import LAYOUT, InstanceStore
 from .tokenized import check_nsp_split, split_documents, tokenize_corpus
-from .tokenstore import default_workers
+from .tokenstore import default_workers, token_cache_root
 
 PART_NAMES = {"train": "training", "heldout": "held-out"}  # a part's name on its progress bar
 
@@ -97,7 +97,7 @@ def build_store(
     workers: int | None = None,
 ) -> InstanceStore:
     """The instance store of `recipe` (train, and `.heldout` when documents are held out). Token
-    stores go to `cache_dir` or $BERTOLOGY_TOKEN_CACHE (tokenstore.py), the index to `cache_dir`;
+    stores and sample indices go to `cache_dir`, or to $BERTOLOGY_TOKEN_CACHE when set (tokenstore.py);
     `workers`: tokenizing processes (None: every core)."""
     files = check_files(files)
     specials = special_tokens(tokenizer, recipe.family)
@@ -147,7 +147,9 @@ def build_store(
             total = indexed if "label" in index else indexed * r.dupe_factor  # packing: one pass repeated
             return {**common, "arrays": arrays, "num_instances": total, "recipe": r.to_dict(), "part": part}
 
-        d = build_cached(cache / f"instances-{key}", build)
+        # beside the token stores: with $BERTOLOGY_TOKEN_CACHE a later run of the same recipe and seed
+        # (another --out) finds its index too, keyed by everything it depends on
+        d = build_cached(token_cache_root(cache) / f"instances-{key}", build)
         store = InstanceStore(d, Masker(r, specials.mask, torch.tensor(specials.all_ids), torch.tensor(vocab_ids)))
         if cache_dir is None:  # a private temporary cache goes away with the store
             weakref.finalize(store, shutil.rmtree, cache, True)

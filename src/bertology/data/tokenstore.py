@@ -14,7 +14,8 @@ that of its tokenizer.json text, the file key that of the file's fingerprint (ab
 modification time) and how it is read (format, errors). Every run and every family with the same
 tokenizer finds the stores there, and a corpus of several files that gains one tokenizes only the
 new file. `root` is the caller's cache directory, or $BERTOLOGY_TOKEN_CACHE when set: one place
-shared by all runs on the machine (a run's own cache/ goes away with the run).
+shared by all runs on the machine (a run's own cache/ goes away with the run); the sample indices
+over the stores (build.py) go to the same place.
 
 Tokenizing is the one stage that grows with the corpus, so it runs on every core: the main process
 streams documents (corpus.iter_documents) in chunks of about CHUNK_CHARS characters to forked
