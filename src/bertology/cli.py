@@ -670,8 +670,9 @@ def wait_passively() -> None:
     needs to finish its half, and every operator then waits on the scheduler: that, not the sharing
     of the cores, made a busy laptop's demo many times slower (docs/demo.md, "On a busy machine").
     On a quiet machine a tiny model's step pays for waking the sleeping thread (it runs about as fast
-    as on one thread): a bounded loss against an unbounded one. OpenMP reads the policy once, when torch loads, so it is set
-    before a command imports torch; a policy the user set is kept (ACTIVE for a dedicated machine)."""
+    as on one thread): a bounded loss against an unbounded one. OpenMP reads the policy once, when
+    torch loads, so it is set before a command imports torch; a policy the user set is kept (ACTIVE
+    for a dedicated machine)."""
     if "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
