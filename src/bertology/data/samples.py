@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import random
+from array import array
 
 import numpy as np
 
@@ -244,7 +245,7 @@ def _pair_pass(job, dupe: int, bar=None) -> tuple[np.ndarray, np.ndarray, np.nda
     sentences, doc_ids, r, M, seed = job
     rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
     n, nsp, ids = len(doc_ids), r.pair_task == "nsp", doc_ids.tolist()
-    pieces: list[int] = []
+    pieces = array("q")  # 8 bytes an entry (a list of ints would hold ~36)
     for k, d in enumerate(ids):
 
         def negative(g: random.Random, k=k) -> tuple[list[int], list[int]]:
@@ -254,10 +255,10 @@ def _pair_pass(job, dupe: int, bar=None) -> tuple[np.ndarray, np.ndarray, np.nda
 
         starts, lengths = sentences(d)
         for pair in pair_spans(starts, lengths, M, r.short_seq_prob, r.pair_task, rng, negative if nsp else None):
-            pieces += pair
+            pieces.extend(pair)
         if bar is not None:
             bar.update(1)
-    table = np.asarray(pieces, dtype=np.int64).reshape(-1, 5)  # (n, 5): a0, a_len, b0, b_len, label
+    table = np.frombuffer(pieces, dtype=np.int64).reshape(-1, 5)  # (n, 5): a0, a_len, b0, b_len, label
     return table[:, [0, 2]].ravel(), table[:, [1, 3]].ravel(), table[:, 4]
 
 
