@@ -287,13 +287,15 @@ def main() -> None:
                 *["--out", str(out), "--steps", "100000", "--log-every", "1", "--device", "cpu"],
             ]
             m = measure(command, env, until=first_step_reached(out), log=run / f"{out.name}.log")
-            index = disk_mb(out / "cache", "instances-*")
             print(
-                f"pretrain, {name}: first optimizer step after {m['s']:.0f} s, peak RSS {m['peak_gb']:.2f} GB, "
-                f"instance index {index:.0f} MB ({load()})"
+                f"pretrain, {name}: first optimizer step after {m['s']:.0f} s, peak RSS {m['peak_gb']:.2f} GB ({load()})"
             )
             print(textwrap.indent((run / f"{out.name}.log").read_text().strip()[-1500:], "    "))
-        print(f"token store shared by the runs: {disk_mb(run / 'shared-tokens', 'tokens-*'):.0f} MB")
+        shared = run / "shared-tokens"
+        print(
+            f"shared by the runs ($BERTOLOGY_TOKEN_CACHE): token store {disk_mb(shared, 'tokens-*'):.0f} MB, "
+            f"instance indices (training + held-out) {disk_mb(shared, 'instances-*'):.0f} MB"
+        )
 
     print()
     print(f"{'stage':36} {'ours':>16} {'reference':>16} {'ratio':>7}  reference")
