@@ -37,7 +37,7 @@ def test_token_counts_are_the_unmasked_text_and_skip_specials(tmp_path):
     assert all(counts[i] == 0 for i in special)
     # every real token of every instance counted once, with its original (unmasked) id
     expected = torch.zeros(tok.vocab_size, dtype=torch.long)
-    lengths = torch.from_numpy(store.arrays["lengths"][:].astype("int64"))
+    lengths = torch.from_numpy(store.lengths())
     every = torch.arange(len(store)).numpy()
     batch = store.masker(store.rows(every), seed=1, step=0, instances=every)  # the static masks, undone by hand
     original = torch.where(batch["labels"] != -100, batch["labels"], batch["input_ids"])

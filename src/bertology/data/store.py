@@ -118,11 +118,6 @@ class InstanceStore:
         one = np.add.reduceat(n, first[:-1]) + np.diff(first) + 1  # the pieces, a [SEP] after each, [CLS]
         return np.tile(one, self.num_instances // self.indexed)
 
-    @property
-    def arrays(self) -> dict[str, np.ndarray]:
-        """{"lengths": self.lengths()}: what callers of the padded layout read beside the rows."""
-        return {"lengths": self.lengths()}
-
     def steps_per_epoch(self, batch_size: int) -> int:
         return max(1, self.num_instances // batch_size)
 
