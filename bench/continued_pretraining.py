@@ -41,7 +41,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from bertology.demo import CORPORA, recipe
+from bertology.demo import CORPORA, small_budget_options
 from bertology.demo.curve import Start, accuracy_interval, compare, label_curves, labels_of
 from bertology.demo.plan import Budget, Plan, label_count, label_name
 from bertology.demo.stages import minilm_path
@@ -97,7 +97,7 @@ def tiny_and_tapt(out: Path, args) -> tuple[dict, dict]:
             show_progress=False,
             criterion="frequency",
         ).save(tok)
-    base = recipe(
+    base = small_budget_options(
         "bert",
         CORPORA["debian"],
         str(tok),

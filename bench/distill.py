@@ -33,7 +33,7 @@ import time
 import torch
 
 import bertology
-from bertology.demo import CORPORA, recipe
+from bertology.demo import CORPORA, small_budget_options
 from bertology.hardware import bf16_pays, cpu_summary
 from bertology.tasks.classification import ClassifyTask
 from bertology.tasks.finetune import FinetuneOptions
@@ -170,7 +170,7 @@ def demo_teacher(out: Path, args) -> str:
     run = out / "demo-bert"
     if not (run / "model.safetensors").is_file():
         shutil.rmtree(run, ignore_errors=True)
-        pretrain(recipe("bert", CORPORA["debian"], None, str(run), 2000, args.bf16, quiet=True))
+        pretrain(small_budget_options("bert", CORPORA["debian"], None, str(run), 2000, args.bf16, quiet=True))
     return str(run)
 
 

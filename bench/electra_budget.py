@@ -27,7 +27,7 @@ import json
 import shutil
 
 
-from bertology.demo import recipe
+from bertology.demo import small_budget_options
 from bertology.demo.stages import corpus_files, data_path
 from bertology.hardware import cpu_summary
 from bertology.models import get_family
@@ -123,7 +123,9 @@ def main() -> None:
             shutil.rmtree(run, ignore_errors=True)
             extra = {} if overrides is None else {**PAPER, **overrides}
             fixed = {k: extra.pop(k) for k in ("unigram_prior", "lr") if k in extra}  # the recipe sets these itself
-            options = recipe("electra", corpus, str(tok), str(run), args.steps, False, quiet=True, **extra)
+            options = small_budget_options(
+                "electra", corpus, str(tok), str(run), args.steps, False, quiet=True, **extra
+            )
             pretrain(dataclasses.replace(options, **fixed))
         summary = json.loads((run / "summary.json").read_text())
         e = {k.removeprefix("eval/"): v for k, v in summary["eval"].items()}
@@ -144,7 +146,7 @@ def reference(name: str, out: Path, corpus, tok: Path, args, seeds: list[int]) -
     run = out / name
     if name == "bert" and not (run / "summary.json").is_file():
         shutil.rmtree(run, ignore_errors=True)
-        pretrain(recipe("bert", corpus, str(tok), str(run), args.steps, False, quiet=True))
+        pretrain(small_budget_options("bert", corpus, str(tok), str(run), args.steps, False, quiet=True))
     source = run if name == "bert" else out / "paper"  # the twin: the ELECTRA run's architecture, new weights
     cells = finetune_scores(source, out, seeds, args.all_labels, from_scratch=name == "random-init")
     print(f"| {name} |" + " |" * 8 + f" {cells['10/class']} | {cells['all']} |", flush=True)

@@ -23,7 +23,7 @@ import csv
 import json
 import shutil
 
-from bertology.demo import recipe
+from bertology.demo import small_budget_options
 from bertology.demo.stages import corpus_files, data_path
 from bertology.hardware import cpu_summary
 from bertology.tasks.finetune import FinetuneOptions
@@ -74,7 +74,11 @@ def main() -> None:
         run = out / f"p{rate:g}"
         if not (run / "summary.json").is_file():
             shutil.rmtree(run, ignore_errors=True)
-            pretrain(recipe("electra", corpus, str(tok), str(run), args.steps, False, quiet=True, mlm_probability=rate))
+            pretrain(
+                small_budget_options(
+                    "electra", corpus, str(tok), str(run), args.steps, False, quiet=True, mlm_probability=rate
+                )
+            )
         e = json.loads((run / "summary.json").read_text())["eval"]
         cells = []
         for name, (train_file, epochs) in sets.items():

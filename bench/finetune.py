@@ -25,7 +25,7 @@ import json
 import shutil
 import time
 
-from bertology.demo import CORPORA, recipe
+from bertology.demo import CORPORA, small_budget_options
 from bertology.hardware import bf16_pays, cpu_summary
 from bertology.tasks.baseline import BagOfWordsBaseline
 from bertology.tasks.classification import ClassifyTask
@@ -101,7 +101,7 @@ def main() -> None:
         tok.save(out / f"tokenizer-{args.corpus}.json")
         started = time.perf_counter()
         pretrain(
-            recipe(
+            small_budget_options(
                 "bert",
                 corpus,
                 str(out / f"tokenizer-{args.corpus}.json"),

@@ -175,7 +175,7 @@ def pipeline(args) -> None:
     import lzma
     import warnings
 
-    from bertology.demo import CORPORA, recipe
+    from bertology.demo import CORPORA, small_budget_options
     from bertology.hardware import bf16_pays, cpu_summary
     from bertology.tokenizers import train
     from bertology.train.pretrain import pretrain
@@ -192,7 +192,7 @@ def pipeline(args) -> None:
         )
         runs = {}
         for name in ("first wave (T=64, dropout 0.1, 15%)", "small-budget recipe (T=32, no dropout, 30%)"):
-            o = recipe(
+            o = small_budget_options(
                 "bert", [str(corpus)], str(Path(d) / "tok.json"), str(Path(d) / name[:5]), args.steps, bf16, quiet=True
             )
             o.eval_every, o.heldout = None, 0.0

@@ -31,7 +31,7 @@ import time
 import torch
 
 from bertology import load
-from bertology.demo import CORPORA, recipe
+from bertology.demo import CORPORA, small_budget_options
 from bertology.hardware import bf16_pays, cpu_summary
 from bertology.models import task_class
 from bertology.tasks.baseline import BagOfWordsBaseline
@@ -96,7 +96,9 @@ def run_corpus(corpus: str, args, out: Path) -> list[dict]:
     every = max(1, args.steps // args.checkpoints)
     if not (run_dir / "summary.json").is_file():
         shutil.rmtree(run_dir, ignore_errors=True)
-        options = recipe(args.family, files, str(tok_path), str(run_dir), args.steps, args.bf16, quiet=True)
+        options = small_budget_options(
+            args.family, files, str(tok_path), str(run_dir), args.steps, args.bf16, quiet=True
+        )
         options.eval_every, options.save_every, options.keep_checkpoints = every, every, args.checkpoints + 1
         if args.first_wave:  # BERT's own settings, for the diagnosis: only these settings differ
             options.seq_len, options.dropout, options.mlm_probability, options.max_predictions = 64, None, 0.15, None

@@ -6,7 +6,7 @@ default 20; plan.py says how it is spent).
    shares BERT's WordPiece) on Debian's long package descriptions (data/debian-descriptions:
    leakage-free for the task's dev and test packages), and word2vec over each tokenizer's pieces;
 2. pretrains a tiny model of each family for an equal share of the time with the small-budget
-   recipe (stages.recipe), its token embedding started from those word vectors, each with its
+   recipe (stages.small_budget_options), its token embedding started from those word vectors, each with its
    paper's objective (ELECTRA-tiny on exactly BERT-tiny's Trainer seconds, with BERT's WordPiece:
    the race of equal time, stages.EQUAL_TIME); and the teacher track: the real all-MiniLM-L6-v2
    distilled at the sentence level into the same tiny BERT;
@@ -44,12 +44,12 @@ from .stages import (
     data_path,
     minilm_path,
     pretrain_one,
-    recipe,
+    small_budget_options,
     teacher_track,
     train_tokenizers,
 )
 
-__all__ = ["CORPORA", "recipe", "run"]
+__all__ = ["CORPORA", "run", "small_budget_options"]
 WORD2VEC_EPOCHS = 2  # passes of skip-gram over the corpus for each tokenizer's pieces (bench/few_labels.py took 3)
 STUDENT = "minilm→tiny"  # the teacher track's student
 BUDGET_FILE = "demo_budget.json"  # the seconds spent and the cuts made, kept for --resume

@@ -148,7 +148,7 @@ def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, sa
     return rows
 
 
-def recipe(
+def small_budget_options(
     family: str,
     corpus: list[str],
     tokenizer: str | None,
@@ -183,7 +183,7 @@ def recipe(
     from ..train.pretrain import PretrainOptions
 
     if steps is None and minutes is None:
-        raise ValueError("recipe needs steps or minutes")
+        raise ValueError("small_budget_options needs steps or minutes")
     paper = get_family(family).pretraining.objective
     rate = extra.pop("mlm_probability", RTD_MASKING if paper == RTD else 0.3)
     predictions = max(1, round(rate * seq_len))
@@ -239,7 +239,7 @@ def pretrain_one(
     else:
         continue_run = fresh(run_dir, resume)
         # the Trainer's clock starts after the instances are built: the caller gives later models what is left
-        options = recipe(
+        options = small_budget_options(
             family,
             corpus,
             str(out / "tokenizers" / family / "tokenizer.json"),
