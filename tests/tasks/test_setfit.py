@@ -185,7 +185,9 @@ def test_same_seed_same_model_and_the_summary_has_the_probes_fields(tmp_path, ti
     assert first["setfit"] == second["setfit"] and first["setfit"]["pairs_seen"] == 24 * 8
     assert first["setfit"]["early_stopped"] is False and first["setfit"]["best_dev"] is None
 
-    probe = finetune(_options(tmp_path / "c", tiny_model, method="probe", dev=None))
+    probe = finetune(
+        _options(tmp_path / "c", tiny_model, method="probe", dev=None, pairs_per_example=20)
+    )  # its default: no pairs
     assert set(first) - set(probe) == {"setfit", "best_step"} and set(probe) <= set(first)
 
 
