@@ -95,10 +95,16 @@ def renamed(cls: type) -> dict[str, dataclasses.Field]:
     return {old: f for f in dataclasses.fields(cls) for old in f.metadata.get("old_names", ())}
 
 
-def deprecation(old: str, f: dataclasses.Field, how: str = "flag") -> str:
-    if how == "flag":
-        return f"{old_flag(old)} is now {flag_of(f)}; the old name goes in the next release"
-    return f"{old}= is now {f.name}= (the flag {flag_of(f)}); the old name goes in the next release"
+def deprecation(old: str, new: str) -> str:
+    """The line an option's old spelling (a flag or a keyword) is answered with."""
+    return f"{old} is now {new}; the old name goes in the next release"
+
+
+def default_of(f: dataclasses.Field) -> Any:
+    """A field's default value (None for a required one)."""
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else None
 
 
 def accepts_old_names(cls: type) -> type:
@@ -111,7 +117,9 @@ def accepts_old_names(cls: type) -> type:
             f = old[name]
             if f.name in kwargs:
                 raise TypeError(f"{cls.__name__}: {name}= and {f.name}= are one option; give {f.name}= alone")
-            warnings.warn(deprecation(name, f, "keyword"), DeprecationWarning, stacklevel=2)
+            warnings.warn(
+                deprecation(f"{name}=", f"{f.name}= (the flag {flag_of(f)})"), DeprecationWarning, stacklevel=2
+            )
             kwargs[f.name] = kwargs.pop(name)
         init(self, *args, **kwargs)
 
@@ -128,7 +136,7 @@ class OldFlag(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        warnings.warn(f"{option_string} is now {self.new}; the old name goes in the next release", FutureWarning)
+        warnings.warn(deprecation(option_string, self.new), FutureWarning)
         setattr(namespace, self.dest, values)
 
 
@@ -218,16 +226,11 @@ def from_args(cls: type, args: argparse.Namespace, **fixed: Any):
 def refuse_unread(obj: Any, fields: tuple[str, ...], read_by: str) -> None:
     """An OptionError naming every field of `fields` set away from its default, when this run does not read
     them (`read_by` says which runs do): an option that would change nothing is refused, not ignored."""
-    defaults = {f.name: f for f in dataclasses.fields(obj)}
+    declared = {f.name: f for f in dataclasses.fields(obj)}
     given = []
     for name in fields:
-        f = defaults[name]
-        default = (
-            f.default
-            if f.default is not MISSING
-            else (f.default_factory() if f.default_factory is not MISSING else None)
-        )
-        if getattr(obj, name) != default:
+        f = declared[name]
+        if getattr(obj, name) != default_of(f):
             given.append(flag_of(f) if f.type != "bool" or getattr(obj, name) else "--no-" + flag_of(f)[2:])
     if given:
         raise OptionError(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json
-from ..options import flag_of, renamed
+from ..options import default_of, flag_of, renamed
 from . import distributed as dist
 
 RUN_OPTIONS = "options.json"
@@ -68,14 +68,6 @@ def _shown(flag: str, value: Any) -> str:
     return f"{flag} {value}"
 
 
-def _default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return None
-
-
 def differences(options: Any, recorded: dict[str, Any], may_change: frozenset[str]) -> list[str]:
     """One phrase per option whose value differs from the recorded one (outside `may_change`). An option
     the record lacks (added to bertology after the run started) is compared with its default."""
@@ -89,7 +81,7 @@ def differences(options: Any, recorded: dict[str, Any], may_change: frozenset[st
         if f.name in may_change:
             continue
         now = _plain(getattr(options, f.name))
-        then = recorded[f.name] if f.name in recorded else _plain(_default(f))
+        then = recorded[f.name] if f.name in recorded else _plain(default_of(f))
         if now != then:
             flag = flag_of(f) if f.metadata.get("cli", True) else f.name
             found.append(f"{_shown(flag, now)} (the run was started with {_shown(flag, then)})")
