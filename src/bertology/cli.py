@@ -110,11 +110,13 @@ def _numbers(text: str, kind, flag: str) -> list:
 
 
 def _check_grid_only(args) -> None:
-    """--test and --seeds are read by --grid alone: without it they would be silently ignored."""
-    given = [flag for flag, value in (("--test", args.test), ("--seeds", args.seeds)) if value is not None]
+    """--test, --seeds and --workers are read by --grid alone: without it they would be silently ignored."""
+    flags = (("--test", args.test), ("--seeds", args.seeds), ("--workers", args.workers))
+    given = [flag for flag, value in flags if value is not None]
     if given and not args.grid:
         raise OptionError(
-            f"{' and '.join(given)} without --grid: only --grid runs use {'them' if len(given) > 1 else 'it'} "
+            f"{' and '.join((', '.join(given[:-1]), given[-1]) if len(given) > 1 else given)} without --grid: "
+            f"only --grid runs use {'them' if len(given) > 1 else 'it'} "
             "(a single finetune chooses its best step on --dev and scores no test file); add --grid LR,LR,… "
             "or leave them out (then score a file with `bertology evaluate`)"
         )
@@ -128,7 +130,8 @@ def _finetune_grid(options, args) -> int:
     if args.resume:
         raise OptionError("--grid runs from its beginning; --resume continues a single run")
     seeds = _numbers(args.seeds or GRID_SEEDS, int, "--seeds")
-    result = finetune_grid(options, args.test, _numbers(args.grid, float, "--grid"), seeds, overwrite=args.overwrite)
+    grid = _numbers(args.grid, float, "--grid")
+    result = finetune_grid(options, args.test, grid, seeds, overwrite=args.overwrite, workers=args.workers or 1)
     print("| lr | seed | dev | test |\n|---|---|---|---|")
     for r in result.runs:
         print(f"| {r['lr']:g} | {r['seed']} | {r['dev']:.4f} | {r['test']:.4f} |")
@@ -346,6 +349,16 @@ def _positive_minutes(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
 def _demo(args) -> int:
     from .demo import run
 
@@ -420,6 +433,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", metavar="S,S,…", help=f"seeds for --grid (default {GRID_SEEDS}; --grid only)")
     p.add_argument("--test", metavar="FILE", help="scored for every --grid run (--grid only)")
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="--grid runs fine-tuned at once, in processes that split the CPU's cores (default 1; small models "
+        "finish a grid sooner side by side; --grid only)",
+    )
     _add_run_control(p)
     _add_columns(p)
     p.set_defaults(func=_finetune)

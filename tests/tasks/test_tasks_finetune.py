@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 import pytest
 import torch
@@ -241,3 +242,35 @@ def test_an_interrupted_fine_tuning_resumes_exactly(tmp_path):
     a, b = bertology.load(tmp_path / "full"), bertology.load(tmp_path / "part")
     for (name, p), q in zip(a.named_parameters(), b.parameters()):
         assert torch.equal(p, q), name
+
+
+def test_patience_ends_the_run_once_dev_stops_improving(tmp_path):
+    """At a rate too small to move the model, dev's score is the same every epoch: with --patience 1 the
+    run ends after the second epoch, says so in summary.json, and keeps the first (best) epoch."""
+    summary = finetune(_options(tmp_path, epochs=6, lr=1e-9, patience=1))
+    steps_per_epoch = 64 // 16
+    assert summary["steps"] == 2 * steps_per_epoch and summary["early_stopped"]
+    assert summary["best_step"] == steps_per_epoch
+    evaluations = [
+        r
+        for r in map(json.loads, (tmp_path / "out" / "metrics.jsonl").read_text().splitlines())
+        if "eval/accuracy" in r
+    ]
+    assert [r["step"] for r in evaluations] == [steps_per_epoch, 2 * steps_per_epoch]
+    assert not finetune(_options(tmp_path, out_dir=str(tmp_path / "all"), epochs=2, lr=1e-9))["early_stopped"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (dict(patience=2, dev=None), "--patience stops when --dev's score stops improving: give --dev"),
+        (
+            dict(patience=2, method="probe", pooling="mean"),
+            "--patience: read by --method head and --method prompt alone",
+        ),
+    ],
+)
+def test_patience_is_refused_where_nothing_would_read_it(tmp_path, extra, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        finetune(_options(tmp_path, **extra))
+    assert not (tmp_path / "out").exists()

@@ -2,7 +2,10 @@
 
 import json
 import statistics
+from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bertology.tasks.grid import finetune_grid
@@ -114,16 +117,38 @@ def test_grid_keeps_per_item_predictions_and_the_ensemble(tmp_path):
 
 
 def test_ensemble_averages_probabilities_then_takes_the_argmax():
-    from bertology.tasks.classification import ClassifyTask
-    from bertology.tasks.base import Example
     from bertology.tasks.grid import _ensemble
 
-    labels = ["a", "b", "c"]
-    examples = [Example("x", label="a"), Example("y", label="b")]
     runs = [
         [[0.6, 0.4, 0.0], [0.1, 0.2, 0.7]],  # run 0 says a, c
         [[0.0, 0.9, 0.1], [0.1, 0.5, 0.4]],
     ]  # run 1 says b, b
     # means: item 0 (0.3, 0.65, 0.05) → b (no run's majority vote: a probability average); item 1 (0.1, 0.35, 0.55) → c
-    predicted, accuracy = _ensemble(ClassifyTask(), runs, labels, examples)
+    predicted, accuracy = _ensemble(runs, gold=[0, 1])
     assert predicted == [1, 2] and accuracy == 0.0
+    assert _ensemble(runs, gold=[1, 2]) == ([1, 2], 1.0)
+
+
+@pytest.mark.integration
+def test_workers_give_the_runs_of_one_at_a_time_and_seeds_extend_a_grid(tmp_path):
+    """Two runs at once in worker processes: the same grid as one after another (each run seeded on its
+    own); and a grid chosen on seed 0, extended by seed 1 at its rate, is the grid of both seeds."""
+    from bertology.tasks.grid import GridResult
+
+    test = _toy(tmp_path / "test.tsv", 24, 2)
+    o = _options(tmp_path, epochs=2, labels_per_class=8, pooling="mean", head_lr=5e-3)
+    both = finetune_grid(replace(o, out_dir=str(tmp_path / "both")), str(test), lrs=(2e-3,), seeds=(0, 1), workers=2)
+    one = finetune_grid(replace(o, out_dir=str(tmp_path / "one")), str(test), lrs=(2e-3,), seeds=(0,))
+    more = finetune_grid(replace(o, out_dir=str(tmp_path / "more")), str(test), lrs=(2e-3,), seeds=(1,))
+    for a, b in zip(both.runs, one.runs + more.runs):
+        assert (a["seed"], a["test_predictions"]) == (b["seed"], b["test_predictions"])
+        # one thread or two: the sums are taken in another order, to within rounding
+        assert np.allclose(a["test_probabilities"], b["test_probabilities"], atol=1e-4)
+    extended = one.extended(more)
+    assert extended.ensemble_predictions == both.ensemble_predictions
+    assert extended.test_mean == pytest.approx(both.test_mean) and extended.dev_mean == pytest.approx(both.dev_mean)
+    assert Path(extended.best_dir).is_dir() and GridResult.load(tmp_path / "more").runs == more.runs
+    with pytest.raises(ValueError, match="seeds run twice"):
+        one.extended(one)
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        finetune_grid(o, str(test), lrs=(2e-3,), workers=0)

@@ -1,4 +1,4 @@
-"""finetune's --test and --seeds are read by --grid alone: without --grid they are refused, naming the mode
+"""finetune's --test, --seeds and --workers are read by --grid alone: without --grid they are refused, naming the mode
 that uses them, before anything is read or written (they used to be silently ignored)."""
 
 import pytest
@@ -12,6 +12,11 @@ from bertology.cli import main
         (["--test", "{d}/test.tsv"], "--test without --grid: only --grid runs use it"),
         (["--seeds", "0,1"], "--seeds without --grid: only --grid runs use it"),
         (["--test", "{d}/test.tsv", "--seeds", "4"], "--test and --seeds without --grid: only --grid runs use them"),
+        (["--workers", "2"], "--workers without --grid: only --grid runs use it"),
+        (
+            ["--test", "{d}/test.tsv", "--seeds", "4", "--workers", "2"],
+            "--test, --seeds and --workers without --grid: only --grid runs use them",
+        ),
     ],
 )
 def test_grid_options_without_grid_are_refused_before_any_write(tmp_path, capsys, extra, named):

@@ -85,6 +85,13 @@ class FinetuneOptions:
         False, "the model directory's architecture and tokenizer, randomly initialised (its random-init twin)"
     )
     epochs: float = option(3.0, "passes over the training file; fractions allowed", check=POSITIVE_NUMBER)
+    patience: int | None = option(
+        None,
+        "early stopping: end the run once --dev's score has not improved for this many epochs (the best epoch "
+        "is kept either way; default: train every epoch)",
+        check=POSITIVE,
+        metavar="EPOCHS",
+    )
     lr: float = option(5e-5, "peak learning rate", check=POSITIVE_NUMBER)
     batch_size: int = option(32, "examples per optimizer step", check=POSITIVE)
     max_length: int = option(128, "tokens per example, special tokens included", check=Check("≥ 8", lambda v: v >= 8))
@@ -302,6 +309,11 @@ def check_task_options(o: FinetuneOptions, task: Task) -> None:
         )
     if o.method != "setfit":
         refuse_unread(o, ("pairs_per_example",), "--method setfit")
+    if o.method in ("head", "prompt"):
+        if o.patience is not None and not o.dev:
+            raise ValueError("--patience stops when --dev's score stops improving: give --dev")
+    else:  # a probe trains no epochs; setfit stops on its own dev checks, every quarter pass
+        refuse_unread(o, ("patience",), "--method head and --method prompt")
     if task.name != "qa":
         refuse_unread(o, ("stride",), "--task qa (the overlap of a long context's windows)")
     if o.method == "prompt" and (o.pooling != "cls" or o.reinit_layers or o.head_lr):
@@ -474,6 +486,7 @@ def _finetune(
     elif overwrite:
         shutil.rmtree(out / "best", ignore_errors=True)  # an earlier run's best epoch is not this run's
 
+    since_best = 0  # evaluations since dev last improved: --patience ends the run at its value
     dev_features = None  # tokenized once, read at every evaluation
     kept_in_memory: dict[str, torch.Tensor] = {}  # the best epoch's weights, without --checkpoints
 
@@ -483,7 +496,9 @@ def _finetune(
         if dev_features is None:
             dev_features = task.featurize(dev, tokenizer, o.max_length, label2id, o.stride)
         scores = task.metrics(predict_features(m, task, dev_features, dev, o.bf16), dev)
+        nonlocal since_best
         score = scores[task.main_metric]
+        since_best = 0 if score > best["score"] else since_best + 1
         if score > best["score"] and dist.is_main():
             best.update(score=score, step=trainer.step, metrics=scores)
             if not o.checkpoints:  # a copy in memory, written once at the end
@@ -521,6 +536,7 @@ def _finetune(
         evaluate if dev else None,
         save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"),
         param_groups=groups,
+        stop_when=(lambda: since_best >= o.patience) if o.patience else None,
     )
     result = trainer.train(resume=resume)
     if result["interrupted"]:  # a checkpoint is written; `resume` continues from it
@@ -535,7 +551,7 @@ def _finetune(
         else:
             _save(model, out / "tokenizer.json", out)
     summary = run_summary(o, task, model, train, features, labels, subset, best["metrics"])
-    summary.update(steps=result["step"], best_step=best["step"])
+    summary.update(steps=result["step"], best_step=best["step"], early_stopped=result["step"] < steps)
     if dist.is_main():
         atomic_write_json(out / "summary.json", summary)
     return summary

@@ -27,14 +27,15 @@ import math
 import shutil
 import statistics
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ..hardware import resolve_device
 from ..io import atomic_write_json, claim_output_dir
 from . import TASKS
-from .classification import Prediction
 from .finetune import LABEL_VOCABULARY, FinetuneOptions, check_finetune, finetune, load_finetuned, predict_examples
 
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3)
@@ -66,6 +67,38 @@ class GridResult:
         path = path / "grid.json" if path.is_dir() else path
         return cls(**json.loads(path.read_text(encoding="utf-8")))
 
+    def extended(self, more: "GridResult") -> "GridResult":
+        """This grid with `more` seeds of its chosen rate (a grid of that one rate, the same options, other
+        seeds) as if they had run at once: the chosen rate's mean dev and test over all its seeds, their
+        ensemble, and the best dev run of either kept (a classification grid: its runs carry the class
+        probabilities an ensemble averages).
+
+        Choosing the rate on a few seeds and running only the chosen one on the rest costs a fraction of
+        the whole grid on every seed (the demo does so); the rate stays chosen on the first seeds alone."""
+        if more.method != self.method or more.labels != self.labels or more.test_gold != self.test_gold:
+            raise ValueError("extended: the grids differ in method, labels or test items")
+        if {r["lr"] for r in more.runs} != {self.lr}:
+            raise ValueError(f"extended: the further runs must all be at the chosen rate {self.lr:g}")
+        at_chosen = [r for r in self.runs if r["lr"] == self.lr] + more.runs
+        seeds = [r["seed"] for r in at_chosen]
+        if len(set(seeds)) < len(seeds):
+            raise ValueError(f"extended: seeds run twice at rate {self.lr:g}: {sorted(seeds)}")
+        if self.test_gold is None or any("test_probabilities" not in r for r in at_chosen):
+            raise ValueError("extended: a classification grid's runs with their test probabilities are needed")
+        tests = [r["test"] for r in at_chosen]
+        best = max((self, more), key=lambda g: max(r["dev"] for r in g.runs if r["dir"] == g.best_dir))
+        predicted, accuracy = _ensemble([r["test_probabilities"] for r in at_chosen], self.test_gold)
+        return replace(
+            self,
+            dev_mean=statistics.fmean(r["dev"] for r in at_chosen),
+            test_mean=statistics.fmean(tests),
+            test_std=_std(tests),
+            best_dir=best.best_dir,
+            runs=self.runs + more.runs,
+            ensemble_test=accuracy,
+            ensemble_predictions=predicted,
+        )
+
     def correct(self, run: int | None = None) -> list[bool]:
         """Per test item, whether the ensemble (or `runs[run]`) predicted the gold label."""
         if self.test_gold is None:
@@ -78,14 +111,63 @@ def _std(values: Sequence[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def _ensemble(task, probabilities: list[list[list[float]]], labels: list[str], examples) -> tuple[list[int], float]:
-    """(label ids, main metric) of the runs' class probabilities averaged per item, then the most probable class."""
+def _ensemble(probabilities: list[list[list[float]]], gold: list[int]) -> tuple[list[int], float]:
+    """(label ids, accuracy, the classification tasks' main metric) of the runs' class probabilities
+    averaged per item, then the most probable class."""
     mean = np.mean(np.asarray(probabilities, dtype=np.float64), axis=0)  # (items, classes)
     predicted = mean.argmax(axis=1).tolist()
-    predictions = [
-        Prediction(labels[k], float(row[k]), dict(zip(labels, row.tolist()))) for k, row in zip(predicted, mean)
-    ]
-    return predicted, task.metrics(predictions, examples)[task.main_metric]
+    return predicted, float(np.mean(np.asarray(predicted) == np.asarray(gold)))
+
+
+def _one_run(options: FinetuneOptions, root: Path, test_examples, overwrite: bool, cell) -> tuple[dict, list | None]:
+    """One (lr, seed) of the grid: fine-tuned, reloaded as a user would, scored on test. Returns its run
+    record (classification: test predictions and class probabilities per item) and the label names."""
+    lr, seed = cell
+    out = root / f"lr-{lr:g}-seed-{seed}"
+    summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
+    model, task, tokenizer, _ = load_finetuned(out)
+    label2id = model.config.label2id if task.name in LABEL_VOCABULARY else None
+    predictions = predict_examples(
+        model, task, tokenizer, test_examples, options.max_length, options.stride, options.bf16, label2id
+    )
+    metric = task.main_metric
+    run = {
+        "lr": lr,
+        "seed": seed,
+        "dev": summary["dev"][metric],
+        "test": task.metrics(predictions, test_examples)[metric],
+        "dir": str(out),
+    }
+    if task.name not in LABEL_VOCABULARY or task.name == "tag":
+        return run, None
+    labels = summary["labels"]  # the same for every run: they come from the training file
+    run["test_predictions"] = [labels.index(p.label) for p in predictions]
+    # what an ensemble averages, also across grids run on further seeds (GridResult.combined)
+    run["test_probabilities"] = [[round(p.probabilities[name], 6) for name in labels] for p in predictions]
+    return run, labels
+
+
+def _in_workers(one, cells: list, workers: int) -> list:
+    """`one` over `cells` in `workers` forked processes, each on its share of the cores, results in order.
+
+    Small models leave cores idle within one run (a 1.4M-parameter encoder keeps two threads busy
+    about two thirds of the time): runs side by side on one thread each finish more of a grid per second."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..data.tokenstore import default_workers
+
+    threads = max(1, default_workers() // workers)
+    with ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("fork"), initializer=_set_threads, initargs=(threads,)
+    ) as pool:
+        return list(pool.map(one, cells))
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def finetune_grid(
@@ -94,14 +176,20 @@ def finetune_grid(
     lrs: Sequence[float] = LEARNING_RATES,
     seeds: Sequence[int] = SEEDS,
     overwrite: bool = False,
+    workers: int = 1,
 ) -> GridResult:
-    """Fine-tune `options` at every rate × seed under options.out_dir; see the module docstring."""
+    """Fine-tune `options` at every rate × seed under options.out_dir; see the module docstring.
+    `workers` > 1 runs that many at once in worker processes (the CPU only), the cores split between them."""
     if not options.dev:
         raise ValueError("finetune_grid chooses the learning rate on dev: options.dev is required")
     if not lrs or not seeds:
         raise ValueError(f"need at least one learning rate and one seed, got lrs={list(lrs)}, seeds={list(seeds)}")
     if any(not (lr > 0 and math.isfinite(lr)) for lr in lrs):
         raise ValueError(f"learning rates must be positive, got {list(lrs)}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and resolve_device(options.device).type != "cpu":
+        raise ValueError(f"grid workers split the CPU's cores: on device {options.device!r} run one at a time")
     if options.method == "probe" and len(lrs) > 1:
         raise ValueError(f"--method probe trains no rate (its L2 strength is chosen on dev): give one, not {list(lrs)}")
     root = Path(options.out_dir)
@@ -110,39 +198,12 @@ def finetune_grid(
     # refused grid must not leave its marker in --out, which would refuse the corrected command
     check_finetune(replace(options, lr=lrs[0], seed=seeds[0], out_dir=str(root / f"lr-{lrs[0]:g}-seed-{seeds[0]}")))
     claim_output_dir(root, "finetune --grid", overwrite=overwrite)
-    runs: list[dict] = []
-    probabilities: list[list[list[float]] | None] = []  # per run, per test item, per class (classification)
-    labels = None
-    for lr in lrs:
-        for seed in seeds:
-            out = root / f"lr-{lr:g}-seed-{seed}"
-            summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
-            model, task, tokenizer, _ = load_finetuned(out)
-            classes = task.name in LABEL_VOCABULARY and task.name != "tag"
-            predictions = predict_examples(
-                model,
-                task,
-                tokenizer,
-                test_examples,
-                options.max_length,
-                options.stride,
-                options.bf16,
-                model.config.label2id if task.name in LABEL_VOCABULARY else None,
-            )
-            metric = task.main_metric
-            run = {
-                "lr": lr,
-                "seed": seed,
-                "dev": summary["dev"][metric],
-                "test": task.metrics(predictions, test_examples)[metric],
-                "dir": str(out),
-            }
-            probabilities.append(None)
-            if classes:
-                labels = summary["labels"]  # the same for every run: they come from the training file
-                probabilities[-1] = [[p.probabilities[name] for name in labels] for p in predictions]
-                run["test_predictions"] = [labels.index(p.label) for p in predictions]
-            runs.append(run)
+    cells = [(lr, seed) for lr in lrs for seed in seeds]
+    one = partial(_one_run, options, root, test_examples, overwrite)
+    done = list(map(one, cells)) if workers == 1 else _in_workers(one, cells, workers)
+    runs = [run for run, _ in done]
+    task, labels = TASKS[options.task](), done[0][1]
+    metric = task.main_metric
     mean_dev = {lr: statistics.fmean(r["dev"] for r in runs if r["lr"] == lr) for lr in lrs}
     chosen = max(lrs, key=lambda lr: mean_dev[lr])  # ties: the first (smallest) rate listed
     at_chosen = [r for r in runs if r["lr"] == chosen]
@@ -155,9 +216,13 @@ def finetune_grid(
         chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs, method=options.method
     )
     if labels is not None:
-        chosen_probabilities = [p for p, r in zip(probabilities, runs) if r["lr"] == chosen]
         result.labels = labels
         result.test_gold = [labels.index(e.label) for e in test_examples]
-        result.ensemble_predictions, result.ensemble_test = _ensemble(task, chosen_probabilities, labels, test_examples)
+        result.ensemble_predictions, result.ensemble_test = _ensemble(
+            [r["test_probabilities"] for r in at_chosen], result.test_gold
+        )
+        for r in runs:  # only the chosen rate's probabilities are ever averaged: the rest would only weigh
+            if r["lr"] != chosen:
+                del r["test_probabilities"]
     atomic_write_json(root / "grid.json", result.to_dict())
     return result

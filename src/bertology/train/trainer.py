@@ -76,8 +76,10 @@ class Trainer:
         save_extra: Callable[[Path], None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         param_groups: list[dict[str, Any]] | None = None,
+        stop_when: Callable[[], bool] | None = None,
     ):
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
+        self.stop_when = stop_when  # asked after each evaluation: True ends the run there (early stopping)
         self.clock = clock  # the time budget's clock (a test passes one it controls)
         self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
         self.device = dist.rank_device(args.device, say)
@@ -351,6 +353,8 @@ class Trainer:
                     scores = {f"eval/{k}": v for k, v in self.run_evaluation().items()}
                     self.log({"step": self.step, "tokens": self.tokens, **scores})
                     self._tick()  # evaluation spends the budget too
+                    if self.stop_when is not None and self.stop_when():
+                        break
                 stop_here = args.stop_at is not None and self.step == args.stop_at < args.steps
                 if self._stop_signal is not None or stop_here:
                     if args.checkpoints:
