@@ -133,8 +133,14 @@ def fake_curves(tmp_path, monkeypatch, seconds: float, slower: float = 1.0):
         now[0] += factor * 0.01 * len(lrs) * len(seeds) * run_passes(n, epochs, dev=4, test=4)
         ran.append((start.name, method, count, tuple(seeds)))
         dev = {"head": 0.4, "prompt": 0.5}[method]
-        runs = [{"lr": lr, "seed": seed} for lr in lrs for seed in seeds]
-        result = GridResult(lrs[0], dev, dev, 0.0, "accuracy", str(out), runs, ensemble_test=dev, method=method)
+        runs = [
+            {"lr": lr, "seed": seed, "dev": dev, "test": dev, "dir": str(out), "test_probabilities": [[0.5, 0.5]] * 2}
+            for lr in lrs
+            for seed in seeds
+        ]
+        result = GridResult(
+            lrs[0], dev, dev, 0.0, "accuracy", str(out), runs, ["a", "b"], [0, 1], ensemble_test=dev, method=method
+        )
         out.mkdir(parents=True)
         (out / "grid.json").write_text(json.dumps(result.to_dict()))
         return result, False
@@ -150,17 +156,20 @@ def test_a_budget_that_fits_runs_every_method_seed_and_count(tmp_path, monkeypat
     curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 100)
     assert budget.cuts == [] and len(ran) == 3 * (2 + 1) + 3
     assert {c: g.method for c, g in curves["y"].items()} == {"10": "prompt", "all": "prompt"}  # chosen on dev
-    assert ("y", "prompt", 10, (0, 1)) in ran and ("y", "prompt", None, (0, 1)) in ran
+    # the chosen candidate runs on the seeds it has not run on, and the grids together are the result
+    assert ("y", "prompt", 10, (1,)) in ran and ("y", "prompt", None, (0, 1)) in ran
+    assert [r["seed"] for r in curves["y"]["10"].runs] == [0, 1]
 
 
 def test_a_short_budget_cuts_seeds_then_counts_and_says_why(tmp_path, monkeypatch):
-    # after the first candidate 3.5 s are left: every seed would need 4.8 s, the candidates alone 2.2 s
-    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 0.44 + 3.5)
+    # after the first candidate 3 s are left: every seed would need 3.5 s (the chosen candidate on its one
+    # further seed), the candidates alone 2.2 s
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 0.44 + 3.0)
     assert [r for r in ran if r[2] == 10] == [(s, m, 10, (0,)) for s in "xyz" for m in ("head", "prompt")]
     assert [g.method for g in (curves[s]["10"] for s in "xyz")] == ["prompt"] * 3  # the candidates' runs
-    assert GridResult.load(tmp_path / "finetune" / "y" / "10" / "prompt").method == "prompt"
-    assert all("all" not in c for c in curves.values())  # one seed of 'all' would need 2.5 s, 1.3 s are left
-    assert budget.cuts[0].startswith("10 labels per class on seeds 0 only (of 2): ~5 s of fine-tuning measured")
+    assert GridResult.load(tmp_path / "finetune" / "y" / "10" / "select-prompt").method == "prompt"
+    assert all("all" not in c for c in curves.values())  # one seed of 'all' would need 2.5 s, 0.8 s are left
+    assert budget.cuts[0].startswith("10 labels per class on seeds 0 only (of 2): ~4 s of fine-tuning measured")
     assert budget.cuts[1].startswith("all labels per class skipped: ~3 s of fine-tuning on one seed measured")
 
 

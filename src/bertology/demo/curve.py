@@ -19,7 +19,6 @@ from pathlib import Path
 
 from ..tasks.bootstrap import paired_bootstrap
 from ..tasks.grid import GridResult
-from ..io import atomic_write_json
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name, run_passes
 from .stages import stage_seconds
 
@@ -110,8 +109,10 @@ def run_grid(
         method=method,
         checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
         loss_plot=False,  # and no loss.png each: the report draws what the runs have in common
+        patience=plan.patience if method != "probe" else None,
     )
-    return finetune_grid(options, str(task_file(data, "test")), lrs, seeds, overwrite=True), False
+    test = str(task_file(data, "test"))
+    return finetune_grid(options, test, lrs, seeds, overwrite=True, workers=plan.grid_workers), False
 
 
 def finished(out: Path, lrs: tuple[float, ...] | None, seeds: tuple[int, ...]) -> bool:
@@ -203,10 +204,11 @@ def label_curves(
 
     every_method = candidate_runs(lambda s: s.methods)
     first_methods = candidate_runs(lambda s: s.methods[:1])
+    more_seeds = tuple(seed for seed in plan.seeds if seed not in selection)  # the chosen candidate's further seeds
     finals = sum(
-        0 if any(finished(root(s, first) / m, None, plan.seeds) for m in s.methods) else len(plan.seeds)
+        0 if any(finished(root(s, first) / m, None, more_seeds) for m in s.methods) else len(more_seeds)
         for s in starts
-        if plan.seeds != selection
+        if more_seeds
     )
     seeds, methods_of = plan.seeds, (lambda s: s.methods)
     if needs(every_method + finals, first) > left() and finals:
@@ -238,11 +240,11 @@ def label_curves(
         tried = (
             ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in trials[start.name]) if len(trials[start.name]) > 1 else ""
         )
-        if seeds == selection:  # the candidate's own runs are the result
-            result = best
-            atomic_write_json(root(start, first) / best.method / "grid.json", best.to_dict())
-        else:
-            result = grid(start, best.method, first, (best.lr,), seeds, root(start, first) / best.method)
+        result = best  # the candidate's own runs, and where every seed runs, the chosen one's on the others
+        if seeds != selection:
+            result = best.extended(
+                grid(start, best.method, first, (best.lr,), more_seeds, root(start, first) / best.method)
+            )
         curves[start.name][label_name(first)] = result
         report(start, result, tried, seeds)
 

@@ -35,6 +35,7 @@ SEEDS = (0, 1, 2, 3, 4)
 LEARNING_RATES = (1e-3, 3e-3)  # random init and pretrained starts want different rates: both run, dev chooses
 PROMPT_RATES = (1e-3,)  # measured best of {1e-4, 3e-4, 1e-3, 3e-3} for a word2vec + MLM BERT-tiny (3e-3 for MLM alone)
 REPORT_RESERVE_S = 30.0  # plots, attention maps and tables at the end
+PATIENCE = 4  # epochs without a better dev score before a fine-tuning run ends (dev plateaus by about half its epochs)
 GPU_PRESETS = ("tiny", "mini", "small", "base")  # the probe's candidates, smallest first
 GPU_BATCH_SIZE = 512  # sequences a pretraining step on a GPU: a tiny batch leaves a GPU waiting on kernel launches
 TOKENS_PER_PARAMETER = 20.0  # the least a model should see for its size (Hoffmann et al. 2022's compute-optimal ratio)
@@ -113,6 +114,8 @@ class Plan:
     pretrain_share: float = 0.55  # of the time left after the tokenizers: pretraining, the rest fine-tuning
     device: str = "cpu"  # where every stage runs: "cpu", "cuda:N"
     prompt_rates: tuple[float, ...] = PROMPT_RATES
+    patience: int | None = PATIENCE  # finetune --patience of every run that trains
+    grid_workers: int = 1  # finetune --grid --workers: runs side by side on the CPU's cores
 
     @property
     def selection_seeds(self) -> tuple[int, ...]:
@@ -142,6 +145,7 @@ class Plan:
                 label_counts=(10, None),
                 bf16=bf16,
                 device=device,
+                grid_workers=cpu_grid_workers(device),
             )
         return cls(
             quick=False,
@@ -156,6 +160,7 @@ class Plan:
             label_counts=PRIORITY,
             bf16=bf16,
             device=device,
+            grid_workers=cpu_grid_workers(device),
         )
 
     @property
@@ -169,6 +174,14 @@ class Plan:
         if self.quick:
             return 2.0 if examples < 200 else 1.0
         return float(min(30, max(5, math.ceil(64 * 32 / examples))))
+
+
+def cpu_grid_workers(device: str) -> int:
+    """Fine-tuning runs side by side: two on a CPU of two cores or more (a tiny model keeps one thread
+    busy, and two threads not twice as busy), one on a GPU."""
+    from ..data.tokenstore import default_workers
+
+    return 2 if device == "cpu" and default_workers() >= 2 else 1
 
 
 def choose_preset(
