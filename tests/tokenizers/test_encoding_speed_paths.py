@@ -474,3 +474,42 @@ def test_unigram_metaspace_hot_path(unigram_json, prepend_scheme, split, texts, 
         assert fast == slow.encode(text), f"hot path differs from the general path on {text!r:.80}"
         same_encoding(fast, r, text)
         assert tok.encode(text) == fast
+
+
+# -- ids alone (Tokenizer.encode_batch_ids): what the token store keeps ------------------------------
+
+
+def _ids_and_word_sizes(encodings) -> tuple[list[int], list[int], list[int]]:
+    """encode_batch_ids' three lists, read off Encodings of encode_sequence's tokens."""
+    from itertools import groupby
+
+    ids, lengths, sizes = [], [], []
+    for e in encodings:
+        ids += e.ids
+        lengths.append(len(e.ids))
+        sizes += [len(list(g)) for _, g in groupby(e.word_ids)]
+    return ids, lengths, sizes
+
+
+@pytest.mark.parametrize("which", ["minilm", "roberta", "bytelevel", "unigram", "unigram-nosplit", "added"])
+def test_encode_batch_ids_equals_the_sequences_ids_and_words(
+    which, minilm_json, roberta_json, bytelevel_bpe_json, unigram_json, texts, tmp_path
+):
+    path = {"minilm": minilm_json, "roberta": roberta_json, "bytelevel": bytelevel_bpe_json, "added": minilm_json}
+    if which.startswith("unigram"):
+        data = json.loads(unigram_json.read_text(encoding="utf-8"))
+        data["pre_tokenizer"].update(split=which == "unigram")
+        path[which] = tmp_path / "tokenizer.json"
+        path[which].write_text(json.dumps(data), encoding="utf-8")
+    tok = Tokenizer.load(path[which])
+    all_texts = texts + ["say hello world [MASK] now", "Ünï ünïcode", "", "a", "\x00"]
+    if which == "added":  # texts with added tokens take encode_one between the hot path's
+        tok.add_tokens(["hello world", "ünï"])
+    slow = _general(tok)
+    expected = _ids_and_word_sizes([slow.encode_sequence(t) for t in all_texts])
+    got = tok.encode_batch_ids(all_texts)
+    assert (got.ids, got.lengths, got.word_sizes) == expected
+    assert tuple(slow.encode_batch_ids(all_texts)) == expected  # the general path's own
+    assert sum(got.lengths) == sum(got.word_sizes) == len(got.ids) > 5000
+    if which == "added":
+        assert 0 < sum(1 for t in all_texts if "hello world" in t.lower()) and tok.token_to_id("hello world") in got.ids

@@ -10,6 +10,20 @@ from __future__ import annotations
 
 from itertools import chain, repeat
 from operator import attrgetter
+from typing import NamedTuple
+
+
+class EncodedIds(NamedTuple):
+    """A batch of texts as ids alone (Tokenizer.encode_batch_ids): what a token store keeps.
+
+    ids: every text's ids (no special tokens), one text after the other; lengths: tokens of each
+    text; word_sizes: tokens of each word (of those with any), the texts' words one after the
+    other, so that the running sum of word_sizes marks where each word begins.
+    """
+
+    ids: list[int]
+    lengths: list[int]
+    word_sizes: list[int]
 
 
 class Encoding:

@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 from functools import partial
-from itertools import repeat
+from itertools import groupby, repeat
 from pathlib import Path
 
 from ..io import atomic_write_text
 from .added_tokens import AddedToken, AddedVocabulary
 from .base import Model
-from .encoding import Encoding
+from .encoding import EncodedIds, Encoding
 from .fast import FastEncoder
 from .fast.workers import encode_parallel, workers_for
 from .loading import read_spec
@@ -247,6 +247,25 @@ class Tokenizer:
         if return_tensors != "pt":
             raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
         return batch_tensors(encodings, return_overflowing, pad)
+
+    def encode_batch_ids(self, texts: list[str]) -> EncodedIds:
+        """The ids of each text and where its words begin, as one EncodedIds (encoding.py): the
+        tokens encode_sequence makes (no special tokens, no truncation, no padding), without the
+        token strings, offsets and Encoding objects a caller that keeps ids alone would drop.
+        The same ids and words as encode_batch's (tests hold the two together)."""
+        if isinstance(texts, str):
+            raise TypeError("encode_batch_ids expects a list of strings")
+        if self.fast is not None:
+            return self.fast.encode_ids(self, texts)
+        ids: list[int] = []
+        lengths: list[int] = []
+        word_sizes: list[int] = []
+        for text in texts:
+            enc = self.encode_sequence(text, 0)
+            ids += enc.ids
+            lengths.append(len(enc.ids))
+            word_sizes += [len(list(group)) for _, group in groupby(enc.word_ids)]
+        return EncodedIds(ids, lengths, word_sizes)
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         if hasattr(ids, "tolist"):

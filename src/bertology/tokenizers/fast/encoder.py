@@ -20,9 +20,11 @@ The tokenizer reached through `tok` is read, never changed.
 
 from __future__ import annotations
 
-from itertools import repeat
+from bisect import bisect_left
+from itertools import accumulate, groupby, repeat
+from operator import sub
 
-from ..encoding import Encoding
+from ..encoding import EncodedIds, Encoding
 from ..pre_tokenizers import Metaspace
 from ..truncation import pad_encodings
 from ..unigram import Unigram
@@ -113,6 +115,57 @@ class FastEncoder:
         if metaspace:
             return cache.encode_metaspace([plain[i] for i in hot], pre), hot
         return cache.encode_texts([plain[i] for i in hot], split, trim), hot
+
+    def encode_ids(self, tok, texts: list) -> EncodedIds:
+        """tok.encode_batch_ids(texts): the hot path's texts (plain_texts) as one batch that makes
+        ids and word sizes alone (WordCache.encode_ids; Unigram behind a Metaspace: the Flat's), the
+        others by encode_one, put back in the texts' order."""
+        cache, pre = self.word_cache(tok.model), tok.pre_tokenizer
+        split = word_split(pre)
+        found = None
+        if cache.memoize and split is not None and all(type(t) is str for t in texts):
+            plain = plain_texts(tok.added_vocabulary, texts, tok.normalizer)
+            hot = [i for i, s in enumerate(plain) if s is not None]
+            if hot:
+                found = cache.encode_ids([plain[i] for i in hot], split), hot
+        else:
+            metaspace = self._hot_texts(tok, texts)  # (a Metaspace hot path, or None)
+            if metaspace is not None:
+                flat, hot = metaspace
+                bounds = flat.bounds
+                sizes = list(filter(None, flat.word_counts()))
+                found = (flat.ids, list(map(sub, bounds[1:], bounds[:-1])), sizes), hot
+        if found is not None and len(found[1]) == len(texts):
+            return EncodedIds(*found[0])
+        return self._merge_ids(tok, texts, found)
+
+    def _merge_ids(self, tok, texts: list, found) -> EncodedIds:
+        """EncodedIds of texts: those of `found` ((ids, lengths, word sizes) of the texts `hot`)
+        where it has them, encode_one's for the others."""
+        ids: list[int] = []
+        lengths: list[int] = []
+        word_sizes: list[int] = []
+        hot_of: dict[int, int] = {}
+        if found is not None:
+            (h_ids, h_lengths, h_sizes), hot = found
+            hot_of = {i: k for k, i in enumerate(hot)}
+            token_at = list(accumulate(h_lengths, initial=0))
+            # the words of hot text k: a word's tokens never cross texts and every size is > 0, so
+            # the running sum of the sizes meets each text's first token
+            word_ends = list(accumulate(h_sizes, initial=0))
+            word_at = [bisect_left(word_ends, t) for t in token_at]
+        for i, text in enumerate(texts):
+            k = hot_of.get(i)
+            if k is not None:
+                ids += h_ids[token_at[k] : token_at[k + 1]]
+                lengths.append(h_lengths[k])
+                word_sizes += h_sizes[word_at[k] : word_at[k + 1]]
+                continue
+            enc = self.encode_one(tok, text, 0)
+            ids += enc.ids
+            lengths.append(len(enc.ids))
+            word_sizes += [len(list(group)) for _, group in groupby(enc.word_ids)]
+        return EncodedIds(ids, lengths, word_sizes)
 
     def _encode_many(self, tok, texts: list, type_id: int) -> list[Encoding]:
         """[encode_one(tok, text, type_id) for text in texts], the hot path's texts as one batch."""

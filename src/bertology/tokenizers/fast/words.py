@@ -407,6 +407,27 @@ class WordCache:
                 entries[i] = e
         return _flat(entries, n_words, word_starts, self.placed, word_bounds)
 
+    def encode_ids(self, texts: list[str], split: WordSplit) -> tuple[list[int], list[int], list[int]]:
+        """encode_texts(texts, split) for a caller that reads only ids and where words begin:
+        (ids of all texts, one after the other; tokens of each text; tokens of each word that has
+        any, the texts' words one after the other). No token strings, offsets or word ids are made.
+
+        >>> from bertology.tokenizers.fast.splits import BERT_SPLIT
+        >>> WordCache(WordPiece({"un": 0, "##able": 1, "a": 2})).encode_ids(["a unable", "a"], BERT_SPLIT)
+        ([2, 0, 1, 2], [3, 1], [1, 2, 1])
+        """
+        cache, new_entry = (self.by_text, self.text_entry) if split.byte_level else (self.entries, self.entry)
+        words, n_words, _ = _words(texts, split)
+        entries = list(map(cache.get, words))
+        if None in entries:
+            _fill(entries, words, cache, new_entry)
+        word_ids = list(map(_IDS, entries))
+        counts = list(map(len, word_ids))
+        token_ends = list(accumulate(counts, initial=0))
+        text_ends = list(map(token_ends.__getitem__, accumulate(n_words, initial=0)))
+        lengths = list(map(sub, text_ends[1:], text_ends[:-1]))
+        return list(chain.from_iterable(word_ids)), lengths, list(filter(None, counts))
+
 
 def _flat(
     entries: list,
@@ -488,6 +509,12 @@ class Flat:
             )
             self._drop_sources()
         return self._words
+
+    def word_counts(self) -> list[int]:
+        """Tokens of each word, the texts' words one after the other (before offsets and word ids are read)."""
+        if self._counts is None:
+            raise RuntimeError("Flat.word_counts: the word counts went when offsets and word ids were made")
+        return self._counts
 
     def encodings(self, which, type_id: int) -> list[Encoding]:
         """The Encoding of each text k in `which`, as the general path makes it before post-processing."""
