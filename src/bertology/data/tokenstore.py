@@ -98,28 +98,22 @@ def encode_documents(tokenizer, documents: list[list[str]], dtype: str):
     ([True, False, True, True], [3, 1], [1, 1])
     """
     sentences = list(chain.from_iterable(documents))
-    # Encoded WITH the post-processor's special tokens, then those dropped: the framed path of
-    # encode_batch makes its columns only when read (no offsets here), about twice as fast as the
-    # bare sequences. The template's tokens are the ones of no word (word id None); every token of
-    # the text has a word, an added token its own (encode_sequence numbers it as a word).
-    encodings = tokenizer.encode_batch(sentences, add_special_tokens=True, padding=False, truncation=False)
-    sizes = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
-    n = int(sizes.sum())
-    ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), np.int64, n)
-    words = np.array(list(chain.from_iterable(e.word_ids for e in encodings)), dtype=np.float64)  # None -> nan
-    text = ~np.isnan(words)
-    ends = np.cumsum(sizes)
-    kept_before = np.concatenate([[0], np.cumsum(text)])
-    lengths = kept_before[ends] - kept_before[ends - sizes]  # (sentences,) tokens of the text
-    ids, words = ids[text], words[text]
+    # ids and word sizes alone (Tokenizer.encode_batch_ids): no token strings, offsets or
+    # Encodings, which a store would drop; the same tokens as encode_sequence's
+    batch = tokenizer.encode_batch_ids(sentences)
+    ids = np.array(batch.ids, dtype=np.int64)
+    lengths = np.array(batch.lengths, dtype=np.int64)  # (sentences,)
     total = len(ids)
     if total and ids.max() >= np.iinfo(dtype).max + 1:
         raise ValueError(f"token id {int(ids.max())} does not fit the store's {dtype}")
-    # a token starts a word where its word differs from the token before's, and at a sentence's
-    # first token: instances.word_starts, vectorised
-    starts = np.ones(total, bool)
-    starts[1:] = words[1:] != words[:-1]
-    starts[np.cumsum(lengths)[:-1][lengths[1:] > 0]] = True
+    # a token starts a word where its word begins: the running sum of the word sizes (a word never
+    # crosses sentences, so a sentence's first token is one): instances.word_starts, vectorised
+    word_ends = np.cumsum(np.array(batch.word_sizes, dtype=np.int64))
+    if (word_ends[-1] if len(word_ends) else 0) != total:
+        raise RuntimeError(f"encode_batch_ids: {total} ids but words of {int(word_ends[-1:].sum())} tokens")
+    starts = np.zeros(total, bool)
+    starts[word_ends[:-1]] = True
+    starts[:1] = True
     kept = lengths > 0
     first = np.cumsum([0] + [len(d) for d in documents[:-1]])
     per_doc = np.add.reduceat(kept, first) if len(documents) else np.zeros(0, np.int64)
