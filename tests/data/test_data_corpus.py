@@ -103,3 +103,41 @@ def test_compressed_corpus_errors_name_the_file(tmp_path):
     with pytest.raises(CorpusError, match=re.escape(f"{bad}: decompressed byte offset 6: invalid UTF-8")):
         list(iter_documents(bad))
     assert list(iter_documents(bad, errors="replace")) == [["fine"], ["\ufffd\ufffd broken"]]
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 1 << 24])
+def test_count_documents_counts_what_iter_documents_yields(tmp_path, monkeypatch, block):
+    """count_documents counts runs of non-blank lines a block at a time: the same count as
+    iter_documents in both formats, whatever the block (a line or a multi-byte char cut across two),
+    with Unicode whitespace, \\r\\n, blank lines at either end, and across files."""
+    from bertology.data import corpus
+
+    monkeypatch.setattr(corpus, "_COUNT_BLOCK", block)
+    text = "\n\n  \na\r\nb\n\u3000\n\x1c\nc é.\n\n\nDoc. Two\n\u00a0\nd e. F g.\n\x85\n\u00e9" + "x" * 30 + "\n \t"
+    p = tmp_path / "tricky.txt"
+    p.write_text(text, encoding="utf-8")
+    q = tmp_path / "plain.txt.gz"
+    q.write_bytes(gzip.compress(b"one\ntwo\n\nthree"))
+    for fmt in ("lines", "raw"):
+        for files in ([p], [q], [p, q, p], [WIKI]):
+            if files == [WIKI] and block < 1 << 24:
+                continue  # (a byte a read: too slow for 3 MB)
+            assert corpus.count_documents(files, fmt) == sum(1 for _ in iter_documents(files, fmt)) > 0
+    assert corpus.count_documents([p]) == 5  # a b | c é. | Doc. Two | d e. F g. | éx…
+    assert corpus.count_runs([]) == (0, True)
+
+
+def test_count_documents_raises_iter_documents_errors(tmp_path):
+    from bertology.data import count_documents
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\n" * 1000 + b"\xff\xfe broken\n")
+    with pytest.raises(CorpusError, match=r"bad.txt: byte offset 6000: invalid UTF-8"):
+        count_documents([bad])
+    assert count_documents([bad], errors="replace") == 1001
+    cut = tmp_path / "cut.txt.xz"
+    cut.write_bytes(lzma.compress(WIKI.read_bytes()[:200_000])[:-100])
+    with pytest.raises(CorpusError, match=re.escape(f"{cut}: corrupt or truncated xz stream")):
+        count_documents([cut])
+    with pytest.raises(ValueError, match="format"):
+        count_documents([bad], format="xml")
