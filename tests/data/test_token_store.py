@@ -155,3 +155,29 @@ def test_token_counts_of_documents_count_each_token(small_corpus, wordpiece, tmp
     offsets = corpus.doc_token_offsets()
     twice = corpus.span_counts(wordpiece.vocab_size, offsets[[1, 1]], offsets[[2, 2]])
     assert np.array_equal(twice, 2 * corpus.token_counts(wordpiece.vocab_size, [1]).numpy())
+
+
+def test_the_document_count_is_remembered_with_the_shared_cache(small_corpus, tmp_path, monkeypatch):
+    """With $BERTOLOGY_TOKEN_CACHE, check_corpus_documents counts a file once (keyed by its path, size
+    and mtime, as its token store is) and answers later runs from the memo; a changed file is counted again."""
+    import os
+
+    import bertology.data.tokenized as tokenized
+
+    counted = []
+    count = tokenized.count_documents
+    monkeypatch.setattr(tokenized, "count_documents", lambda files, fmt: counted.append(files) or count(files, fmt))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(small_corpus.read_bytes())
+    assert tokenized.check_corpus_documents([corpus], "lines", 0, nsp=False) == 8
+    assert len(counted) == 1  # no memo without the shared cache
+    monkeypatch.setenv("BERTOLOGY_TOKEN_CACHE", str(tmp_path / "shared"))
+    for _ in range(3):
+        assert tokenized.check_corpus_documents([corpus], "lines", 0, nsp=False) == 8
+    assert len(counted) == 2
+    with pytest.raises(ValueError, match="leaving none to train on"):  # the memo still goes through the checks
+        tokenized.check_corpus_documents([corpus], "lines", 8, nsp=False)
+    corpus.write_bytes(small_corpus.read_bytes() + b"\none more document\n")
+    os.utime(corpus, ns=(1, 2))  # (the size changed too; the key is the file's fingerprint)
+    assert tokenized.check_corpus_documents([corpus], "lines", 0, nsp=False) == 9
+    assert len(counted) == 3

@@ -11,6 +11,7 @@ their held-out evaluation all use it, so no held-out sentence ever reaches train
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -19,9 +20,10 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from ..io import atomic_write_json
 from .corpus import check_files, count_documents
 from .instances import Segment
-from .tokenstore import WORD_STARTS, FileTokens, build_token_stores, token_cache_root
+from .tokenstore import CACHE_ENV, WORD_STARTS, FileTokens, build_token_stores, file_key, token_cache_root
 
 __all__ = ["WORD_STARTS", "TokenizedCorpus", "tokenize_corpus"]
 
@@ -177,10 +179,32 @@ def split_documents(n_docs: int, heldout: float | int, seed: int, where: str) ->
     return [d for d in range(n_docs) if d not in held], sorted(held)
 
 
+def document_count(files, format: str) -> int:
+    """corpus.count_documents of `files` (one streaming pass), remembered per file under
+    $BERTOLOGY_TOKEN_CACHE when it is set, keyed as the file's token store is (tokenstore.file_key:
+    path, size, mtime, how it is read), so that a later run on the same files counts nothing."""
+    files = check_files(files)
+    shared = os.environ.get(CACHE_ENV)
+    if not shared:
+        return count_documents(files, format)
+    total = 0
+    for f in files:
+        memo = Path(shared) / "documents" / f"{Path(f).name[:40]}-{file_key(f, format, 'strict')}.json"
+        try:
+            n = int(json.loads(memo.read_text())["documents"])
+        except (OSError, ValueError, KeyError, TypeError):
+            n = count_documents([f], format)
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(memo, {"file": os.path.abspath(f), "format": format, "documents": n})
+        total += n
+    return total
+
+
 def check_corpus_documents(files, format: str, heldout: float | int, nsp: bool) -> int:
     """Every file exists and decodes, and there are documents enough for `heldout` (and for NSP,
-    two in each split): one streaming pass before anything is written. Returns the count."""
-    documents = count_documents(check_files(files), format)
+    two in each split): one streaming pass before anything is written (the count is remembered
+    with $BERTOLOGY_TOKEN_CACHE: `document_count`). Returns the count."""
+    documents = document_count(files, format)
     where = ", ".join(map(str, files))
     if documents == 0:
         raise ValueError(f"corpus file(s) {where} hold no text")
