@@ -87,11 +87,9 @@ def test_the_trainer_of_a_time_budgeted_job_beside_busy_cores_holds_its_budget(b
     assert summary["steps"] > 0 and summary["train_seconds"] <= SLACK * 60, (job, summary["train_seconds"])
 
 
-@pytest.mark.xfail(
-    reason="the Trainer's clock starts after the command's start-up (torch's import: 24 s beside busy cores on "
-    "a loaded 2-core machine) and the job's setup, and the save comes after it (docs/demo.md)",
-    strict=False,
-)
 def test_a_time_budgeted_command_beside_busy_cores_ends_within_its_budget(budgeted_job):
-    job, seconds, _ = budgeted_job
-    assert seconds <= SLACK * 60, f"{job} --time-budget 1 took {seconds:.0f} s"
+    """The budget counts from the command's start (torch's import, reading, tokenizing, the teacher's loading)
+    and holds its final evaluation and save: train/budget.py."""
+    job, seconds, summary = budgeted_job
+    assert seconds <= SLACK * 60, f"{job} --time-budget 1 took {seconds:.0f} s: {summary}"
+    assert summary["command_seconds"] <= seconds  # what the summary says is the command's, up to its write

@@ -126,11 +126,8 @@ def test_compiled_blocks_train_like_eager_ones(corpus, tmp_path):
     )
 
 
-@pytest.mark.parametrize("family", ["bert", pytest.param("xlnet", marks=pytest.mark.slow)])
-def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
-    """--time-budget: no step count given, the run stops once its minutes are spent (a step and an
-    evaluation past them at most) and says how far it got."""
-    args = [
+def _budgeted_args(corpus, out, family, minutes):
+    return [
         "pretrain",
         "--family",
         family,
@@ -139,7 +136,7 @@ def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
         "--corpus",
         str(corpus),
         "--out",
-        str(tmp_path),
+        str(out),
         "--vocab-size",
         "1500",
         "--batch-size",
@@ -155,16 +152,32 @@ def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
         *(["--dupe-factor", "1"] if family != "xlnet" else []),
         "--quiet",
         "--time-budget",
-        "0.05",
+        str(minutes),
     ]
-    assert main(args) == 0
+
+
+@pytest.mark.parametrize("family", ["bert", pytest.param("xlnet", marks=pytest.mark.slow)])
+def test_time_budget_ends_the_run_on_the_clock(corpus, tmp_path, family):
+    """--time-budget bounds the whole command: no step count given, the Trainer trains what setup left, less
+    the end's measured reserve (the final evaluation, checkpoint and model), and the schedule ends with it."""
+    assert main(_budgeted_args(corpus, tmp_path, family, 0.2)) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "loss" in r]
     assert summary["steps"] == steps[-1]["step"] >= 2
     assert summary["tokens"] == summary["steps"] * 8 * 32
-    assert summary["train_seconds"] >= 3.0  # 0.05 minutes
-    # the run ended at the first step (or its evaluation) that found the budget spent: the step before had time left
-    assert steps[-2]["elapsed_s"] < 3.0 <= summary["train_seconds"]
-    if len(steps) >= 3:  # (a machine busy enough to fit only two steps in 3 s has no decay to show)
+    # the Trainer's seconds are what setup left of the 12, less the final checkpoint and model kept for the end
+    assert 0 < summary["setup_seconds"] and summary["train_seconds"] < 12.0 - summary["setup_seconds"]
+    assert summary["command_seconds"] >= summary["setup_seconds"] + summary["train_seconds"]
+    assert records[0]["step"] == 0 and "eval/mlm_loss" in records[0]  # the evaluation timed before the first step
+    if len(steps) >= 3:  # (a machine busy enough to fit only two steps has no decay to show)
         assert steps[-1]["lr"] < max(r["lr"] for r in steps)  # decayed towards 0 as the time ran out
+
+
+def test_a_time_budget_setup_spends_is_refused_before_training(corpus, tmp_path, capsys):
+    """Setup (reading, the tokenizer, the instances) spent the 0.06 s: nothing is trained, and no model is
+    written as if it had been; the message says so and how to go on."""
+    assert main(_budgeted_args(corpus, tmp_path, "bert", 0.001)) == 2
+    err = capsys.readouterr().err
+    assert "the time budget (0.1 s) was spent before training began" in err and "Raise --time-budget" in err
+    assert not (tmp_path / "model.safetensors").exists() and not (tmp_path / "summary.json").exists()

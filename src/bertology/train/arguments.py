@@ -72,9 +72,11 @@ class RunOptions:
     )
     time_budget: float | None = option(
         None,
-        "minutes of training (evaluation included): the run stops when they are "
-        "spent and its learning-rate schedule follows the elapsed share of them "
-        "(warmup and decay in seconds, not steps); --steps is then a cap",
+        "minutes of wall time for the whole command, from its start (reading, tokenizing, building instances, "
+        "loading, the final evaluation and save included): training gets what setup leaves, less the end's "
+        "cost measured in the run, and its learning-rate schedule follows the elapsed share of that (warmup and "
+        "decay in seconds, not steps); --steps is then a cap; a budget that setup spends is refused before "
+        "training",
         check=POSITIVE_NUMBER,
         metavar="MINUTES",
     )
@@ -173,8 +175,9 @@ class TrainingArguments:
     stop_at: int | None = None  # checkpoint and stop at this step, as if interrupted (continue with resume)
     overwrite: bool = False  # start afresh over an earlier run in out_dir (its checkpoints and metrics go)
     compile: bool = False  # torch.compile the model's blocks (PreTrainedModel.compile_blocks) before training
-    # wall-clock seconds of training: the run stops when they are spent (steps is then a cap) and the
-    # schedule follows the elapsed share of them; elapsed time is kept in checkpoints across resumes
+    # wall-clock seconds: the run stops when they are spent (steps is then a cap) and the schedule follows the
+    # elapsed share of them; elapsed time is kept in checkpoints across resumes. A job that passes the Trainer a
+    # CommandBudget (train/budget.py) makes them the whole command's: the Trainer gets what its setup left
     time_budget_s: float | None = None
     budget_warmup: float = 0.1  # share of the time budget spent warming up (linear schedule)
     # auto: a CUDA GPU when there is one; cpu, cuda, cuda:N (under torchrun: cuda:LOCAL_RANK per process)

@@ -17,6 +17,7 @@ with a tokenizer of its own, matched embedding to embedding (sentence_distill.py
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from ..nn import set_dropout
 from ..tokenizers import Tokenizer
 from . import distributed as dist
 from .arguments import TrainingArguments
+from .budget import CommandBudget
 from .device import check_precision, say
 from .distill_options import DistillOptions
 from .distillation import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
@@ -62,14 +64,21 @@ def _teacher(o: DistillOptions):
     return teacher, tokenizer
 
 
-def distill(o: DistillOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
+def distill(
+    o: DistillOptions, resume: bool = False, overwrite: bool = False, started: float | None = None
+) -> dict[str, Any]:
     """Run (or continue) a distillation job; returns its summary (also out/summary.json). Everything
-    is checked before the first write: options, device, teacher, layers, corpus, output directory."""
+    is checked before the first write: options, device, teacher, layers, corpus, output directory.
+    `o.time_budget` bounds the whole job, the teacher's loading included, counted from `started` (a
+    time.perf_counter() reading: the CLI passes when the command began) or from this call (train/budget.py)."""
+    started = time.perf_counter() if started is None else started
     with tempfile.TemporaryDirectory() as staging:  # a table corpus's texts, for the run's length
-        return _checked_distill(stage_table_corpus(o, Path(staging)), o, resume, overwrite)
+        return _checked_distill(stage_table_corpus(o, Path(staging)), o, resume, overwrite, started)
 
 
-def _checked_distill(o: DistillOptions, asked: DistillOptions, resume: bool, overwrite: bool) -> dict[str, Any]:
+def _checked_distill(
+    o: DistillOptions, asked: DistillOptions, resume: bool, overwrite: bool, started: float
+) -> dict[str, Any]:
     """`asked`: the options as given (a table --corpus staged as text in `o`), what a resume compares."""
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     check_precision(device, o.precision)
@@ -102,7 +111,9 @@ def _checked_distill(o: DistillOptions, asked: DistillOptions, resume: bool, ove
         check_bf16_requested()
     teacher.to(device)
     if o.target == "sentence":
-        return _distill_sentences(o, asked, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite, device)
+        return _distill_sentences(
+            o, asked, teacher, tokenizer, alphas, teacher_bf16, notes, resume, overwrite, device, started
+        )
     objective = DistillationObjective(teacher, alphas, o.temperature, o.ce_over, teacher_bf16)
     with seeded(o.seed):
         student = init_student(teacher, o.student, o.layer_list(), o.depth)
@@ -116,7 +127,7 @@ def _checked_distill(o: DistillOptions, asked: DistillOptions, resume: bool, ove
     if run.done is not None:
         return run.done  # complete under these options: nothing changes
     with seeded(o.seed):
-        return _distill(o, teacher, tokenizer, student, objective, run, notes, device)
+        return _distill(o, teacher, tokenizer, student, objective, run, notes, device, started)
 
 
 def _distill_sentences(
@@ -130,6 +141,7 @@ def _distill_sentences(
     resume: bool,
     overwrite: bool,
     device: torch.device,
+    started: float,
 ) -> dict[str, Any]:
     """--target sentence: every check (tokenizer, preset, corpus, output directory) before the first write."""
     objective = SentenceDistillationObjective(teacher, alphas, teacher_bf16)
@@ -165,7 +177,16 @@ def _distill_sentences(
         return run.done
     with seeded(o.seed):
         return run_sentence_distillation(
-            o, teacher, teacher_tok, student_tok, objective, (train_texts, heldout_texts), run, notes, device
+            o,
+            teacher,
+            teacher_tok,
+            student_tok,
+            objective,
+            (train_texts, heldout_texts),
+            run,
+            notes,
+            device,
+            started,
         )
 
 
@@ -178,8 +199,10 @@ def _distill(
     run: Run,
     notes: list[str],
     device: torch.device,
+    started: float,
 ) -> dict[str, Any]:
     out = run.out
+    budget = CommandBudget.of(o.time_budget, started)
     if o.dropout is not None:
         set_dropout(student, o.dropout)
     if dist.is_main() and not run.resume:
@@ -202,6 +225,7 @@ def _distill(
         objective,
         evaluate,
         save_extra=lambda d: atomic_copy(out / "tokenizer.json", d / "tokenizer.json"),
+        budget=budget,
     )
     result = trainer.train(resume=run.resume)
     summary = {
@@ -217,4 +241,4 @@ def _distill(
         **run_summary(trainer, result),
         "options": asdict(o),
     }
-    return run.finish(student.save, summary, result["interrupted"])
+    return run.finish(student.save, summary, result["interrupted"], started, budget and budget.seconds)

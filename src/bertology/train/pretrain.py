@@ -27,6 +27,7 @@ summary.json, checkpoints/ and the data cache.
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from ..tokenizers import Tokenizer
 from ..tokenizers.extend import Extension, extend_vocabulary
 from . import distributed as dist
 from .arguments import TrainingArguments
+from .budget import CommandBudget
 from .build import model_for, tokenizer_for
 from .device import check_precision, say
 from .diagnostics import unigram_accuracy, unigram_loss
@@ -64,12 +66,18 @@ from .trainer import Trainer
 __all__ = ["PretrainOptions", "default_eval_every", "pretrain"]
 
 
-def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) -> dict[str, Any]:
+def pretrain(
+    o: PretrainOptions, resume: bool = False, overwrite: bool = False, started: float | None = None
+) -> dict[str, Any]:
     """Run (or continue) a pretraining job; returns its summary (also written to out/summary.json).
 
     Everything is checked before the first write (`check_pretrain`); a directory of the user's is
     refused, an earlier run of ours is continued with `resume` or started afresh with `overwrite`.
+    `o.time_budget` bounds the whole job, counted from `started` (a time.perf_counter() reading: the CLI
+    passes when the command began) or from this call (train/budget.py).
     """
+    started = time.perf_counter() if started is None else started
+    budget = CommandBudget.of(o.time_budget, started)
     with tempfile.TemporaryDirectory() as staging:  # a table's texts, until the output directory is ours
         c = check_pretrain(o, resume, Path(staging))
         run = claim_run(o.out_dir, "pretrain", o, resume, overwrite, o.run_arguments(o.steps))
@@ -90,6 +98,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
             objective,
             _evaluation(objective, data, o.eval_batches, model),
             save_extra=lambda d: tok.save(d / "tokenizer.json"),
+            budget=budget,
         )
         result = trainer.train(resume=run.resume)
     saved = objective.encoder(model) if is_sentence_objective(objective) else model
@@ -108,7 +117,7 @@ def pretrain(o: PretrainOptions, resume: bool = False, overwrite: bool = False) 
         **run_summary(trainer, result),
         "options": {k: v for k, v in asdict(o).items() if k != "config_overrides"},
     }
-    return run.finish(saved.save, summary, result["interrupted"])
+    return run.finish(saved.save, summary, result["interrupted"], started, budget and budget.seconds)
 
 
 @dataclass

@@ -89,7 +89,12 @@ class Reporter:
         if self.events is not None:
             self.events.close()
             self.events = None
-        if plot and self.main and self.metrics_file.is_file():
+        if plot:
+            self.plot()
+
+    def plot(self) -> None:
+        """Draw loss.png from metrics.jsonl as it is now (nothing before the first training loss)."""
+        if self.main and self.metrics_file.is_file():
             records = [json.loads(line) for line in self.metrics_file.read_text(encoding="utf-8").splitlines()]
             if any("loss" in r for r in records):
                 plot_losses(records, self.out / LOSS_PLOT, title=self.out.name)

@@ -16,6 +16,7 @@ from the main process only, and only for a run that was not interrupted.
 from __future__ import annotations
 
 import json
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +40,26 @@ class Run:
     overwrite: bool  # start afresh over an earlier run of ours (its checkpoints and metrics go)
     done: dict[str, Any] | None = None  # a resumed run already complete: its summary, left as it is
 
-    def finish(self, save: Callable[[Path], None], summary: dict[str, Any], interrupted: bool) -> dict[str, Any]:
+    def finish(
+        self,
+        save: Callable[[Path], None],
+        summary: dict[str, Any],
+        interrupted: bool,
+        started: float | None = None,
+        budget_s: float | None = None,
+    ) -> dict[str, Any]:
         """The final model (`save(out)`) and summary.json, from the main process of an uninterrupted run;
-        returns the summary (every rank)."""
+        returns the summary (every rank). `started`: when the command began (time.perf_counter), for the
+        summary's command_seconds; a command past its time budget `budget_s` says so."""
         if dist.is_main() and not interrupted:
             save(self.out)
+            if started is not None:
+                summary["command_seconds"] = time.perf_counter() - started
+                if budget_s is not None and summary["command_seconds"] > budget_s:
+                    say(
+                        f"the command took {summary['command_seconds']:.0f} s, over its {budget_s:.0f} s time budget "
+                        f"(setup {summary.get('setup_seconds') or 0:.0f} s, training {summary['train_seconds']:.0f} s)"
+                    )
             atomic_write_json(self.out / "summary.json", summary)
         return summary
 
@@ -96,13 +112,13 @@ def resume_status(out_dir: str | Path, run: dict[str, Any]) -> tuple[bool, str |
     except Exception as e:
         raise ValueError(f"{file}: corrupt or unreadable checkpoint ({e})") from None
     step, elapsed = int(state["step"]), float(state.get("elapsed_s", 0.0))
-    if _reached(step, elapsed, run["steps"], run.get("time_budget_s")):
+    if _reached(step, elapsed, run["steps"], _horizon(state, before, run.get("time_budget_s"))):
         asked = _budget(run["steps"], run.get("time_budget_s"))
         return True, (
             f"{out_dir}: the run is complete (step {step:,}, {asked}): nothing to train "
             "(raise --steps or --time-budget to train it further)"
         )
-    if _reached(step, elapsed, int(before["steps"]), before.get("time_budget_s")):
+    if _reached(step, elapsed, int(before["steps"]), _horizon(state, before, before.get("time_budget_s"))):
         finished, raised = (
             _budget(int(before["steps"]), before.get("time_budget_s")),
             _budget(run["steps"], run.get("time_budget_s")),
@@ -129,8 +145,18 @@ def finished_run(out_dir: str | Path, run: dict[str, Any]) -> dict[str, Any] | N
     return None
 
 
-def _reached(step: int, elapsed_s: float, steps: int, time_budget_s: float | None) -> bool:
-    return step >= steps or (time_budget_s is not None and elapsed_s >= time_budget_s)
+def _reached(step: int, elapsed_s: float, steps: int, horizon_s: float | None) -> bool:
+    return step >= steps or (horizon_s is not None and elapsed_s >= horizon_s)
+
+
+def _horizon(state: dict[str, Any], before: dict[str, Any], time_budget_s: float | None) -> float | None:
+    """The training seconds a run under `time_budget_s` stops at: the horizon its checkpoint recorded (a command's
+    budget less its setup and end), lengthened by a raise of the budget; the budget itself for a Trainer's own."""
+    if time_budget_s is None:
+        return None
+    if state.get("horizon_s") is None or before.get("time_budget_s") is None:
+        return time_budget_s
+    return float(state["horizon_s"]) + time_budget_s - float(before["time_budget_s"])
 
 
 def _budget(steps: int, time_budget_s: float | None) -> str:
@@ -146,7 +172,8 @@ def run_summary(trainer: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {
         "steps": result["step"],
         "interrupted": result["interrupted"],
-        "train_seconds": trainer.elapsed_s,
+        "train_seconds": trainer.elapsed_s,  # the Trainer's (evaluations included); command_seconds: the whole command's
+        "setup_seconds": trainer.setup_s,  # under --time-budget: the command's seconds before its first step
         "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
         "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
     }

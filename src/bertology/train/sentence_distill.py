@@ -17,6 +17,7 @@ vectors in the teacher's space.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ from ..models.heads import mean_pool
 from ..nn import set_dropout
 from ..tokenizers import Tokenizer
 from . import distributed as dist
-from .arguments import TrainingArguments
+from .arguments import NO_STEP_CAP, TrainingArguments
+from .budget import CommandBudget
 from .distillation import SentenceDistillationObjective, evaluate_sentence_student
 from .run import Run, run_summary
 from .student import parts
@@ -189,8 +191,12 @@ def run_sentence_distillation(
     run: Run,
     notes: list[str],
     device: torch.device | str = "cpu",
+    started: float | None = None,
 ) -> dict[str, Any]:
-    """The job after every check (distill.distill): build the student, train it with the projection, write it."""
+    """The job after every check (distill.distill): build the student, train it with the projection, write it.
+    `started`: when the command began (time.perf_counter), which --time-budget counts from (None: now)."""
+    started = time.perf_counter() if started is None else started
+    budget = CommandBudget.of(o.time_budget, started)
     train_texts, heldout_texts = texts
     with_mlm = bool(objective.alphas.mlm)
     student = build_student(o.student, o.preset, student_tok, o.max_length, with_mlm)
@@ -219,17 +225,24 @@ def run_sentence_distillation(
         def evaluate(m):
             return evaluate_sentence_student(m, eval_batches, eval_targets)
 
+    # the held-out set is scored at the last step at least (the Trainer's, so that a time budget reserves its cost)
+    eval_every = o.eval_every or (NO_STEP_CAP if evaluate is not None else None)
     trainer = Trainer(
         model,
-        TrainingArguments.from_options(o, run.out, run.overwrite, device=str(device)),
+        TrainingArguments.from_options(o, run.out, run.overwrite, device=str(device), eval_every=eval_every),
         batches,
         objective,
         evaluate,
         save_extra=lambda d: student_tok.save(d / "tokenizer.json"),
+        budget=budget,
     )
     result = trainer.train(resume=run.resume)
     if evaluate is not None:
-        final_eval = {f"eval/{k}": v for k, v in trainer.run_evaluation().items()}
+        last = trainer.history[-1] if trainer.history else {}
+        if last.get("step") == result["step"] and "eval/cosine" in last:
+            final_eval = {k: v for k, v in last.items() if k.startswith("eval/")}
+        else:  # no step was trained in this command: the checkpoint's model, scored now
+            final_eval = {f"eval/{k}": v for k, v in trainer.run_evaluation().items()}
     summary = {
         "target": "sentence",
         "teacher": o.teacher,
@@ -250,4 +263,4 @@ def run_sentence_distillation(
         "eval": final_eval,
         "options": asdict(o),
     }
-    return run.finish(model.save_student, summary, result["interrupted"])
+    return run.finish(model.save_student, summary, result["interrupted"], started, budget and budget.seconds)

@@ -41,6 +41,7 @@ from ..models.checkpoint import load_state, read_weights
 from ..progress import progress_bar
 from . import distributed as dist
 from .arguments import TrainingArguments
+from .budget import BudgetSpent, CommandBudget
 from .device import BatchFeed, choose_precision, say, to_device
 from .report import Reporter
 from .run import checkpoints
@@ -77,11 +78,18 @@ class Trainer:
         clock: Callable[[], float] = time.perf_counter,
         param_groups: list[dict[str, Any]] | None = None,
         stop_when: Callable[[], bool] | None = None,
+        budget: CommandBudget | None = None,
     ):
         self.model, self.args, self.batches, self.objective = model, args, batches, objective
         self.stop_when = stop_when  # asked after each evaluation: True ends the run there (early stopping)
         self.clock = clock  # the time budget's clock (a test passes one it controls)
         self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
+        # the whole command's budget (on `clock`; budget.py): training gets what setup left, less the end's reserve
+        self.budget = budget if args.time_budget_s is not None else None
+        self.reserve = Reserve(args.checkpoints, args.loss_plot, evaluate is not None and bool(args.eval_every))
+        self._planned_s: float | None = None  # under `budget`: training seconds the deadline allows, reserve included
+        self._fixed_horizon_s: float | None = None  # a resumed run's recorded horizon, or the one a run stopped at
+        self.setup_s: float | None = None  # under `budget`: the command's seconds before its first step
         self.device = dist.rank_device(args.device, say)
         self.cuda = self.device.type == "cuda"
         self.precision = choose_precision(self.device, args.precision, args.bf16)
@@ -103,7 +111,7 @@ class Trainer:
             factor = schedule(args.schedule, args.steps, args.warmup_steps)
         else:  # LambdaLR asks for the rate after each step: it is read off the clock, not the step count
             by_share = budget_schedule(args.schedule, args.budget_warmup)
-            factor = lambda step: by_share(self.elapsed_s / args.time_budget_s)  # noqa: E731
+            factor = lambda step: by_share(_share(self.elapsed_s, self.horizon_s))  # noqa: E731
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
         self.step = 0
         self.resumed_from: int | None = None  # the checkpoint's step, once `resume` has read it (for summaries)
@@ -134,8 +142,10 @@ class Trainer:
             dist.barrier()
             return None
         final = self.checkpoint_dir / f"step-{self.step:08d}"
+        started = self.clock()
         with atomic_dir(final, exists="replace") as tmp:  # a killed run leaves the previous checkpoint as it was
             self.model.save(tmp)
+            self.reserve.measured["model"] = self.clock() - started  # what the job's final write of the model costs
             if self.save_extra is not None:
                 self.save_extra(tmp)
             if hasattr(self.objective, "save"):  # state an objective carries across steps (XLNet's memory)
@@ -143,6 +153,7 @@ class Trainer:
             torch.save(self._trainer_state(), tmp / "trainer_state.pt")
         for old in self.checkpoints()[: -self.args.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
+        self.reserve.measured["checkpoint"] = self.clock() - started
         dist.barrier()
         return final
 
@@ -153,6 +164,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "torch_rng": torch.get_rng_state(),  # dropout's stream (inside train()'s forked state)
             "elapsed_s": self.elapsed_s,
+            "horizon_s": self.horizon_s,  # the schedule's end in training seconds (a resume keeps it)
             "tokens": self.tokens,
             "args": json.dumps(asdict(self.args), default=str),
             "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
@@ -194,6 +206,10 @@ class Trainer:
         if hasattr(self.objective, "load"):
             self.objective.load(checkpoint, self.device)
         self.elapsed_s = float(state.get("elapsed_s", 0.0))
+        if self.budget is not None and state.get("horizon_s") is not None:
+            # the schedule the run's first command planned goes on (a raised --time-budget lengthens it by the raise)
+            before = json.loads(state["args"]).get("time_budget_s") or self.args.time_budget_s
+            self._fixed_horizon_s = float(state["horizon_s"]) + self.args.time_budget_s - before
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"].cpu())  # train() forks the global state: the caller's is untouched
@@ -284,8 +300,25 @@ class Trainer:
         self._last_tick = now
 
     @property
+    def horizon_s(self) -> float | None:
+        """The training seconds at which the run stops and its schedule ends: the Trainer's own time_budget_s;
+        under a command `budget`, what setup left less the reserve measured so far (a resume keeps its run's)."""
+        if self.args.time_budget_s is None:
+            return None
+        if self._fixed_horizon_s is not None:
+            return self._fixed_horizon_s
+        if self._planned_s is None:
+            return self.args.time_budget_s
+        return self._planned_s - self.reserve.seconds()
+
+    @property
     def out_of_time(self) -> bool:
-        return self.args.time_budget_s is not None and self.elapsed_s >= self.args.time_budget_s
+        if self.horizon_s is None:
+            return False
+        if self.elapsed_s >= self.horizon_s:
+            return True
+        # a resumed run's command is bound by its own deadline too, whatever its recorded horizon
+        return self.budget is not None and self._last_tick + self.reserve.seconds() >= self.budget.deadline
 
     def _on_signal(self, signum, frame) -> None:
         self._stop_signal = signum  # finish the current step, then checkpoint and stop
@@ -311,28 +344,36 @@ class Trainer:
                 f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
                 "with resume (--resume) or write to a new directory"
             )
+        if self.budget is not None:
+            self._plan()
         in_main_thread = threading.current_thread() is threading.main_thread()  # signals can only be caught there
         previous = (
             {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
         )
-        bar = _progress(args, self.step, self.elapsed_s)
+        bar = _progress(args, self.step, self.elapsed_s, self.horizon_s)
         started, tokens = time.perf_counter(), 0  # this session's, for its rate; self.tokens: the run's
         self._last_tick = self.clock()
+        first_step = self.step + 1  # this command's: after it, the reserve's checkpoint and plot are measured
         self.forward_backward_s = 0.0  # of the wall time since `started`: the rest is data, optimizer, logging
         self._timed.clear()
         ahead = args.prefetch if args.prefetch is not None else self.cuda
         feed = BatchFeed(self.batches, self.shard, pin=self.cuda, ahead=ahead, last_step=args.steps)
         try:
+            if self.budget is not None and self.reserve.evaluates:
+                self._measure_evaluation()
             while self.step < args.steps and not self.out_of_time:
+                before = self._last_tick
                 global_batch, shard = feed(self.step)
                 metrics = self.train_step(global_batch, shard)
+                self.reserve.add_step(self._last_tick - before)  # tick to tick: a step and the loop's work around it
                 self.step += 1
                 seen = int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
                 tokens, self.tokens = tokens + seen, self.tokens + seen
                 last = self.step == args.steps or self.out_of_time
-                logged = self.step % args.log_every == 0 or last
+                measure = self.budget is not None and self.step == first_step and not last
+                logged = self.step % args.log_every == 0 or last or (measure and args.loss_plot)
                 if bar is not None:
-                    bar.update(1 if args.time_budget_s is None else min(args.time_budget_s, self.elapsed_s) - bar.n)
+                    bar.update(1 if args.time_budget_s is None else min(self.horizon_s, self.elapsed_s) - bar.n)
                 if logged or not self.cuda:  # on the GPU, which is still at work, metrics are read at log steps
                     self._check_finite()
                     metrics = {k: float(v) for k, v in metrics.items()}  # the host sync of a log step
@@ -349,9 +390,11 @@ class Trainer:
                         )
                 if logged:
                     self.log({"step": self.step, "tokens": self.tokens, **metrics})
+                if measure:  # what the end will cost: a checkpoint (the model's write timed inside it), the plot
+                    self._measure_end()
+                    last = self.out_of_time  # what it measured may leave no time for another step
                 if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or last):
-                    scores = {f"eval/{k}": v for k, v in self.run_evaluation().items()}
-                    self.log({"step": self.step, "tokens": self.tokens, **scores})
+                    self._evaluate_and_log()
                     self._tick()  # evaluation spends the budget too
                     if self.stop_when is not None and self.stop_when():
                         break
@@ -362,6 +405,8 @@ class Trainer:
                     return {"step": self.step, "interrupted": True}
                 if args.checkpoints and args.save_every and self.step % args.save_every == 0 and self.step < args.steps:
                     self.save_checkpoint()
+            if self.out_of_time and self._fixed_horizon_s is None and self._planned_s is not None:
+                self._fixed_horizon_s = min(self.elapsed_s, self.horizon_s)  # the run ends here: a resume has no more
             if args.checkpoints:
                 self.save_checkpoint()
             return {"step": self.step, "interrupted": False}
@@ -373,6 +418,47 @@ class Trainer:
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
+    def _plan(self) -> None:
+        """Under a command budget, before the first step: the seconds its deadline leaves to train (a resumed run
+        keeps the horizon its first command planned), or a refusal when setup spent them all."""
+        self.setup_s = self.budget.spent()
+        left = self.budget.left()
+        if left <= 0 and self.step < self.args.steps:
+            raise BudgetSpent(
+                f"{self.out}: the time budget ({_seconds(self.budget.seconds)} s) was spent before training began "
+                f"(setup took {_seconds(self.setup_s)} s: reading, tokenizing, building instances, loading); nothing was "
+                "trained. Raise --time-budget; --resume in the same directory reuses the tokenizer and instances"
+            )
+        if self._fixed_horizon_s is None:
+            self._planned_s = self.elapsed_s + left
+
+    def _measure_evaluation(self) -> None:
+        """Time one evaluation before training (the final one costs as much); a fresh run logs it as step 0."""
+        if self.step == 0:
+            self._evaluate_and_log()
+        else:
+            self._evaluate()
+        self._tick()
+
+    def _measure_end(self) -> None:
+        """Time a checkpoint (and in it the model's write) and the loss plot: the reserve's other parts."""
+        if self.args.checkpoints:
+            self.save_checkpoint()
+        if self.args.loss_plot and dist.is_main():
+            started = self.clock()
+            self.reporter.plot()
+            self.reserve.measured["plot"] = self.clock() - started
+        self._tick()
+
+    def _evaluate(self) -> dict[str, float]:
+        started = self.clock()
+        scores = {f"eval/{k}": v for k, v in self.run_evaluation().items()}
+        self.reserve.measured["evaluation"] = self.clock() - started
+        return scores
+
+    def _evaluate_and_log(self) -> None:
+        self.log({"step": self.step, "tokens": self.tokens, **self._evaluate()})
+
     @torch.no_grad()
     def run_evaluation(self) -> dict[str, float]:
         """The job's evaluation of the model, on its device, in the run's precision."""
@@ -381,19 +467,52 @@ class Trainer:
             return self.evaluate_fn(self.model)
 
 
-def _progress(args: TrainingArguments, start: int, elapsed_s: float):
+def _progress(args: TrainingArguments, start: int, elapsed_s: float, horizon_s: float | None):
     if args.quiet or not dist.is_main():
         return None
-    if args.time_budget_s is not None:  # a budgeted run's length is its time, not its steps
+    if horizon_s is not None:  # a budgeted run's length is its time, not its steps
         return progress_bar(
-            total=args.time_budget_s,
-            initial=min(elapsed_s, args.time_budget_s),
+            total=horizon_s,
+            initial=min(elapsed_s, horizon_s),
             desc="train",
             unit="s",
             dynamic_ncols=True,
             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{postfix}]",
         )
     return progress_bar(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f}" if s >= 10 else f"{s:.1f}"
+
+
+def _share(elapsed_s: float, horizon_s: float) -> float:
+    """The elapsed share of a time budget's horizon (1: spent; a horizon setup and reserve left at 0 or less)."""
+    return elapsed_s / horizon_s if horizon_s > 0 else 1.0
+
+
+class Reserve:
+    """What a budgeted run's end costs after the check that stops it, measured in the run: the last step (the
+    mean of this command's), the final evaluation, the final checkpoint, the job's write of the model beside it
+    and the loss plot. Nothing is counted before it is measured."""
+
+    def __init__(self, checkpoints: bool, plot: bool, evaluates: bool):
+        self.checkpoints, self.plot, self.evaluates = checkpoints, plot, evaluates
+        self.measured: dict[str, float] = {}  # evaluation, checkpoint, model, plot: the latest of each
+        self._steps, self._step_s = 0, 0.0
+
+    def add_step(self, seconds: float) -> None:
+        self._steps, self._step_s = self._steps + 1, self._step_s + seconds
+
+    def seconds(self) -> float:
+        m = self.measured
+        return (
+            (self._step_s / self._steps if self._steps else 0.0)
+            + (m.get("evaluation", 0.0) if self.evaluates else 0.0)
+            + (m.get("checkpoint", 0.0) if self.checkpoints else 0.0)
+            + m.get("model", 0.0)
+            + (m.get("plot", 0.0) if self.plot else 0.0)
+        )
 
 
 def finite_or_raise(value: float, what: str) -> float:
