@@ -24,11 +24,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 from array import array
+from functools import partial
 
 import numpy as np
 
 from ..progress import progress_bar
-from .instances import target_length
 from .masking import seeded_generator
 
 PairSpan = tuple[int, int, int, int, int]  # (a_start, a_len, b_start, b_len, label)
@@ -62,7 +62,12 @@ def pair_spans(
     [(2, 4, 0, 2, 1), (10, 2, 6, 4, 1)]
     """
     out: list[PairSpan] = []
-    target = target_length(max_num_tokens, short_seq_prob, rng)
+    random, below = rng.random, partial(_below, rng.getrandbits)  # rng.random(), rng.randrange(n): the same draws
+
+    def next_target() -> int:  # instances.target_length
+        return below(max_num_tokens - 1) + 2 if random() < short_seq_prob else max_num_tokens
+
+    target = next_target()
     first, n_chunk, length, i, n = 0, 0, 0, 0, len(lengths)
     while i < n:
         if n_chunk == 0:
@@ -70,17 +75,17 @@ def pair_spans(
         n_chunk += 1
         length += lengths[i]
         if i == n - 1 or length >= target:
-            a_end = rng.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
+            a_end = below(n_chunk - 1) + 1 if n_chunk >= 2 else 1  # rng.randint(1, n_chunk - 1)
             a0 = starts[first]
             a_len = starts[first + a_end - 1] + lengths[first + a_end - 1] - a0
             pair = None
-            if objective == "nsp" and n_chunk == 1 and a_len >= 2 and rng.random() < 0.5:
-                cut = rng.randint(1, a_len - 1)  # one long sentence, cut (see instances.py)
+            if objective == "nsp" and n_chunk == 1 and a_len >= 2 and random() < 0.5:
+                cut = below(a_len - 1) + 1  # one long sentence, cut (see instances.py)
                 pair = (a0, cut, a0 + cut, a_len - cut, 0)
             elif objective == "nsp":
-                if n_chunk == 1 or rng.random() < 0.5:
+                if n_chunk == 1 or random() < 0.5:
                     o_starts, o_lengths = negative(rng)
-                    j = rng.randint(0, len(o_lengths) - 1)
+                    j = below(len(o_lengths))
                     b_len = 0
                     for m in range(j, len(o_lengths)):
                         b_len += o_lengths[m]
@@ -95,16 +100,35 @@ def pair_spans(
                 if n_chunk >= 2:
                     b = (a0 + a_len, length - a_len)
                 elif a_len >= 2:
-                    cut = rng.randint(1, a_len - 1)
+                    cut = below(a_len - 1) + 1
                     a_len, b = cut, (a0 + cut, a_len - cut)
                 if b is not None:
-                    pair = (b[0], b[1], a0, a_len, 1) if rng.random() < 0.5 else (a0, a_len, b[0], b[1], 0)
+                    pair = (b[0], b[1], a0, a_len, 1) if random() < 0.5 else (a0, a_len, b[0], b[1], 0)
             if pair is not None:
-                out.append(truncate_spans(pair, max_num_tokens, rng))
+                out.append(truncate_spans(pair, max_num_tokens, rng) if pair[1] + pair[3] > max_num_tokens else pair)
             n_chunk, length = 0, 0
-            target = target_length(max_num_tokens, short_seq_prob, rng)
+            target = next_target()
         i += 1
     return out
+
+
+def _below(getrandbits, n: int) -> int:
+    """random.Random.randrange(n) for n ≥ 1 as CPython draws it (_randbelow_with_getrandbits: k =
+    n.bit_length() bits a try until one is below n), without its argument checks: the same number,
+    the generator left the same (tests/data/test_samples.py holds it to randrange).
+
+    >>> import random
+    >>> g, h = random.Random(5), random.Random(5)
+    >>> [_below(g.getrandbits, n) for n in (1, 7, 1000)] == [h.randrange(n) for n in (1, 7, 1000)]
+    True
+    """
+    if n < 1:
+        raise ValueError(f"empty range for randrange({n})")
+    k = int(n).bit_length()  # (n may be a numpy integer, as randrange allows)
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return r
 
 
 def truncate_spans(pair: PairSpan, max_num_tokens: int, rng: random.Random) -> PairSpan:
@@ -232,11 +256,12 @@ class _Sentences:
     """Document d -> (token offsets, lengths) of its sentences, as lists (the loops below read scalars)."""
 
     def __init__(self, sent_offsets: np.ndarray, doc_offsets: np.ndarray):
-        self.sent, self.docs = sent_offsets, doc_offsets
+        self.sent, self.lengths = sent_offsets, np.diff(sent_offsets)
+        self.docs = doc_offsets.tolist()  # (a list: a scalar read off an array costs more than the slice)
 
     def __call__(self, d: int) -> tuple[list[int], list[int]]:
-        bounds = self.sent[self.docs[d] : self.docs[d + 1] + 1].tolist()
-        return bounds[:-1], [b - a for a, b in zip(bounds, bounds[1:])]
+        s0, s1 = self.docs[d], self.docs[d + 1]
+        return self.sent[s0:s1].tolist(), self.lengths[s0:s1].tolist()
 
 
 def _pair_pass(job, dupe: int, bar=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
