@@ -352,3 +352,31 @@ def test_errors(tmp_path, wordpiece, bytelevel_bpe, small_corpus):
         build_instances([small_corpus], wordpiece, "bert", masking="sometimes", **kw)
     with pytest.raises(ValueError, match="cannot hold out 8 of the 8 documents"):
         build_instances([small_corpus], wordpiece, "bert", heldout=8, **kw)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_token_counts_kept_with_the_index_are_the_instances_counts(
+    family, small_corpus, wordpiece, bytelevel_bpe, tmp_path, monkeypatch
+):
+    """The unigram prior's counts, counted once when the index is built (on a corpus large beside
+    its vocabulary: here any, or none), are the counts of the instances' tokens (each pass, packing's repeated
+    ones too; special tokens and padding left out), widened to a larger vocabulary, refused for one
+    too small to hold the ids; an index without them (a small corpus) counts the same from its pieces."""
+    import bertology.data.build as build
+
+    tok = wordpiece if family == "bert" else bytelevel_bpe
+    kw = dict(max_seq_length=64, dupe_factor=2, seed=7, show_progress=False)
+    monkeypatch.setattr(build, "KEEP_COUNTS_TOKENS_PER_ID", 10**12)
+    small = build_instances([small_corpus], tok, family, cache_dir=tmp_path / "a", **kw)
+    monkeypatch.setattr(build, "KEEP_COUNTS_TOKENS_PER_ID", 0)
+    kept = build_instances([small_corpus], tok, family, cache_dir=tmp_path / "b", **kw)
+    assert "token_counts" in kept.index and "token_counts" not in small.index
+    ids = _all_ids(kept).numpy()
+    V = int(ids.max()) + 1
+    expected = np.bincount(ids.ravel(), minlength=V + 5)
+    expected[kept.special_ids.numpy()] = 0
+    assert expected.sum() > 10_000
+    assert np.array_equal(kept.token_counts(V + 5).numpy(), expected)
+    assert np.array_equal(small.token_counts(V + 5).numpy(), expected)
+    with pytest.raises(ValueError, match=f"token id {V - 1} outside a vocabulary of {V - 1}"):
+        kept.token_counts(V - 1)

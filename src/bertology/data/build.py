@@ -14,6 +14,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .arrays import build_cached, digest
@@ -22,11 +23,12 @@ from .instances import special_tokens
 from .masker import Masker
 from .recipe import Recipe
 from .samples import build_index
-from .store import LAYOUT, InstanceStore
+from .store import LAYOUT, InstanceStore, piece_token_counts
 from .tokenized import check_nsp_split, split_documents, tokenize_corpus
 from .tokenstore import default_workers, token_cache_root
 
 PART_NAMES = {"train": "training", "heldout": "held-out"}  # a part's name on its progress bar
+KEEP_COUNTS_TOKENS_PER_ID = 256  # the index keeps its token counts from this many corpus tokens an id
 
 
 def build_instances(
@@ -140,6 +142,13 @@ def build_store(
                     f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
                     f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={r.max_seq_length}"
                 )
+            # the unigram prior's counts, here once (a pass over the token store) instead of in every run,
+            # where the corpus is large beside the vocabulary (on a small one counting is quick, and a
+            # count per id would outweigh the index)
+            n_ids = max(tokenizer.get_vocab().values()) + 1
+            if corpus.num_tokens >= KEEP_COUNTS_TOKENS_PER_ID * n_ids:
+                counts = piece_token_counts(corpus, index, 1 if "label" in index else r.dupe_factor, n_ids)
+                index["token_counts"] = counts.astype(np.uint32) if counts.max() < 1 << 32 else counts
             arrays = {}
             for name, a in index.items():
                 a.tofile(tmp / f"{name}.bin")

@@ -48,6 +48,14 @@ from .tokenized import TokenizedCorpus
 LAYOUT = 3  # 3: a sample index over the token store (2: unmasked padded rows; 1: static masks stored)
 
 
+def piece_token_counts(corpus: TokenizedCorpus, index: dict, repeat: int, vocab_size: int) -> np.ndarray:
+    """How often each id occurs in the pieces of a sample index (V,) int64, each pass counted
+    `repeat` times (packing's passes repeat the one indexed), special tokens not being in pieces."""
+    start = np.asarray(index["piece_start"], dtype=np.int64)
+    end = start + np.asarray(index["piece_len"], dtype=np.int64)
+    return corpus.span_counts(vocab_size, start, end) * repeat
+
+
 class InstanceStore:
     """Pretraining instances (a sample index over a token store) and the deterministic global batches."""
 
@@ -102,10 +110,17 @@ class InstanceStore:
     def token_counts(self, vocab_size: int) -> torch.Tensor:
         """How often each id occurs in the instances (V,), special tokens and padding not counted.
         For the MLM output prior and smoothed masking."""
-        start = np.asarray(self.index["piece_start"], dtype=np.int64)
-        end = start + np.asarray(self.index["piece_len"], dtype=np.int64)
-        repeat = 1 if self.pairs else self.num_instances // max(1, self.indexed)  # packing's passes
-        counts = self.corpus.span_counts(vocab_size, start, end) * repeat
+        stored = self.index.get("token_counts")  # counted when the index was built (build.py)
+        if stored is None:
+            repeat = 1 if self.pairs else self.num_instances // max(1, self.indexed)  # packing's passes
+            counts = piece_token_counts(self.corpus, self.index, repeat, vocab_size)
+        else:
+            stored = np.asarray(stored, dtype=np.int64)
+            if stored[vocab_size:].any():
+                top = int(np.flatnonzero(stored)[-1])
+                raise ValueError(f"{self.dir}: token id {top} outside a vocabulary of {vocab_size}")
+            counts = np.zeros(vocab_size, np.int64)
+            counts[: len(stored)] = stored[:vocab_size]
         counts[self.special_ids[self.special_ids < vocab_size].numpy()] = 0
         return torch.from_numpy(counts)
 
