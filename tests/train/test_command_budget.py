@@ -81,13 +81,15 @@ def test_the_trainer_gets_what_setup_left_less_the_end(tmp_path):
     clock = FakeClock(now=20.0)  # setup (reading, tokenizing, loading) took 20 of the 60 s
     trainer = budgeted(tmp_path, clock)
     result = trainer.train()
-    assert trainer.setup_s == 20.0
+    assert trainer.time.setup_s == 20.0
     reserve = STEP_S + EVALUATION_S + MODEL_S + REST_OF_CHECKPOINT_S + MODEL_S  # the job writes the model once more
     assert trainer.reserve.seconds() == reserve
     # the end (the final evaluation and checkpoint) came before the deadline, with the model's write still to fit,
     # and at most a step's time was left unused
     assert 60.0 - STEP_S <= clock.now + MODEL_S <= 60.0
-    assert trainer.elapsed_s == clock.now - 20.0 - MODEL_S - REST_OF_CHECKPOINT_S  # the final checkpoint is not training
+    assert (
+        trainer.elapsed_s == clock.now - 20.0 - MODEL_S - REST_OF_CHECKPOINT_S
+    )  # the final checkpoint is not training
     assert result["step"] >= 5
     # the schedule ran over the seconds training had, not the whole budget: its rate had reached 0 at the end
     rates = [r["lr"] for r in trainer.history if "lr" in r]
@@ -114,7 +116,7 @@ def test_a_resume_keeps_the_horizon_its_first_command_planned(tmp_path):
     # a second command with a shorter setup: the same schedule goes on to the same horizon
     second = budgeted(tmp_path, FakeClock(now=5.0))
     second.train(resume=True)
-    assert second.horizon_s == pytest.approx(planned)
+    assert second.time.horizon_s == pytest.approx(planned)
     assert second.elapsed_s >= planned
     run = {"steps": NO_STEP_CAP, "time_budget_s": 60.0}
     assert resume_status(tmp_path, run)[0]  # complete: a further resume trains nothing
@@ -128,5 +130,5 @@ def test_a_resumed_command_stops_at_its_own_deadline(tmp_path):
     first.train()
     second = budgeted(tmp_path, FakeClock(now=45.0))  # its setup left 15 s of its 60: fewer than the schedule has
     second.train(resume=True)
-    assert second.clock.now <= 60.0 and second.elapsed_s < second.horizon_s
+    assert second.clock.now <= 60.0 and second.elapsed_s < second.time.horizon_s
     assert not resume_status(tmp_path, {"steps": NO_STEP_CAP, "time_budget_s": 60.0})[0]  # not complete: resumable

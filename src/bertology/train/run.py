@@ -173,7 +173,7 @@ def run_summary(trainer: Any, result: dict[str, Any]) -> dict[str, Any]:
         "steps": result["step"],
         "interrupted": result["interrupted"],
         "train_seconds": trainer.elapsed_s,  # the Trainer's (evaluations included); command_seconds: the whole command's
-        "setup_seconds": trainer.setup_s,  # under --time-budget: the command's seconds before its first step
+        "setup_seconds": trainer.time.setup_s,  # under --time-budget: the command's seconds before its first step
         "final": next((r for r in reversed(trainer.history) if "loss" in r), {}),
         "eval": next((r for r in reversed(trainer.history) if any(k.startswith("eval/") for k in r)), {}),
     }

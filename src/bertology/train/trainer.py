@@ -23,13 +23,11 @@ until a log step reads them, so no micro-step waits for the device.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import signal
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,33 +35,18 @@ import torch
 from torch import nn
 
 from ..io import atomic_dir
-from ..models.checkpoint import load_state, read_weights
 from ..progress import progress_bar
 from . import distributed as dist
 from .arguments import TrainingArguments
-from .budget import BudgetSpent, CommandBudget
+from .budget import CommandBudget, Reserve, TrainingTime
+from .optimizer import parameter_groups  # (tasks import it from here too)
 from .device import BatchFeed, choose_precision, say, to_device
 from .report import Reporter
 from .run import checkpoints
 from .schedules import budget_schedule, schedule
+from .state import load_weights, read_trainer_state, trainer_state
 
 Batch = dict[str, torch.Tensor]
-
-
-def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """BERT's rule: decay every weight matrix and embedding, never biases or LayerNorm parameters."""
-    no_decay: set[int] = set()
-    for module in model.modules():
-        if isinstance(module, nn.LayerNorm):
-            no_decay.update(id(p) for p in module.parameters(recurse=False))
-    for name, p in model.named_parameters():
-        if name.endswith("bias"):
-            no_decay.add(id(p))
-    params = [p for p in model.parameters() if p.requires_grad]
-    return [
-        {"params": [p for p in params if id(p) not in no_decay], "weight_decay": weight_decay},
-        {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0},
-    ]
 
 
 class Trainer:
@@ -85,11 +68,8 @@ class Trainer:
         self.clock = clock  # the time budget's clock (a test passes one it controls)
         self.elapsed_s = 0.0  # wall time trained so far, over resumes: what a time budget is measured against
         # the whole command's budget (on `clock`; budget.py): training gets what setup left, less the end's reserve
-        self.budget = budget if args.time_budget_s is not None else None
         self.reserve = Reserve(args.checkpoints, args.loss_plot, evaluate is not None and bool(args.eval_every))
-        self._planned_s: float | None = None  # under `budget`: training seconds the deadline allows, reserve included
-        self._fixed_horizon_s: float | None = None  # a resumed run's recorded horizon, or the one a run stopped at
-        self.setup_s: float | None = None  # under `budget`: the command's seconds before its first step
+        self.time = TrainingTime(args.time_budget_s, budget, self.reserve)
         self.device = dist.rank_device(args.device, say)
         self.cuda = self.device.type == "cuda"
         self.precision = choose_precision(self.device, args.precision, args.bf16)
@@ -111,7 +91,7 @@ class Trainer:
             factor = schedule(args.schedule, args.steps, args.warmup_steps)
         else:  # LambdaLR asks for the rate after each step: it is read off the clock, not the step count
             by_share = budget_schedule(args.schedule, args.budget_warmup)
-            factor = lambda step: by_share(_share(self.elapsed_s, self.horizon_s))  # noqa: E731
+            factor = lambda step: by_share(self.time.share(self.elapsed_s))  # noqa: E731
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
         self.step = 0
         self.resumed_from: int | None = None  # the checkpoint's step, once `resume` has read it (for summaries)
@@ -150,66 +130,24 @@ class Trainer:
                 self.save_extra(tmp)
             if hasattr(self.objective, "save"):  # state an objective carries across steps (XLNet's memory)
                 self.objective.save(tmp)
-            torch.save(self._trainer_state(), tmp / "trainer_state.pt")
+            torch.save(trainer_state(self), tmp / "trainer_state.pt")
         for old in self.checkpoints()[: -self.args.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
         self.reserve.measured["checkpoint"] = self.clock() - started
         dist.barrier()
         return final
 
-    def _trainer_state(self) -> dict[str, Any]:
-        state = {
-            "step": self.step,
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(),  # dropout's stream (inside train()'s forked state)
-            "elapsed_s": self.elapsed_s,
-            "horizon_s": self.horizon_s,  # the schedule's end in training seconds (a resume keeps it)
-            "tokens": self.tokens,
-            "args": json.dumps(asdict(self.args), default=str),
-            "config": json.dumps(self.model.config.to_dict(), sort_keys=True, default=str),
-        }
-        if self.cuda:
-            # dropout's stream on the GPU: this device's generator. Every rank seeds and draws alike, so
-            # rank 0's state is every rank's (as with the CPU's), and no other GPU is touched for it.
-            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
-        if self.scaler.is_enabled():
-            state["grad_scaler"] = self.scaler.state_dict()
-        return state
-
     def resume(self, checkpoint: Path | None = None) -> int:
         """Continue from the newest checkpoint (or `checkpoint`): weights, optimizer, schedule, rngs, data position."""
         checkpoint = checkpoint or (self.checkpoints()[-1] if self.checkpoints() else None)
         if checkpoint is None:
             raise FileNotFoundError(f"{self.checkpoint_dir}: no checkpoint to resume from")
-        try:
-            # the optimizer's moments straight onto the run's device (the random states are read back on the CPU)
-            state = torch.load(checkpoint / "trainer_state.pt", map_location=self.device, weights_only=True)
-        except Exception as e:
-            raise ValueError(f"{checkpoint / 'trainer_state.pt'}: corrupt or unreadable checkpoint ({e})") from None
-        ours = json.dumps(self.model.config.to_dict(), sort_keys=True, default=str)
-        if state["config"] != ours:
-            theirs = json.loads(state["config"])
-            diff = {k: (theirs.get(k), v) for k, v in json.loads(ours).items() if theirs.get(k) != v}
-            raise ValueError(
-                f"{checkpoint}: checkpoint was written for another model config; differences (checkpoint, now): {diff}"
-            )
-        own = getattr(self.model, "load_checkpoint", None)  # a model saved as more than one directory (ELECTRA's pair)
-        if own is not None:
-            own(checkpoint)
-        else:
-            try:
-                tensors, source = read_weights(checkpoint)
-            except Exception as e:
-                raise ValueError(f"{checkpoint}: corrupt or unreadable weights ({e})") from None
-            load_state(self.model, tensors, source, strict=True)
+        state = read_trainer_state(checkpoint, self.model, self.device)
+        load_weights(self.model, checkpoint)
         if hasattr(self.objective, "load"):
             self.objective.load(checkpoint, self.device)
         self.elapsed_s = float(state.get("elapsed_s", 0.0))
-        if self.budget is not None and state.get("horizon_s") is not None:
-            # the schedule the run's first command planned goes on (a raised --time-budget lengthens it by the raise)
-            before = json.loads(state["args"]).get("time_budget_s") or self.args.time_budget_s
-            self._fixed_horizon_s = float(state["horizon_s"]) + self.args.time_budget_s - before
+        self.time.resumed(state)  # the schedule the run's first command planned goes on
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"].cpu())  # train() forks the global state: the caller's is untouched
@@ -300,25 +238,8 @@ class Trainer:
         self._last_tick = now
 
     @property
-    def horizon_s(self) -> float | None:
-        """The training seconds at which the run stops and its schedule ends: the Trainer's own time_budget_s;
-        under a command `budget`, what setup left less the reserve measured so far (a resume keeps its run's)."""
-        if self.args.time_budget_s is None:
-            return None
-        if self._fixed_horizon_s is not None:
-            return self._fixed_horizon_s
-        if self._planned_s is None:
-            return self.args.time_budget_s
-        return self._planned_s - self.reserve.seconds()
-
-    @property
     def out_of_time(self) -> bool:
-        if self.horizon_s is None:
-            return False
-        if self.elapsed_s >= self.horizon_s:
-            return True
-        # a resumed run's command is bound by its own deadline too, whatever its recorded horizon
-        return self.budget is not None and self._last_tick + self.reserve.seconds() >= self.budget.deadline
+        return self.time.out_of_time(self.elapsed_s, self._last_tick)
 
     def _on_signal(self, signum, frame) -> None:
         self._stop_signal = signum  # finish the current step, then checkpoint and stop
@@ -344,13 +265,13 @@ class Trainer:
                 f"{self.out}: holds an earlier run (metrics.jsonl, checkpoints/); continue it "
                 "with resume (--resume) or write to a new directory"
             )
-        if self.budget is not None:
-            self._plan()
+        if self.time.budget is not None and self.step < args.steps:
+            self.time.plan(self.elapsed_s, self.out)
         in_main_thread = threading.current_thread() is threading.main_thread()  # signals can only be caught there
         previous = (
             {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main_thread else {}
         )
-        bar = _progress(args, self.step, self.elapsed_s, self.horizon_s)
+        bar = _progress(args, self.step, self.elapsed_s, self.time.horizon_s)
         started, tokens = time.perf_counter(), 0  # this session's, for its rate; self.tokens: the run's
         self._last_tick = self.clock()
         first_step = self.step + 1  # this command's: after it, the reserve's checkpoint and plot are measured
@@ -359,8 +280,9 @@ class Trainer:
         ahead = args.prefetch if args.prefetch is not None else self.cuda
         feed = BatchFeed(self.batches, self.shard, pin=self.cuda, ahead=ahead, last_step=args.steps)
         try:
-            if self.budget is not None and self.reserve.evaluates:
-                self._measure_evaluation()
+            if self.time.budget is not None and self.reserve.evaluates:  # timed for the reserve; a fresh run's step 0
+                self._evaluate(log=self.step == 0)
+                self._tick()
             while self.step < args.steps and not self.out_of_time:
                 before = self._last_tick
                 global_batch, shard = feed(self.step)
@@ -370,10 +292,10 @@ class Trainer:
                 seen = int(global_batch["attention_mask"].sum()) if "attention_mask" in global_batch else 0
                 tokens, self.tokens = tokens + seen, self.tokens + seen
                 last = self.step == args.steps or self.out_of_time
-                measure = self.budget is not None and self.step == first_step and not last
+                measure = self.time.budget is not None and self.step == first_step and not last
                 logged = self.step % args.log_every == 0 or last or (measure and args.loss_plot)
                 if bar is not None:
-                    bar.update(1 if args.time_budget_s is None else min(self.horizon_s, self.elapsed_s) - bar.n)
+                    bar.update(1 if args.time_budget_s is None else min(self.time.horizon_s, self.elapsed_s) - bar.n)
                 if logged or not self.cuda:  # on the GPU, which is still at work, metrics are read at log steps
                     self._check_finite()
                     metrics = {k: float(v) for k, v in metrics.items()}  # the host sync of a log step
@@ -394,7 +316,7 @@ class Trainer:
                     self._measure_end()
                     last = self.out_of_time  # what it measured may leave no time for another step
                 if args.eval_every and self.evaluate_fn and (self.step % args.eval_every == 0 or last):
-                    self._evaluate_and_log()
+                    self._evaluate()
                     self._tick()  # evaluation spends the budget too
                     if self.stop_when is not None and self.stop_when():
                         break
@@ -405,8 +327,8 @@ class Trainer:
                     return {"step": self.step, "interrupted": True}
                 if args.checkpoints and args.save_every and self.step % args.save_every == 0 and self.step < args.steps:
                     self.save_checkpoint()
-            if self.out_of_time and self._fixed_horizon_s is None and self._planned_s is not None:
-                self._fixed_horizon_s = min(self.elapsed_s, self.horizon_s)  # the run ends here: a resume has no more
+            if self.out_of_time:
+                self.time.stopped(self.elapsed_s)
             if args.checkpoints:
                 self.save_checkpoint()
             return {"step": self.step, "interrupted": False}
@@ -418,28 +340,6 @@ class Trainer:
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
-    def _plan(self) -> None:
-        """Under a command budget, before the first step: the seconds its deadline leaves to train (a resumed run
-        keeps the horizon its first command planned), or a refusal when setup spent them all."""
-        self.setup_s = self.budget.spent()
-        left = self.budget.left()
-        if left <= 0 and self.step < self.args.steps:
-            raise BudgetSpent(
-                f"{self.out}: the time budget ({_seconds(self.budget.seconds)} s) was spent before training began "
-                f"(setup took {_seconds(self.setup_s)} s: reading, tokenizing, building instances, loading); nothing was "
-                "trained. Raise --time-budget; --resume in the same directory reuses the tokenizer and instances"
-            )
-        if self._fixed_horizon_s is None:
-            self._planned_s = self.elapsed_s + left
-
-    def _measure_evaluation(self) -> None:
-        """Time one evaluation before training (the final one costs as much); a fresh run logs it as step 0."""
-        if self.step == 0:
-            self._evaluate_and_log()
-        else:
-            self._evaluate()
-        self._tick()
-
     def _measure_end(self) -> None:
         """Time a checkpoint (and in it the model's write) and the loss plot: the reserve's other parts."""
         if self.args.checkpoints:
@@ -450,14 +350,13 @@ class Trainer:
             self.reserve.measured["plot"] = self.clock() - started
         self._tick()
 
-    def _evaluate(self) -> dict[str, float]:
+    def _evaluate(self, log: bool = True) -> None:
+        """An evaluation, timed for the reserve (the final one costs as much), and its line in the metrics."""
         started = self.clock()
         scores = {f"eval/{k}": v for k, v in self.run_evaluation().items()}
         self.reserve.measured["evaluation"] = self.clock() - started
-        return scores
-
-    def _evaluate_and_log(self) -> None:
-        self.log({"step": self.step, "tokens": self.tokens, **self._evaluate()})
+        if log:
+            self.log({"step": self.step, "tokens": self.tokens, **scores})
 
     @torch.no_grad()
     def run_evaluation(self) -> dict[str, float]:
@@ -480,39 +379,6 @@ def _progress(args: TrainingArguments, start: int, elapsed_s: float, horizon_s: 
             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{postfix}]",
         )
     return progress_bar(total=args.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
-
-
-def _seconds(s: float) -> str:
-    return f"{s:.0f}" if s >= 10 else f"{s:.1f}"
-
-
-def _share(elapsed_s: float, horizon_s: float) -> float:
-    """The elapsed share of a time budget's horizon (1: spent; a horizon setup and reserve left at 0 or less)."""
-    return elapsed_s / horizon_s if horizon_s > 0 else 1.0
-
-
-class Reserve:
-    """What a budgeted run's end costs after the check that stops it, measured in the run: the last step (the
-    mean of this command's), the final evaluation, the final checkpoint, the job's write of the model beside it
-    and the loss plot. Nothing is counted before it is measured."""
-
-    def __init__(self, checkpoints: bool, plot: bool, evaluates: bool):
-        self.checkpoints, self.plot, self.evaluates = checkpoints, plot, evaluates
-        self.measured: dict[str, float] = {}  # evaluation, checkpoint, model, plot: the latest of each
-        self._steps, self._step_s = 0, 0.0
-
-    def add_step(self, seconds: float) -> None:
-        self._steps, self._step_s = self._steps + 1, self._step_s + seconds
-
-    def seconds(self) -> float:
-        m = self.measured
-        return (
-            (self._step_s / self._steps if self._steps else 0.0)
-            + (m.get("evaluation", 0.0) if self.evaluates else 0.0)
-            + (m.get("checkpoint", 0.0) if self.checkpoints else 0.0)
-            + m.get("model", 0.0)
-            + (m.get("plot", 0.0) if self.plot else 0.0)
-        )
 
 
 def finite_or_raise(value: float, what: str) -> float:
