@@ -10,7 +10,7 @@ run itself (`Reserve`): that step, the final evaluation, the final checkpoint, t
 it and the loss plot. `TrainingTime` is the Trainer's side: the horizon its schedule ends at, and when
 it stops. When setup alone spent the budget, nothing is trained: the job refuses
 with BudgetSpent (a ValueError: the CLI's one-line error) rather than write an untrained model as if it were
-one; the output directory keeps its tokenizer and instances for a `--resume` with a larger budget.
+one; `--resume` (or `--overwrite`) with a larger budget starts the run again in the same directory.
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ class TrainingTime:
             raise BudgetSpent(
                 f"{where}: the time budget ({_seconds(self.budget.seconds)} s) was spent before training began "
                 f"(setup took {_seconds(self.setup_s)} s: reading, tokenizing, building instances, loading); "
-                "nothing was trained. Raise --time-budget; --resume in the same directory reuses the tokenizer "
-                "and instances"
+                "nothing was trained. Raise --time-budget, with --resume or --overwrite to start again in this "
+                "directory"
             )
         if self.fixed_s is None:
             self.planned_s = elapsed_s + left
