@@ -44,6 +44,20 @@ def test_piece_sentences_are_the_tokenizers_encodings_and_replay(corpus, tokeniz
     assert list(sentences) == expected  # the second pass replays the ids of the first
 
 
+def test_pieces_are_tokenized_into_the_shared_token_store(corpus, tokenizer_path, tmp_path, monkeypatch):
+    """With $BERTOLOGY_TOKEN_CACHE set, the pieces come from (and stay in) the store pretraining reads:
+    a second reader, or a pretraining run with the same tokenizer, tokenizes nothing again."""
+    from bertology.data.tokenstore import CACHE_ENV, FileTokens, build_token_stores, tokenizer_hash
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    tok = Tokenizer.load(tokenizer_path)
+    first = list(PieceSentences([corpus], tok))
+    (kept,) = (tmp_path / "cache" / f"tokens-{tokenizer_hash(tok)}").iterdir()
+    (store,) = build_token_stores([str(corpus)], tok, tmp_path / "cache", "lines")
+    assert store.dir == kept and isinstance(store, FileTokens)
+    assert sum(map(len, first)) == store.num_tokens and list(PieceSentences([corpus], tok)) == first
+
+
 def test_every_vector_is_keyed_by_a_piece(corpus, tokenizer_path):
     tok = Tokenizer.load(tokenizer_path)
     options = TrainOptions(

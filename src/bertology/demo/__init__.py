@@ -29,8 +29,10 @@ device, preset and how many pretraining tokens.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .curve import Start, label_curves, twin
@@ -77,7 +79,7 @@ def claim_demo_dir(out: Path, resume: bool, overwrite: bool) -> None:
     ours = (out / RUN_MARKER).is_file()
     claim_output_dir(out, "demo", resume=resume and ours, overwrite=overwrite or ours)
     if ours and not resume:
-        for stage in ("tokenizers", "wordvec", "pretrain", "finetune", "distill", "corpus"):
+        for stage in ("tokenizers", "wordvec", "pretrain", "finetune", "distill", "corpus", "cache"):
             shutil.rmtree(out / stage, ignore_errors=True)
 
 
@@ -159,9 +161,26 @@ def run(args) -> int:
     if budget.before:
         say(f"resuming: {budget.before / 60:.1f} of the {minutes:g} minutes were spent by the interrupted run")
     try:
-        return run_stages(args, out, device, budget, say)
+        with token_cache(out / "cache"):
+            return run_stages(args, out, device, budget, say)
     finally:
         budget.checkpoint()  # an interrupted or failed run's time counts when it is resumed
+
+
+@contextmanager
+def token_cache(default: Path):
+    """The corpus tokenized once per tokenizer for every stage (word2vec over its pieces, each
+    family's pretraining, ELECTRA with BERT's tokenizer): $BERTOLOGY_TOKEN_CACHE, the user's own where
+    set, else `default`, for the demo's duration."""
+    from ..data.tokenstore import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = before or str(default)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[CACHE_ENV]
 
 
 def run_stages(args, out: Path, device, budget: Budget, say) -> int:

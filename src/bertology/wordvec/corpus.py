@@ -16,6 +16,7 @@ in-vocabulary word, which is what the compiled training loops walk.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -85,11 +86,15 @@ class PieceSentences:
         >>> next(iter(PieceSentences(["descriptions.txt"], tok)))                     # doctest: +SKIP
         ['real', '-', 'time', 'strategy', 'game', 'of', 'ancient', 'war', '##fa', '##re']
 
-    The first pass encodes the text and keeps the piece ids (int32, 4 bytes a piece); later passes
-    (word2vec reads the corpus twice: counting, then encoding) replay them instead of encoding again.
+    Text files are tokenized into the pretraining token store (data/tokenstore.py: every core, and
+    kept where $BERTOLOGY_TOKEN_CACHE points, so that pretraining with the same tokenizer finds them
+    tokenized, and word2vec over them finds a pretraining run's), a sentence per non-blank line as a
+    pretraining corpus in the lines format reads it; a table's values are encoded here, a batch at a
+    time. The first pass keeps the piece ids (int32, 4 bytes a piece); later passes (word2vec reads
+    the corpus twice: counting, then encoding) replay them instead of encoding again.
     """
 
-    BATCH = 2048  # lines per encode_batch call
+    BATCH = 2048  # a table's values per encode_batch call
 
     def __init__(self, paths: Iterable[str | os.PathLike], tokenizer, text_column: str = DEFAULT_TEXT_COLUMN):
         self.paths = [os.fspath(p) for p in paths]
@@ -99,14 +104,23 @@ class PieceSentences:
         self._pieces = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
 
     def _encoded(self) -> Iterator[np.ndarray]:
-        lines = read_lines(self.paths, self.text_column)
-        while True:
-            batch = [line for _, line in zip(range(self.BATCH), lines)]
-            if not batch:
-                return
+        for path in self.paths:
+            yield from (self._table if table_format(path) else self._stored)(path)
+
+    def _table(self, path: str) -> Iterator[np.ndarray]:
+        lines = read_lines([path], self.text_column)
+        while batch := [line for _, line in zip(range(self.BATCH), lines)]:
             for enc in self.tokenizer.encode_batch(batch, add_special_tokens=False, padding=False, truncation=False):
                 if enc.ids:
                     yield np.asarray(enc.ids, dtype=np.int32)
+
+    def _stored(self, path: str) -> Iterator[np.ndarray]:
+        from ..data.tokenstore import CACHE_ENV, build_token_stores
+
+        with tempfile.TemporaryDirectory(prefix="bertology-pieces-") as private:  # without a shared cache
+            (store,) = build_token_stores([path], self.tokenizer, os.environ.get(CACHE_ENV) or private, "lines")
+            ids, bounds = np.asarray(store.ids, dtype=np.int32), store.sent_offsets
+            yield from (ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
     def __iter__(self) -> Iterator[list[str]]:
         pieces = self._pieces
