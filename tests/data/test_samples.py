@@ -223,5 +223,36 @@ def test_passes_on_worker_processes_are_the_passes_in_turn(small_corpus, wordpie
     kw = dict(max_seq_length=64, dupe_factor=3, seed=4, show_progress=False)
     one = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "a", workers=1, **kw)
     two = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "b", workers=2, **kw)
-    for name in ("piece_start", "piece_len", "label"):
+    assert sorted(one.meta["arrays"]) == sorted(two.meta["arrays"])
+    for name in one.meta["arrays"]:
         assert (one.dir / f"{name}.bin").read_bytes() == (two.dir / f"{name}.bin").read_bytes()
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_compact_pairs_reads_back_every_start_and_label(wide):
+    """The pair index as kept (A's starts as offsets from a block's base, the far ones listed, labels
+    as bits) gives back build_index's starts and labels, in any order: passes that restart within a
+    block, long gaps (held-out documents, one long sentence), starts past 2^32 tokens."""
+    from bertology.data.samples import OFFSET_BLOCK, compact_pairs, pair_labels, piece_starts
+
+    g = np.random.default_rng(0)
+    passes = []
+    for _ in range(3):  # each pass's A starts grow, by a few hundred tokens or now and then by far more
+        steps = np.where(g.random(700) < 0.002, g.integers(70_000, 900_000, 700), g.integers(0, 400, 700))
+        passes.append(np.cumsum(steps) + (1 << 33 if wide else 0))
+    a = np.concatenate(passes)
+    b = np.where(g.random(len(a)) < 0.5, a + g.integers(1, 200, len(a)), g.integers(0, int(a.max()), len(a)))
+    dtype = np.int64 if wide else np.uint32
+    if not wide:
+        a, b = a % (1 << 32), b % (1 << 32)
+    plain = {
+        "piece_start": np.stack([a, b], 1).ravel().astype(dtype),
+        "piece_len": g.integers(1, 120, 2 * len(a)).astype(np.uint8),
+        "label": g.integers(0, 2, len(a)).astype(np.int8),
+    }
+    kept = compact_pairs(plain)
+    assert len(kept["a_far"]) > 3 and len(kept["a_base"]) == -(-len(a) // OFFSET_BLOCK)
+    order = g.permutation(2 * len(a))
+    assert np.array_equal(piece_starts(kept, order), plain["piece_start"][order].astype(np.int64))
+    assert np.array_equal(pair_labels(kept, order // 2), plain["label"][order // 2])
+    assert sum(v.nbytes for v in kept.values()) < 0.85 * sum(v.nbytes for v in plain.values())

@@ -22,7 +22,7 @@ from .corpus import check_files
 from .instances import special_tokens
 from .masker import Masker
 from .recipe import Recipe
-from .samples import build_index
+from .samples import build_index, compact_pairs
 from .store import LAYOUT, InstanceStore, piece_token_counts
 from .tokenized import check_nsp_split, split_documents, tokenize_corpus
 from .tokenstore import default_workers, token_cache_root
@@ -149,12 +149,21 @@ def build_store(
             if corpus.num_tokens >= KEEP_COUNTS_TOKENS_PER_ID * n_ids:
                 counts = piece_token_counts(corpus, index, 1 if "label" in index else r.dupe_factor, n_ids)
                 index["token_counts"] = counts.astype(np.uint32) if counts.max() < 1 << 32 else counts
+            if "label" in index:
+                index = {**compact_pairs(index), **{k: v for k, v in index.items() if k == "token_counts"}}
             arrays = {}
             for name, a in index.items():
                 a.tofile(tmp / f"{name}.bin")
                 arrays[name] = {"dtype": a.dtype.name, "shape": list(a.shape)}
-            total = indexed if "label" in index else indexed * r.dupe_factor  # packing: one pass repeated
-            return {**common, "arrays": arrays, "num_instances": total, "recipe": r.to_dict(), "part": part}
+            total = indexed if "label_bits" in index else indexed * r.dupe_factor  # packing: one pass repeated
+            return {
+                **common,
+                "arrays": arrays,
+                "indexed": indexed,
+                "num_instances": total,
+                "recipe": r.to_dict(),
+                "part": part,
+            }
 
         # beside the token stores: with $BERTOLOGY_TOKEN_CACHE a later run of the same recipe and seed
         # (another --out) finds its index too, keyed by everything it depends on

@@ -11,6 +11,10 @@ held-out) and for the instance recipe and seed:
                                   a pair's are 2i and 2i + 1)
     label        (instances,)     int8: the NSP / SOP label (pairs only)
 
+A pair index is kept on disk more compactly (`compact_pairs`: A's start as a 2-byte offset from a
+base shared by 64 pairs, the labels as bits, about 8.3 bytes a pair instead of 11) and read back by
+`piece_starts` and `pair_labels`; the index also keeps its token counts (build.py).
+
 It is made by the very algorithms of instances.py, on sentence lengths instead of token lists:
 `pair_spans` consumes a random.Random exactly as `instances.create_pair_instances` does (tests hold
 the two to the same pairs), `pack_spans` cuts exactly where `instances.pack_sentences` cuts; each
@@ -304,3 +308,73 @@ def _counted(items, bar, weight: int = 1):
     for item in items:
         yield item
         bar.update(weight)
+
+
+# ---- the pair index on disk: A's starts as offsets from a base a block, labels as bits ----------------
+
+OFFSET_BLOCK = 64  # pairs that share a base for their A starts
+
+
+def compact_pairs(index: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """build_index's pair arrays as they are kept (about 8.3 bytes a pair instead of 11):
+
+        a_base       (ceil(n / 64),) the lowest A start of each block of 64 pairs
+        a_offset     (n,) uint16     A's start less its block's base (0 for the far ones)
+        a_far        (k,)            the pairs whose A start is 65,536 or more past the base (a pass
+        a_far_start  (k,)            that begins within a block), and their starts
+        b_start      (n,)            B's start (NSP's random B lies anywhere in its window)
+        piece_len    (2n,)           as build_index gives it
+        label_bits   (ceil(n / 8),)  uint8, pair i's label at bit i % 8 of byte i // 8
+
+    A pass's A starts only grow (its chunks follow one another through the documents), so a block's
+    offsets are within a few thousand tokens. `piece_starts` and `pair_labels` read them back.
+
+    >>> ix = compact_pairs({"piece_start": np.array([5, 9, 7, 1, 70_000, 2], np.uint32),
+    ...                     "piece_len": np.array([2, 2, 1, 3, 4, 4], np.uint8), "label": np.array([1, 0, 1], np.int8)})
+    >>> ix["a_base"].tolist(), ix["a_offset"].tolist(), ix["a_far"].tolist(), ix["a_far_start"].tolist()
+    ([5], [0, 2, 0], [2], [70000])
+    >>> piece_starts(ix, np.arange(6)).tolist(), pair_labels(ix, np.array([2, 0, 1])).tolist()
+    ([5, 9, 7, 1, 70000, 2], [1, 1, 0])
+    """
+    starts = np.asarray(index["piece_start"], dtype=np.int64)
+    a, b = starts[0::2], starts[1::2]
+    n = len(a)
+    wide = index["piece_start"].dtype  # uint32, or int64 past 2^32 tokens
+    base = np.minimum.reduceat(a, np.arange(0, n, OFFSET_BLOCK)) if n else np.zeros(0, np.int64)
+    offset = a - np.repeat(base, OFFSET_BLOCK)[:n]
+    far = np.flatnonzero(offset > np.iinfo(np.uint16).max)
+    far_start = a[far]
+    offset[far] = 0
+    return {
+        "a_base": base.astype(wide),
+        "a_offset": offset.astype(np.uint16),
+        "a_far": far.astype(np.uint32 if n < 1 << 32 else np.int64),
+        "a_far_start": far_start.astype(wide),
+        "b_start": b.astype(wide),
+        "piece_len": index["piece_len"],
+        "label_bits": np.packbits(np.asarray(index["label"]) != 0, bitorder="little"),
+    }
+
+
+def piece_starts(index, piece: np.ndarray) -> np.ndarray:
+    """(P,) int64 token offsets of pieces `piece` of an index as kept (compact_pairs' or packing's)."""
+    piece = np.asarray(piece, dtype=np.int64)
+    if "piece_start" in index:
+        return np.asarray(index["piece_start"][piece], dtype=np.int64)
+    pair, is_b = piece >> 1, (piece & 1).astype(bool)
+    out = np.asarray(index["b_start"][pair], dtype=np.int64)
+    a = pair[~is_b]
+    a_start = np.asarray(index["a_base"][a // OFFSET_BLOCK], np.int64) + np.asarray(index["a_offset"][a], np.int64)
+    far, far_start = np.asarray(index["a_far"], np.int64), index["a_far_start"]
+    if len(far):
+        at = np.minimum(np.searchsorted(far, a), len(far) - 1)
+        hit = far[at] == a
+        a_start[hit] = np.asarray(far_start[at[hit]], np.int64)
+    out[~is_b] = a_start
+    return out
+
+
+def pair_labels(index, pair: np.ndarray) -> np.ndarray:
+    """(B,) int64 NSP / SOP labels of pairs `pair`."""
+    pair = np.asarray(pair, dtype=np.int64)
+    return ((np.asarray(index["label_bits"][pair >> 3]) >> (pair & 7)) & 1).astype(np.int64)

@@ -43,17 +43,18 @@ from .instances import SpecialTokens
 from .masker import Masker
 from .recipe import Recipe
 from .rows import cut_rows, piece_table
+from .samples import pair_labels, piece_starts
 from .tokenized import TokenizedCorpus
 
-LAYOUT = 3  # 3: a sample index over the token store (2: unmasked padded rows; 1: static masks stored)
+LAYOUT = 4  # 4: pairs' A starts as block offsets, labels as bits (3: plain spans; 2: padded rows; 1: static masks)
 
 
 def piece_token_counts(corpus: TokenizedCorpus, index: dict, repeat: int, vocab_size: int) -> np.ndarray:
     """How often each id occurs in the pieces of a sample index (V,) int64, each pass counted
     `repeat` times (packing's passes repeat the one indexed), special tokens not being in pieces."""
-    start = np.asarray(index["piece_start"], dtype=np.int64)
-    end = start + np.asarray(index["piece_len"], dtype=np.int64)
-    return corpus.span_counts(vocab_size, start, end) * repeat
+    lengths = np.asarray(index["piece_len"], dtype=np.int64)
+    start = piece_starts(index, np.arange(len(lengths)))
+    return corpus.span_counts(vocab_size, start, start + lengths) * repeat
 
 
 class InstanceStore:
@@ -80,9 +81,9 @@ class InstanceStore:
         self.masker = masker or Masker(
             self.recipe, self.meta["mask_id"], self.special_ids, torch.tensor(self.meta["random_ids"], dtype=torch.long)
         )
-        self.pairs = "label" in self.index
+        self.pairs = "label_bits" in self.index
         # instances in the index (one pass for packing, whose passes repeat it: see samples.py)
-        self.indexed = len(self.index["label"]) if self.pairs else len(self.index["first_piece"]) - 1
+        self.indexed = int(self.meta["indexed"])
         self.heldout: InstanceStore | None = None
         self._permutation = lru_cache(maxsize=4)(self._make_permutation)
 
@@ -161,7 +162,7 @@ class InstanceStore:
         row, piece = piece_table(self.index.get("first_piece"), idx % self.indexed, self.pairs)
         cut = cut_rows(
             self.corpus,
-            np.asarray(self.index["piece_start"][piece]),
+            piece_starts(self.index, piece),
             np.asarray(self.index["piece_len"][piece]),
             row,
             len(idx),
@@ -177,7 +178,7 @@ class InstanceStore:
         if self.recipe.whole_word:
             out["word_start"] = torch.from_numpy(cut["word_start"])
         if self.recipe.pair_label:
-            out[self.recipe.pair_label] = torch.from_numpy(np.asarray(self.index["label"][idx], dtype=np.int64))
+            out[self.recipe.pair_label] = torch.from_numpy(pair_labels(self.index, idx))
         return out
 
     def batch(
