@@ -280,7 +280,8 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
         methods = methods_of(get_family(family))
         starts += [
             Start(family, pretrained / family, pooling=pooling, methods=methods),
-            Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling, methods=methods),
+            # a random-init twin has no learned head to prompt nor features to probe: a new head, at its own best rate
+            Start(twin(family), pretrained / family, from_scratch=True, pooling=pooling),
         ]
     starts.append(Start(STUDENT, out / "distill" / "minilm", methods=("head", "probe")))  # no MLM head
     curves = label_curves(starts, plan, budget, data_path("debian-sections"), out / "finetune", args.resume, say)
