@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import lzma
+import multiprocessing as mp
 import os
 import shutil
 import site
 import sysconfig
 import time
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -109,43 +112,64 @@ def fresh(run_dir: Path, resume: bool) -> bool:
 
 
 def train_tokenizers(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -> dict[str, dict]:
-    """Each family's tokenizer on the in-domain corpus (kept on --resume)."""
+    """Each family's tokenizer on the in-domain corpus (kept on --resume): the distinct ones trained side by
+    side, a process each on the cores there are (a trainer keeps one core busy); ELECTRA takes BERT's very
+    WordPiece."""
+    from ..data.tokenstore import default_workers
     from ..models import get_family
-    from ..tokenizers import Tokenizer, train
+    from ..tokenizers import Tokenizer
 
+    paths = {family: out / "tokenizers" / family / "tokenizer.json" for family in FAMILIES}
+    first: dict[tuple, str] = {}  # (tokenizer, options) → the first family that trains it
+    for family in FAMILIES:
+        record = get_family(family)
+        first.setdefault((record.tokenizer, record.tokenizer_options), family)
+    todo = [f for f in first.values() if not (resume and paths[f].is_file())]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max(1, min(len(todo), default_workers())), mp_context=mp.get_context("fork")) as pool:
+        seconds = dict(zip(todo, pool.map(partial(_train_tokenizer, corpus, plan.vocab_size, paths), todo)))
     dev_texts = task_texts("dev")
     rows = {}
-    trained: dict[tuple, Path] = {}  # (recipe, options) → the file: ELECTRA takes BERT's very WordPiece
     for family in FAMILIES:
-        path = out / "tokenizers" / family / "tokenizer.json"
-        record = get_family(family)  # its tokenizer options too (BERT's WordPiece by frequency)
-        algorithm = record.tokenizer_algorithm
-        key = (record.tokenizer, record.tokenizer_options)
-        t0 = time.perf_counter()
-        if not (resume and path.is_file()):
-            if key in trained:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(trained[key], path)
-            else:
-                train(
-                    [str(c) for c in corpus],
-                    family=record.tokenizer,
-                    vocab_size=plan.vocab_size,
-                    show_progress=False,
-                    **dict(record.tokenizer_options),
-                ).save(path)
-        trained.setdefault(key, path)
-        tok = Tokenizer.load(path)
+        record = get_family(family)
+        trained_by = first[(record.tokenizer, record.tokenizer_options)]
+        if trained_by != family and not (resume and paths[family].is_file()):
+            paths[family].parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(paths[trained_by], paths[family])
+        tok = Tokenizer.load(paths[family])
         rows[family] = {
-            "tokenizer": algorithm,
+            "tokenizer": record.tokenizer_algorithm,
             "vocab": tok.vocab_size,
             "tokens_per_word": tokens_per_word(tok, dev_texts),
         }
-        say(
-            f"   {family:<8} {algorithm:<15} vocab {tok.vocab_size:>6,}  {rows[family]['tokens_per_word']:.3f} tokens/word "
-            f"on the task's dev texts ({time.perf_counter() - t0:.1f} s)"
+        took = (
+            f"{seconds[family]:.1f} s" if family in seconds else ("kept" if trained_by == family else trained_by + "'s")
         )
+        say(
+            f"   {family:<8} {record.tokenizer_algorithm:<15} vocab {tok.vocab_size:>6,}  "
+            f"{rows[family]['tokens_per_word']:.3f} tokens/word on the task's dev texts ({took})"
+        )
+    if todo:
+        say(f"   {len(todo)} tokenizers trained in {time.perf_counter() - t0:.1f} s, side by side")
     return rows
+
+
+def _train_tokenizer(corpus: list[Path], vocab_size: int, paths: dict[str, Path], family: str) -> float:
+    """Train and save `family`'s tokenizer (a worker process's job); the seconds it took."""
+    from ..models import get_family
+    from ..tokenizers import train
+
+    t0 = time.perf_counter()
+    record = get_family(family)
+    tokenizer = train(
+        [str(c) for c in corpus],
+        family=record.tokenizer,
+        vocab_size=vocab_size,
+        show_progress=False,
+        **dict(record.tokenizer_options),
+    )
+    tokenizer.save(paths[family])
+    return time.perf_counter() - t0
 
 
 def small_budget_options(
