@@ -52,6 +52,21 @@ def test_two_processes_equal_one(tmp_path):
     assert len((tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()) == steps
 
 
+def test_a_time_budget_stops_every_rank_at_the_same_step(tmp_path):
+    """Each rank's clock runs at its own speed (ddp_worker.budgeted): the stop is agreed, so no rank hangs."""
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(HERE)])),
+    }
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    cmd += [str(HERE / "ddp_worker.py"), str(tmp_path), "budget"]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = [json.loads((tmp_path / f"steps-{rank}.json").read_text()) for rank in (0, 1)]
+    assert steps[0] == steps[1] >= 1
+
+
 def test_xlnet_memory_of_every_rank_reaches_the_checkpoint(tmp_path):
     """Each rank carries its own batch rows' memory; a checkpoint holds all rows, as one process's does."""
     from safetensors.torch import load_file

@@ -114,3 +114,13 @@ def all_reduce_sums(
     t = torch.stack([torch.as_tensor(values[k], dtype=torch.float64, device=device) for k in keys])
     td.all_reduce(t, op=td.ReduceOp.SUM)
     return dict(zip(keys, t.unbind()))
+
+
+def any_rank(flag: bool, device: torch.device | str = "cpu") -> bool:
+    """True on every rank when `flag` is on any (one message): a decision each rank takes from its own clock,
+    such as a time budget's stop, taken alike by all, so that none waits for a step the others never take."""
+    if not active():
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    td.all_reduce(t, op=td.ReduceOp.SUM)
+    return bool(t.item() > 0)

@@ -239,7 +239,9 @@ class Trainer:
 
     @property
     def out_of_time(self) -> bool:
-        return self.time.out_of_time(self.elapsed_s, self._last_tick)
+        if self.time.horizon_s is None:
+            return False
+        return dist.any_rank(self.time.out_of_time(self.elapsed_s, self._last_tick), self.device)
 
     def _on_signal(self, signum, frame) -> None:
         self._stop_signal = signum  # finish the current step, then checkpoint and stop
