@@ -8,9 +8,9 @@ start, torch's import included; a Python call's start), not from the Trainer's f
 The Trainer gets what setup left, less a reserve for what comes after its last step, measured in the
 run itself (`Reserve`): that step, the final evaluation, the final checkpoint, the model written beside
 it and the loss plot. `TrainingTime` is the Trainer's side: the horizon its schedule ends at, and when
-it stops. When setup alone spent the budget, nothing is trained: the job refuses
-with BudgetSpent (a ValueError: the CLI's one-line error) rather than write an untrained model as if it were
-one; `--resume` (or `--overwrite`) with a larger budget starts the run again in the same directory.
+it stops. When setup alone spent the budget, nothing is trained: the job refuses with BudgetSpent (a
+ValueError: the CLI's one-line error) rather than write an untrained model as if it were one; `--resume`
+(or `--overwrite`) with a larger budget starts the run again in the same directory.
 """
 
 from __future__ import annotations
