@@ -7,7 +7,7 @@ default 20; plan.py says how it is spent).
    leakage-free for the task's dev and test packages), and word2vec over each tokenizer's pieces;
 2. pretrains a tiny model of each family for an equal share of the time with the small-budget
    recipe (stages.small_budget_options), its token embedding started from those word vectors, each with its
-   paper's objective (ELECTRA-tiny on exactly BERT-tiny's Trainer seconds, with BERT's WordPiece:
+   paper's objective (ELECTRA-tiny on BERT-tiny's very wall-clock slot, with BERT's WordPiece:
    the race of equal time, stages.EQUAL_TIME); and the teacher track: the real all-MiniLM-L6-v2
    distilled at the sentence level into the same tiny BERT;
 3. fine-tunes every start and each family's random-init twin (same architecture and tokenizer) on
@@ -55,7 +55,7 @@ __all__ = ["CORPORA", "run", "small_budget_options"]
 WORD2VEC_EPOCHS = 2  # passes of skip-gram over the corpus for each tokenizer's pieces (bench/few_labels.py took 3)
 STUDENT = "minilm→tiny"  # the teacher track's student
 BUDGET_FILE = "demo_budget.json"  # the seconds spent and the cuts made, kept for --resume
-MIN_SLOT_S = 1.0  # the least pretraining a model gets, however late it starts: a few steps, and its evaluation
+MIN_SLOT_S = 1.0  # the least training a model gets beyond its setup, however late it starts: a few steps
 
 
 def say_to(quiet: bool):
@@ -231,16 +231,16 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
     student_s = max(MIN_SLOT_S, pretraining_s / (len(models) + 1))
     started = budget.spent()
     say(f"\n2/4 pretraining, {student_s:.0f} s of wall time for each of {len(models) + 1} models")
-    overheads: list[float] = []  # each stage's time outside its Trainer (instances, tokenizing, loading)
+    setups: list[float] = []  # each model's seconds before its first step (its token store, index, loading)
     shortened: list[str] = []  # the models whose slot the clock cut below an equal share
 
     def slot(name: str, models_left: int) -> float:
-        """Trainer seconds for the next model: an equal share of what is left, less the overhead measured so
-        far. A stage that ran long (a busy machine) shortens the slots after it, never the fine-tuning's share."""
-        overhead = sum(overheads) / len(overheads) if overheads else 0.0
+        """Wall-clock seconds of the next model's whole pretraining (its --time-budget bounds setup, training and
+        the final save): an equal share of what is left, and at least the longest setup measured so far plus a
+        few steps. A stage that ran long (a busy machine) shortens the slots after it, never fine-tuning's share."""
         share = (pretraining_s - student_s - (budget.spent() - started)) / models_left
-        seconds = max(MIN_SLOT_S, share - overhead)
-        if share - overhead < 0.9 * (student_s - overhead) and student_s - overhead > MIN_SLOT_S:
+        seconds = max(max(setups, default=0.0) + MIN_SLOT_S, share)
+        if share < 0.9 * student_s and student_s > MIN_SLOT_S:
             shortened.append(f"{name} {seconds:.0f} s")
         return seconds
 
@@ -252,14 +252,13 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
             print(f"interrupted during {name} pretraining; {resume_hint}")
             return 130
         rows[name] = {**rows[family], **row}
-        overheads.append(row["pretrain_s"] - row["train_s"])
+        setups.append(row["setup_s"])
         budget.checkpoint()
     if shortened:
         say(
             "   cut "
             + budget.cut(
-                f"pretraining slots shortened ({', '.join(shortened)} of training; an equal share was {student_s:.0f} s "
-                "with its overhead)",
+                f"pretraining slots shortened ({', '.join(shortened)}; an equal share was {student_s:.0f} s)",
                 "the stages before them took longer than planned",
             )
         )

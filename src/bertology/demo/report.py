@@ -195,9 +195,9 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
             a, b = rows[name], rows[partner]
             pre += [
                 "",
-                f"{name} pretrained on the wall-clock budget of {partner} ({a['time_budget_s']:.0f} s of training "
-                f"each): {a['pretraining_tokens']:,} tokens in {a['pretraining_steps']:,} steps against "
-                f"{b['pretraining_tokens']:,} in {b['pretraining_steps']:,}.",
+                f"{name} pretrained on the wall-clock budget of {partner} ({a['time_budget_s']:.0f} s each, setup "
+                f"included; {a['train_s']:.0f} and {b['train_s']:.0f} s of training): {a['pretraining_tokens']:,} tokens "
+                f"in {a['pretraining_steps']:,} steps against {b['pretraining_tokens']:,} in {b['pretraining_steps']:,}.",
             ]
     header = "| start | method (lr), chosen on dev | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
     curve = [header, "|" + "---|" * (len(counts) + 2)]

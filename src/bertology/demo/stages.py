@@ -251,7 +251,8 @@ def small_budget_options(
 def pretrain_one(
     name: str, family: str, out: Path, plan: Plan, corpus: list[Path], seconds: float, resume: bool, say, **extra
 ) -> dict | None:
-    """One model pretrained for `seconds` (instance building included): its row, or None when interrupted."""
+    """One model pretrained in `seconds` of wall time (--time-budget: reading its token store, building its
+    index, training and the final save): its row, or None when interrupted."""
     from ..train.pretrain import pretrain
 
     run_dir = out / "pretrain" / name
@@ -262,7 +263,6 @@ def pretrain_one(
         summary = json.loads(done.read_text())
     else:
         continue_run = fresh(run_dir, resume)
-        # the Trainer's clock starts after the instances are built: the caller gives later models what is left
         options = small_budget_options(
             family,
             corpus,
@@ -304,6 +304,7 @@ def pretrain_one(
         pretraining_tokens=summary["tokens"],
         pretraining_steps=summary["steps"],
         train_s=summary["train_seconds"],
+        setup_s=summary.get("setup_seconds") or 0.0,  # None from a run of no --time-budget
         init_embeddings=summary.get("init_embeddings"),
     )
     lm_name = {"plm": "PLM", "rtd": "generator MLM"}.get(summary["objective"], "MLM")
