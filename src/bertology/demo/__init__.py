@@ -269,8 +269,8 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
     budget.checkpoint()
 
     say(
-        f"\n3/4 fine-tuning on data/debian-sections (description → one of 10 sections) with few and all labels; "
-        f"{budget.left():.0f} s of the budget left"
+        f"\n3/4 fine-tuning on data/debian-sections (description → one of 10 sections) with few and all labels, "
+        f"the first {plan.finetune_length} tokens of each description; {budget.left():.0f} s of the budget left"
     )
     pretrained = out / "pretrain"
     starts = []

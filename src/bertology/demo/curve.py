@@ -14,6 +14,7 @@ gain is called one only when its 95% interval excludes 0.
 from __future__ import annotations
 
 import csv
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,7 +113,9 @@ def run_grid(
         patience=plan.patience if method != "probe" else None,
     )
     test = str(task_file(data, "test"))
-    return finetune_grid(options, test, lrs, seeds, overwrite=True, workers=plan.grid_workers), False
+    with warnings.catch_warnings():  # every run truncates the same descriptions: the stage says it once, not each run
+        warnings.filterwarnings("ignore", message=r".* examples were truncated to \d+ tokens")
+        return finetune_grid(options, test, lrs, seeds, overwrite=True, workers=plan.grid_workers), False
 
 
 def finished(out: Path, lrs: tuple[float, ...] | None, seeds: tuple[int, ...]) -> bool:
