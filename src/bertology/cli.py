@@ -350,6 +350,14 @@ def _positive_minutes(text: str) -> float:
     return value
 
 
+def _stored_sentence_ids(path, tokenizer):
+    """`wordvec train --tokenizer` reads a text file's pieces from the pretraining token store (every core;
+    wordvec sits below data in the layers, so the CLI hands it the reader)."""
+    from .data.tokenstore import sentence_ids
+
+    return sentence_ids(path, tokenizer)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -531,7 +539,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     tokenizer_cli.register(sub)
     serve_cli.register(sub)
     export_cli.register(sub)
-    wordvec_cli.register(sub)
+    wordvec_cli.register(sub, sentence_ids=_stored_sentence_ids)
     return parser
 
 

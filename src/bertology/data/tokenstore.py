@@ -29,9 +29,11 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import tempfile
 from collections import deque
 from itertools import chain
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -293,3 +295,14 @@ def build_token_stores(
                 if known:  # the characters counted fall short of the bytes (newlines, UTF-8): the file is done
                     bar.update(done + size - bar.n)
     return [FileTokens(d) for d in dirs]
+
+
+def sentence_ids(path: str, tokenizer) -> Iterator[np.ndarray]:
+    """The int32 ids of each non-blank line of the text file `path`, a sentence of the lines format, read
+    from its token store (built on every core where missing): under $BERTOLOGY_TOKEN_CACHE, where pretraining
+    with the same tokenizer finds it, else in a temporary directory gone after the read. word2vec over a
+    tokenizer's pieces reads its corpus so (wordvec sits below data: its callers hand it this function)."""
+    with tempfile.TemporaryDirectory(prefix="bertology-pieces-") as private:
+        (store,) = build_token_stores([path], tokenizer, os.environ.get(CACHE_ENV) or private, "lines")
+        ids, bounds = np.asarray(store.ids, dtype=np.int32), store.sent_offsets  # a copy: the store may go
+    yield from (ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))

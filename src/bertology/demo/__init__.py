@@ -92,6 +92,7 @@ def methods_of(family) -> tuple[str, ...]:
 def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -> dict[str, Path]:
     """{family: word2vec (skip-gram) vectors over its tokenizer's own pieces, as wide as its token
     embedding}: one training per distinct tokenizer and width (ELECTRA shares BERT's)."""
+    from ..data.tokenstore import sentence_ids
     from ..models import get_family
     from ..models.init_embeddings import embedding_size
     from ..wordvec.options import TrainOptions
@@ -120,7 +121,8 @@ def word_vectors(out: Path, plan: Plan, corpus: list[Path], resume: bool, say) -
                 epochs=1 if plan.quick else WORD2VEC_EPOCHS,
                 workers=2,
                 quiet=True,
-            )
+            ),
+            sentence_ids,  # the token store each family's pretraining then reads
         )
         say(
             f"   word2vec (skip-gram) over {family}'s pieces: {summary['vocabulary']:,} pieces × {width} dimensions "

@@ -26,7 +26,7 @@ def _train(args) -> int:
     from .train import train
 
     options = from_args(TrainOptions, args, corpus=args.corpus)
-    _, s = train(options)
+    _, s = train(options, args.sentence_ids)
     if not options.quiet:
         speed = (
             f"{s['words_per_s']:,.0f} words/s"
@@ -130,8 +130,9 @@ def _plot(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
-    """Add the `wordvec` command (train, eval, similar, plot) to a parent's subparsers."""
+def register(subparsers, sentence_ids=None) -> None:
+    """Add the `wordvec` command (train, eval, similar, plot) to a parent's subparsers; `sentence_ids` reads a
+    text file's pieces for `train --tokenizer` (train.train's)."""
     p = subparsers.add_parser("wordvec", help="train word2vec / GloVe vectors, evaluate them, query neighbours")
     sub = p.add_subparsers(dest="wordvec_command", required=True)
 
@@ -158,7 +159,7 @@ def register(subparsers) -> None:
         help="write the vectors here (word2vec text format; .bin: binary); required",
     )
     add_arguments(t, TrainOptions, skip=("out",))
-    t.set_defaults(func=_train)
+    t.set_defaults(func=_train, sentence_ids=sentence_ids)
 
     e = sub.add_parser("eval", help="analogy accuracy and word-pair Spearman with gensim's protocol")
     e.add_argument("vectors", metavar="VECTORS", help="word2vec text file (.bin: binary)")

@@ -16,9 +16,8 @@ in-vocabulary word, which is what the compiled training loops walk.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -86,41 +85,42 @@ class PieceSentences:
         >>> next(iter(PieceSentences(["descriptions.txt"], tok)))                     # doctest: +SKIP
         ['real', '-', 'time', 'strategy', 'game', 'of', 'ancient', 'war', '##fa', '##re']
 
-    Text files are tokenized into the pretraining token store (data/tokenstore.py: every core, and
-    kept where $BERTOLOGY_TOKEN_CACHE points, so that pretraining with the same tokenizer finds them
-    tokenized, and word2vec over them finds a pretraining run's), a sentence per non-blank line as a
-    pretraining corpus in the lines format reads it; a table's values are encoded here, a batch at a
-    time. The first pass keeps the piece ids (int32, 4 bytes a piece); later passes (word2vec reads
-    the corpus twice: counting, then encoding) replay them instead of encoding again.
+    `sentence_ids(path, tokenizer)`, where given, reads a text file's sentences as a pretraining corpus in
+    the lines format: data.tokenstore.sentence_ids tokenizes it on every core into the token store that
+    pretraining with the same tokenizer reads (the CLI and the demo pass it; wordvec sits below data).
+    Otherwise, and for a table's values, lines are encoded here, a batch at a time. The first pass keeps
+    the piece ids (int32, 4 bytes a piece); later passes (word2vec reads the corpus twice: counting, then
+    encoding) replay them instead of encoding again.
     """
 
-    BATCH = 2048  # a table's values per encode_batch call
+    BATCH = 2048  # lines per encode_batch call
 
-    def __init__(self, paths: Iterable[str | os.PathLike], tokenizer, text_column: str = DEFAULT_TEXT_COLUMN):
+    def __init__(
+        self,
+        paths: Iterable[str | os.PathLike],
+        tokenizer,
+        text_column: str = DEFAULT_TEXT_COLUMN,
+        sentence_ids: Callable[[str, object], Iterator[np.ndarray]] | None = None,
+    ):
         self.paths = [os.fspath(p) for p in paths]
-        self.tokenizer, self.text_column = tokenizer, text_column
+        self.tokenizer, self.text_column, self.sentence_ids = tokenizer, text_column, sentence_ids
         check_files(self.paths, text_column)
         self._ids: list[np.ndarray] | None = None  # per non-empty line, once the first pass has finished
         self._pieces = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
 
     def _encoded(self) -> Iterator[np.ndarray]:
         for path in self.paths:
-            yield from (self._table if table_format(path) else self._stored)(path)
+            if self.sentence_ids is not None and not table_format(path):
+                yield from self.sentence_ids(path, self.tokenizer)
+            else:
+                yield from self._lines(path)
 
-    def _table(self, path: str) -> Iterator[np.ndarray]:
+    def _lines(self, path: str) -> Iterator[np.ndarray]:
         lines = read_lines([path], self.text_column)
         while batch := [line for _, line in zip(range(self.BATCH), lines)]:
             for enc in self.tokenizer.encode_batch(batch, add_special_tokens=False, padding=False, truncation=False):
                 if enc.ids:
                     yield np.asarray(enc.ids, dtype=np.int32)
-
-    def _stored(self, path: str) -> Iterator[np.ndarray]:
-        from ..data.tokenstore import CACHE_ENV, build_token_stores
-
-        with tempfile.TemporaryDirectory(prefix="bertology-pieces-") as private:  # without a shared cache
-            (store,) = build_token_stores([path], self.tokenizer, os.environ.get(CACHE_ENV) or private, "lines")
-            ids, bounds = np.asarray(store.ids, dtype=np.int32), store.sent_offsets
-            yield from (ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
     def __iter__(self) -> Iterator[list[str]]:
         pieces = self._pieces

@@ -28,9 +28,11 @@ def _bar(total: int | None, desc: str, quiet: bool):
     return progress_bar(total=total, desc=desc, unit=" words", unit_scale=True, leave=False)
 
 
-def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
+def train(options: TrainOptions, sentence_ids=None) -> tuple[KeyedVectors, dict]:
     """Train the vectors `options` describe; write them to options.out if given. Returns the
-    vectors and a summary (vocabulary size, words, seconds, words/s …)."""
+    vectors and a summary (vocabulary size, words, seconds, words/s …). `sentence_ids`: how a text
+    file's pieces are read with --tokenizer (PieceSentences; data.tokenstore.sentence_ids reads the
+    pretraining token store on every core)."""
     if not options.corpus:
         raise ValueError("no corpus file given")
     out = options.out
@@ -39,7 +41,8 @@ def train(options: TrainOptions) -> tuple[KeyedVectors, dict]:
     if options.graph:
         return _train_graph(options)
     if options.tokenizer is not None:  # a bad tokenizer file fails here, before the corpus is read
-        sentences = PieceSentences(options.corpus, Tokenizer.load(options.tokenizer), options.text_column)
+        tokenizer = Tokenizer.load(options.tokenizer)
+        sentences = PieceSentences(options.corpus, tokenizer, options.text_column, sentence_ids)
     elif options.items:
         sentences = Baskets(options.corpus, options.text_column)
     else:
