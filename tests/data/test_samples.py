@@ -256,3 +256,7 @@ def test_compact_pairs_reads_back_every_start_and_label(wide):
     assert np.array_equal(piece_starts(kept, order), plain["piece_start"][order].astype(np.int64))
     assert np.array_equal(pair_labels(kept, order // 2), plain["label"][order // 2])
     assert sum(v.nbytes for v in kept.values()) < 0.85 * sum(v.nbytes for v in plain.values())
+    scattered = dict(plain, piece_start=(plain["piece_start"].astype(np.int64) * 1000).astype(np.int64))
+    kept = compact_pairs(scattered)  # offsets would not fit: A's starts kept as they are
+    assert "a_start" in kept and "a_offset" not in kept
+    assert np.array_equal(piece_starts(kept, order), scattered["piece_start"][order])

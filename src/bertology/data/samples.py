@@ -327,14 +327,16 @@ def compact_pairs(index: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         label_bits   (ceil(n / 8),)  uint8, pair i's label at bit i % 8 of byte i // 8
 
     A pass's A starts only grow (its chunks follow one another through the documents), so a block's
-    offsets are within a few thousand tokens. `piece_starts` and `pair_labels` read them back.
+    offsets are within a few thousand tokens; where they are not (a held-out part's documents lie
+    scattered through the corpus) and the offsets would take more room, A's starts are kept as they
+    are (`a_start`). `piece_starts` and `pair_labels` read either back.
 
-    >>> ix = compact_pairs({"piece_start": np.array([5, 9, 7, 1, 70_000, 2], np.uint32),
+    >>> ix = compact_pairs({"piece_start": np.array([5, 9, 7, 1, 8, 2], np.uint32),
     ...                     "piece_len": np.array([2, 2, 1, 3, 4, 4], np.uint8), "label": np.array([1, 0, 1], np.int8)})
-    >>> ix["a_base"].tolist(), ix["a_offset"].tolist(), ix["a_far"].tolist(), ix["a_far_start"].tolist()
-    ([5], [0, 2, 0], [2], [70000])
+    >>> ix["a_base"].tolist(), ix["a_offset"].tolist(), ix["a_far"].tolist(), ix["label_bits"].tolist()
+    ([5], [0, 2, 3], [], [5])
     >>> piece_starts(ix, np.arange(6)).tolist(), pair_labels(ix, np.array([2, 0, 1])).tolist()
-    ([5, 9, 7, 1, 70000, 2], [1, 1, 0])
+    ([5, 9, 7, 1, 8, 2], [1, 1, 0])
     """
     starts = np.asarray(index["piece_start"], dtype=np.int64)
     a, b = starts[0::2], starts[1::2]
@@ -345,11 +347,16 @@ def compact_pairs(index: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     far = np.flatnonzero(offset > np.iinfo(np.uint16).max)
     far_start = a[far]
     offset[far] = 0
-    return {
+    kept = {
         "a_base": base.astype(wide),
         "a_offset": offset.astype(np.uint16),
         "a_far": far.astype(np.uint32 if n < 1 << 32 else np.int64),
         "a_far_start": far_start.astype(wide),
+    }
+    if sum(v.nbytes for v in kept.values()) >= n * wide.itemsize:  # pairs far apart (a held-out part's
+        kept = {"a_start": a.astype(wide)}  # scattered documents): A's starts as they are
+    return {
+        **kept,
         "b_start": b.astype(wide),
         "piece_len": index["piece_len"],
         "label_bits": np.packbits(np.asarray(index["label"]) != 0, bitorder="little"),
@@ -364,6 +371,9 @@ def piece_starts(index, piece: np.ndarray) -> np.ndarray:
     pair, is_b = piece >> 1, (piece & 1).astype(bool)
     out = np.asarray(index["b_start"][pair], dtype=np.int64)
     a = pair[~is_b]
+    if "a_start" in index:
+        out[~is_b] = np.asarray(index["a_start"][a], dtype=np.int64)
+        return out
     a_start = np.asarray(index["a_base"][a // OFFSET_BLOCK], np.int64) + np.asarray(index["a_offset"][a], np.int64)
     far, far_start = np.asarray(index["a_far"], np.int64), index["a_far_start"]
     if len(far):
