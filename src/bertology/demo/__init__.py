@@ -56,6 +56,9 @@ WORD2VEC_EPOCHS = 2  # passes of skip-gram over the corpus for each tokenizer's 
 STUDENT = "minilm→tiny"  # the teacher track's student
 BUDGET_FILE = "demo_budget.json"  # the seconds spent and the cuts made, kept for --resume
 MIN_SLOT_S = 1.0  # the least training a model gets beyond its setup, however late it starts: a few steps
+# a model's setup (its token store read, its index built, the model made) before one is measured: a slot shorter
+# than its setup trains nothing, and the command refuses (train/budget.py's BudgetSpent)
+FIRST_SETUP_S = 5.0
 
 
 def say_to(quiet: bool):
@@ -241,7 +244,7 @@ def run_stages(args, out: Path, device, budget: Budget, say) -> int:
         the final save): an equal share of what is left, and at least the longest setup measured so far plus a
         few steps. A stage that ran long (a busy machine) shortens the slots after it, never fine-tuning's share."""
         share = (pretraining_s - student_s - (budget.spent() - started)) / models_left
-        seconds = max(max(setups, default=0.0) + MIN_SLOT_S, share)
+        seconds = max(max(setups, default=FIRST_SETUP_S) + MIN_SLOT_S, share)
         if share < 0.9 * student_s and student_s > MIN_SLOT_S:
             shortened.append(f"{name} {seconds:.0f} s")
         return seconds
