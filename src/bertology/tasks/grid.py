@@ -112,7 +112,7 @@ def _std(values: Sequence[float]) -> float:
 
 
 def _ensemble(probabilities: list[list[list[float]]], gold: list[int]) -> tuple[list[int], float]:
-    """(label ids, accuracy, the classification tasks' main metric) of the runs' class probabilities
+    """(label ids, accuracy: the main metric of classify and pair) of the runs' class probabilities
     averaged per item, then the most probable class."""
     mean = np.mean(np.asarray(probabilities, dtype=np.float64), axis=0)  # (items, classes)
     predicted = mean.argmax(axis=1).tolist()
@@ -142,7 +142,7 @@ def _one_run(options: FinetuneOptions, root: Path, test_examples, overwrite: boo
         return run, None
     labels = summary["labels"]  # the same for every run: they come from the training file
     run["test_predictions"] = [labels.index(p.label) for p in predictions]
-    # what an ensemble averages, also across grids run on further seeds (GridResult.combined)
+    # what an ensemble averages, also across grids run on further seeds (GridResult.extended)
     run["test_probabilities"] = [[round(p.probabilities[name], 6) for name in labels] for p in predictions]
     return run, labels
 
@@ -150,8 +150,8 @@ def _one_run(options: FinetuneOptions, root: Path, test_examples, overwrite: boo
 def _in_workers(one, cells: list, workers: int) -> list:
     """`one` over `cells` in `workers` forked processes, each on its share of the cores, results in order.
 
-    Small models leave cores idle within one run (a 1.4M-parameter encoder keeps two threads busy
-    about two thirds of the time): runs side by side on one thread each finish more of a grid per second."""
+    A small model leaves cores idle within one run (its matrix products are too small to keep every
+    thread busy): runs side by side on a thread each finish more of a grid per second."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
