@@ -4,9 +4,9 @@ compared item by item on the test split.
 
 Protocol (the same for every start): the method (a new head, the pretrained head through a
 prompt, a probe on frozen vectors: what the start offers) and its learning rate are chosen on dev
-alone at the first label count, over all seeds, and kept for the larger counts (the grid at every
+alone at the first label count, on the first seeds, and kept for the larger counts (the grid at every
 count does not fit a 20-minute budget); each run keeps its best dev epoch (in memory, written
-once); the seeds' class probabilities are averaged into one ensemble prediction per test item,
+once) and ends a few epochs after it; the seeds' class probabilities are averaged into one ensemble prediction per test item,
 and two starts are compared by a paired bootstrap over the test items (tasks/bootstrap.py). A
 gain is called one only when its 95% interval excludes 0.
 """
@@ -137,7 +137,8 @@ def label_curves(
     """{start name: {label count name: GridResult}} for the counts that fit the budget, in PRIORITY order.
 
     At the first count each start's candidates (method × its rates) run on the plan's selection seeds;
-    the best mean dev accuracy wins and runs on every seed, and is kept for the larger counts.
+    the best mean dev accuracy wins, runs on the other seeds too (its grids extended into one), and is
+    kept for the larger counts.
 
     The clock decides how much of that runs, from the seconds per example pass measured so far (the
     first start's first candidate prices the first count). The first count drops its extra seeds (the
