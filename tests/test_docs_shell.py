@@ -14,8 +14,9 @@ and `> PATH` of a command that ran exists, and the checks in CLAIMS hold the pag
 
 A block that cannot run here (a GPU, a server in the foreground, several machines, a 20-minute
 demo, a long benchmark, a file only the reader has) is marked ```bash notest (```console notest),
-and the page says why beside it; the fast tier checks every block has a language, every shell
-block is marked or parses with `bash -n`, and every mark is known.
+and the page says why beside it, in a sentence naming "the docs' test"; the fast tier checks every
+block has a language, every shell block is marked or parses with `bash -n`, every mark is known,
+and every notest block has its reason beside it.
 """
 
 from __future__ import annotations
