@@ -57,7 +57,7 @@ class Run:
                 summary["command_seconds"] = time.perf_counter() - started
                 if budget_s is not None and summary["command_seconds"] > budget_s:
                     say(
-                        f"the command took {summary['command_seconds']:.0f} s, over its {budget_s:.0f} s time budget "
+                        f"the command took {summary['command_seconds']:.1f} s, over its {budget_s:.1f} s time budget "
                         f"(setup {summary.get('setup_seconds') or 0:.0f} s, training {summary['train_seconds']:.0f} s)"
                     )
             atomic_write_json(self.out / "summary.json", summary)
