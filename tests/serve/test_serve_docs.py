@@ -18,7 +18,8 @@ import pytest
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "serving.md"
 BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
-SESSION = re.compile(r"^```\n(# needs: .*?)^```", re.S | re.M)  # a shell session: `$ command`, then its output
+# a shell session: `$ command`, then its output (a console block; the page's other shell blocks are test_docs_shell's)
+SESSION = re.compile(r"^```(?:console[^\n]*)?\n(# needs: .*?)^```", re.S | re.M)
 NEEDS = re.compile(r"^# needs: ([\w-]+)")
 PAGE_URL = "http://127.0.0.1:8080"
 # the model each kind names: the real all-MiniLM-L6-v2 for embeddings, else conftest's checkpoint of that head
