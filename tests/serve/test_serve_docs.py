@@ -160,7 +160,7 @@ def test_each_shell_session_runs_against_the_model_it_names(kind, steps, checkpo
 def keyed_block() -> list[str]:
     """The commands of the page's block that starts a server with a key (comments dropped)."""
     text = PAGE.read_text(encoding="utf-8")
-    block = re.search(r"^```\n(export BERTOLOGY_API_KEY=.*?)^```", text, re.S | re.M).group(1)
+    block = re.search(r"^```(?:bash[^\n]*)?\n(export BERTOLOGY_API_KEY=.*?)^```", text, re.S | re.M).group(1)
     return [line.split("  #")[0].strip() for line in block.splitlines()]
 
 
