@@ -28,7 +28,6 @@ from .dropout import draws_own_masks, dropout as drop
 
 
 ROW_MULTIPLE = 64
-CPU_VARLEN_MIN_LENGTH = 64  # the shortest padded length whose CPU inference attends per sequence (Padding.build)
 
 
 def round_up_rows(n: int, multiple: int = ROW_MULTIPLE) -> int:
@@ -78,12 +77,9 @@ class Padding:
         cls, attention_mask: torch.Tensor | None, batch: int, length: int, pack: bool, varlen: bool | None = None
     ) -> "Padding":
         """`varlen` None: attention over the packed rows on CUDA, and on the CPU where no autograd graph
-        is recorded (inference) and the batch is at least CPU_VARLEN_MIN_LENGTH long: there a call per
-        sequence over its rows measured as fast as the one padded call with the key mask or faster, in
-        every mix of lengths tried (bench/ort.py --ablate), while over short sequences the calls' own
-        overhead outweighs the padding they skip (a tiny model's dev set at 32 tokens scored several
-        times slower); training keeps the padded call, whose backward is one kernel rather than one per
-        sequence."""
+        is recorded (inference): there a call per sequence over its rows measured as fast as the one
+        padded call with the key mask or faster, in every mix of lengths tried (bench/ort.py --ablate);
+        training keeps the padded call, whose backward is one kernel rather than one per sequence."""
         if attention_mask is None or bool(attention_mask.all()):
             return cls(batch, length, None, None)
         keep = attention_mask.bool()
@@ -96,10 +92,7 @@ class Padding:
             indices = torch.cat([indices, indices[:extra].repeat(-(-extra // max(1, real)))[:extra]])
         flat = keep.flatten()
         rows = torch.where(flat, flat.cumsum(0) - 1, 0)
-        if varlen is None:
-            cpu_inference = not torch.is_grad_enabled() and length >= CPU_VARLEN_MIN_LENGTH
-            varlen = attention_mask.is_cuda or cpu_inference
-        if not varlen:
+        if not ((attention_mask.is_cuda or not torch.is_grad_enabled()) if varlen is None else varlen):
             return cls(batch, length, keep[:, None, None, :], indices, real, rows)
         ends = keep.sum(1, dtype=torch.int32).cumsum(0, dtype=torch.int32)  # (B,)
         bounds = [torch.zeros(1, dtype=torch.int32, device=ends.device), ends]
