@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tasks.bootstrap import paired_bootstrap
+from ..io import atomic_write_json
 from ..tasks.grid import GridResult
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name, run_passes
 from .stages import stage_seconds
@@ -210,7 +211,9 @@ def label_curves(
     first_methods = candidate_runs(lambda s: s.methods[:1])
     more_seeds = tuple(seed for seed in plan.seeds if seed not in selection)  # the chosen candidate's further seeds
     finals = sum(
-        0 if any(finished(root(s, first) / m, None, more_seeds) for m in s.methods) else len(more_seeds)
+        0
+        if any(finished(root(s, first) / f"{m}-further-seeds", None, more_seeds) for m in s.methods)
+        else len(more_seeds)
         for s in starts
         if more_seeds
     )
@@ -246,9 +249,9 @@ def label_curves(
         )
         result = best  # the candidate's own runs, and where every seed runs, the chosen one's on the others
         if seeds != selection:
-            result = best.extended(
-                grid(start, best.method, first, (best.lr,), more_seeds, root(start, first) / best.method)
-            )
+            further = root(start, first) / f"{best.method}-further-seeds"
+            result = best.extended(grid(start, best.method, first, (best.lr,), more_seeds, further))
+        atomic_write_json(root(start, first) / best.method / "grid.json", result.to_dict())  # as at later counts
         curves[start.name][label_name(first)] = result
         report(start, result, tried, seeds)
 
