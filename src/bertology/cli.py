@@ -114,9 +114,9 @@ def _check_grid_only(args) -> None:
     flags = (("--test", args.test), ("--seeds", args.seeds), ("--workers", args.workers))
     given = [flag for flag, value in flags if value is not None]
     if given and not args.grid:
+        named = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
         raise OptionError(
-            f"{' and '.join((', '.join(given[:-1]), given[-1]) if len(given) > 1 else given)} without --grid: "
-            f"only --grid runs use {'them' if len(given) > 1 else 'it'} "
+            f"{named} without --grid: only --grid runs use {'them' if len(given) > 1 else 'it'} "
             "(a single finetune chooses its best step on --dev and scores no test file); add --grid LR,LR,… "
             "or leave them out (then score a file with `bertology evaluate`)"
         )

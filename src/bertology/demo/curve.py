@@ -6,9 +6,9 @@ Protocol (the same for every start): the method (a new head, the pretrained head
 prompt, a probe on frozen vectors: what the start offers) and its learning rate are chosen on dev
 alone at the first label count, on the first seeds, and kept for the larger counts (the grid at every
 count does not fit a 20-minute budget); each run keeps its best dev epoch (in memory, written
-once) and ends a few epochs after it; the seeds' class probabilities are averaged into one ensemble prediction per test item,
-and two starts are compared by a paired bootstrap over the test items (tasks/bootstrap.py). A
-gain is called one only when its 95% interval excludes 0.
+once) and ends a few epochs after it; the seeds' class probabilities are averaged into one
+ensemble prediction per test item, and two starts are compared by a paired bootstrap over the
+test items (tasks/bootstrap.py). A gain is called one only when its 95% interval excludes 0.
 """
 
 from __future__ import annotations
