@@ -1,4 +1,5 @@
-"""finetune_grid: the rate is chosen on mean dev score, the test score is that rate's mean ± std."""
+"""finetune_grid: the rate is chosen on mean dev score, the test score is that rate's mean ± std;
+finetune_grids: several grids' runs from one pool, each grid's result as if run alone."""
 
 import json
 import statistics
@@ -8,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bertology.tasks.grid import finetune_grid
+from bertology.tasks.grid import Grid, finetune_grid, finetune_grids
 
 from test_tasks_finetune import _options, _toy
 
@@ -144,6 +145,17 @@ def test_workers_give_the_runs_of_one_at_a_time_and_seeds_extend_a_grid(tmp_path
         assert (a["seed"], a["test_predictions"]) == (b["seed"], b["test_predictions"])
         # one thread or two: the sums are taken in another order, to within rounding
         assert np.allclose(a["test_probabilities"], b["test_probabilities"], atol=1e-4)
+    # the two one-seed grids from one pool of two workers: each as if run alone
+    pooled = finetune_grids(
+        [
+            Grid(replace(o, out_dir=str(tmp_path / "pooled-one")), str(test), (2e-3,), (0,)),
+            Grid(replace(o, out_dir=str(tmp_path / "pooled-more")), str(test), (2e-3,), (1,)),
+        ],
+        workers=2,
+    )
+    for grid, alone in zip(pooled, (one, more)):
+        assert [r["test_predictions"] for r in grid.runs] == [r["test_predictions"] for r in alone.runs]
+        assert Path(grid.best_dir).parent == tmp_path / f"pooled-{Path(alone.best_dir).parent.name}"
     extended = one.extended(more)
     assert extended.ensemble_predictions == both.ensemble_predictions
     assert extended.test_mean == pytest.approx(both.test_mean) and extended.dev_mean == pytest.approx(both.dev_mean)
@@ -152,3 +164,13 @@ def test_workers_give_the_runs_of_one_at_a_time_and_seeds_extend_a_grid(tmp_path
         one.extended(one)
     with pytest.raises(ValueError, match="workers must be at least 1"):
         finetune_grid(o, str(test), lrs=(2e-3,), workers=0)
+
+
+def test_a_refused_grid_stops_every_grid_before_the_first_write(tmp_path):
+    test = _toy(tmp_path / "test.tsv", 8, 2)
+    o = _options(tmp_path, epochs=1, labels_per_class=4)
+    good = Grid(replace(o, out_dir=str(tmp_path / "good")), str(test), (1e-3,), (0,))
+    bad = Grid(replace(o, out_dir=str(tmp_path / "bad")), str(tmp_path / "missing.tsv"), (1e-3,), (0,))
+    with pytest.raises((FileNotFoundError, ValueError), match="missing.tsv"):
+        finetune_grids([good, bad])
+    assert not (tmp_path / "good").exists() and not (tmp_path / "bad").exists()

@@ -18,6 +18,9 @@ two grids over the same test file can then be compared item by item,
 
     a, b = GridResult.load("runs/pretrained/grid.json"), GridResult.load("runs/twin/grid.json")
     paired_bootstrap(a.correct(), b.correct())   # ensembles; a.correct(run) for one run
+
+`finetune_grids([Grid(options, test, lrs, seeds), ...], workers=2)` runs several grids from one pool of
+worker processes (each grid's result as if run alone): many small grids keep every core busy.
 """
 
 from __future__ import annotations
@@ -119,11 +122,13 @@ def _ensemble(probabilities: list[list[list[float]]], gold: list[int]) -> tuple[
     return predicted, float(np.mean(np.asarray(predicted) == np.asarray(gold)))
 
 
-def _one_run(options: FinetuneOptions, root: Path, test_examples, overwrite: bool, cell) -> tuple[dict, list | None]:
-    """One (lr, seed) of the grid: fine-tuned, reloaded as a user would, scored on test. Returns its run
-    record (classification: test predictions and class probabilities per item) and the label names."""
-    lr, seed = cell
-    out = root / f"lr-{lr:g}-seed-{seed}"
+def _one_run(grids: list[tuple[FinetuneOptions, list]], overwrite: bool, cell) -> tuple[dict, list | None]:
+    """One (grid, lr, seed) run: fine-tuned, reloaded as a user would, scored on the grid's test items.
+    Returns its run record (classification: test predictions and class probabilities per item) and the
+    label names."""
+    k, lr, seed = cell
+    options, test_examples = grids[k]
+    out = Path(options.out_dir) / f"lr-{lr:g}-seed-{seed}"
     summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
     model, task, tokenizer, _ = load_finetuned(out)
     label2id = model.config.label2id if task.name in LABEL_VOCABULARY else None
@@ -170,6 +175,17 @@ def _set_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+@dataclass(frozen=True)
+class Grid:
+    """One grid of `finetune_grids`: the options of its runs (out_dir: the grid's directory), the test
+    file, its rates and seeds."""
+
+    options: FinetuneOptions
+    test: str
+    lrs: Sequence[float] = LEARNING_RATES
+    seeds: Sequence[int] = SEEDS
+
+
 def finetune_grid(
     options: FinetuneOptions,
     test: str,
@@ -180,29 +196,52 @@ def finetune_grid(
 ) -> GridResult:
     """Fine-tune `options` at every rate × seed under options.out_dir; see the module docstring.
     `workers` > 1 runs that many at once in worker processes (the CPU only), the cores split between them."""
+    return finetune_grids([Grid(options, test, lrs, seeds)], overwrite, workers)[0]
+
+
+def finetune_grids(grids: Sequence[Grid], overwrite: bool = False, workers: int = 1) -> list[GridResult]:
+    """Several grids, each as `finetune_grid` runs it, their runs drawn from one pool of `workers`: a grid
+    of fewer runs than workers (one seed of one rate) would leave cores idle on its own. Every grid's
+    checks run before the first write of any."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and any(resolve_device(g.options.device).type != "cpu" for g in grids):
+        raise ValueError("grid workers split the CPU's cores: on a GPU run one at a time")
+    tests = [_checked(g) for g in grids]
+    for g in grids:
+        claim_output_dir(Path(g.options.out_dir), "finetune --grid", overwrite=overwrite)
+    cells = [(k, lr, seed) for k, g in enumerate(grids) for lr in g.lrs for seed in g.seeds]
+    one = partial(_one_run, [(g.options, t) for g, t in zip(grids, tests)], overwrite)
+    done = list(map(one, cells)) if workers == 1 else _in_workers(one, cells, workers)
+    return [
+        _result(g, t, [d for cell, d in zip(cells, done) if cell[0] == k]) for k, (g, t) in enumerate(zip(grids, tests))
+    ]
+
+
+def _checked(grid: Grid) -> list:
+    """The grid's test examples, once its options have passed every check a run makes."""
+    options, lrs, seeds = grid.options, grid.lrs, grid.seeds
     if not options.dev:
         raise ValueError("finetune_grid chooses the learning rate on dev: options.dev is required")
     if not lrs or not seeds:
         raise ValueError(f"need at least one learning rate and one seed, got lrs={list(lrs)}, seeds={list(seeds)}")
     if any(not (lr > 0 and math.isfinite(lr)) for lr in lrs):
         raise ValueError(f"learning rates must be positive, got {list(lrs)}")
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if workers > 1 and resolve_device(options.device).type != "cpu":
-        raise ValueError(f"grid workers split the CPU's cores: on device {options.device!r} run one at a time")
     if options.method == "probe" and len(lrs) > 1:
         raise ValueError(f"--method probe trains no rate (its L2 strength is chosen on dev): give one, not {list(lrs)}")
-    root = Path(options.out_dir)
-    test_examples = TASKS[options.task]().read(test, **options.columns)  # a bad test file fails before training
+    test_examples = TASKS[options.task]().read(grid.test, **options.columns)  # a bad test file fails before training
     # every run's own checks (model, tokenizer, splits, --max-length …) before the grid's first write: a
     # refused grid must not leave its marker in --out, which would refuse the corrected command
+    root = Path(options.out_dir)
     check_finetune(replace(options, lr=lrs[0], seed=seeds[0], out_dir=str(root / f"lr-{lrs[0]:g}-seed-{seeds[0]}")))
-    claim_output_dir(root, "finetune --grid", overwrite=overwrite)
-    cells = [(lr, seed) for lr in lrs for seed in seeds]
-    one = partial(_one_run, options, root, test_examples, overwrite)
-    done = list(map(one, cells)) if workers == 1 else _in_workers(one, cells, workers)
+    return test_examples
+
+
+def _result(grid: Grid, test_examples: list, done: list[tuple[dict, list | None]]) -> GridResult:
+    """The grid's rate chosen on mean dev, its runs' directories pruned to the kept one, grid.json written."""
+    lrs, root = grid.lrs, Path(grid.options.out_dir)
     runs = [run for run, _ in done]
-    task, labels = TASKS[options.task](), done[0][1]
+    task, labels = TASKS[grid.options.task](), done[0][1]
     metric = task.main_metric
     mean_dev = {lr: statistics.fmean(r["dev"] for r in runs if r["lr"] == lr) for lr in lrs}
     chosen = max(lrs, key=lambda lr: mean_dev[lr])  # ties: the first (smallest) rate listed
@@ -213,7 +252,7 @@ def finetune_grid(
             shutil.rmtree(r["dir"], ignore_errors=True)
     tests = [r["test"] for r in at_chosen]
     result = GridResult(
-        chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs, method=options.method
+        chosen, mean_dev[chosen], statistics.fmean(tests), _std(tests), metric, keep, runs, method=grid.options.method
     )
     if labels is not None:
         result.labels = labels
