@@ -2,6 +2,7 @@
 that decides which counts run, and the cuts the clock makes."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -115,22 +116,25 @@ def write_task(data, per_class: int = 20) -> None:
         (data / f"{split}.tsv").write_text("text\tlabel\n" + "\n".join(rows) + "\n")
 
 
-def fake_curves(tmp_path, monkeypatch, seconds: float, slower: float = 1.0):
+def fake_curves(tmp_path, monkeypatch, seconds: float, slower: float = 1.0, counts=(10, None)):
     """label_curves over three starts with a grid that costs 10 ms of a fake clock per example pass (`slower`
-    times that at all labels after the first start: the load rose) and prefers the prompt on dev:
-    (curves, the grids run as (start, method, count, seeds), the budget)."""
+    times that at all labels after the first start: the load rose) and prefers the prompt on dev, one
+    start's grid a step at all labels: (curves, the grids run as (start, method, count, seeds), the budget)."""
     from bertology.demo import curve
 
     write_task(tmp_path / "data")
     now = [0.0]
     budget = Budget(seconds, clock=lambda: now[0])
-    plan = Plan.make(quick=True, bf16=False)
+    plan = replace(Plan.make(quick=True, bf16=False), grid_workers=1, label_counts=counts)
     ran = []
 
-    def run_grid(start, method, count, epochs, lrs, seeds, plan, data, out, resume):
+    def run_grids(jobs, plan, data, resume):
+        return [run_grid(job.start, job.method, job.count, job.lrs, job.seeds, job.out) for job in jobs]
+
+    def run_grid(start, method, count, lrs, seeds, out):
         n = examples_at(count, ["a", "b"] * 20)
         factor = slower if count is None and start.name != "x" else 1.0
-        now[0] += factor * 0.01 * len(lrs) * len(seeds) * run_passes(n, epochs, dev=4, test=4)
+        now[0] += factor * 0.01 * len(lrs) * len(seeds) * run_passes(n, plan.epochs(n), dev=4, test=4)
         ran.append((start.name, method, count, tuple(seeds)))
         dev = {"head": 0.4, "prompt": 0.5}[method]
         runs = [
@@ -145,7 +149,7 @@ def fake_curves(tmp_path, monkeypatch, seconds: float, slower: float = 1.0):
         (out / "grid.json").write_text(json.dumps(result.to_dict()))
         return result, False
 
-    monkeypatch.setattr(curve, "run_grid", run_grid)
+    monkeypatch.setattr(curve, "run_grids", run_grids)
     starts = [curve.Start(name, tmp_path / name, methods=("head", "prompt")) for name in ("x", "y", "z")]
     curves = curve.label_curves(starts, plan, budget, tmp_path / "data", tmp_path / "finetune", False, lambda m: None)
     return curves, ran, budget
@@ -217,3 +221,15 @@ def test_the_cli_makes_idle_openmp_threads_sleep_unless_told_otherwise(before, t
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(policy)
+
+
+def test_every_later_count_gets_one_seed_before_any_gets_more(tmp_path, monkeypatch):
+    # after the first count 3.0 s are left: 'all' on both seeds (5.04 s) does not fit, on one (2.52 s) it
+    # does, but then 5 per class (one seed: 0.72 s) would not; so 'all' runs on one seed and 5 on what is left
+    curves, ran, budget = fake_curves(
+        tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 3.96 + 3.3, counts=(10, None, 5)
+    )
+    assert [r[3] for r in ran if r[2] is None] == [(0,)] * 3 and [r[3] for r in ran if r[2] == 5] == [(0,)] * 3
+    assert all(list(c) == ["10", "all", "5"] for c in curves.values())
+    assert budget.cuts[0].startswith("all labels per class on seeds 0 only (of 2): ~5 s measured to be needed on")
+    assert budget.cuts[0].endswith("(1 s kept for one seed of 5)")

@@ -14,6 +14,7 @@ test items (tasks/bootstrap.py). A gain is called one only when its 95% interval
 from __future__ import annotations
 
 import csv
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,50 +74,59 @@ class Meter:
         return passes * self.seconds / self.passes if self.passes else 0.0
 
 
-def run_grid(
-    start: Start,
-    method: str,
-    count: int | None,
-    epochs: float,
-    lrs: tuple[float, ...],
-    seeds: tuple[int, ...],
-    plan: Plan,
-    data: Path,
-    out: Path,
-    resume: bool,
-) -> tuple[GridResult, bool]:
-    """One start and method at one label count through `lrs` × `seeds`, and whether it was reused (on
-    --resume, when a finished grid ran those very rates and seeds: a budget that changed between the
-    runs may ask for other seeds)."""
-    from ..tasks.finetune import FinetuneOptions
-    from ..tasks.grid import finetune_grid
+@dataclass(frozen=True)
+class Job:
+    """One grid of the curve: a start and method at one label count, on `lrs` × `seeds`, in `out`."""
 
-    if resume and finished(out, lrs, seeds):
-        return GridResult.load(out), True
-    options = FinetuneOptions(
-        model=str(start.model),
-        from_scratch=start.from_scratch,
-        task="classify",
-        train=str(task_file(data, "train")),
-        dev=str(task_file(data, "dev")),
-        out_dir=str(out),
-        epochs=epochs,
-        batch_size=32,
-        max_length=plan.finetune_length,
-        bf16=plan.bf16,
-        quiet=True,
-        labels_per_class=count,
-        pooling={"prompt": "cls", "probe": "mean"}.get(method, start.pooling),
-        device=plan.device,
-        method=method,
-        checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
-        loss_plot=False,  # and no loss.png each: the report draws what the runs have in common
-        patience=plan.patience if method != "probe" else None,
-    )
-    test = str(task_file(data, "test"))
+    start: Start
+    method: str
+    count: int | None
+    lrs: tuple[float, ...]
+    seeds: tuple[int, ...]
+    out: Path
+
+
+def run_grids(jobs: list[Job], plan: Plan, data: Path, resume: bool) -> list[tuple[GridResult, bool]]:
+    """The jobs' grids, their runs from one pool of the plan's workers (one start's grid of one seed
+    would leave a core idle), and whether each was reused: on --resume, a finished grid of those very
+    rates and seeds (a budget that changed between the runs may ask for other seeds)."""
+    from ..tasks.finetune import FinetuneOptions
+    from ..tasks.grid import Grid, finetune_grids
+
+    train_labels = labels_of(task_file(data, "train"))
+
+    def grid(job: Job) -> Grid:
+        options = FinetuneOptions(
+            model=str(job.start.model),
+            from_scratch=job.start.from_scratch,
+            task="classify",
+            train=str(task_file(data, "train")),
+            dev=str(task_file(data, "dev")),
+            out_dir=str(job.out),
+            epochs=plan.epochs(examples_at(job.count, train_labels)),
+            batch_size=32,
+            max_length=plan.finetune_length,
+            bf16=plan.bf16,
+            quiet=True,
+            labels_per_class=job.count,
+            pooling={"prompt": "cls", "probe": "mean"}.get(job.method, job.start.pooling),
+            device=plan.device,
+            method=job.method,
+            checkpoints=False,  # seconds-long runs: the best epoch kept in memory, one write
+            loss_plot=False,  # and no loss.png each: the report draws what the runs have in common
+            patience=plan.patience if job.method != "probe" else None,
+        )
+        return Grid(options, str(task_file(data, "test")), job.lrs, job.seeds)
+
+    reused = [resume and finished(job.out, job.lrs, job.seeds) for job in jobs]
     with warnings.catch_warnings():  # every run truncates the same descriptions: the stage says it once, not each run
         warnings.filterwarnings("ignore", message=r".* examples were truncated to \d+ tokens")
-        return finetune_grid(options, test, lrs, seeds, overwrite=True, workers=plan.grid_workers), False
+        ran = iter(
+            finetune_grids(
+                [grid(job) for job, done in zip(jobs, reused) if not done], overwrite=True, workers=plan.grid_workers
+            )
+        )
+    return [(GridResult.load(job.out), True) if done else (next(ran), False) for job, done in zip(jobs, reused)]
 
 
 def finished(out: Path, lrs: tuple[float, ...] | None, seeds: tuple[int, ...]) -> bool:
@@ -125,6 +135,11 @@ def finished(out: Path, lrs: tuple[float, ...] | None, seeds: tuple[int, ...]) -
         return False
     ran = {(r["lr"], r["seed"]) for r in GridResult.load(out).runs}
     return ran == {(lr, seed) for lr in (lrs or {lr for lr, _ in ran}) for seed in seeds}
+
+
+def slug(name: str) -> str:
+    """A start's directory name: "bert (random init)" → "bert-random-init"."""
+    return re.sub(r"[\s()]+", "-", name).strip("-")
 
 
 def seed_options(plan: Plan) -> list[tuple[int, ...]]:
@@ -144,27 +159,32 @@ def label_curves(
     The clock decides how much of that runs, from the seconds per example pass measured so far (the
     first start's first candidate prices the first count). The first count drops its extra seeds (the
     candidates' own runs are then the result), then the choice of method (each start's first method
-    only), but always runs. A later count runs on fewer seeds where all do not fit, is skipped where
-    one does not, and is given up midway where the time left no longer covers it (the load rose).
-    Every cut is recorded in the budget with its reason."""
+    only), but always runs. A later count keeps one seed's time for each count after it, runs on fewer
+    seeds where all do not fit beside those, is skipped where one does not fit, and is given up midway
+    where the time left no longer covers it (the load rose). Every cut is recorded in the budget with
+    its reason. The grids of a step run from one pool of workers (tasks.grid.finetune_grids)."""
     train_labels = labels_of(task_file(data, "train"))
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
     meter = Meter()
     curves: dict[str, dict[str, GridResult]] = {s.name: {} for s in starts}
     chosen: dict[str, tuple[str, float]] = {}  # start → (method, lr) chosen on dev at the first count
 
-    def grid(start: Start, method: str, count, lrs, seeds, run_dir: Path) -> GridResult:
-        n = examples_at(count, train_labels)
-        t0 = budget.clock()
-        result, reused = run_grid(start, method, count, plan.epochs(n), lrs, seeds, plan, data, run_dir, resume)
-        # a resumed grid costs nothing now, but what it cost then still prices the rest
-        meter.add(stage_seconds(run_dir, budget.clock() - t0, reused), len(lrs) * len(seeds) * passes_of(count))
-        budget.checkpoint()
-        return result
-
     def passes_of(count) -> float:
         n = examples_at(count, train_labels)
         return run_passes(n, plan.epochs(n), dev, test)
+
+    def grids(jobs: list[Job]) -> list[GridResult]:
+        t0 = budget.clock()
+        results = run_grids(jobs, plan, data, resume)
+        passes = [len(job.lrs) * len(job.seeds) * passes_of(job.count) for job in jobs]
+        fresh = sum(p for p, (_, reused) in zip(passes, results) if not reused)
+        seconds = budget.clock() - t0
+        for job, p, (_, reused) in zip(jobs, passes, results):
+            # the step's time shared by passes; a resumed grid costs nothing now, but what it cost then still
+            # prices the rest
+            meter.add(stage_seconds(job.out, seconds * p / fresh if fresh else 0.0, reused), p)
+        budget.checkpoint()
+        return [result for result, _ in results]
 
     def needs(runs: float, count) -> float:
         return meter.estimate(runs * passes_of(count))
@@ -173,7 +193,7 @@ def label_curves(
         return budget.left() - REPORT_RESERVE_S
 
     def root(start: Start, count) -> Path:
-        return out / start.name.replace(" ", "-").strip("()") / label_name(count)
+        return out / slug(start.name) / label_name(count)
 
     def report(start: Start, result: GridResult, tried: str, seeds) -> None:
         method, lr = chosen[start.name]
@@ -190,13 +210,12 @@ def label_curves(
         f"   {label_name(first)} labels per class ({examples_at(first, train_labels):,} examples, "
         f"{plan.epochs(examples_at(first, train_labels)):g} epochs; method and lr chosen on dev):"
     )
+
+    def trial(start: Start, method: str) -> Job:
+        return Job(start, method, first, plan.rates(method), selection, root(start, first) / f"select-{method}")
+
     trials: dict[str, list[GridResult]] = {s.name: [] for s in starts}
-
-    def trial(start: Start, method: str) -> None:
-        run_dir = root(start, first) / f"select-{method}"
-        trials[start.name].append(grid(start, method, first, plan.rates(method), selection, run_dir))
-
-    trial(starts[0], starts[0].methods[0])  # measured before anything is decided: it prices the rest
+    trials[starts[0].name] += grids([trial(starts[0], starts[0].methods[0])])  # measured alone: it prices the rest
 
     def todo(run_dir: Path, lrs, seeds) -> int:
         """The runs a grid still needs: none where it finished (this run, or the one --resume continues)."""
@@ -238,33 +257,46 @@ def label_curves(
                 f"{max(0.0, left()):.0f} s left",
             )
         )
+    candidates = [trial(s, m) for s in starts for m in methods_of(s) if (s, m) != (starts[0], starts[0].methods[0])]
+    for job, result in zip(candidates, grids(candidates)):
+        trials[job.start.name].append(result)
+    best = {s.name: max(trials[s.name], key=lambda g: g.dev_mean) for s in starts}  # on dev alone; ties: the first
+    results = dict(best)  # the candidate's own runs, and where every seed runs, the chosen one's on the others
+    if seeds != selection:
+        further = [
+            Job(
+                s,
+                best[s.name].method,
+                first,
+                (best[s.name].lr,),
+                more_seeds,
+                root(s, first) / f"{best[s.name].method}-further-seeds",
+            )
+            for s in starts
+        ]
+        for job, more in zip(further, grids(further)):
+            results[job.start.name] = best[job.start.name].extended(more)
     for start in starts:
-        for method in methods_of(start):
-            if not any(t.method == method for t in trials[start.name]):
-                trial(start, method)
-        best = max(trials[start.name], key=lambda g: g.dev_mean)  # on dev alone; ties: the first method listed
-        chosen[start.name] = (best.method, best.lr)
-        tried = (
-            ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in trials[start.name]) if len(trials[start.name]) > 1 else ""
-        )
-        result = best  # the candidate's own runs, and where every seed runs, the chosen one's on the others
-        if seeds != selection:
-            further = root(start, first) / f"{best.method}-further-seeds"
-            result = best.extended(grid(start, best.method, first, (best.lr,), more_seeds, further))
-        atomic_write_json(root(start, first) / best.method / "grid.json", result.to_dict())  # as at later counts
+        result = results[start.name]
+        chosen[start.name] = (result.method, result.lr)
+        atomic_write_json(root(start, first) / result.method / "grid.json", result.to_dict())  # as at later counts
         curves[start.name][label_name(first)] = result
-        report(start, result, tried, seeds)
+        tried = trials[start.name]
+        report(start, result, ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in tried) if len(tried) > 1 else "", seeds)
 
-    for count in plan.label_counts[1:]:
+    later = list(plan.label_counts[1:])
+    for i, count in enumerate(later):
         n = examples_at(count, train_labels)
 
-        def remaining(seeds, after: int = 0) -> float:
-            """Seconds the count still needs from the `after`-th start on, on `seeds`."""
+        def remaining(seeds, count=count, after: int = 0) -> float:
+            """Seconds `count` still needs from the `after`-th start on, on `seeds`."""
             runs = sum(todo(root(s, count) / chosen[s.name][0], (chosen[s.name][1],), seeds) for s in starts[after:])
             return needs(runs, count)
 
-        fitting = [s for s in seed_options(plan) if remaining(s) <= left()]
-        if not fitting:
+        # one seed of each count after this one is kept back: every count before more seeds of any
+        kept = sum(remaining(plan.seeds[:1], c) for c in later[i + 1 :])
+        fitting = [s for s in seed_options(plan) if remaining(s) + kept <= left()]
+        if not fitting and remaining(plan.seeds[:1]) > left():
             say(
                 "   cut "
                 + budget.cut(
@@ -274,18 +306,26 @@ def label_curves(
                 )
             )
             continue
-        seeds = fitting[0]
+        seeds = fitting[0] if fitting else plan.seeds[:1]
         if seeds != plan.seeds:
+            after = (
+                f" ({kept:.0f} s kept for one seed of {', '.join(label_name(c) for c in later[i + 1 :])})"
+                if kept
+                else ""
+            )
             say(
                 "   cut "
                 + budget.cut(
                     f"{label_name(count)} labels per class on seeds {', '.join(map(str, seeds))} only "
                     f"(of {len(plan.seeds)})",
-                    f"~{remaining(plan.seeds):.0f} s measured to be needed on every seed, {max(0.0, left()):.0f} s left",
+                    f"~{remaining(plan.seeds):.0f} s measured to be needed on every seed, "
+                    f"{max(0.0, left()):.0f} s left{after}",
                 )
             )
         say(f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, {len(seeds)} seeds):")
-        for k, start in enumerate(starts):
+        # a step of starts that keeps every worker busy; the clock is read between steps
+        step = max(1, -(-2 * plan.grid_workers // len(seeds)))
+        for k in range(0, len(starts), step):
             needed = remaining(seeds, after=k)
             if needed > left() + OVERRUN * budget.seconds:
                 for done in starts[:k]:
@@ -298,11 +338,13 @@ def label_curves(
                     )
                 )
                 break
-            method, lr = chosen[start.name]
-            result = curves[start.name][label_name(count)] = grid(
-                start, method, count, (lr,), seeds, root(start, count) / method
-            )
-            report(start, result, "", seeds)
+            jobs = [
+                Job(s, chosen[s.name][0], count, (chosen[s.name][1],), seeds, root(s, count) / chosen[s.name][0])
+                for s in starts[k : k + step]
+            ]
+            for job, result in zip(jobs, grids(jobs)):
+                curves[job.start.name][label_name(count)] = result
+                report(job.start, result, "", seeds)
     return curves
 
 
