@@ -16,7 +16,7 @@ from typing import Iterator
 
 from . import __version__
 from .io import corpus_files, stdin_lines
-from .options import DeviceOptions, OldFlag, OptionError, add_arguments, from_args
+from .options import DeviceOptions, OldFlag, OptionError, add_arguments, from_args, refuse_given
 from .export import cli as export_cli
 from .serve import cli as serve_cli
 from .tokenizers import cli as tokenizer_cli
@@ -120,6 +120,122 @@ def _check_grid_only(args) -> None:
             "(a single finetune chooses its best step on --dev and scores no test file); add --grid LR,LR,… "
             "or leave them out (then score a file with `bertology evaluate`)"
         )
+
+
+# finetune's options that a probe or SetFit does not read: refused here, for the command line, and not in
+# tasks.finetune.check_task_options, because code that builds FinetuneOptions for several methods at once
+# (the demo's label curves) leaves them at values of its own
+TRAINED = ("epochs", "lr", "batch_size", "warmup_ratio", "weight_decay", "log_every")
+TRAINER_RUN = ("keep_checkpoints", "checkpoints", "stop_at", "compile", "report_to")
+
+
+def _unread(args) -> list[tuple[tuple[str, ...], str]]:
+    """(options, the runs that read them) for each group of options this command line's mode leaves unread.
+
+    The command-line half of "no option is silently ignored" (tests/test_option_modes.py walks every option of
+    every command): what an options dataclass refuses itself (finetune's --stride outside --task qa, pretrain's
+    XLNet options outside the permutation LM, export's ONNX options …) is checked where the Python API checks
+    it; these are the modes that only a command line has, or whose options a library caller may pass for
+    every mode at once (the demo gives pretrain --warmup beside --time-budget)."""
+    command = args.command
+    groups: list[tuple[tuple[str, ...], str]] = []
+    if command == "finetune":
+        if args.method == "probe":
+            groups.append((TRAINED, "the methods that train the encoder (--method head, prompt, setfit)"))
+        if args.method in ("probe", "setfit"):
+            groups.append((TRAINER_RUN, "--method head and --method prompt (epochs of the Trainer, checkpointed)"))
+    if command in ("pretrain", "distill"):
+        if args.time_budget is None:
+            groups.append((("budget_warmup",), "--time-budget"))
+        else:
+            groups.append((("warmup",), "runs without --time-budget (its warmup is --budget-warmup's share)"))
+        if args.heldout == 0:
+            groups.append((("eval_every", "eval_batches"), "runs with held-out text (--heldout above 0)"))
+    if command == "pretrain" and args.tokenizer and not args.init:  # --init's checkpoint refuses it itself
+        groups.append((("vocab_size",), "a tokenizer trained on the corpus (without --tokenizer)"))
+    if command == "predict":
+        if args.data:
+            groups.append((("text", "pair"), "runs without --data (TEXT arguments or stdin)"))
+        else:
+            groups.append((("text_column", "pair_column", "label_column"), "--data"))
+    if command == "baseline" and args.optimizer != "adam":
+        groups.append((("seed",), "--optimizer adam (L-BFGS is deterministic)"))
+    if command == "attention" and Path(args.out).suffix.lower() == ".html":
+        groups.append((("layer", "head"), "a PNG --out (the HTML page shows every layer and head)"))
+    if command == "serve":
+        if args.max_batch_requests == 1:
+            groups.append((("max_wait_ms",), "dynamic batching (--max-batch-requests above 1)"))
+        from .serve.guard import ENV_KEY, is_loopback
+
+        if args.api_key is not None or os.environ.get(ENV_KEY):
+            groups.append((("allow_anonymous",), f"servers without --api-key (or ${ENV_KEY})"))
+        elif is_loopback(args.host):
+            groups.append((("allow_anonymous",), "a --host other machines can reach"))
+    if command == "export":
+        if args.format == "onnx":
+            groups.append((("pooling", "normalize", "max_length"), "--format sentence-transformers"))
+        else:
+            groups.append((("opset",), "--format onnx"))
+    if command == "tokenizer" and args.tokenizer_command == "train":
+        from .tokenizers.training import resolve
+
+        if resolve(args.algorithm, args.family)[0] != "wordpiece":
+            groups.append((("criterion",), "WordPiece (--algorithm wordpiece, or --family bert)"))
+    if command == "wordvec" and args.wordvec_command == "train":
+        groups += _wordvec_unread(args)
+    return groups
+
+
+def _wordvec_unread(args) -> list[tuple[tuple[str, ...], str]]:
+    """`wordvec train`: the options of the algorithm, the input and the walk that this run does not use."""
+    graph, items = args.graph, args.items
+    algorithm = args.algorithm or ("skipgram" if graph or items else "cbow")
+    groups: list[tuple[tuple[str, ...], str]] = []
+    if algorithm == "glove":
+        groups.append(
+            (
+                ("hs", "negative", "ns_exponent", "sample", "alpha", "min_alpha"),
+                "word2vec (--algorithm cbow or skipgram)",
+            )
+        )
+    else:
+        groups.append((("x_max", "power", "eta"), "--algorithm glove"))
+    if algorithm != "cbow":
+        groups.append((("cbow_sum",), "--algorithm cbow"))
+    if not graph:
+        walk = ("directed", "walk", "p", "q", "walk_length", "num_walks", "sampler")
+        groups.append((walk, "--graph (random walks over an edge list)"))
+    else:
+        groups.append((("text_column", "max_vocab_size"), "text and --items corpora (not an edge list)"))
+        if args.walk == "deepwalk":
+            groups.append((("p", "q", "sampler"), "--walk node2vec"))
+        elif (args.p, args.q) == (1.0, 1.0):
+            groups.append((("sampler",), "node2vec with --p or --q away from 1 (at 1 the walk is first-order)"))
+    if items or graph:
+        groups.append((("lowercase",), "text corpora (items and nodes are names, taken as they are)"))
+    return groups
+
+
+def _command_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The (sub)parser of the command `args` were parsed for: `tokenizer train`'s, not `tokenizer`'s."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None:
+            return parser
+        parser = sub.choices[getattr(args, sub.dest)]
+
+
+def refuse_unread(parser: argparse.ArgumentParser, args) -> None:
+    """An OptionError naming every option given on this command line that its mode does not read, and the
+    runs that do read it, before the command reads or writes anything."""
+    actions = {a.dest: a for a in _command_parser(parser, args)._actions if not isinstance(a, OldFlag)}
+    for dests, read_by in _unread(args):
+        given = []
+        for dest in dests:
+            action, value = actions[dest], getattr(args, dest)
+            if value != action.default and not (value == [] and action.default is None):  # TEXT…: [] when none
+                given.append(action.option_strings[0] if action.option_strings else action.metavar or dest.upper())
+        refuse_given(given, read_by)
 
 
 def _finetune_grid(options, args) -> int:
@@ -731,6 +847,7 @@ def main(argv: list[str] | None = None) -> int:
     args.started = started
     try:
         with plain_warnings(f"bertology {args.command}"):
+            refuse_unread(parser, args)
             return int(args.func(args) or 0)
     except OSError as e:  # missing, unreadable or unwritable files, a full disk: the message names the file
         print(f"bertology {args.command}: error: {e}", file=sys.stderr)

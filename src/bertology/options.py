@@ -232,6 +232,17 @@ def refuse_unread(obj: Any, fields: tuple[str, ...], read_by: str) -> None:
         f = declared[name]
         if getattr(obj, name) != default_of(f):
             given.append(flag_of(f) if f.type != "bool" or getattr(obj, name) else "--no-" + flag_of(f)[2:])
+    refuse_given(given, read_by)
+
+
+def refuse_given(given: list[str], read_by: str) -> None:
+    """An OptionError naming the flags `given` that this run does not read (`read_by` says which runs do).
+
+    >>> refuse_given(["--seed"], "--optimizer adam")
+    Traceback (most recent call last):
+    ...
+    bertology.options.OptionError: --seed: read by --optimizer adam alone; this run would ignore it
+    """
     if given:
         raise OptionError(
             f"{', '.join(given)}: read by {read_by} alone; this run would ignore {'them' if len(given) > 1 else 'it'}"

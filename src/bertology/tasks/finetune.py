@@ -316,10 +316,14 @@ def check_task_options(o: FinetuneOptions, task: Task) -> None:
         refuse_unread(o, ("patience",), "--method head and --method prompt")
     if task.name != "qa":
         refuse_unread(o, ("stride",), "--task qa (the overlap of a long context's windows)")
+    if o.labels_per_class is None:
+        refuse_unread(o, ("subset_seed",), "--labels-per-class (the subset it draws)")
+    if not o.checkpoints:
+        refuse_unread(o, ("keep_checkpoints",), "runs with checkpoints (without --no-checkpoints)")
     if o.method == "prompt" and (o.pooling != "cls" or o.reinit_layers or o.head_lr):
         raise ValueError(
             "--method prompt reads the pretrained head at the template's blank: --pooling, --reinit-layers and "
-            "--head-lr (which shape a new head) do not apply"
+            "--head-lr (which shape a new head, --method head's) do not apply"
         )
 
 

@@ -220,6 +220,7 @@ def check_objective_options(o: PretrainOptions, recipe: Recipe, config) -> None:
         refuse_unread(
             o, ("unigram_prior", "mlm_probability"), "the objectives that predict tokens (not " + recipe.objective + ")"
         )
+        refuse_unread(o, ("dupe_factor",), "the masked objectives (a sentence objective reads each text once a pass)")
     if recipe.objective == RTD and config is not None:
         generator_config(
             config, o.generator_size or DEFAULT_GENERATOR_SIZE
