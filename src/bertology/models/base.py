@@ -9,6 +9,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from ..nn.attention import skip_varlen_under_compile
 from ..nn.int8 import is_int8, quantize_linear_int8
 from .checkpoint import save
 from .config import EncoderConfig
@@ -63,6 +64,7 @@ class PreTrainedModel(nn.Module):
         blocks = [m for m in self.modules() if getattr(type(m), "compile_unit", False)]
         if not blocks:
             raise ValueError(f"{type(self).__name__} has no blocks to compile")
+        skip_varlen_under_compile()
         for block in blocks:
             block.compile(dynamic=None, options={"freezing": inference})
         return self

@@ -157,7 +157,8 @@ class MultiHeadSelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if padding.offsets is not None and not need_weights:  # packed rows in, packed rows out
             q, k, v = fused.linear(self.qkv, x).view(-1, 3, N, D).unbind(1)  # each (M', N, D)
-            y = varlen_attention(q, k, v, padding.offsets, padding.longest, p, padding.bounds)  # (M', N, D)
+            attend = _compiled_skips or varlen_attention
+            y = attend(q, k, v, padding.offsets, padding.longest, p, padding.bounds)  # (M', N, D)
             return fused.linear(self.out, y.reshape(-1, N * D), residual=residual), None
         qkv = padding.spread(fused.linear(self.qkv, x))  # (B, T, 3H)
         q, k, v = qkv.view(B, T, 3, N, D).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
@@ -230,7 +231,18 @@ class MultiHeadCrossAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(B, T, N * D)), (probs if need_weights else None)
 
 
-@torch.compiler.disable  # a compiled block runs this eagerly: the jagged shapes change every batch
+_compiled_skips = None  # varlen_attention as a compiled block calls it: set by `skip_varlen_under_compile`
+
+
+def skip_varlen_under_compile() -> None:
+    """Make compiled blocks run `varlen_attention` eagerly (its jagged shapes change every batch). Called by
+    PreTrainedModel.compile_blocks rather than decorating the function: torch.compiler.disable imports
+    torch._dynamo, seconds at every command's start that only compiling needs."""
+    global _compiled_skips
+    if _compiled_skips is None:
+        _compiled_skips = torch.compiler.disable(varlen_attention)
+
+
 def varlen_attention(
     q: torch.Tensor,
     k: torch.Tensor,
