@@ -140,6 +140,7 @@ def _unread(args) -> list[tuple[tuple[str, ...], str]]:
     command = args.command
     groups: list[tuple[tuple[str, ...], str]] = []
     if command == "finetune":
+        _check_grid_only(args)  # its own message: what a single run does instead
         if args.method == "probe":
             groups.append((TRAINED, "the methods that train the encoder (--method head, prompt, setfit)"))
         if args.method in ("probe", "setfit"):
@@ -160,7 +161,7 @@ def _unread(args) -> list[tuple[tuple[str, ...], str]]:
             groups.append((("text_column", "pair_column", "label_column"), "--data"))
     if command == "baseline" and args.optimizer != "adam":
         groups.append((("seed",), "--optimizer adam (L-BFGS is deterministic)"))
-    if command == "attention" and Path(args.out).suffix.lower() == ".html":
+    if command == "attention" and Path(args.out).suffix == ".html":  # as viz.write_attention tells them apart
         groups.append((("layer", "head"), "a PNG --out (the HTML page shows every layer and head)"))
     if command == "serve":
         if args.max_batch_requests == 1:
@@ -225,7 +226,7 @@ def _command_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentP
         parser = sub.choices[getattr(args, sub.dest)]
 
 
-def refuse_unread(parser: argparse.ArgumentParser, args) -> None:
+def check_modes(parser: argparse.ArgumentParser, args) -> None:
     """An OptionError naming every option given on this command line that its mode does not read, and the
     runs that do read it, before the command reads or writes anything."""
     actions = {a.dest: a for a in _command_parser(parser, args)._actions if not isinstance(a, OldFlag)}
@@ -266,7 +267,6 @@ def _finetune_grid(options, args) -> int:
 def _finetune(args) -> int:
     from .tasks.finetune import FinetuneOptions
 
-    _check_grid_only(args)
     options = from_args(FinetuneOptions, args, columns=_columns(args))
     if args.grid:
         return _finetune_grid(options, args)
@@ -847,7 +847,7 @@ def main(argv: list[str] | None = None) -> int:
     args.started = started
     try:
         with plain_warnings(f"bertology {args.command}"):
-            refuse_unread(parser, args)
+            check_modes(parser, args)
             return int(args.func(args) or 0)
     except OSError as e:  # missing, unreadable or unwritable files, a full disk: the message names the file
         print(f"bertology {args.command}: error: {e}", file=sys.stderr)
