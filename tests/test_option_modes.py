@@ -76,6 +76,8 @@ MODES = {
         "--time-budget": ["--time-budget", "5"],
         "held-out text": [],
         "--heldout 0": ["--heldout", "0"],
+        "text files": [],
+        "--text-column": ["--text-column", "text"],
         "a tokenizer trained on the corpus": [],
         "--tokenizer": ["--tokenizer", "{d}/tokenizer.json"],
         "a preset": [],
@@ -88,6 +90,8 @@ MODES = {
         "--time-budget": ["--time-budget", "5"],
         "held-out text": [],
         "--heldout 0": ["--heldout", "0"],
+        "text files": [],
+        "--text-column": ["--text-column", "text"],
     },
     "finetune": {
         "a single run": [],
@@ -129,6 +133,7 @@ MODES = {
         "--algorithm cbow": [],
         "--algorithm skipgram": ["--algorithm", "skipgram"],
         "--algorithm glove": ["--algorithm", "glove"],
+        "--negative 0": ["--negative", "0", "--hs"],
         "text": [],
         "--items": ["--items"],
         "--graph": ["--graph", "--p", "2"],
@@ -150,11 +155,12 @@ SWITCHES = {
 
 OBJECTIVES = ("--objective mlm+nsp", "--objective mlm+sop", "--objective mlm", "--objective rtd")
 SENTENCE = ("--objective simcse", "--objective tsdae")
-TIMED = {
+CORPUS_JOB = {
     "--warmup": [Only(("--warmup", "7"), ("--time-budget",), "runs without --time-budget")],
     "--budget-warmup": [Only(("--budget-warmup", "0.2"), ("steps",), "--time-budget")],
     "--eval-every": [Only(("--eval-every", "5"), ("--heldout 0",), "--heldout above 0")],
     "--eval-batches": [Only(("--eval-batches", "2"), ("--heldout 0",), "--heldout above 0")],
+    "--format": [Only(("--format", "raw"), ("--text-column",), "text corpora")],
 }
 
 
@@ -223,7 +229,7 @@ DECLARED: dict[str, dict[str, object]] = {
         "--init": EVERY,
         "--init-generator": [Only(("--init-generator", "{d}/generator"), ("a preset",), "needs --init DIR")],
         "--extend-vocab": [Only(("--extend-vocab", "10"), ("a preset",), "needs --init DIR")],
-        **TIMED,
+        **CORPUS_JOB,
         "--save-every": EVERY,
         "--keep-checkpoints": EVERY,
         "--log-every": EVERY,
@@ -234,7 +240,6 @@ DECLARED: dict[str, dict[str, object]] = {
         "--device": EVERY,
         "--precision": EVERY,
         "--report-to": EVERY,
-        "--format": EVERY,  # lines or raw: how a text file's lines make documents (a table's rows are its documents)
         "--text-column": EVERY,
         "--steps": EVERY,  # with --time-budget a cap
         "--batch-size": EVERY,
@@ -272,7 +277,7 @@ DECLARED: dict[str, dict[str, object]] = {
         "--masking": [Only(("--masking", "smoothed"), ("--target sentence",), "--target tokens")],
         "--teacher-precision": EVERY,
         "--heldout": EVERY,
-        **TIMED,
+        **CORPUS_JOB,
         **{
             flag: EVERY
             for flag in (
@@ -286,7 +291,6 @@ DECLARED: dict[str, dict[str, object]] = {
                 "--device",
                 "--precision",
                 "--report-to",
-                "--format",
                 "--text-column",
                 "--steps",
                 "--batch-size",
@@ -526,12 +530,15 @@ DECLARED: dict[str, dict[str, object]] = {
             for flag, give in (
                 ("--hs", ("--hs",)),
                 ("--negative", ("--negative", "3")),
-                ("--ns-exponent", ("--ns-exponent", "0.5")),
                 ("--sample", ("--sample", "0.01")),
                 ("--alpha", ("--alpha", "0.05")),
                 ("--min-alpha", ("--min-alpha", "0.001")),
             )
         },
+        "--ns-exponent": [
+            Only(("--ns-exponent", "0.5"), ("--algorithm glove",), "word2vec (--algorithm cbow or skipgram)"),
+            Only(("--ns-exponent", "0.5"), ("--negative 0",), "--negative above 0"),
+        ],
         "--cbow-sum": [Only(("--cbow-sum",), ("--algorithm skipgram", "--algorithm glove"), "--algorithm cbow")],
         **{
             flag: [Only((flag, value), ("--algorithm cbow", "--algorithm skipgram"), "--algorithm glove")]

@@ -152,6 +152,8 @@ def _unread(args) -> list[tuple[tuple[str, ...], str]]:
             groups.append((("warmup",), "runs without --time-budget (its warmup is --budget-warmup's share)"))
         if args.heldout == 0:
             groups.append((("eval_every", "eval_batches"), "runs with held-out text (--heldout above 0)"))
+        if args.text_column is not None:  # a table's rows are staged as documents in the lines format
+            groups.append((("format",), "text corpora (without --text-column: a table's rows are its documents)"))
     if command == "pretrain" and args.tokenizer and not args.init:  # --init's checkpoint refuses it itself
         groups.append((("vocab_size",), "a tokenizer trained on the corpus (without --tokenizer)"))
     if command == "predict":
@@ -201,6 +203,8 @@ def _wordvec_unread(args) -> list[tuple[tuple[str, ...], str]]:
         )
     else:
         groups.append((("x_max", "power", "eta"), "--algorithm glove"))
+        if args.negative == 0:
+            groups.append((("ns_exponent",), "negative sampling (--negative above 0)"))
     if algorithm != "cbow":
         groups.append((("cbow_sum",), "--algorithm cbow"))
     if not graph:
