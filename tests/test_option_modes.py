@@ -275,6 +275,7 @@ DECLARED: dict[str, dict[str, object]] = {
         "--temperature": [Only(("--temperature", "3"), ("--target sentence",), "--target tokens")],
         "--ce-over": [Only(("--ce-over", "all"), ("--target sentence",), "--target tokens")],
         "--masking": [Only(("--masking", "smoothed"), ("--target sentence",), "--target tokens")],
+        "--mlm-probability": [Only(("--mlm-probability", "0.2"), ("--target sentence",), "--alpha-mlm above 0")],
         "--teacher-precision": EVERY,
         "--heldout": EVERY,
         **CORPUS_JOB,
@@ -301,7 +302,6 @@ DECLARED: dict[str, dict[str, object]] = {
                 "--max-grad-norm",
                 "--dropout",
                 "--bf16",
-                "--mlm-probability",  # the student's MLM (sentence: with --alpha-mlm)
                 "--seed",
                 "--resume",
                 "--overwrite",

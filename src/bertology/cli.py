@@ -154,6 +154,8 @@ def _unread(args) -> list[tuple[tuple[str, ...], str]]:
             groups.append((("eval_every", "eval_batches"), "runs with held-out text (--heldout above 0)"))
         if args.text_column is not None:  # a table's rows are staged as documents in the lines format
             groups.append((("format",), "text corpora (without --text-column: a table's rows are its documents)"))
+    if command == "distill" and args.target == "sentence" and not args.alpha_mlm:  # no student MLM, no masks
+        groups.append((("mlm_probability",), "--target tokens and a sentence student's MLM (--alpha-mlm above 0)"))
     if command == "pretrain" and args.tokenizer and not args.init:  # --init's checkpoint refuses it itself
         groups.append((("vocab_size",), "a tokenizer trained on the corpus (without --tokenizer)"))
     if command == "predict":
