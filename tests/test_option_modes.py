@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from bertology.cli import _subcommands, build_parser, main
 from bertology.options import OldFlag
@@ -29,6 +30,7 @@ class Only:
     give: tuple[str, ...]
     unread_in: tuple[str, ...]
     said: str
+    gpu: bool = False  # the modes are a GPU's: walked where there is one
 
 
 # each command's command line (the mode its options are declared against) and its modes: a mode is the words
@@ -127,6 +129,7 @@ MODES = {
         "--api-key": ["--host", "0.0.0.0", "--api-key", "k" * 32],
         "dynamic batching": [],
         "--max-batch-requests 1": ["--max-batch-requests", "1"],
+        "--device cuda": ["--device", "cuda"],
     },
     "export": {"--format onnx": [], "--format sentence-transformers": ["--format", "sentence-transformers"]},
     "wordvec train": {
@@ -481,8 +484,6 @@ DECLARED: dict[str, dict[str, object]] = {
                 "--max-client-batch-size",
                 "--max-concurrent-requests",
                 "--max-body-bytes",
-                "--bf16",
-                "--int8",
                 "--device",
                 "--compile",
                 "--quiet",
@@ -492,6 +493,8 @@ DECLARED: dict[str, dict[str, object]] = {
                 "--shutdown-grace",
             )
         },
+        "--bf16": [Only(("--bf16",), ("--device cuda",), "read by the CPU", gpu=True)],
+        "--int8": [Only(("--int8",), ("--device cuda",), "is for the CPU", gpu=True)],
         "--max-wait-ms": [Only(("--max-wait-ms", "5"), ("--max-batch-requests 1",), "dynamic batching")],
         "--allow-anonymous": [
             Only(("--allow-anonymous",), ("loopback",), "a --host other machines can reach"),
@@ -629,7 +632,10 @@ def _cases():
             for only in declared:
                 for mode in only.unread_in:
                     assert mode in MODES[command], f"{command} {flag}: no mode {mode!r}"
-                    yield pytest.param(command, flag, mode, only, id=f"{command} {' '.join(only.give)} [{mode}]")
+                    gpu = pytest.mark.skipif(only.gpu and not torch.cuda.is_available(), reason="a GPU's mode")
+                    yield pytest.param(
+                        command, flag, mode, only, id=f"{command} {' '.join(only.give)} [{mode}]", marks=gpu
+                    )
 
 
 def _line(command: str, mode: str, give: tuple[str, ...], d) -> list[str]:

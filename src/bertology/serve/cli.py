@@ -45,6 +45,11 @@ def _serve(args) -> int:
     device = resolve_device(options.device, notes.append)
     if options.int8 and device.type != "cpu":
         raise ValueError(f"--int8 is for the CPU; the model would run on {device} (pass --device cpu)")
+    if options.bf16 and device.type != "cpu":  # the engine would drop it: no option is silently ignored
+        raise ValueError(
+            f"--bf16: read by the CPU alone (--device cpu); on {device} every forward pass runs under autocast "
+            "already, so leave --bf16 out"
+        )
     engine = Engine.load(
         options.model,
         options.tokenizer,
