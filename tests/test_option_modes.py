@@ -25,7 +25,8 @@ EVERY = "read in every mode"
 @dataclass(frozen=True)
 class Only:
     """The option as given (`give`), the modes of its command (keys of MODES) that do not read it, and the words
-    the refusal names the runs that do read it with."""
+    the refusal names the runs that do read it with (`said`; alternatives separated by |, where checks made at
+    different stages word it differently)."""
 
     give: tuple[str, ...]
     unread_in: tuple[str, ...]
@@ -39,17 +40,7 @@ BASE = {
     "params": ["params", "bert-tiny"],
     "pretrain": ["pretrain", "--family", "bert", "--corpus", "{d}/corpus.txt", "--out", "{d}/out"],
     "distill": ["distill", "--teacher", "{d}/teacher", "--corpus", "{d}/corpus.txt", "--out", "{d}/out"],
-    "finetune": [
-        "finetune",
-        "--model",
-        "bert-tiny",
-        "--task",
-        "classify",
-        "--train",
-        "{d}/train.tsv",
-        "--out",
-        "{d}/out",
-    ],
+    "finetune": [*"finetune --model bert-tiny --task classify".split(), "--train", "{d}/train.tsv", "--out", "{d}/out"],
     "evaluate": ["evaluate", "--model", "{d}/model", "--data", "{d}/train.tsv"],
     "predict": ["predict", "--model", "{d}/model"],
     "baseline": ["baseline", "{d}/train.tsv", "{d}/train.tsv"],
