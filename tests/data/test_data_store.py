@@ -257,9 +257,9 @@ def test_albert_sop_and_whole_word_ngrams(albert_store, unigram):
     assert sorted(b) == ["attention_mask", "input_ids", "labels", "sentence_order_label", "token_type_ids"]
     assert 0.35 < b["sentence_order_label"].float().mean() < 0.65
     assert albert_store.recipe.ngram == 3 and albert_store.recipe.whole_word
-    # whole words: a masked token that continues a word (no ▁, not right after [CLS]/[SEP]) has
-    # the token before it (same word) masked too
-    boundary = {unigram.token_to_id("[CLS]"), unigram.token_to_id("[SEP]")}
+    # whole words: a masked token that continues a word (no ▁, not right after a special token: [CLS],
+    # [SEP], or an <unk> inside a word, which is never masked) has the token before it (same word) masked too
+    boundary = set(albert_store.special_ids.tolist())
     originals = torch.where(b["labels"] != IGNORE_INDEX, b["labels"], b["input_ids"])
     sel = (b["labels"] != IGNORE_INDEX).tolist()
     checked = 0
@@ -355,13 +355,15 @@ def test_errors(tmp_path, wordpiece, bytelevel_bpe, small_corpus):
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta"])
-def test_token_counts_kept_with_the_index_are_the_instances_counts(
+def test_token_counts_kept_with_the_index_are_the_instances_text_counts(
     family, small_corpus, wordpiece, bytelevel_bpe, tmp_path, monkeypatch
 ):
     """The unigram prior's counts, counted once when the index is built (on a corpus large beside
-    its vocabulary: here any, or none), are the counts of the instances' tokens (each pass, packing's repeated
-    ones too; special tokens and padding left out), widened to a larger vocabulary, refused for one
-    too small to hold the ids; an index without them (a small corpus) counts the same from its pieces."""
+    its vocabulary: here any, or none), are the counts of the instances' text, each pass (special
+    tokens and padding left out): for packing exactly the instances' tokens (its repeated passes too),
+    for pairs the training documents' tokens, each pass (a random next segment is text of a document
+    nearby: the instances' own counts are the same distribution); widened to a larger vocabulary,
+    refused for one too small to hold the ids; an index without them (a small corpus) counts the same."""
     import bertology.data.build as build
 
     tok = wordpiece if family == "bert" else bytelevel_bpe
@@ -373,8 +375,23 @@ def test_token_counts_kept_with_the_index_are_the_instances_counts(
     assert "token_counts" in kept.index and "token_counts" not in small.index
     ids = _all_ids(kept).numpy()
     V = int(ids.max()) + 1
-    expected = np.bincount(ids.ravel(), minlength=V + 5)
-    expected[kept.special_ids.numpy()] = 0
+    in_instances = np.bincount(ids.ravel(), minlength=V + 5)
+    in_instances[kept.special_ids.numpy()] = 0
+    if family == "roberta":
+        expected = in_instances
+    else:
+        corpus = kept.corpus
+        text = np.concatenate(
+            [
+                np.asarray(corpus.parts[0].ids[a:b])
+                for a, b in zip(corpus.doc_token_offsets()[:-1], corpus.doc_token_offsets()[1:])
+            ]
+        )
+        expected = 2 * np.bincount(text.astype(np.int64), minlength=V + 5)
+        expected[kept.special_ids.numpy()] = 0
+        p, q = expected / expected.sum(), in_instances / in_instances.sum()
+        # the same distribution up to the draws of the random segments, and about as many tokens
+        assert np.corrcoef(p, q)[0, 1] > 0.98 and 0.9 < in_instances.sum() / expected.sum() < 1.2
     assert expected.sum() > 10_000
     assert np.array_equal(kept.token_counts(V + 5).numpy(), expected)
     assert np.array_equal(small.token_counts(V + 5).numpy(), expected)

@@ -1,6 +1,7 @@
-"""Instances on the fly (data/samples.py, rows.py): the sample index replays instances.py's algorithms
-on sentence lengths, so every row cut from the token store is the row the padded layout wrote out;
-a batch is a pure function of its step; the masking statistics are the recipe's."""
+"""Instances on the fly (data/pairs.py, samples.py, rows.py): the pair index makes each document's pairs
+as instances.create_pair_instances makes them with the document's keyed draws, the packing index replays
+pack_sentences on sentence lengths, so every row cut from the token store is the row the padded layout
+would write out; a batch is a pure function of its step; the masking statistics are the recipe's."""
 
 import random
 
@@ -16,12 +17,10 @@ from bertology.data import (
     create_pair_instances,
     pack_sentences,
     special_tokens,
-    truncate_pair,
 )
 from bertology.data.instances import assemble_pair, assemble_single
-from bertology.data.masking import seeded_generator
-import bertology.data.samples as samples
-from bertology.data.samples import negative_window, pack_spans, pair_spans, truncate_spans
+from bertology.data.pairs import KeyedRandom, document_pairs
+from bertology.data.samples import pack_spans
 from bertology.data.store import InstanceStore
 from bertology.data.tokenized import split_documents
 
@@ -40,33 +39,66 @@ def _span_ids(start: int, length: int) -> list[int]:
 
 @pytest.mark.parametrize("objective", ["nsp", "sop"])
 @pytest.mark.parametrize("seed", range(6))
-def test_pair_spans_are_create_pair_instances(objective, seed):
+@pytest.mark.parametrize("sizes, M, short, window", [((1, 2, 5, 9, 17, 40), 24, 0.3, 3), ((1, 3, 70, 150), 20, 0.5, 1)])
+def test_document_pairs_are_create_pair_instances_with_keyed_draws(objective, seed, sizes, M, short, window):
+    """Every document of every pass, its pairs made by create_pair_instances (the recipe) with the
+    document's KeyedRandom and the streaming negative window, are the pairs document_pairs makes for
+    all documents at once (truncation over many 64-draw words included: sentences of 150 tokens);
+    asked for one pair of each at batch time, it makes that pair alone."""
     g = random.Random(100 + seed)
     docs, offset = [], 0
-    for _ in range(12):  # sentences of 1..40 tokens, some longer than the sequence (cut at tokens)
-        lengths = [g.choice([1, 2, 5, 9, 17, 40]) for _ in range(g.randint(1, 9))]
+    for _ in range(12):
+        lengths = [g.choice(sizes) for _ in range(g.randint(1, 9))]
         docs.append(_document(lengths, offset))
         offset += sum(lengths)
-    size, M, short = 3, 24, 0.3
-    ref_rng, rng = random.Random(seed), random.Random(seed)
-    window = DocumentWindow(size)
-    pending = (cur for d in docs for cur in window.push(d[2]))
-    expected, got = [], []
-    for k, cur in enumerate(_streamed(pending, window)):
-        # the reference: create_pair_instances on Segments, the window as instances.py streams it
-        for p in create_pair_instances(cur, M, short, objective, ref_rng, window if objective == "nsp" else None):
-            expected.append((p.a.ids, p.b.ids, p.label))
+    sent_offsets = np.cumsum([0] + [n for d in docs for n in d[1]])
+    doc_offsets = np.cumsum([0] + [len(d[1]) for d in docs])
+    expected = []
+    for dupe in range(2):
+        stream = DocumentWindow(window)
+        pending = (cur for d in docs for cur in stream.push(d[2]))
+        for k, cur in enumerate(_streamed(pending, stream)):
+            rng, negatives = KeyedRandom(seed, dupe, k), stream if objective == "nsp" else None
+            for p in create_pair_instances(cur, M, short, objective, rng, negatives):
+                expected.append((dupe, k, p.a.ids, p.b.ids, p.label))
+    dupes, positions = np.repeat([0, 1], len(docs)), np.tile(np.arange(len(docs)), 2)
+    kw = dict(max_num_tokens=M, short_seq_prob=short, objective=objective, window=window, seed=seed)
+    got = document_pairs(sent_offsets, doc_offsets, np.arange(len(docs)), dupes, positions, **kw)
+    order = np.argsort(got["job"], kind="stable")
+    made = [
+        (int(dupes[j]), int(positions[j]), _span_ids(a0, a_len), _span_ids(b0, b_len), int(label))
+        for j, a0, a_len, b0, b_len, label in zip(
+            *(got[c][order].tolist() for c in ("job", "a_start", "a_len", "b_start", "b_len", "label"))
+        )
+    ]
+    assert made == expected and len(made) > 10
+    assert {label for *_, label in made} == {0, 1}
+    if max(sizes) > M:
+        assert any(len(a) + len(b) == M for _, _, a, b, _ in made)  # some were truncated
+    # at batch time: pair j of job i alone, in any order, a job asked for twice
+    counts = np.bincount(got["job"], minlength=len(dupes))
+    first = np.cumsum(counts) - counts
+    ask = np.random.default_rng(seed).permutation(np.r_[np.arange(len(made)), [0, len(made) - 1]])
+    job = np.searchsorted(np.cumsum(counts), ask, "right")
+    one = document_pairs(sent_offsets, doc_offsets, np.arange(len(docs)), dupes[job], positions[job],
+                         want=ask - first[job], **kw)  # fmt: skip
+    back = np.argsort(one["job"])
+    assert np.array_equal(one["job"][back], np.arange(len(ask)))
+    for c in ("a_start", "a_len", "b_start", "b_len", "label"):
+        assert np.array_equal(one[c][back], got[c][order][ask])
 
-        def negative(r, k=k):
-            after, before = negative_window(k, len(docs), size)
-            j = r.randrange(after + before)
-            other = docs[k + 1 + j] if j < after else docs[k - before + j - after]
-            return other[0], other[1]
 
-        for a0, a_len, b0, b_len, label in pair_spans(docs[k][0], docs[k][1], M, short, objective, rng, negative):
-            got.append((_span_ids(a0, a_len), _span_ids(b0, b_len), label))
-    assert got == expected and len(got) > 10
-    assert {label for *_, label in got} == {0, 1}
+def test_keyed_draws_are_uniform_and_independent_of_what_came_before():
+    """KeyedRandom: the same (seed, pass, document) the same draws; randrange uniform; the coins
+    (< 0.5, a bit of a word shared by 64 draws) balanced and uncorrelated with their neighbours."""
+    a, b = KeyedRandom(3, 1, 17), KeyedRandom(3, 1, 17)
+    assert [a.random() for _ in range(200)] == [b.random() for _ in range(200)]
+    assert [KeyedRandom(3, 1, 17).random() for _ in range(3)] != [KeyedRandom(3, 2, 17).random() for _ in range(3)]
+    g = KeyedRandom(0, 0, 0)
+    faces = np.bincount([g.randint(1, 6) for _ in range(60_000)], minlength=7)[1:]
+    assert np.all(np.abs(faces / 10_000 - 1) < 0.05)
+    coins = np.array([g.random() < 0.5 for _ in range(64_000)])
+    assert abs(coins.mean() - 0.5) < 0.01 and abs(np.mean(coins[1:] == coins[:-1]) - 0.5) < 0.01
 
 
 @pytest.mark.parametrize("cross", [True, False])
@@ -90,21 +122,22 @@ def test_pack_spans_are_pack_sentences(cross):
 
 
 def _written_rows(store: InstanceStore, doc_ids, tokenizer, seed: int) -> list[tuple]:
-    """What the padded layout wrote for `store`'s recipe: instances.py's pairs / packing over the
-    documents, assembled (ids, token types, word starts, label) per instance, pass after pass."""
+    """What the padded layout would write for `store`'s recipe: instances.py's pairs (each document with
+    its keyed draws) / packing over the documents, assembled (ids, token types, word starts, label) per
+    instance, pass after pass."""
     r, corpus = store.recipe, store.corpus
     sp = special_tokens(tokenizer, r.family)
     out = []
     for dupe in range(r.dupe_factor):
-        rng = random.Random(int(seeded_generator(seed, 1, dupe).initial_seed()))
         if r.pair_task:
             window = DocumentWindow(r.negative_window)
             pending = (cur for d in corpus.documents(doc_ids) for cur in window.push(d))
             nsp = r.pair_task == "nsp"
-            for cur in _streamed(pending, window):
+            for d, cur in zip(doc_ids, _streamed(pending, window)):
                 for p in create_pair_instances(
-                    cur, r.max_seq_length - 3, r.short_seq_prob, r.pair_task, rng, window if nsp else None
-                ):
+                    cur, r.max_seq_length - 3, r.short_seq_prob, r.pair_task, KeyedRandom(seed, dupe, d),
+                    window if nsp else None,
+                ):  # fmt: skip
                     out.append((*assemble_pair(p, sp), p.label))
         else:
             for s in pack_sentences(
@@ -206,57 +239,15 @@ def test_the_index_is_small_beside_the_token_store(small_corpus, wordpiece, tmp_
     assert index < 0.05 * tokens and index < padded / 50
 
 
-def test_truncate_spans_is_truncate_pair():
-    g = random.Random(0)
-    for _ in range(3000):
-        a, b, M, seed = g.randint(1, 60), g.randint(1, 60), g.randint(2, 70), g.randint(0, 10**9)
-        sa, sb = Segment(_span_ids(100, a), [True] * a), Segment(_span_ids(500, b), [True] * b)
-        ref, rng = random.Random(seed), random.Random(seed)
-        truncate_pair(sa, sb, M, ref)
-        a0, a_len, b0, b_len, _ = truncate_spans((100, a, 500, b, 0), M, rng)
-        assert (_span_ids(a0, a_len), _span_ids(b0, b_len)) == (sa.ids, sb.ids)
-        assert ref.random() == rng.random()  # as many draws made
+def test_the_pair_index_on_worker_processes_is_the_index_made_here(small_corpus, wordpiece, tmp_path, monkeypatch):
+    import bertology.data.pairs as pairs
 
-
-def test_passes_on_worker_processes_are_the_passes_in_turn(small_corpus, wordpiece, tmp_path, monkeypatch):
-    monkeypatch.setattr(samples, "PARALLEL_MIN_DOCS", 1)
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_DOCS", 1)
+    monkeypatch.setattr(pairs, "BLOCK", 3)  # several blocks a pass
     kw = dict(max_seq_length=64, dupe_factor=3, seed=4, show_progress=False)
     one = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "a", workers=1, **kw)
     two = build_instances([small_corpus], wordpiece, "bert", cache_dir=tmp_path / "b", workers=2, **kw)
     assert sorted(one.meta["arrays"]) == sorted(two.meta["arrays"])
     for name in one.meta["arrays"]:
         assert (one.dir / f"{name}.bin").read_bytes() == (two.dir / f"{name}.bin").read_bytes()
-
-
-@pytest.mark.parametrize("wide", [False, True])
-def test_compact_pairs_reads_back_every_start_and_label(wide):
-    """The pair index as kept (A's starts as offsets from a block's base, the far ones listed, labels
-    as bits) gives back build_index's starts and labels, in any order: passes that restart within a
-    block, long gaps (held-out documents, one long sentence), starts past 2^32 tokens."""
-    from bertology.data.samples import OFFSET_BLOCK, compact_pairs, pair_labels, piece_starts
-
-    g = np.random.default_rng(0)
-    passes = []
-    for _ in range(3):  # each pass's A starts grow, by a few hundred tokens or now and then by far more
-        steps = np.where(g.random(700) < 0.002, g.integers(70_000, 900_000, 700), g.integers(0, 400, 700))
-        passes.append(np.cumsum(steps) + (1 << 33 if wide else 0))
-    a = np.concatenate(passes)
-    b = np.where(g.random(len(a)) < 0.5, a + g.integers(1, 200, len(a)), g.integers(0, int(a.max()), len(a)))
-    dtype = np.int64 if wide else np.uint32
-    if not wide:
-        a, b = a % (1 << 32), b % (1 << 32)
-    plain = {
-        "piece_start": np.stack([a, b], 1).ravel().astype(dtype),
-        "piece_len": g.integers(1, 120, 2 * len(a)).astype(np.uint8),
-        "label": g.integers(0, 2, len(a)).astype(np.int8),
-    }
-    kept = compact_pairs(plain)
-    assert len(kept["a_far"]) > 3 and len(kept["a_base"]) == -(-len(a) // OFFSET_BLOCK)
-    order = g.permutation(2 * len(a))
-    assert np.array_equal(piece_starts(kept, order), plain["piece_start"][order].astype(np.int64))
-    assert np.array_equal(pair_labels(kept, order // 2), plain["label"][order // 2])
-    assert sum(v.nbytes for v in kept.values()) < 0.85 * sum(v.nbytes for v in plain.values())
-    scattered = dict(plain, piece_start=(plain["piece_start"].astype(np.int64) * 1000).astype(np.int64))
-    kept = compact_pairs(scattered)  # offsets would not fit: A's starts kept as they are
-    assert "a_start" in kept and "a_offset" not in kept
-    assert np.array_equal(piece_starts(kept, order), scattered["piece_start"][order])
+    assert len(one) == int(np.asarray(one.index["pair_count"], np.int64).sum()) > 0

@@ -17,8 +17,10 @@ API
 - Token store (tokenstore.py): each corpus file tokenized once by worker processes into uint16 /
   uint32 ids, word-start bits and sentence / document offsets, keyed by the tokenizer.json hash and
   the file's fingerprint (under the cache directory or $BERTOLOGY_TOKEN_CACHE, shared by every run).
-- Sample index (samples.py): instances as spans of the token store (`pair_spans`, `pack_spans`,
-  `build_index`), replaying instances.py's algorithms on sentence lengths; rows cut at batch time (rows.py).
+- Pair index (pairs.py): a count of pairs per (pass, document); each document's pairs drawn from its
+  own keyed stream (`KeyedRandom`: create_pair_instances with it makes the same pairs as the vectorised
+  `document_pairs`), made again at batch time. Packing index (samples.py): sequences as spans of the
+  token store (`pack_spans`, `build_index`); rows cut at batch time (rows.py).
 - `InstanceStore` (store.py; built by build.py): `num_instances` / `len()`, `rows(indices)` (unmasked, with word starts and
   pair labels), `batch(step, batch_size, seed=None, rank=0, world_size=1)` -> dict of tensors
   named as the models' keyword arguments (input_ids, attention_mask, token_type_ids except

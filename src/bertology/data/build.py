@@ -22,8 +22,9 @@ from .corpus import check_files
 from .instances import special_tokens
 from .masker import Masker
 from .recipe import Recipe
-from .samples import build_index, compact_pairs
-from .store import LAYOUT, InstanceStore, piece_token_counts
+from .pairs import pair_index
+from .samples import build_index
+from .store import LAYOUT, InstanceStore
 from .tokenized import check_nsp_split, split_documents, tokenize_corpus
 from .tokenstore import default_workers, token_cache_root
 
@@ -100,7 +101,7 @@ def build_store(
 ) -> InstanceStore:
     """The instance store of `recipe` (train, and `.heldout` when documents are held out). Token
     stores and sample indices go to `cache_dir`, or to $BERTOLOGY_TOKEN_CACHE when set (tokenstore.py);
-    `workers`: tokenizing processes (None: every core)."""
+    `workers`: tokenizing and pair-index processes (None: every core)."""
     files = check_files(files)
     specials = special_tokens(tokenizer, recipe.family)
     if seed < 0:
@@ -133,29 +134,30 @@ def build_store(
         )  # fmt: skip
 
         def build(tmp: Path) -> dict:
-            index = build_index(
-                corpus, doc_ids, r, seed, show_progress, f"{PART_NAMES[part]} instances", workers or default_workers()
-            )
-            indexed = len(index["label"]) if "label" in index else len(index["first_piece"]) - 1
+            desc = f"{PART_NAMES[part]} instances"
+            if r.pair_task:  # a count of pairs per (pass, document): pairs are made again at batch time
+                index = pair_index(corpus, doc_ids, r, seed, show_progress, desc, workers or default_workers())
+                indexed = total = int(np.asarray(index["pair_count"], np.int64).sum())
+            else:  # packing: one pass of spans, repeated
+                index = build_index(corpus, doc_ids, r, show_progress, desc)
+                indexed = len(index["first_piece"]) - 1
+                total = indexed * r.dupe_factor
             if indexed == 0:
                 raise ValueError(
                     f"corpus file(s) {where} are too small: {len(doc_ids)} document(s), "
                     f"{corpus.num_tokens} tokens make no {r.packing} instance of max_seq_length={r.max_seq_length}"
                 )
-            # the unigram prior's counts, here once (a pass over the token store) instead of in every run,
-            # where the corpus is large beside the vocabulary (on a small one counting is quick, and a
-            # count per id would outweigh the index)
+            # the unigram prior's counts (the part's documents, each pass), here once instead of in every run,
+            # where the corpus is large beside the vocabulary (on a small one counting is quick, and a count
+            # per id would outweigh the index)
             n_ids = max(tokenizer.get_vocab().values()) + 1
             if corpus.num_tokens >= KEEP_COUNTS_TOKENS_PER_ID * n_ids:
-                counts = piece_token_counts(corpus, index, 1 if "label" in index else r.dupe_factor, n_ids)
+                counts = corpus.token_counts(n_ids, doc_ids).numpy() * r.dupe_factor
                 index["token_counts"] = counts.astype(np.uint32) if counts.max() < 1 << 32 else counts
-            if "label" in index:
-                index = {**compact_pairs(index), **{k: v for k, v in index.items() if k == "token_counts"}}
             arrays = {}
             for name, a in index.items():
                 a.tofile(tmp / f"{name}.bin")
                 arrays[name] = {"dtype": a.dtype.name, "shape": list(a.shape)}
-            total = indexed if "label_bits" in index else indexed * r.dupe_factor  # packing: one pass repeated
             return {
                 **common,
                 "arrays": arrays,

@@ -11,9 +11,10 @@ Pipeline (memory is bounded by the batch, not the corpus):
 2. Hold out (`tokenized.split_documents`): whole documents set aside BEFORE any instance is made,
    so no held-out sentence ever appears in a training instance (not even as an NSP negative).
    They get their own index, `store.heldout`, from the same token store (no second pass).
-3. The sample index (samples.py), dupe_factor passes over the documents, each with its own
-   random.Random: segment pairs (NSP / SOP) or packed sequences (RoBERTa) as spans of the token
-   store, with their pair labels: a few bytes an instance, no padded copies.
+3. The sample index, dupe_factor passes over the documents: for segment pairs (NSP / SOP, pairs.py)
+   only how many pairs each document gives in each pass (each document of each pass draws from its
+   own keyed stream, so a pair is made again at batch time from (seed, pass, document)); for packed
+   sequences (RoBERTa, samples.py) one pass of spans of the token store. No padded copies.
 4. Rows are cut from the token store for each batch (rows.py) and masked by the store's `Masker`
    (masker.py; static, dynamic or smoothed), the only place masks are made.
 
@@ -43,18 +44,13 @@ from .instances import SpecialTokens
 from .masker import Masker
 from .recipe import Recipe
 from .rows import cut_rows, piece_table
-from .samples import pair_labels, piece_starts
+from .pairs import PairIndex
+from .samples import piece_starts
 from .tokenized import TokenizedCorpus
 
-LAYOUT = 4  # 4: pairs' A starts as block offsets, labels as bits (3: plain spans; 2: padded rows; 1: static masks)
-
-
-def piece_token_counts(corpus: TokenizedCorpus, index: dict, repeat: int, vocab_size: int) -> np.ndarray:
-    """How often each id occurs in the pieces of a sample index (V,) int64, each pass counted
-    `repeat` times (packing's passes repeat the one indexed), special tokens not being in pieces."""
-    lengths = np.asarray(index["piece_len"], dtype=np.int64)
-    start = piece_starts(index, np.arange(len(lengths)))
-    return corpus.span_counts(vocab_size, start, start + lengths) * repeat
+# 5: pairs as a count per (pass, document), made again from keyed draws (4: pair spans as block offsets,
+# labels as bits; 3: plain spans; 2: padded rows; 1: static masks)
+LAYOUT = 5
 
 
 class InstanceStore:
@@ -68,7 +64,7 @@ class InstanceStore:
         self.meta = json.loads(meta_path.read_text())
         if self.meta.get("layout") != LAYOUT:
             raise ValueError(
-                f"{self.dir}: an instance store of an earlier bertology (padded copies of the instances); "
+                f"{self.dir}: an instance store of an earlier bertology (another layout of its index); "
                 "it is a cache: delete the directory and the next run builds it again"
             )
         # the masking half of the recipe is the caller's (the instances do not depend on it)
@@ -81,7 +77,9 @@ class InstanceStore:
         self.masker = masker or Masker(
             self.recipe, self.meta["mask_id"], self.special_ids, torch.tensor(self.meta["random_ids"], dtype=torch.long)
         )
-        self.pairs = "label_bits" in self.index
+        self.pairs = "pair_count" in self.index
+        built = Recipe.from_dict(self.meta["recipe"])  # (the instances' half of the recipe: the index's own)
+        self._pairs = PairIndex(self.index, self.corpus, built, int(self.meta["seed"])) if self.pairs else None
         # instances in the index (one pass for packing, whose passes repeat it: see samples.py)
         self.indexed = int(self.meta["indexed"])
         self.heldout: InstanceStore | None = None
@@ -109,12 +107,21 @@ class InstanceStore:
         return f"InstanceStore({self.num_instances} instances, {self.recipe}, dir={str(self.dir)!r})"
 
     def token_counts(self, vocab_size: int) -> torch.Tensor:
-        """How often each id occurs in the instances (V,), special tokens and padding not counted.
+        """How often each id occurs in the text of the instances (V,), each pass once: the part's documents
+        (a pair's random next segment is text of a document nearby, so pairs are counted by the text they
+        are cut from; packing's sequences are exactly that text), special tokens and padding not counted.
         For the MLM output prior and smoothed masking."""
         stored = self.index.get("token_counts")  # counted when the index was built (build.py)
-        if stored is None:
-            repeat = 1 if self.pairs else self.num_instances // max(1, self.indexed)  # packing's passes
-            counts = piece_token_counts(self.corpus, self.index, repeat, vocab_size)
+        if stored is None:  # counted here: a small corpus (build.py)
+            if self.pairs:
+                passes = len(self.index["pair_count"]) // max(
+                    1, len(self._pairs.doc_ids)
+                )  # the part's documents, each pass
+                counts = self.corpus.token_counts(vocab_size, self._pairs.doc_ids).numpy() * passes
+            else:  # packing's pieces are its documents' tokens, each once a pass
+                passes = self.num_instances // max(1, self.indexed)
+                begins = np.asarray(self.index["piece_start"], np.int64)
+                counts = self.corpus.span_counts(vocab_size, begins, begins + self.index["piece_len"]) * passes
         else:
             stored = np.asarray(stored, dtype=np.int64)
             if stored[vocab_size:].any():
@@ -127,9 +134,10 @@ class InstanceStore:
 
     def lengths(self) -> np.ndarray:
         """(N,) int64: each instance's tokens, special ones included (padding not)."""
-        n = np.asarray(self.index["piece_len"], dtype=np.int64)
         if self.pairs:
-            return n[0::2] + n[1::2] + 3
+            p = self._pairs.all()
+            return p["a_len"] + p["b_len"] + 3
+        n = np.asarray(self.index["piece_len"], dtype=np.int64)
         first = np.asarray(self.index["first_piece"], dtype=np.int64)
         one = np.add.reduceat(n, first[:-1]) + np.diff(first) + 1  # the pieces, a [SEP] after each, [CLS]
         return np.tile(one, self.num_instances // self.indexed)
@@ -159,16 +167,15 @@ class InstanceStore:
         idx = np.asarray(idx, dtype=np.int64)
         if len(idx) and (idx.min() < 0 or idx.max() >= self.num_instances):
             raise IndexError(f"{self.dir}: instance indices must be in [0, {self.num_instances})")
-        row, piece = piece_table(self.index.get("first_piece"), idx % self.indexed, self.pairs)
-        cut = cut_rows(
-            self.corpus,
-            piece_starts(self.index, piece),
-            np.asarray(self.index["piece_len"][piece]),
-            row,
-            len(idx),
-            self.max_seq_length,
-            self.specials,
-        )
+        if self.pairs:  # made again from their keys (pairs.py): A then B, a row each
+            pairs = self._pairs.pairs(idx)
+            row = np.repeat(np.arange(len(idx)), 2)
+            starts = np.stack([pairs["a_start"], pairs["b_start"]], 1).ravel()
+            lengths = np.stack([pairs["a_len"], pairs["b_len"]], 1).ravel()
+        else:
+            row, piece = piece_table(self.index["first_piece"], idx % self.indexed, False)
+            starts, lengths = piece_starts(self.index, piece), np.asarray(self.index["piece_len"][piece])
+        cut = cut_rows(self.corpus, starts, lengths, row, len(idx), self.max_seq_length, self.specials)
         ids = torch.from_numpy(cut["input_ids"])
         attention = torch.arange(ids.shape[1])[None, :] < torch.from_numpy(cut["lengths"])[:, None]
         out = {"input_ids": ids, "attention_mask": attention.long()}
@@ -178,7 +185,7 @@ class InstanceStore:
         if self.recipe.whole_word:
             out["word_start"] = torch.from_numpy(cut["word_start"])
         if self.recipe.pair_label:
-            out[self.recipe.pair_label] = torch.from_numpy(pair_labels(self.index, idx))
+            out[self.recipe.pair_label] = torch.from_numpy(pairs["label"].astype(np.int64))
         return out
 
     def batch(

@@ -100,10 +100,38 @@ class TokenizedCorpus:
         return np.rint(counts).astype(np.int64)
 
     def token_counts(self, vocab_size: int, documents) -> torch.Tensor:
-        """How often each id occurs in `documents` (indices) (V,): one pass over the corpus."""
-        docs = np.fromiter(documents, dtype=np.int64)
+        """How often each id occurs in `documents` (distinct indices) (V,): the ids of their token
+        ranges counted a chunk at a time; for most of the corpus, every id less the other documents'."""
+        docs = np.unique(np.fromiter(documents, dtype=np.int64))
+        if 2 * len(docs) > self.num_documents:
+            others = np.setdiff1d(np.arange(self.num_documents), docs, assume_unique=True)
+            counts = self._range_counts(vocab_size, [(0, self.num_tokens)]) - self._docs_counts(vocab_size, others)
+        else:
+            counts = self._docs_counts(vocab_size, docs)
+        return torch.from_numpy(counts)
+
+    def _docs_counts(self, vocab_size: int, docs: np.ndarray) -> np.ndarray:
+        """Id counts of sorted distinct documents `docs`, runs of consecutive documents read as one range."""
         offsets = self.doc_token_offsets()
-        return torch.from_numpy(self.span_counts(vocab_size, offsets[docs], offsets[docs + 1]))
+        if len(docs) == 0:
+            return np.zeros(vocab_size, np.int64)
+        breaks = np.flatnonzero(np.diff(docs) != 1) + 1
+        first, last = docs[np.r_[0, breaks]], docs[np.r_[breaks - 1, len(docs) - 1]]
+        return self._range_counts(vocab_size, zip(offsets[first].tolist(), offsets[last + 1].tolist()))
+
+    def _range_counts(self, vocab_size: int, ranges) -> np.ndarray:
+        """Id counts of the global token ranges [lo, hi), _COUNT_CHUNK ids at a time."""
+        counts = np.zeros(vocab_size, np.int64)
+        for lo, hi in ranges:
+            for k, p in enumerate(self.parts):
+                base = int(self.token_base[k])
+                a, b = max(lo, base) - base, min(hi, base + p.num_tokens) - base
+                for c0 in range(a, b, _COUNT_CHUNK):
+                    ids = np.asarray(p.ids[c0 : min(c0 + _COUNT_CHUNK, b)], dtype=np.intp)
+                    if len(ids) and ids.max() >= vocab_size:
+                        raise ValueError(f"{p.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
+                    counts += np.bincount(ids, minlength=vocab_size)
+        return counts
 
     def sentence_lengths(self, d: int) -> np.ndarray:
         s0, s1 = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
