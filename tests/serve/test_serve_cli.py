@@ -86,3 +86,22 @@ def test_device_cuda_without_a_gpu_fails_before_the_port_is_held(checkpoints, ca
         pass
     assert main(["serve", "--model", str(checkpoints["backbone"]), "--device", "tpu"]) == 2
     assert "--device 'tpu': must be auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "before, torch_first, capacity", [(None, False, "16"), ("1024", False, "1024"), (None, True, None)]
+)
+def test_serve_bounds_onednn_primitive_cache_unless_told_otherwise(before, torch_first, capacity):
+    """Every batch is a new shape for oneDNN (the packed rows differ), so its default cache of 1,024
+    primitives grew the server's RSS through a soak; serve caps it before torch loads, keeps a capacity the
+    user set, and leaves a process that loaded torch already alone (oneDNN would not read it now)."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"{'import torch' if torch_first else ''}\nfrom bertology.serve.cli import bound_primitive_cache\n"
+    code += "bound_primitive_cache()\nimport os\nprint(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))"
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    env |= {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": before} if before else {}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(capacity)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 
 from ..options import add_arguments, from_args
 from .guard import ENV_KEY, is_loopback
@@ -24,7 +25,21 @@ def _listen(host: str, port: int) -> socket.socket:
         raise OSError(f"--host {host} --port {port}: cannot listen there ({e.strerror or e})") from None
 
 
+# oneDNN primitives a server keeps for shapes it saw (oneDNN's default: 1,024). Every batch packs another
+# number of real tokens, so nearly every batch is a new shape: the default cache grew a server's RSS for as
+# long as new shapes came (docs/serving.md, "Soak"), a small one keeps it flat and the last few shapes warm.
+PRIMITIVE_CACHE = 16
+
+
+def bound_primitive_cache() -> None:
+    """Cap oneDNN's primitive cache at PRIMITIVE_CACHE, before torch loads (oneDNN reads it once); a
+    capacity the user set is kept."""
+    if "torch" not in sys.modules:
+        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(PRIMITIVE_CACHE))
+
+
 def _serve(args) -> int:
+    bound_primitive_cache()
     options = from_args(
         ServeOptions, args, api_key=args.api_key if args.api_key is not None else os.environ.get(ENV_KEY)
     )
