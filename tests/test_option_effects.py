@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bertology.cli import main
-from test_option_modes import DECLARED, EVERY, PARSERS, _options
+from test_option_modes import DECLARED, EVERY, MODES, PARSERS, _options
 
 pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
 
@@ -33,7 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {
     "params": ((), {"PRESET_OR_CONFIG": ["bert-tiny"]}),
     "pretrain": (
-        ("--objective mlm+nsp", "steps", "held-out text", "text files", "a tokenizer trained on the corpus", "a preset"),
+        (
+            "--objective mlm+nsp",
+            "steps",
+            "held-out text",
+            "text files",
+            "a tokenizer trained on the corpus",
+            "a preset",
+        ),
         {
             "--family": ["bert"],
             "--preset": ["tiny"],
@@ -122,27 +129,29 @@ EXEMPT: dict[str, dict[str, str]] = {
         "--quiet": "drops the progress lines on stderr only (stdout and files as they were)",
         "--compile": "speed only (torch.compile), and seconds of compiling",
         "--device": "one device here: auto is the CPU (GPU runs: tests marked gpu)",
-        "--resume": "acts on an earlier, interrupted run in --out (tests/train/ resume tests)",
+        "--resume": "acts on an earlier, interrupted run in --out (tests/train/test_resume_options.py, test_resume_finished.py)",
         "--overwrite": "acts on an earlier run in --out; into a fresh --out it has nothing to replace",
-        "--time-budget": "wall time: the steps it allows differ from run to run (tests/train/ budget tests)",
-        "--text-column": "the switch to a table corpus: its effect is the table itself (tests/test_tables.py)",
+        "--time-budget": "wall time: the steps it allows differ from run to run (tests/train/test_command_budget.py)",
+        "--text-column": "the switch to a table corpus: on this text corpus it is refused (no table format in .txt), and a table "
+        "is another input, not this option's effect (tests/test_tables.py)",
     },
     "distill": {
         "--out": "where the files go: each run of this test has its own, and the comparison reads it",
         "--quiet": "drops the progress lines on stderr only (stdout and files as they were)",
         "--compile": "speed only (torch.compile), and seconds of compiling",
         "--device": "one device here: auto is the CPU (GPU runs: tests marked gpu)",
-        "--resume": "acts on an earlier, interrupted run in --out (tests/train/ resume tests)",
+        "--resume": "acts on an earlier, interrupted run in --out (tests/train/test_resume_options.py, test_resume_finished.py)",
         "--overwrite": "acts on an earlier run in --out; into a fresh --out it has nothing to replace",
-        "--time-budget": "wall time: the steps it allows differ from run to run (tests/train/ budget tests)",
-        "--text-column": "the switch to a table corpus: its effect is the table itself (tests/test_tables.py)",
+        "--time-budget": "wall time: the steps it allows differ from run to run (tests/train/test_command_budget.py)",
+        "--text-column": "the switch to a table corpus: on this text corpus it is refused (no table format in .txt), and a table "
+        "is another input, not this option's effect (tests/test_tables.py)",
     },
     "finetune": {
         "--out": "where the files go: each run of this test has its own, and the comparison reads it",
         "--quiet": "drops the progress lines on stderr only (stdout and files as they were)",
         "--compile": "speed only (torch.compile), and seconds of compiling",
         "--device": "one device here: auto is the CPU (GPU runs: tests marked gpu)",
-        "--resume": "acts on an earlier, interrupted run in --out (tests/tasks/ resume tests)",
+        "--resume": "acts on an earlier, interrupted run in --out (tests/tasks/test_tasks_finetune.py)",
         "--overwrite": "acts on an earlier run in --out; into a fresh --out it has nothing to replace",
         "--grid": "the switch to the grid mode, several runs and a --test file (tests/tasks/test_tasks_grid.py)",
     },
@@ -176,6 +185,15 @@ REFUSED: dict[str, dict[str, tuple[list[str], str]]] = {
         "--deletion-ratio": (["0.3"], "tsdae option"),  # read by --objective tsdae alone
         # mlm+nsp reads segment pairs only ('pairs', its default): the other packings are mlm's, rtd's …
         "--packing": (["full-sentences"], "packing 'full-sentences'"),
+    },
+}
+
+# options read but changing nothing: defects found by this test, left to the code that owns them (strict xfails,
+# so that the fix fails here until its line goes)
+FINDINGS: dict[str, dict[str, str]] = {
+    "distill": {
+        "--eval-batches": "distill never scores its held-out text unless --eval-every is given (train/distill.py "
+        "lacks pretrain's default_eval_every): --heldout only takes text away, --eval-batches changes nothing",
     },
 }
 
@@ -220,7 +238,7 @@ OVERRIDES: dict[str, dict[str, tuple[list[str], dict[str, list[str] | None]]]] =
         "--model": (["{d}/pretrained2"], {}),
         "--task": (["pair"], {"--pair-column": ["package"]}),
         "--train": (["{d}/train2.tsv"], {}),
-        "--dev": (["{d}/dev2.tsv"], {}),
+        "--dev": (["{d}/train2.tsv"], {}),  # dev2.tsv has dev.tsv's label counts: a weak model scores both alike
         "--tokenizer": (["{d}/tokenizer2.json"], {}),
         "--patience": (["1"], {"--epochs": ["4"]}),
         "--log-every": (["1"], {}),
@@ -514,7 +532,9 @@ def _cases():
     for command in RUNS:
         for flag in _read(command):
             if flag not in EXEMPT.get(command, {}) and flag not in REFUSED.get(command, {}):
-                yield pytest.param(command, flag, id=f"{command} {flag}")
+                found = FINDINGS.get(command, {}).get(flag)
+                marks = [pytest.mark.xfail(strict=True, reason=found)] if found else []
+                yield pytest.param(command, flag, id=f"{command} {flag}", marks=marks)
 
 
 def test_every_command_is_run_or_said_why_not():
@@ -523,13 +543,13 @@ def test_every_command_is_run_or_said_why_not():
 
 def test_exemptions_and_overrides_name_options_the_run_reads():
     """So that neither list rots: an option renamed, removed or no longer read by the baseline's modes fails."""
-    for table in (EXEMPT, OVERRIDES, REFUSED):
+    for table in (EXEMPT, OVERRIDES, REFUSED, FINDINGS):
         for command, flags in table.items():
             stale = set(flags) - set(_read(command))
             assert not stale, f"bertology {command}: {sorted(stale)} are not options its baseline's modes read"
     for command, (modes, words) in RUNS.items():
         assert set(words) <= set(_options(PARSERS[command])), command
-        assert not set(modes) - set(__import__("test_option_modes").MODES.get(command, {})), command
+        assert not set(modes) - set(MODES.get(command, {})), command
 
 
 @pytest.mark.parametrize("command", list(RUNS))
@@ -549,7 +569,8 @@ def test_an_option_its_mode_reads_changes_what_the_user_sees(inputs, baselines, 
 
 
 @pytest.mark.parametrize(
-    "command, flag", [(command, flag) for command, flags in REFUSED.items() for flag in flags], ids=" ".join
+    "command, flag",
+    [pytest.param(command, flag, id=f"{command} {flag}") for command, flags in REFUSED.items() for flag in flags],
 )
 def test_an_option_declared_read_but_refused_says_so(inputs, tmp_path, capsys, command, flag):
     given, said = REFUSED[command][flag]
