@@ -105,10 +105,22 @@ class TokenizedCorpus:
         docs = np.unique(np.fromiter(documents, dtype=np.int64))
         if 2 * len(docs) > self.num_documents:
             others = np.setdiff1d(np.arange(self.num_documents), docs, assume_unique=True)
-            counts = self._range_counts(vocab_size, [(0, self.num_tokens)]) - self._docs_counts(vocab_size, others)
+            counts = self._all_counts(vocab_size) - self._docs_counts(vocab_size, others)
         else:
             counts = self._docs_counts(vocab_size, docs)
         return torch.from_numpy(counts)
+
+    def _all_counts(self, vocab_size: int) -> np.ndarray:
+        """Id counts of the whole corpus: the stores' own (counted while tokenizing), or a pass over the ids."""
+        if any(p.id_counts is None for p in self.parts):
+            return self._range_counts(vocab_size, [(0, self.num_tokens)])
+        counts = np.zeros(vocab_size, np.int64)
+        for p in self.parts:
+            seen = np.flatnonzero(p.id_counts)
+            if len(seen) and seen[-1] >= vocab_size:
+                raise ValueError(f"{p.dir}: token id {int(seen[-1])} outside a vocabulary of {vocab_size}")
+            counts[: len(p.id_counts)] += p.id_counts[:vocab_size]
+        return counts
 
     def _docs_counts(self, vocab_size: int, docs: np.ndarray) -> np.ndarray:
         """Id counts of sorted distinct documents `docs`, runs of consecutive documents read as one range."""
@@ -146,6 +158,39 @@ class TokenizedCorpus:
 
     def documents(self, indices) -> Iterator[list[Segment]]:
         return (self.document(d) for d in indices)
+
+    def stream(self, indices, eod: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids (int64), word starts, sentence flags) of documents `indices` end to end, each followed by
+        `eod`, the flag flipping at every sentence and at every `eod`: permutation.build_stream of
+        `self.documents(indices)`, in whole arrays rather than a list per sentence (XLNet's setup)."""
+        docs = np.asarray(list(indices), dtype=np.int64)
+        first, sentences = self.doc_offsets[docs], np.diff(self.doc_offsets)[docs]  # (D,) each
+        sent = _ranges(first, sentences)  # (S,) the sentences in order
+        lengths = self.sent_offsets[sent + 1] - self.sent_offsets[sent]  # (S,) tokens each
+        ids, starts = self.gather(_ranges(self.sent_offsets[sent], lengths))  # (T,) each
+        doc_of_sentence = np.repeat(np.arange(len(docs)), sentences)  # (S,)
+        # a segment is a sentence or an eod: the eods before a sentence are its document's index
+        segment = np.repeat(np.arange(len(sent)) + doc_of_sentence, lengths)  # (T,)
+        at = np.arange(len(ids)) + np.repeat(doc_of_sentence, lengths)  # (T,) where each token lands
+        doc_tokens = np.bincount(doc_of_sentence, weights=lengths, minlength=len(docs)).astype(np.int64)
+        eod_at = np.cumsum(doc_tokens) + np.arange(len(docs))  # (D,)
+        out_ids, out_starts = np.full(len(ids) + len(docs), eod, np.int64), np.ones(len(ids) + len(docs), bool)
+        out_ids[at], out_starts[at] = ids, starts
+        flags = np.empty(len(ids) + len(docs), bool)
+        flags[at] = segment % 2 == 1
+        flags[eod_at] = (np.cumsum(sentences) + np.arange(len(docs))) % 2 == 1
+        return out_ids, out_starts, flags
+
+
+def _ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """[begins[0], begins[0] + lengths[0]) then [begins[1], …) … as one array.
+
+    >>> _ranges(np.array([5, 0]), np.array([2, 3])).tolist()
+    [5, 6, 0, 1, 2]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    shift = np.asarray(begins, dtype=np.int64) - (np.cumsum(lengths) - lengths)  # (n,)
+    return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def tokenize_corpus(

@@ -25,7 +25,7 @@ import torch
 
 from ..data import build_store
 from ..data.instances import special_tokens
-from ..data.permutation import PermutationData, build_stream
+from ..data.permutation import PermutationData, Stream
 from ..data.recipe import PLM, Recipe
 from ..data.store import InstanceStore
 from ..data.tokenized import heldout_value, split_documents, tokenize_corpus
@@ -137,12 +137,12 @@ class StreamData(PretrainData):
             corpus.num_documents, heldout_value(o.heldout), o.seed, ", ".join(map(str, o.corpus))
         )
         data = PermutationData(
-            build_stream(corpus.documents(train_docs), specials.eod), settings, specials, o.batch_size, o.seed
+            Stream(*corpus.stream(train_docs, specials.eod)), settings, specials, o.batch_size, o.seed
         )
         heldout = None
         if held:
             try:
-                stream = build_stream(corpus.documents(held), specials.eod)
+                stream = Stream(*corpus.stream(held, specials.eod))
                 heldout = PermutationData(stream, settings, specials, o.batch_size, o.seed + 1)
             except ValueError:
                 heldout = None  # too little held-out text for one batch: no evaluation
