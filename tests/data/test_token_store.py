@@ -157,6 +157,27 @@ def test_token_counts_of_documents_count_each_token(small_corpus, wordpiece, tmp
     assert np.array_equal(twice, 2 * corpus.token_counts(wordpiece.vocab_size, [1]).numpy())
 
 
+def test_the_store_counts_its_ids_and_most_documents_are_counted_from_them(small_corpus, wordpiece, tmp_path):
+    """Each file's store keeps how often each id occurs (counted as its chunks are written); the counts
+    of most of the corpus are those less the other documents' (without them, an older store: a pass)."""
+    corpus = tokenize_corpus([small_corpus], wordpiece, tmp_path)
+    (part,) = corpus.parts
+    V = wordpiece.vocab_size
+    assert np.array_equal(part.id_counts, np.bincount(np.asarray(part.ids, np.int64), minlength=len(part.id_counts)))
+    docs = [0, 2, 3, 5, 6, 7]  # most of the 8 documents
+    expected = np.zeros(V, np.int64)
+    for d in docs:
+        for ids, _ in _as_read(corpus)[d]:
+            np.add.at(expected, ids, 1)
+    assert np.array_equal(corpus.token_counts(V, docs).numpy(), expected)
+    part.id_counts = None  # an older store: counted by a pass over the ids
+    assert np.array_equal(corpus.token_counts(V, docs).numpy(), expected)
+    part.id_counts = np.bincount(np.asarray(part.ids, np.int64))
+    top = int(np.asarray(part.ids).max())
+    with pytest.raises(ValueError, match=f"token id {top} outside a vocabulary of {top}"):
+        corpus.token_counts(top, docs)
+
+
 def test_the_document_count_is_remembered_with_the_shared_cache(small_corpus, tmp_path, monkeypatch):
     """With $BERTOLOGY_TOKEN_CACHE, check_corpus_documents counts a file once (keyed by its path, size
     and mtime, as its token store is) and answers later runs from the memo; a changed file is counted again."""

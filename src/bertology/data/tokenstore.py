@@ -8,6 +8,8 @@ built in a temporary directory renamed into place):
                                            (little bit order: token t is bit t % 8 of byte t // 8)
     sent_offsets.bin  (sentences + 1,)     token offset of each sentence, then the total
     doc_offsets.bin   (documents + 1,)     sentence offset of each document, then the total
+    id_counts.bin     (vocabulary,)        int64: how often each id occurs (the unigram prior's counts,
+                                           counted as the chunks are written; absent in older stores)
 
 The directory is `<root>/tokens-<tokenizer hash>/<file name>-<file key>`: the tokenizer hash is
 that of its tokenizer.json text, the file key that of the file's fingerprint (absolute path, size,
@@ -195,6 +197,7 @@ def build_file_store(tmp: Path, path: str, tokenizer, format: str, errors: str, 
     """Tokenize one corpus file into `tmp` (see the module docstring); returns its meta."""
     dtype = id_dtype(tokenizer)
     n_tokens, n_sents, n_docs = 0, 0, 0
+    id_counts = np.zeros(max(tokenizer.get_vocab().values(), default=0) + 1, np.int64)
     with (
         open(tmp / "ids.bin", "wb") as f_ids,
         open(tmp / "starts.bin", "wb") as f_starts,
@@ -206,16 +209,20 @@ def build_file_store(tmp: Path, path: str, tokenizer, format: str, errors: str, 
         f_docs.write(np.zeros(1, np.int64).tobytes())
         for ids, starts, lengths, per_doc in _encoded(path, tokenizer, dtype, format, errors, workers, bar):
             f_ids.write(ids.tobytes())
+            if len(ids):
+                id_counts += np.bincount(ids, minlength=len(id_counts))
             bits.write(starts)
             f_sents.write((n_tokens + np.cumsum(lengths)).tobytes())
             f_docs.write((n_sents + np.cumsum(per_doc)).tobytes())
             n_tokens, n_sents, n_docs = n_tokens + len(ids), n_sents + len(lengths), n_docs + len(per_doc)
         n_bytes = bits.close()
+    id_counts.tofile(tmp / "id_counts.bin")
     arrays = {
         "ids": {"dtype": dtype, "shape": [n_tokens]},
         "starts": {"dtype": "uint8", "shape": [n_bytes]},
         "sent_offsets": {"dtype": "int64", "shape": [n_sents + 1]},
         "doc_offsets": {"dtype": "int64", "shape": [n_docs + 1]},
+        "id_counts": {"dtype": "int64", "shape": [len(id_counts)]},
     }
     for name, top in (("sent_offsets", n_tokens), ("doc_offsets", n_sents)):
         if top < 1 << 32:  # offsets that fit in 4 bytes are kept in 4 (a small rewrite of a small array)
@@ -251,6 +258,7 @@ class FileTokens:
         self.ids, self.bits = a["ids"], a["starts"]
         self.sent_offsets = np.asarray(a["sent_offsets"], dtype=np.int64)
         self.doc_offsets = np.asarray(a["doc_offsets"], dtype=np.int64)
+        self.id_counts = np.asarray(a["id_counts"]) if "id_counts" in a else None  # (older stores: none)
 
     @property
     def num_tokens(self) -> int:
