@@ -19,7 +19,7 @@ from bertology.data import (
     special_tokens,
 )
 from bertology.data.instances import assemble_pair, assemble_single
-from bertology.data.pairs import KeyedRandom, document_pairs
+from bertology.data.pairs import PIECE_SEQUENCES, KeyedRandom, document_pairs
 from bertology.data.samples import pack_spans
 from bertology.data.store import InstanceStore
 from bertology.data.tokenized import split_documents
@@ -134,17 +134,27 @@ def _written_rows(store: InstanceStore, doc_ids, tokenizer, seed: int) -> list[t
             pending = (cur for d in corpus.documents(doc_ids) for cur in window.push(d))
             nsp = r.pair_task == "nsp"
             for d, cur in zip(doc_ids, _streamed(pending, window)):
-                for p in create_pair_instances(
-                    cur, r.max_seq_length - 3, r.short_seq_prob, r.pair_task, KeyedRandom(seed, dupe, d),
-                    window if nsp else None,
-                ):  # fmt: skip
-                    out.append((*assemble_pair(p, sp), p.label))
+                for q, piece in enumerate(_pieces(cur, PIECE_SEQUENCES * r.max_seq_length)):
+                    for p in create_pair_instances(
+                        piece, r.max_seq_length - 3, r.short_seq_prob, r.pair_task, KeyedRandom(seed, dupe, d, q),
+                        window if nsp else None,
+                    ):  # fmt: skip
+                        out.append((*assemble_pair(p, sp), p.label))
         else:
             for s in pack_sentences(
                 corpus.documents(doc_ids), r.max_seq_length - 2, r.packing == "full-sentences", sp.sep
             ):
                 out.append((*assemble_single(s, sp), None))
     return out
+
+
+def _pieces(document: list[Segment], tokens: int) -> list[list[Segment]]:
+    """A document cut before each sentence whose offset in it has passed another multiple of `tokens`."""
+    pieces, at = {}, 0
+    for s in document:
+        pieces.setdefault(at // tokens, []).append(s)
+        at += len(s)
+    return list(pieces.values())
 
 
 def _streamed(pending, window):
@@ -251,3 +261,26 @@ def test_the_pair_index_on_worker_processes_is_the_index_made_here(small_corpus,
     for name in one.meta["arrays"]:
         assert (one.dir / f"{name}.bin").read_bytes() == (two.dir / f"{name}.bin").read_bytes()
     assert len(one) == int(np.asarray(one.index["pair_count"], np.int64).sum()) > 0
+
+
+def test_a_long_document_is_made_in_pieces_that_tile_it():
+    """A corpus of one long document (a text with no blank line) is swept piece by piece, so neither the
+    build nor a batch steps through all its chunks one at a time: pieces start where the offset passes
+    each multiple of the piece size, tile the document, and each makes its pairs within itself."""
+    from bertology.data.pairs import document_pieces, piece_bounds
+
+    lengths = np.random.default_rng(0).integers(1, 30, 5000)
+    so = np.r_[0, np.cumsum(lengths)]
+    do = np.array([0, 2000, 2001, 5000])  # a long document, a one-sentence one, another long one
+    docs = np.arange(3)
+    pos, first = document_pieces(so, do, docs, 1000)
+    stop, number = piece_bounds(pos, first, do, docs)
+    per_doc = [len(np.unique((so[do[d] : do[d + 1]] - so[do[d]]) // 1000)) for d in docs]
+    assert np.array_equal(np.bincount(pos), per_doc) and per_doc[0] > 20 and per_doc[1] == 1
+    assert np.array_equal(first[1:], stop[:-1]) and first[0] == 0 and stop[-1] == 5000  # they tile the corpus
+    assert np.array_equal(number[pos == 2], np.arange((pos == 2).sum()))
+    assert np.all(so[stop] - so[first] <= 1000 + 30)
+    kw = dict(max_num_tokens=61, short_seq_prob=0.1, objective="sop", window=10, seed=0)
+    got = document_pairs(so, do, docs, np.zeros(len(pos), np.int64), pos, pieces=(first, stop, number), **kw)
+    inside = (got["a_start"] >= so[first[got["job"]]]) & (got["b_start"] + got["b_len"] <= so[stop[got["job"]]])
+    assert inside.all() and len(got["job"]) > 1000

@@ -15,6 +15,8 @@ to the next, so
 * pair j of document d in pass p is made again at batch time by the same sweep over that document
   alone, stopped at its j-th pair.
 
+A long document is made piece by piece (`document_pieces`: about PIECE_SEQUENCES sequences a piece,
+each with its own draws), so that no sweep steps through thousands of chunks of one document.
 NSP's random next segments come from the documents around the current one (`DocumentWindow`'s
 window: the next `negative_window` and the previous `negative_window` of the part), as the
 streaming builder drew them.
@@ -30,9 +32,11 @@ from ..progress import progress_bar
 
 BLOCK = 1 << 15  # documents swept at once while the index is built (bounded memory, progress between)
 PARALLEL_MIN_DOCS = 200_000  # document visits (all passes) below which a fork costs more than it saves
+PIECE_SEQUENCES = 32  # a long document is cut into pieces of about this many max_seq_length (document_pieces)
 
 _M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's finaliser
 _GOLDEN, _STEP = 0x9E3779B97F4A7C15, 0xD1B54A32D192ED03  # odd constants: document and draw strides
+_PIECE = 0xA0761D6478BD642F  # the stride of a long document's pieces
 _SALT = 0x5851F42D4C957F2D  # the key of a draw's lower 52 bits (its top bit is a bit of a shared word)
 _MASK = (1 << 64) - 1
 _U64 = np.uint64
@@ -61,8 +65,8 @@ def pass_base(seed: int, dupe: int) -> int:
 
 
 class KeyedRandom:
-    """The draws of document `doc` in pass `dupe`: random(), randint(a, b) and randrange(n), each
-    one 64-bit hash of (seed, dupe, doc, t) for the t-th draw. The same seed, pass and document give
+    """The draws of document `doc` (its piece `piece`, see document_pieces) in pass `dupe`: random(),
+    randint(a, b) and randrange(n), each one 64-bit hash of (seed, dupe, doc, piece, t) for the t-th draw. The same seed, pass and document give
     the same numbers whatever else was drawn before (the reference of `document_pairs`).
 
     >>> g, h = KeyedRandom(0, 0, 5), KeyedRandom(0, 0, 5)
@@ -70,8 +74,8 @@ class KeyedRandom:
     (True, True)
     """
 
-    def __init__(self, seed: int, dupe: int, doc: int):
-        self.key, self.t = _mix((pass_base(seed, dupe) + doc * _GOLDEN) & _MASK), 0
+    def __init__(self, seed: int, dupe: int, doc: int, piece: int = 0):
+        self.key, self.t = _mix((pass_base(seed, dupe) + doc * _GOLDEN + piece * _PIECE) & _MASK), 0
 
     def random(self) -> float:
         t, self.t = self.t, self.t + 1
@@ -88,11 +92,52 @@ class KeyedRandom:
         return a + self.randrange(b - a + 1)
 
 
-def _keys(seed: int, dupes: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """KeyedRandom(seed, dupe, doc).key of each job."""
+def _keys(seed: int, dupes: np.ndarray, docs: np.ndarray, pieces: np.ndarray) -> np.ndarray:
+    """KeyedRandom(seed, dupe, doc, piece).key of each job."""
     passes = np.unique(dupes)
     bases = np.array([pass_base(seed, int(p)) for p in passes], dtype=_U64)
-    return _mix_np(bases[np.searchsorted(passes, dupes)] + docs.astype(_U64) * _U64(_GOLDEN))
+    base = bases[np.searchsorted(passes, dupes)]
+    return _mix_np(base + docs.astype(_U64) * _U64(_GOLDEN) + pieces.astype(_U64) * _U64(_PIECE))
+
+
+def document_pieces(sent_offsets, doc_offsets, doc_ids, piece_tokens: int):
+    """A long document's pairs are made piece by piece, each piece with its own draws, so that no
+    sweep runs more than about PIECE_SEQUENCES chunk steps (a corpus of one document would otherwise be
+    swept one chunk at a time, and pair j made again from its j chunks): a piece starts at each sentence
+    whose document offset has passed another multiple of `piece_tokens`. Returns, per piece in order,
+    (position of its document in doc_ids, first sentence); a document within piece_tokens is one piece.
+
+    >>> so, do = np.array([0, 5, 10, 15, 20, 22]), np.array([0, 4, 5])   # documents of 20 and 2 tokens
+    >>> [a.tolist() for a in document_pieces(so, do, np.array([0, 1]), 8)]
+    [[0, 0, 1], [0, 2, 4]]
+    """
+    so, do = np.asarray(sent_offsets, np.int64), np.asarray(doc_offsets, np.int64)
+    doc_ids = np.asarray(doc_ids, np.int64)
+    first, end = do[doc_ids], do[doc_ids + 1]
+    long = np.flatnonzero(so[end] - so[first] > piece_tokens)
+    if len(long) == 0:
+        return np.arange(len(doc_ids)), first
+    n = end[long] - first[long]
+    owner = np.repeat(long, n)
+    sent = first[owner] + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    piece = (so[sent] - so[first[owner]]) // piece_tokens
+    new = np.r_[True, (owner[1:] != owner[:-1]) | (piece[1:] != piece[:-1])]
+    short = np.setdiff1d(np.arange(len(doc_ids)), long, assume_unique=True)
+    pos, at = np.concatenate([short, owner[new]]), np.concatenate([first[short], sent[new]])
+    order = np.lexsort((at, pos))
+    return pos[order], at[order]
+
+
+def piece_bounds(pos, first, doc_offsets, doc_ids) -> tuple[np.ndarray, np.ndarray]:
+    """(stop sentence, number within its document) of each piece (document_pieces' pos, first)."""
+    pos, first = np.asarray(pos, np.int64), np.asarray(first, np.int64)
+    same = np.r_[pos[1:] == pos[:-1], False]  # the next piece is of the same document
+    stop = np.where(
+        same, np.r_[first[1:], 0], np.asarray(doc_offsets, np.int64)[np.asarray(doc_ids, np.int64)[pos] + 1]
+    )
+    k = np.arange(len(pos))
+    opens = np.r_[True, pos[1:] != pos[:-1]]
+    return stop, k - np.maximum.accumulate(np.where(opens, k, 0))
 
 
 def _draw(key: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -129,6 +174,7 @@ def document_pairs(
     window: int,
     seed: int,
     want: np.ndarray | None = None,
+    pieces: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """The pairs of documents doc_ids[positions] in passes `dupes` (one job each), as
     create_pair_instances makes them with KeyedRandom(seed, dupe, document): spans of the token
@@ -137,7 +183,9 @@ def document_pairs(
 
     Returns arrays, one entry a pair: job (which of the jobs), a_start, a_len, b_start, b_len,
     label; a job's pairs in their order. With `want` (one per job), only pair want[i] of job i is
-    kept and each job stops there (batch time); a job with fewer pairs keeps none.
+    kept and each job stops there (batch time); a job with fewer pairs keeps none. With `pieces`
+    ((first sentence, stop sentence, piece number) per job), a job is that piece of its document,
+    made as a document of its own with KeyedRandom(seed, dupe, document, piece) (document_pieces).
     """
     so = np.asarray(sent_offsets, dtype=np.int64)
     doc_offsets = np.asarray(doc_offsets, dtype=np.int64)
@@ -150,8 +198,12 @@ def document_pairs(
         raise ValueError("NSP needs at least two documents (random next segments come from another document)")
     docs = doc_ids[positions]
     job = np.arange(len(positions))
-    key = _keys(seed, np.asarray(dupes, np.int64), docs)
-    k, i, end = positions, doc_offsets[docs], doc_offsets[docs + 1]
+    if pieces is None:
+        i, end, number = doc_offsets[docs], doc_offsets[docs + 1], np.zeros(len(docs), np.int64)
+    else:
+        i, end, number = (np.asarray(a, dtype=np.int64) for a in pieces)
+    key = _keys(seed, np.asarray(dupes, np.int64), docs, number)
+    k = positions
     t = np.zeros(len(job), np.int64)  # draws made so far
     made = np.zeros(len(job), np.int64)  # pairs made so far
     want = None if want is None else np.asarray(want, dtype=np.int64)
@@ -275,17 +327,23 @@ def pair_index(
     corpus, doc_ids, r, seed: int, show_progress: bool, desc: str, workers: int = 1
 ) -> dict[str, np.ndarray]:
     """The pair index of documents `doc_ids` (a part) of a TokenizedCorpus under recipe `r`:
-    "doc_ids" (the part's documents) and "pair_count" (pairs of each (pass, document), pass after pass);
-    blocks of documents swept on `workers` forked processes (the counts are the same)."""
+    "doc_ids" (the part's documents), "pair_count" (pairs of each (pass, piece), pass after pass; a
+    piece is a document, or a part of a long one: document_pieces) and, where a document was cut,
+    "piece_doc" and "piece_first" (each piece's document position and first sentence); blocks of
+    pieces swept on `workers` forked processes (the counts are the same)."""
     doc_ids = np.asarray(doc_ids, dtype=np.int64)
     n, passes = len(doc_ids), r.dupe_factor
     if r.pair_task == "nsp" and n < 2:
         raise ValueError("NSP needs at least two documents (random next segments come from another document)")
-    job = (corpus.sent_offsets, corpus.doc_offsets, doc_ids, r, seed)
-    blocks = [(dupe, lo) for dupe in range(passes) for lo in range(0, n, BLOCK)]
+    pos, first = document_pieces(corpus.sent_offsets, corpus.doc_offsets, doc_ids, piece_tokens(r))
+    P = len(pos)
+    stop, number = piece_bounds(pos, first, corpus.doc_offsets, doc_ids)
+    job = (corpus.sent_offsets, corpus.doc_offsets, doc_ids, pos, (first, stop, number), r, seed)
+    blocks = [(dupe, lo) for dupe in range(passes) for lo in range(0, P, BLOCK)]
+    opened = [int((number[lo : lo + BLOCK] == 0).sum()) for _, lo in blocks]  # documents a block begins
     parallel = (
         workers > 1
-        and passes * n >= PARALLEL_MIN_DOCS
+        and passes * P >= PARALLEL_MIN_DOCS
         and "fork" in mp.get_all_start_methods()
         and not mp.current_process().daemon
     )
@@ -293,36 +351,46 @@ def pair_index(
     with progress_bar(total=passes * n, desc=desc, unit="doc", disable=not show_progress) as bar:
         if parallel:
             with mp.get_context("fork").Pool(min(workers, len(blocks)), _init_block, (job,)) as pool:
-                for done in pool.imap(_run_block, blocks):
+                for done, docs in zip(pool.imap(_run_block, blocks), opened):
                     counts.append(done)
-                    bar.update(len(done))
+                    bar.update(docs)
         else:
-            for block in blocks:
+            for block, docs in zip(blocks, opened):
                 counts.append(_block_counts(job, *block))
-                bar.update(len(counts[-1]))
+                bar.update(docs)
     counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
     top = int(counts.max(initial=0))
-    return {
+    index = {
         "doc_ids": doc_ids.astype(np.uint32 if n and doc_ids.max() < 1 << 32 else np.int64),
         "pair_count": counts.astype(
             next(t for t in (np.uint8, np.uint16, np.uint32, np.int64) if top <= np.iinfo(t).max)
         ),
     }
+    if P > n:  # a document was cut into pieces
+        index["piece_doc"] = pos.astype(np.uint32 if n < 1 << 32 else np.int64)
+        index["piece_first"] = first.astype(np.uint32 if len(corpus.sent_offsets) < 1 << 32 else np.int64)
+    return index
+
+
+def piece_tokens(r) -> int:
+    """The tokens after which a long document starts a new piece (document_pieces)."""
+    return PIECE_SEQUENCES * r.max_seq_length
 
 
 def _block_counts(job, dupe: int, lo: int) -> np.ndarray:
-    """Pairs of each document doc_ids[lo : lo + BLOCK] in pass `dupe`."""
-    sent_offsets, doc_offsets, doc_ids, r, seed = job
-    pos = np.arange(lo, min(lo + BLOCK, len(doc_ids)))
+    """Pairs of each piece lo .. lo + BLOCK - 1 in pass `dupe`."""
+    sent_offsets, doc_offsets, doc_ids, pos, (first, stop, number), r, seed = job
+    sel = slice(lo, min(lo + BLOCK, len(pos)))
     got = document_pairs(
-        sent_offsets, doc_offsets, doc_ids, np.full(len(pos), dupe), pos,
+        sent_offsets, doc_offsets, doc_ids, np.full(len(pos[sel]), dupe), pos[sel],
         max_num_tokens=r.max_seq_length - 3, short_seq_prob=r.short_seq_prob,
         objective=r.pair_task, window=r.negative_window, seed=seed,
+        pieces=(first[sel], stop[sel], number[sel]),
     )  # fmt: skip
-    return np.bincount(got["job"], minlength=len(pos))
+    return np.bincount(got["job"], minlength=len(pos[sel]))
 
 
-_block_job = None  # a forked worker's (sent_offsets, doc_offsets, doc_ids, recipe, seed), set by its initializer
+_block_job = None  # a forked worker's _block_counts job, set by its initializer
 
 
 def _init_block(job) -> None:
@@ -335,24 +403,32 @@ def _run_block(block: tuple[int, int]) -> np.ndarray:
 
 
 class PairIndex:
-    """Pairs read back from a pair index: pair i of the part is pair j of document doc_ids[k] in
-    pass p, numbered pass after pass, document after document, a document's pairs in their order."""
+    """Pairs read back from a pair index: pair i of the part is pair j of piece q (a document, or a
+    part of a long one) in pass p, numbered pass after pass, piece after piece, a piece's pairs in order."""
 
     def __init__(self, index, corpus, r, seed: int):
         self.corpus, self.r, self.seed = corpus, r, seed
         self.doc_ids = np.asarray(index["doc_ids"], dtype=np.int64)
+        if "piece_doc" in index:
+            self.pos = np.asarray(index["piece_doc"], dtype=np.int64)
+            self.first_sentence = np.asarray(index["piece_first"], dtype=np.int64)
+        else:  # every document one piece
+            self.pos = np.arange(len(self.doc_ids))
+            self.first_sentence = np.asarray(corpus.doc_offsets, np.int64)[self.doc_ids]
+        self.stop, self.number = piece_bounds(self.pos, self.first_sentence, corpus.doc_offsets, self.doc_ids)
         counts = np.asarray(index["pair_count"], dtype=np.int64)
-        self.first = np.concatenate([[0], np.cumsum(counts)])  # (passes * documents + 1,)
+        self.first = np.concatenate([[0], np.cumsum(counts)])  # (passes * pieces + 1,)
 
     def __len__(self) -> int:
         return int(self.first[-1])
 
     def _make(self, jobs: np.ndarray, want=None) -> dict[str, np.ndarray]:
-        dupe, k = np.divmod(jobs, len(self.doc_ids))
+        dupe, q = np.divmod(jobs, len(self.pos))
         return document_pairs(
-            self.corpus.sent_offsets, self.corpus.doc_offsets, self.doc_ids, dupe, k,
+            self.corpus.sent_offsets, self.corpus.doc_offsets, self.doc_ids, dupe, self.pos[q],
             max_num_tokens=self.r.max_seq_length - 3, short_seq_prob=self.r.short_seq_prob,
             objective=self.r.pair_task, window=self.r.negative_window, seed=self.seed, want=want,
+            pieces=(self.first_sentence[q], self.stop[q], self.number[q]),
         )  # fmt: skip
 
     def pairs(self, idx: np.ndarray) -> dict[str, np.ndarray]:

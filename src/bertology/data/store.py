@@ -114,7 +114,7 @@ class InstanceStore:
         stored = self.index.get("token_counts")  # counted when the index was built (build.py)
         if stored is None:  # counted here: a small corpus (build.py)
             if self.pairs:  # the part's documents, each pass
-                passes = len(self.index["pair_count"]) // max(1, len(self._pairs.doc_ids))
+                passes = len(self.index["pair_count"]) // max(1, len(self._pairs.pos))
                 counts = self.corpus.token_counts(vocab_size, self._pairs.doc_ids).numpy() * passes
             else:  # packing's pieces are its documents' tokens, each once a pass
                 passes = self.num_instances // max(1, self.indexed)
