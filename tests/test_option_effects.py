@@ -163,6 +163,16 @@ RUNS.update(
         "distill --target sentence": _with("distill", "--target sentence", target=["sentence"]),
         "finetune --method prompt": _with("finetune", "--method prompt", method=["prompt"]),
         "finetune --method setfit": _with("finetune", "--method setfit", method=["setfit"], pooling=["mean"]),
+        "finetune --task qa": _with(  # its windows' overlap (--stride) shows where contexts outgrow --max-length
+            "finetune",
+            "--task qa",
+            task=["qa"],
+            train=["{d}/squad_v1.json"],
+            dev=None,
+            max_length=["64"],
+            stride=["8"],
+            epochs=["1"],
+        ),
         "finetune --labels-per-class": _with(
             "finetune", "--labels-per-class", leaving=("all the training file",), labels_per_class=["2"]
         ),
@@ -266,7 +276,6 @@ EXEMPT: dict[str, dict[str, str]] = {
 UNRUN: dict[str, dict[str, str]] = {
     "pretrain": {"--budget-warmup": "read under --time-budget alone: wall time, its steps differ run to run"},
     "distill": {"--budget-warmup": "read under --time-budget alone: wall time, its steps differ run to run"},
-    "finetune": {"--stride": "read by --task qa alone: a QA set and model (tests/tasks/ QA tests)"},
 }
 
 # options the table declares as read by the baseline's modes that the command refuses there itself, naming them
@@ -587,6 +596,7 @@ def _write_inputs(d: Path) -> None:
         encoding="utf-8",
     )
     (d / "latin1.txt").write_bytes("caf\xe9 na\xefve r\xe9sum\xe9\n".encode("latin-1") * 20 + b"plain words\n" * 20)
+    (d / "squad_v1.json").write_bytes((ROOT / "tests" / "tasks" / "fixtures" / "squad_v1.json").read_bytes())
     rows = (ROOT / "data" / "debian-sections" / "train.tsv").read_text(encoding="utf-8").splitlines()
     head = rows[0]
     for name, part in (
