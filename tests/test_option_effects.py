@@ -297,10 +297,6 @@ FINDINGS: dict[str, dict[str, str]] = {
         "--label-column": "predict --data requires a label column (a file without one is refused) and never uses "
         "it: no gold label in the output, so --label-column only names a column the run then ignores",
     },
-    "distill": {
-        "--eval-batches": "distill never scores its held-out text unless --eval-every is given (train/distill.py "
-        "lacks pretrain's default_eval_every): --heldout only takes text away, --eval-batches changes nothing",
-    },
 }
 
 # where the generated value is invalid or cannot show on tiny data: the option's words, and other options of the

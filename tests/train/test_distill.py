@@ -243,6 +243,8 @@ def test_the_student_loads_in_transformers_with_the_same_logits(teacher_dir, cor
         )
         == 0
     )
+    # the held-out documents are scored without --eval-every, as pretrain's are (once, at the last step)
+    assert "eval/kl_to_teacher" in json.loads((tmp_path / "s" / "summary.json").read_text())["eval"]
     ours = load(tmp_path / "s")
     theirs = transformers.DistilBertForMaskedLM.from_pretrained(tmp_path / "s").eval()
     ids = torch.randint(5, 1000, (2, 12))

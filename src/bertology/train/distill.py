@@ -39,6 +39,7 @@ from .device import check_precision, say
 from .distill_options import DistillOptions
 from .distillation import Alphas, DistillationObjective, SentenceDistillationObjective, evaluate_student
 from .pretrain_data import PretrainData
+from .pretrain_options import default_eval_every
 from .run import Run, claim_run, run_summary, seeded
 from .sentence_distill import build_student, read_texts, run_sentence_distillation, split_texts
 from .student import init_student, parts
@@ -80,6 +81,8 @@ def _checked_distill(
     o: DistillOptions, asked: DistillOptions, resume: bool, overwrite: bool, started: float
 ) -> dict[str, Any]:
     """`asked`: the options as given (a table --corpus staged as text in `o`), what a resume compares."""
+    if o.eval_every is None:  # the held-out slice is scored by default, as pretrain's (the Trainer also scores the last step)
+        o = replace(o, eval_every=default_eval_every(o.steps, o.time_budget))
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     check_precision(device, o.precision)
     teacher, tokenizer = _teacher(o)
