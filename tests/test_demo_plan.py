@@ -2,6 +2,7 @@
 that decides which counts run, and the cuts the clock makes."""
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -37,10 +38,16 @@ def test_budget_counts_from_its_creation_or_when_the_command_began():
 
 
 def test_meter_scales_measured_seconds_per_pass():
-    meter = Meter()
-    assert meter.estimate(1000) == 0.0  # nothing measured yet
-    meter.add(10.0, run_passes(100, 20, dev=250, test=500))
-    assert meter.estimate(2 * run_passes(100, 20, dev=250, test=500)) == pytest.approx(20.0)
+    meter = Meter(workers=2)
+    assert meter.estimate(("bert", "head"), 1000) == 0.0  # nothing measured yet
+    meter.add(("bert", "head"), 10.0, run_passes(100, 20, dev=250, test=500))
+    meter.add(("electra", "prompt"), 30.0, run_passes(100, 10, dev=250, test=500))  # a costlier method, stopped early
+    # two runs' worth of passes on two workers: a run's time; a pair measured keeps its own rate
+    assert meter.estimate(("bert", "head"), 2 * run_passes(100, 20, dev=250, test=500)) == pytest.approx(10.0)
+    assert meter.estimate(("electra", "prompt"), run_passes(100, 10, dev=250, test=500)) == pytest.approx(15.0)
+    # one not measured yet: the rate of every run so far
+    every = 40.0 / (run_passes(100, 20, dev=250, test=500) + run_passes(100, 10, dev=250, test=500))
+    assert meter.estimate(("roberta", "head"), 1000) == pytest.approx(1000 * every / 2)
     assert examples_at(None, ["a", "b", "b"]) == 3 and examples_at(10, ["a", "b", "b"]) == 20
 
 
@@ -137,8 +144,11 @@ def fake_curves(tmp_path, monkeypatch, seconds: float, slower: float = 1.0, coun
         now[0] += factor * 0.01 * len(lrs) * len(seeds) * run_passes(n, plan.epochs(n), dev=4, test=4)
         ran.append((start.name, method, count, tuple(seeds)))
         dev = {"head": 0.4, "prompt": 0.5}[method]
+        epochs = plan.epochs(n)
+        run = {"steps": epochs * math.ceil(n / 32), "seconds": factor * 0.01 * run_passes(n, epochs, dev=4, test=4)}
         runs = [
             {"lr": lr, "seed": seed, "dev": dev, "test": dev, "dir": str(out), "test_probabilities": [[0.5, 0.5]] * 2}
+            | run
             for lr in lrs
             for seed in seeds
         ]

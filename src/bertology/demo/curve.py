@@ -14,6 +14,7 @@ test items (tasks/bootstrap.py). A gain is called one only when its 95% interval
 from __future__ import annotations
 
 import csv
+import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -23,11 +24,11 @@ from ..tasks.bootstrap import paired_bootstrap
 from ..io import atomic_write_json
 from ..tasks.grid import GridResult
 from .plan import REPORT_RESERVE_S, Budget, Plan, label_name, run_passes
-from .stages import stage_seconds
 
 # how far past its budget a started label count may run before it is given up: a count is priced when it starts,
 # and giving it up throws away the starts it finished
 OVERRUN = 0.05
+BATCH_SIZE = 32  # labelled examples a fine-tuning step
 
 
 def twin(name: str) -> str:
@@ -60,18 +61,27 @@ def examples_at(count: int | None, train_labels: list[str]) -> int:
 
 
 class Meter:
-    """Seconds per example pass measured on the runs so far (overheads included): the estimate of
-    what a further label count costs on this machine."""
+    """Seconds per example pass of each (start, method), measured on its own runs: their wall time and the
+    steps they trained (grid.json), so an early stop, a costlier method (ELECTRA's prompt reads a copy of
+    each example per class) and a busy neighbour in the pool count as they happened. A pair not measured
+    yet is priced at the rate of every run so far. The estimate of what further grids cost here, in wall
+    time: the runs of a step share `workers` processes."""
 
-    def __init__(self):
-        self.seconds, self.passes = 0.0, 0.0
+    def __init__(self, workers: int = 1):
+        self.workers = workers
+        self.totals: dict[tuple[str, str], list[float]] = {}  # (start, method) → [seconds, passes]
 
-    def add(self, seconds: float, passes: float) -> None:
-        self.seconds += seconds
-        self.passes += passes
+    def add(self, key: tuple[str, str], seconds: float, passes: float) -> None:
+        total = self.totals.setdefault(key, [0.0, 0.0])
+        total[0] += seconds
+        total[1] += passes
 
-    def estimate(self, passes: float) -> float:
-        return passes * self.seconds / self.passes if self.passes else 0.0
+    def rate(self, key: tuple[str, str]) -> float:
+        seconds, passes = self.totals.get(key) or [sum(t[i] for t in self.totals.values()) for i in (0, 1)]
+        return seconds / passes if passes else 0.0
+
+    def estimate(self, key: tuple[str, str], passes: float) -> float:
+        return passes * self.rate(key) / self.workers
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,7 @@ def run_grids(jobs: list[Job], plan: Plan, data: Path, resume: bool) -> list[tup
             dev=str(task_file(data, "dev")),
             out_dir=str(job.out),
             epochs=plan.epochs(examples_at(job.count, train_labels)),
-            batch_size=32,
+            batch_size=BATCH_SIZE,
             max_length=plan.finetune_length,
             bf16=plan.bf16,
             quiet=True,
@@ -165,7 +175,7 @@ def label_curves(
     its reason. The grids of a step run from one pool of workers (tasks.grid.finetune_grids)."""
     train_labels = labels_of(task_file(data, "train"))
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
-    meter = Meter()
+    meter = Meter(plan.grid_workers)
     curves: dict[str, dict[str, GridResult]] = {s.name: {} for s in starts}
     chosen: dict[str, tuple[str, float]] = {}  # start → (method, lr) chosen on dev at the first count
 
@@ -173,21 +183,24 @@ def label_curves(
         n = examples_at(count, train_labels)
         return run_passes(n, plan.epochs(n), dev, test)
 
-    def grids(jobs: list[Job]) -> list[GridResult]:
-        t0 = budget.clock()
-        results = run_grids(jobs, plan, data, resume)
-        passes = [len(job.lrs) * len(job.seeds) * passes_of(job.count) for job in jobs]
-        fresh = sum(p for p, (_, reused) in zip(passes, results) if not reused)
-        seconds = budget.clock() - t0
-        for job, p, (_, reused) in zip(jobs, passes, results):
-            # the step's time shared by passes; a resumed grid costs nothing now, but what it cost then still
-            # prices the rest
-            meter.add(stage_seconds(job.out, seconds * p / fresh if fresh else 0.0, reused), p)
-        budget.checkpoint()
-        return [result for result, _ in results]
+    def passes_run(run: dict, count) -> float:
+        """The example passes a finished run made: the epochs it trained (an early stop trains fewer; a
+        probe none, one frozen pass over every example)."""
+        n = examples_at(count, train_labels)
+        epochs = run["steps"] / math.ceil(n / BATCH_SIZE)
+        return run_passes(n, epochs, dev, test) if epochs else (n + dev + test) / 3
 
-    def needs(runs: float, count) -> float:
-        return meter.estimate(runs * passes_of(count))
+    def grids(jobs: list[Job]) -> list[GridResult]:
+        results = [result for result, _ in run_grids(jobs, plan, data, resume)]
+        for job, result in zip(jobs, results):  # a resumed grid costs nothing now, but its runs' seconds price the rest
+            for run in result.runs:
+                meter.add((job.start.name, job.method), run["seconds"], passes_run(run, job.count))
+        budget.checkpoint()
+        return results
+
+    def needs(runs: list[tuple[Start, str, int]], count) -> float:
+        """Seconds of wall time that `runs` ((start, method, how many)) at `count` are measured to need."""
+        return sum(meter.estimate((start.name, method), k * passes_of(count)) for start, method, k in runs)
 
     def left() -> float:
         return budget.left() - REPORT_RESERVE_S
@@ -221,21 +234,21 @@ def label_curves(
         """The runs a grid still needs: none where it finished (this run, or the one --resume continues)."""
         return 0 if finished(run_dir, lrs, seeds) else len(lrs or (None,)) * len(seeds)
 
-    def candidate_runs(methods_of) -> int:
-        return sum(
-            todo(root(s, first) / f"select-{m}", plan.rates(m), selection) for s in starts for m in methods_of(s)
-        )
+    def candidate_runs(methods_of) -> list[tuple[Start, str, int]]:
+        return [
+            (s, m, todo(root(s, first) / f"select-{m}", plan.rates(m), selection))
+            for s in starts
+            for m in methods_of(s)
+        ]
 
     every_method = candidate_runs(lambda s: s.methods)
     first_methods = candidate_runs(lambda s: s.methods[:1])
     more_seeds = tuple(seed for seed in plan.seeds if seed not in selection)  # the chosen candidate's further seeds
-    finals = sum(
-        0
-        if any(finished(root(s, first) / f"{m}-further-seeds", None, more_seeds) for m in s.methods)
-        else len(more_seeds)
+    finals = [  # priced as the start's first method: which one dev chooses is not known yet
+        (s, s.methods[0], len(more_seeds))
         for s in starts
-        if more_seeds
-    )
+        if more_seeds and not any(finished(root(s, first) / f"{m}-further-seeds", None, more_seeds) for m in s.methods)
+    ]
     seeds, methods_of = plan.seeds, (lambda s: s.methods)
     if needs(every_method + finals, first) > left() and finals:
         seeds = selection
@@ -247,7 +260,7 @@ def label_curves(
                 f"{max(0.0, left()):.0f} s left",
             )
         )
-    if needs(every_method, first) > left() and every_method > first_methods:
+    if needs(every_method, first) > left() and sum(k for *_, k in every_method) > sum(k for *_, k in first_methods):
         seeds, methods_of = selection, (lambda s: s.methods[:1])
         say(
             "   cut "
@@ -290,7 +303,10 @@ def label_curves(
 
         def remaining(seeds, count=count, after: int = 0) -> float:
             """Seconds `count` still needs from the `after`-th start on, on `seeds`."""
-            runs = sum(todo(root(s, count) / chosen[s.name][0], (chosen[s.name][1],), seeds) for s in starts[after:])
+            runs = [
+                (s, chosen[s.name][0], todo(root(s, count) / chosen[s.name][0], (chosen[s.name][1],), seeds))
+                for s in starts[after:]
+            ]
             return needs(runs, count)
 
         # one seed of each count after this one is kept back: every count before more seeds of any

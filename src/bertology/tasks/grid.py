@@ -29,6 +29,7 @@ import json
 import math
 import shutil
 import statistics
+import time
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -53,7 +54,7 @@ class GridResult:
     test_std: float  # sample standard deviation over the seeds (0 for one seed)
     metric: str
     best_dir: str  # the kept run: chosen rate, best dev seed
-    runs: list[dict]  # every (lr, seed): dev and test scores, test_predictions (label ids) for classification
+    runs: list[dict]  # every (lr, seed): dev, test, steps, seconds; test_predictions (label ids) for classification
     labels: list[str] | None = None  # id → name of the label ids below (classification only, as the rest)
     test_gold: list[int] | None = None  # the test items' gold label ids
     ensemble_test: float | None = None  # the metric of the chosen rate's seeds, probabilities averaged
@@ -129,6 +130,7 @@ def _one_run(grids: list[tuple[FinetuneOptions, list]], overwrite: bool, cell) -
     k, lr, seed = cell
     options, test_examples = grids[k]
     out = Path(options.out_dir) / f"lr-{lr:g}-seed-{seed}"
+    started = time.perf_counter()
     summary = finetune(replace(options, lr=lr, seed=seed, out_dir=str(out)), overwrite=overwrite)
     model, task, tokenizer, _ = load_finetuned(out)
     label2id = model.config.label2id if task.name in LABEL_VOCABULARY else None
@@ -142,6 +144,8 @@ def _one_run(grids: list[tuple[FinetuneOptions, list]], overwrite: bool, cell) -
         "dev": summary["dev"][metric],
         "test": task.metrics(predictions, test_examples)[metric],
         "dir": str(out),
+        "steps": summary.get("steps", 0),  # optimizer steps trained (an early stop trains fewer)
+        "seconds": round(time.perf_counter() - started, 3),  # the run's wall time, its test predictions included
     }
     if task.name not in LABEL_VOCABULARY or task.name == "tag":
         return run, None
