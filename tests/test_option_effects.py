@@ -292,12 +292,7 @@ REFUSED: dict[str, dict[str, tuple[list[str], str]]] = {
 
 # options read but changing nothing: defects found by this test, left to the code that owns them (strict xfails,
 # so that the fix fails here until its line goes)
-FINDINGS: dict[str, dict[str, str]] = {
-    "predict --data": {
-        "--label-column": "predict --data requires a label column (a file without one is refused) and never uses "
-        "it: no gold label in the output, so --label-column only names a column the run then ignores",
-    },
-}
+FINDINGS: dict[str, dict[str, str]] = {}
 
 # where the generated value is invalid or cannot show on tiny data: the option's words, and other options of the
 # baseline changed beside it ({key: words}, None drops the key) where the option needs them

@@ -372,8 +372,11 @@ def _predict(args) -> int:
     from .tasks.pipeline import to_example
 
     task = pipe.task.name
+    gold = bool(args.data and args.label_column)  # the file's labels, shown beside the predictions when asked for
     if args.data:
-        examples = pipe.read(args.data, **_columns(args))
+        # predicting reads no labels: a table without them is read, unless --label-column asks to show them
+        unlabelled = {} if gold or task not in TABLE_TASKS else {"label_column": None}
+        examples = pipe.read(args.data, **{**unlabelled, **_columns(args)})
     elif args.text:
         if task in ("pair", "qa", "choice") or args.pair:
             if task == "choice":
@@ -392,14 +395,19 @@ def _predict(args) -> int:
         if args.json:
             fields = _plain(prediction)
             record = {"text": example.text, **({"pair": example.pair} if example.pair is not None else {})}
+            record |= {"gold": example.label} if gold else {}
             print(
                 json.dumps(
                     {**record, **(fields if isinstance(fields, dict) else {"prediction": fields})}, ensure_ascii=False
                 )
             )
         else:
-            print(f"{pipe.task.format_prediction(prediction)}\t{shown[:80]}")
+            label = f"{example.label}\t" if gold else ""
+            print(f"{pipe.task.format_prediction(prediction)}\t{label}{shown[:80]}")
     return 0
+
+
+TABLE_TASKS = ("classify", "pair", "regress")  # read from a table whose label column may be left out
 
 
 def _stdin_item(task: str, line: str, pair: str | None, i: int):

@@ -114,6 +114,14 @@ def test_finetune_evaluate_predict_commands(tmp_path, capsys):
     )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("animals") and lines[1].startswith("money")
+    # a table to predict needs no label column; --label-column shows the labels beside the predictions
+    unlabelled = tmp_path / "unlabelled.tsv"
+    unlabelled.write_text("text\nthe horse and the lion near a cat\n", encoding="utf-8")
+    assert main(["predict", "--model", o.out_dir, "--data", str(unlabelled), "--json"]) == 0
+    assert "gold" not in json.loads(capsys.readouterr().out)
+    assert main(["predict", "--model", o.out_dir, "--data", o.dev, "--label-column", "label", "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all(r["gold"] == r["label"] for r in records)  # the model scores 1.0 on dev (above)
 
 
 def test_from_a_pretrained_checkpoint_keeps_its_encoder(tmp_path):
