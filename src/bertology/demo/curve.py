@@ -198,6 +198,11 @@ def label_curves(
         budget.checkpoint()
         return results
 
+    def costliest_first(among: list[Start], method_of) -> list[Start]:
+        """`among` by the measured cost of a run of its method, the costliest first (a pool given the long
+        runs first ends its step with short ones, not one long run beside idle workers)."""
+        return sorted(among, key=lambda s: -meter.rate((s.name, method_of(s))))
+
     def needs(runs: list[tuple[Start, str, int]], count) -> float:
         """Seconds of wall time that `runs` ((start, method, how many)) at `count` are measured to need."""
         return sum(meter.estimate((start.name, method), k * passes_of(count)) for start, method, k in runs)
@@ -285,7 +290,7 @@ def label_curves(
                 more_seeds,
                 root(s, first) / f"{best[s.name].method}-further-seeds",
             )
-            for s in starts
+            for s in costliest_first(starts, lambda s: best[s.name].method)
         ]
         for job, more in zip(further, grids(further)):
             results[job.start.name] = best[job.start.name].extended(more)
@@ -301,11 +306,13 @@ def label_curves(
     for i, count in enumerate(later):
         n = examples_at(count, train_labels)
 
+        order = costliest_first(starts, lambda s: chosen[s.name][0])
+
         def remaining(seeds, count=count, after: int = 0) -> float:
-            """Seconds `count` still needs from the `after`-th start on, on `seeds`."""
+            """Seconds `count` still needs from the `after`-th start (of `order`) on, on `seeds`."""
             runs = [
                 (s, chosen[s.name][0], todo(root(s, count) / chosen[s.name][0], (chosen[s.name][1],), seeds))
-                for s in starts[after:]
+                for s in order[after:]
             ]
             return needs(runs, count)
 
@@ -339,12 +346,13 @@ def label_curves(
                 )
             )
         say(f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, {len(seeds)} seeds):")
-        # a step of starts that keeps every worker busy; the clock is read between steps
-        step = max(1, -(-2 * plan.grid_workers // len(seeds)))
-        for k in range(0, len(starts), step):
+        # half the starts a step, the costliest first (the clock is read between the halves): a long run left
+        # for the end of a step keeps one worker busy while the others idle
+        step = max(1, -(-len(order) // 2))
+        for k in range(0, len(order), step):
             needed = remaining(seeds, after=k)
             if needed > left() + OVERRUN * budget.seconds:
-                for done in starts[:k]:
+                for done in order[:k]:
                     del curves[done.name][label_name(count)]
                 say(
                     "   cut "
@@ -356,7 +364,7 @@ def label_curves(
                 break
             jobs = [
                 Job(s, chosen[s.name][0], count, (chosen[s.name][1],), seeds, root(s, count) / chosen[s.name][0])
-                for s in starts[k : k + step]
+                for s in order[k : k + step]
             ]
             for job, result in zip(jobs, grids(jobs)):
                 curves[job.start.name][label_name(count)] = result
