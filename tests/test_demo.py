@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bertology.cli import main
-from bertology.demo.curve import twin
+from bertology.demo.curve import slug, twin
 from bertology.tasks.grid import GridResult
 
 pytestmark = pytest.mark.integration  # whole jobs: `make test-integration`
@@ -73,7 +73,7 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
             for point in r["label_curve"]:
                 count = "all" if point["labels_per_class"] is None else str(point["labels_per_class"])
                 method = point[prefix + "method"]  # chosen on dev at the first count, kept for the next
-                grid = GridResult.load(out / "finetune" / name.replace(" ", "-").strip("()") / count / method)
+                grid = GridResult.load(out / "finetune" / slug(name) / count / method)
                 assert grid.method == method == r["label_curve"][0][prefix + "method"]
                 assert [grid.labels[g] for g in grid.test_gold] == gold, name
                 assert point[accuracy] == pytest.approx(sum(grid.correct()) / len(gold)), (name, count)
