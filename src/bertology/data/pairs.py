@@ -29,6 +29,7 @@ import multiprocessing as mp
 import numpy as np
 
 from ..progress import progress_bar
+from .rows import ranges
 
 BLOCK = 1 << 15  # documents swept at once while the index is built (bounded memory, progress between)
 PARALLEL_MIN_DOCS = 200_000  # document visits (all passes) below which a fork costs more than it saves
@@ -119,7 +120,7 @@ def document_pieces(sent_offsets, doc_offsets, doc_ids, piece_tokens: int):
         return np.arange(len(doc_ids)), first
     n = end[long] - first[long]
     owner = np.repeat(long, n)
-    sent = first[owner] + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    sent = ranges(first[long], n)
     piece = (so[sent] - so[first[owner]]) // piece_tokens
     new = np.r_[True, (owner[1:] != owner[:-1]) | (piece[1:] != piece[:-1])]
     short = np.setdiff1d(np.arange(len(doc_ids)), long, assume_unique=True)
@@ -293,7 +294,7 @@ def _truncate(key, t, emit, x0, x_len, y0, y_len, M):
     nw = w1 - w0 + 1
     lane = np.repeat(np.arange(len(cut)), nw)
     at = np.cumsum(nw) - nw  # each lane's first word
-    widx = w0[lane] + np.arange(int(nw.sum())) - np.repeat(at, nw)
+    widx = ranges(w0, nw)
     clear = ~_mix_np(key[cut][lane] + (widx.astype(_U64) + _U64(1)) * _U64(_STEP))  # bits of draws < 0.5
     first = widx << 6  # each word's first draw
 

@@ -15,22 +15,26 @@ import numpy as np
 from .instances import SpecialTokens
 
 
-def piece_table(first_piece, idx: np.ndarray, pairs: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(row of each piece, piece number) of instances `idx` (B,): pairs have pieces 2i and 2i + 1,
-    packed sequences first_piece[i] .. first_piece[i + 1] - 1.
+def ranges(begins, lengths) -> np.ndarray:
+    """[begins[0], begins[0] + lengths[0]) then [begins[1], …) … end to end, as one int64 array.
 
-    >>> piece_table(None, np.array([3, 0]), True)
-    (array([0, 0, 1, 1]), array([6, 7, 0, 1]))
-    >>> piece_table(np.array([0, 2, 3]), np.array([1, 0]), False)
+    >>> ranges(np.array([5, 0]), np.array([2, 3])).tolist()
+    [5, 6, 0, 1, 2]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    shift = np.asarray(begins, dtype=np.int64) - (np.cumsum(lengths) - lengths)  # (n,)
+    return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def piece_table(first_piece, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row of each piece, piece number) of packed sequences `idx` (B,): sequence i has pieces
+    first_piece[i] .. first_piece[i + 1] - 1.
+
+    >>> piece_table(np.array([0, 2, 3]), np.array([1, 0]))
     (array([0, 1, 1]), array([2, 0, 1]))
     """
-    if pairs:
-        return np.repeat(np.arange(len(idx)), 2), (2 * idx[:, None] + np.arange(2)).ravel()
     lo, hi = np.asarray(first_piece[idx], np.int64), np.asarray(first_piece[idx + 1], np.int64)
-    counts = hi - lo
-    row = np.repeat(np.arange(len(idx)), counts)
-    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    return row, np.repeat(lo, counts) + within
+    return np.repeat(np.arange(len(idx)), hi - lo), ranges(lo, hi - lo)
 
 
 def cut_rows(
@@ -47,10 +51,8 @@ def cut_rows(
     col0 = 1 + before  # (pieces,)
     total = int(lengths.sum())
     # the token columns and store positions of every piece's tokens, flat
-    piece_of = np.repeat(np.arange(len(starts)), lengths)
-    offset = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    cols, positions = col0[piece_of] + offset, starts[piece_of] + offset
-    rows_of = row[piece_of]
+    cols, positions = ranges(col0, lengths), ranges(starts, lengths)
+    rows_of = np.repeat(row, lengths)
     if total and cols.max() >= T:
         raise ValueError(f"an instance of {int(cols.max()) + 2} tokens does not fit max_seq_length={T}")
     ids, word = corpus.gather(positions)

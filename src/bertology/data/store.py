@@ -171,7 +171,7 @@ class InstanceStore:
             starts = np.stack([pairs["a_start"], pairs["b_start"]], 1).ravel()
             lengths = np.stack([pairs["a_len"], pairs["b_len"]], 1).ravel()
         else:
-            row, piece = piece_table(self.index["first_piece"], idx % self.indexed, False)
+            row, piece = piece_table(self.index["first_piece"], idx % self.indexed)
             starts, lengths = piece_starts(self.index, piece), np.asarray(self.index["piece_len"][piece])
         cut = cut_rows(self.corpus, starts, lengths, row, len(idx), self.max_seq_length, self.specials)
         ids = torch.from_numpy(cut["input_ids"])

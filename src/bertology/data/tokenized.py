@@ -23,6 +23,7 @@ import torch
 from ..io import atomic_write_json
 from .corpus import check_files, count_documents
 from .instances import Segment
+from .rows import ranges
 from .tokenstore import CACHE_ENV, WORD_STARTS, FileTokens, build_token_stores, file_key, token_cache_root
 
 __all__ = ["WORD_STARTS", "TokenizedCorpus", "tokenize_corpus"]
@@ -131,10 +132,10 @@ class TokenizedCorpus:
         first, last = docs[np.r_[0, breaks]], docs[np.r_[breaks - 1, len(docs) - 1]]
         return self._range_counts(vocab_size, zip(offsets[first].tolist(), offsets[last + 1].tolist()))
 
-    def _range_counts(self, vocab_size: int, ranges) -> np.ndarray:
+    def _range_counts(self, vocab_size: int, spans) -> np.ndarray:
         """Id counts of the global token ranges [lo, hi), _COUNT_CHUNK ids at a time."""
         counts = np.zeros(vocab_size, np.int64)
-        for lo, hi in ranges:
+        for lo, hi in spans:
             for k, p in enumerate(self.parts):
                 base = int(self.token_base[k])
                 a, b = max(lo, base) - base, min(hi, base + p.num_tokens) - base
@@ -165,9 +166,9 @@ class TokenizedCorpus:
         `self.documents(indices)`, in whole arrays rather than a list per sentence (XLNet's setup)."""
         docs = np.asarray(list(indices), dtype=np.int64)
         first, sentences = self.doc_offsets[docs], np.diff(self.doc_offsets)[docs]  # (D,) each
-        sent = _ranges(first, sentences)  # (S,) the sentences in order
+        sent = ranges(first, sentences)  # (S,) the sentences in order
         lengths = self.sent_offsets[sent + 1] - self.sent_offsets[sent]  # (S,) tokens each
-        ids, starts = self.gather(_ranges(self.sent_offsets[sent], lengths))  # (T,) each
+        ids, starts = self.gather(ranges(self.sent_offsets[sent], lengths))  # (T,) each
         doc_of_sentence = np.repeat(np.arange(len(docs)), sentences)  # (S,)
         # a segment is a sentence or an eod: the eods before a sentence are its document's index
         segment = np.repeat(np.arange(len(sent)) + doc_of_sentence, lengths)  # (T,)
@@ -180,17 +181,6 @@ class TokenizedCorpus:
         flags[at] = segment % 2 == 1
         flags[eod_at] = (np.cumsum(sentences) + np.arange(len(docs))) % 2 == 1
         return out_ids, out_starts, flags
-
-
-def _ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """[begins[0], begins[0] + lengths[0]) then [begins[1], …) … as one array.
-
-    >>> _ranges(np.array([5, 0]), np.array([2, 3])).tolist()
-    [5, 6, 0, 1, 2]
-    """
-    lengths = np.asarray(lengths, dtype=np.int64)
-    shift = np.asarray(begins, dtype=np.int64) - (np.cumsum(lengths) - lengths)  # (n,)
-    return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def tokenize_corpus(
