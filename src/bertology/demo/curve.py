@@ -235,16 +235,12 @@ def label_curves(
     trials: dict[str, list[GridResult]] = {s.name: [] for s in starts}
     trials[starts[0].name] += grids([trial(starts[0], starts[0].methods[0])])  # measured alone: it prices the rest
 
-    def todo(run_dir: Path, lrs, seeds) -> int:
+    def todo(job: Job) -> int:
         """The runs a grid still needs: none where it finished (this run, or the one --resume continues)."""
-        return 0 if finished(run_dir, lrs, seeds) else len(lrs or (None,)) * len(seeds)
+        return 0 if finished(job.out, job.lrs, job.seeds) else len(job.lrs) * len(job.seeds)
 
     def candidate_runs(methods_of) -> list[tuple[Start, str, int]]:
-        return [
-            (s, m, todo(root(s, first) / f"select-{m}", plan.rates(m), selection))
-            for s in starts
-            for m in methods_of(s)
-        ]
+        return [(s, m, todo(trial(s, m))) for s in starts for m in methods_of(s)]
 
     every_method = candidate_runs(lambda s: s.methods)
     first_methods = candidate_runs(lambda s: s.methods[:1])
@@ -302,6 +298,11 @@ def label_curves(
         tried = trials[start.name]
         report(start, result, ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in tried) if len(tried) > 1 else "", seeds)
 
+    def chosen_job(start: Start, count, seeds) -> Job:
+        """`start`'s grid at a later count: the method and rate chosen at the first."""
+        method, lr = chosen[start.name]
+        return Job(start, method, count, (lr,), seeds, root(start, count) / method)
+
     later = list(plan.label_counts[1:])
     for i, count in enumerate(later):
         n = examples_at(count, train_labels)
@@ -310,11 +311,8 @@ def label_curves(
 
         def remaining(seeds, count=count, after: int = 0) -> float:
             """Seconds `count` still needs from the `after`-th start (of `order`) on, on `seeds`."""
-            runs = [
-                (s, chosen[s.name][0], todo(root(s, count) / chosen[s.name][0], (chosen[s.name][1],), seeds))
-                for s in order[after:]
-            ]
-            return needs(runs, count)
+            jobs = [chosen_job(s, count, seeds) for s in order[after:]]
+            return needs([(job.start, job.method, todo(job)) for job in jobs], count)
 
         # one seed of each count after this one is kept back: every count before more seeds of any
         kept = sum(remaining(plan.seeds[:1], c) for c in later[i + 1 :])
@@ -362,10 +360,7 @@ def label_curves(
                     )
                 )
                 break
-            jobs = [
-                Job(s, chosen[s.name][0], count, (chosen[s.name][1],), seeds, root(s, count) / chosen[s.name][0])
-                for s in order[k : k + step]
-            ]
+            jobs = [chosen_job(s, count, seeds) for s in order[k : k + step]]
             for job, result in zip(jobs, grids(jobs)):
                 curves[job.start.name][label_name(count)] = result
                 report(job.start, result, "", seeds)

@@ -81,9 +81,8 @@ def _checked_distill(
     o: DistillOptions, asked: DistillOptions, resume: bool, overwrite: bool, started: float
 ) -> dict[str, Any]:
     """`asked`: the options as given (a table --corpus staged as text in `o`), what a resume compares."""
-    if (
-        o.eval_every is None
-    ):  # the held-out slice is scored by default, as pretrain's (the Trainer also scores the last step)
+    # the held-out slice is scored by default, as pretrain's (the Trainer also scores the last step)
+    if o.eval_every is None:
         o = replace(o, eval_every=default_eval_every(o.steps, o.time_budget))
     device = dist.rank_device(o.device, say)  # a GPU asked for and absent fails here, before any write
     check_precision(device, o.precision)
