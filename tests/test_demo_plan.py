@@ -48,6 +48,8 @@ def test_meter_scales_measured_seconds_per_pass():
     # one not measured yet: the rate of every run so far
     every = 40.0 / (run_passes(100, 20, dev=250, test=500) + run_passes(100, 10, dev=250, test=500))
     assert meter.estimate(("roberta", "head"), 1000) == pytest.approx(1000 * every / 2)
+    meter.step(run_seconds=40.0, wall_seconds=40.0)  # the steps so far ran one run at a time: no pool's halving
+    assert meter.estimate(("roberta", "head"), 1000) == pytest.approx(1000 * every)
     assert examples_at(None, ["a", "b", "b"]) == 3 and examples_at(10, ["a", "b", "b"]) == 20
 
 

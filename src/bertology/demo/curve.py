@@ -65,11 +65,23 @@ class Meter:
     steps they trained (grid.json), so an early stop, a costlier method (ELECTRA's prompt reads a copy of
     each example per class) and a busy neighbour in the pool count as they happened. A pair not measured
     yet is priced at the rate of every run so far. The estimate of what further grids cost here, in wall
-    time: the runs of a step share `workers` processes."""
+    time: the runs of a step share `workers` processes, as much as the steps so far ran side by side (a
+    step of one run, or a busy machine, runs fewer at once)."""
 
     def __init__(self, workers: int = 1):
         self.workers = workers
         self.totals: dict[tuple[str, str], list[float]] = {}  # (start, method) → [seconds, passes]
+        self.run_seconds, self.wall_seconds = 0.0, 0.0  # of the steps so far: how many ran at once
+
+    def step(self, run_seconds: float, wall_seconds: float) -> None:
+        self.run_seconds += run_seconds
+        self.wall_seconds += wall_seconds
+
+    def parallel(self) -> float:
+        """Runs measured to go at once: the steps' run seconds over their wall time, 1 to `workers`."""
+        if not self.wall_seconds:
+            return float(self.workers)
+        return min(float(self.workers), max(1.0, self.run_seconds / self.wall_seconds))
 
     def add(self, key: tuple[str, str], seconds: float, passes: float) -> None:
         total = self.totals.setdefault(key, [0.0, 0.0])
@@ -81,7 +93,7 @@ class Meter:
         return seconds / passes if passes else 0.0
 
     def estimate(self, key: tuple[str, str], passes: float) -> float:
-        return passes * self.rate(key) / self.workers
+        return passes * self.rate(key) / self.parallel()
 
 
 @dataclass(frozen=True)
@@ -191,10 +203,15 @@ def label_curves(
         return run_passes(n, epochs, dev, test) if epochs else (n + dev + test) / 3
 
     def grids(jobs: list[Job]) -> list[GridResult]:
-        results = [result for result, _ in run_grids(jobs, plan, data, resume)]
+        t0 = budget.clock()
+        ran = run_grids(jobs, plan, data, resume)
+        results = [result for result, _ in ran]
         for job, result in zip(jobs, results):  # a resumed grid costs nothing now, but its runs' seconds price the rest
             for run in result.runs:
                 meter.add((job.start.name, job.method), run["seconds"], passes_run(run, job.count))
+        fresh = [run["seconds"] for result, reused in ran if not reused for run in result.runs]
+        if fresh:
+            meter.step(sum(fresh), budget.clock() - t0)
         budget.checkpoint()
         return results
 
