@@ -39,17 +39,21 @@ def test_budget_counts_from_its_creation_or_when_the_command_began():
 
 def test_meter_scales_measured_seconds_per_pass():
     meter = Meter(workers=2)
-    assert meter.estimate(("bert", "head"), 1000) == 0.0  # nothing measured yet
-    meter.add(("bert", "head"), 10.0, run_passes(100, 20, dev=250, test=500))
-    meter.add(("electra", "prompt"), 30.0, run_passes(100, 10, dev=250, test=500))  # a costlier method, stopped early
-    # two runs' worth of passes on two workers: a run's time; a pair measured keeps its own rate
-    assert meter.estimate(("bert", "head"), 2 * run_passes(100, 20, dev=250, test=500)) == pytest.approx(10.0)
-    assert meter.estimate(("electra", "prompt"), run_passes(100, 10, dev=250, test=500)) == pytest.approx(15.0)
+    head, prompt = run_passes(100, 20, dev=250, test=500), run_passes(100, 10, dev=250, test=500)
+    assert meter.seconds(("bert", "head"), 1000) == 0.0  # nothing measured yet
+    meter.add(("bert", "head"), 10.0, head)
+    meter.add(("electra", "prompt"), 30.0, prompt)  # a costlier method, stopped early
+    # a pair measured keeps its own rate
+    assert meter.seconds(("bert", "head"), 2 * head) == pytest.approx(20.0)
+    assert meter.seconds(("electra", "prompt"), prompt) == pytest.approx(30.0)
     # one not measured yet: the rate of every run so far
-    every = 40.0 / (run_passes(100, 20, dev=250, test=500) + run_passes(100, 10, dev=250, test=500))
-    assert meter.estimate(("roberta", "head"), 1000) == pytest.approx(1000 * every / 2)
+    every = 40.0 / (head + prompt)
+    assert meter.seconds(("roberta", "head"), 1000) == pytest.approx(1000 * every)
+    # four runs of 10 s on two workers: half their sum; one of 30 s beside two of 10 s: the long one
+    assert meter.wall([10.0] * 4) == pytest.approx(20.0)
+    assert meter.wall([30.0, 10.0, 10.0]) == pytest.approx(30.0)
     meter.step(run_seconds=40.0, wall_seconds=40.0)  # the steps so far ran one run at a time: no pool's halving
-    assert meter.estimate(("roberta", "head"), 1000) == pytest.approx(1000 * every)
+    assert meter.wall([10.0] * 4) == pytest.approx(40.0)
     assert examples_at(None, ["a", "b", "b"]) == 3 and examples_at(10, ["a", "b", "b"]) == 20
 
 
@@ -178,14 +182,15 @@ def test_a_budget_that_fits_runs_every_method_seed_and_count(tmp_path, monkeypat
 
 
 def test_a_short_budget_cuts_seeds_then_counts_and_says_why(tmp_path, monkeypatch):
-    # after the first candidate 3 s are left: every seed would need 3.5 s (the chosen candidate on its one
-    # further seed), the candidates alone 2.2 s
+    # after the first candidate 3 s are left: the candidates take 2.2 s, and the chosen ones' further seed
+    # (1.3 s) does not fit beside one seed of 'all' (2.5 s), which then does not fit either
     curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 0.44 + 3.0)
     assert [r for r in ran if r[2] == 10] == [(s, m, 10, (0,)) for s in "xyz" for m in ("head", "prompt")]
     assert [g.method for g in (curves[s]["10"] for s in "xyz")] == ["prompt"] * 3  # the candidates' runs
     assert GridResult.load(tmp_path / "finetune" / "y" / "10" / "select-prompt").method == "prompt"
     assert all("all" not in c for c in curves.values())  # one seed of 'all' would need 2.5 s, 0.8 s are left
-    assert budget.cuts[0].startswith("10 labels per class on seeds 0 only (of 2): ~4 s of fine-tuning measured")
+    assert budget.cuts[0].startswith("10 labels per class on seeds 0 only (of 2): ~1 s measured to be needed on")
+    assert budget.cuts[0].endswith("(3 s kept for one seed of all)")
     assert budget.cuts[1].startswith("all labels per class skipped: ~3 s of fine-tuning on one seed measured")
 
 
@@ -194,8 +199,8 @@ def test_a_spent_budget_still_runs_the_first_count_on_the_least_protocol(tmp_pat
     assert ran == [(s, "head", 10, (0,)) for s in "xyz"]
     assert [list(c) for c in curves.values()] == [["10"]] * 3
     assert [line.split(":")[0] for line in budget.cuts] == [
-        "10 labels per class on seeds 0 only (of 2)",
         "10 labels per class",  # each start's first method only
+        "10 labels per class on seeds 0 only (of 2)",
         "all labels per class skipped",
     ]
 
@@ -245,3 +250,16 @@ def test_every_later_count_gets_one_seed_before_any_gets_more(tmp_path, monkeypa
     assert all(list(c) == ["10", "all", "5"] for c in curves.values())
     assert budget.cuts[0].startswith("all labels per class on seeds 0 only (of 2): ~5 s measured to be needed on")
     assert budget.cuts[0].endswith("(1 s kept for one seed of 5)")
+
+
+def test_the_first_count_runs_further_seeds_only_beside_one_seed_of_every_later_count(tmp_path, monkeypatch):
+    # after the candidates 2.6 s are left: the chosen ones' further seed (1.3 s) beside one seed of 'all'
+    # (2.5 s) does not fit, 'all' alone does; the first count keeps its candidates' seed, 'all' runs on one
+    curves, ran, budget = fake_curves(tmp_path, monkeypatch, seconds=REPORT_RESERVE_S + 0.44 + 2.2 + 2.6)
+    assert [r[3] for r in ran if r[2] == 10] == [(0,)] * 6 and [r[3] for r in ran if r[2] is None] == [(0,)] * 3
+    assert all(list(c) == ["10", "all"] for c in curves.values())
+    assert [line.split(":")[0] for line in budget.cuts] == [
+        "10 labels per class on seeds 0 only (of 2)",
+        "all labels per class on seeds 0 only (of 2)",
+    ]
+    assert budget.cuts[0].endswith("(3 s kept for one seed of all)")

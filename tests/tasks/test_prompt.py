@@ -134,6 +134,14 @@ def test_electra_prompt_scores_minus_mean_replaced_logit_of_each_word(minilm_tok
     assert (logits - expected).abs().max() <= TOL
     # the word in the blank of copy c is class c's
     assert minilm_tokenizer.decode(ids[0, 0][candidate[0, 0].bool()].tolist()) == "games"
+    # a batch of the short text is cut to its own longest copy, the word marks with it, and scores the same
+    short = f.batch([0])
+    width = int(mask[0].sum(-1).max())
+    assert width < ids.shape[-1] and {k: v.shape[-1] for k, v in short.items() if v.dim() == 3} == dict.fromkeys(
+        ("input_ids", "attention_mask", "token_type_ids", "candidate_mask"), width
+    )
+    with torch.no_grad():
+        assert (ours(**short).logits - logits[:1]).abs().max() <= TOL
 
 
 @pytest.mark.integration

@@ -66,7 +66,7 @@ class Meter:
     each example per class) and a busy neighbour in the pool count as they happened. A pair not measured
     yet is priced at the rate of every run so far. The estimate of what further grids cost here, in wall
     time: the runs of a step share `workers` processes, as much as the steps so far ran side by side (a
-    step of one run, or a busy machine, runs fewer at once)."""
+    step of one run, or a busy machine, runs fewer at once), and a step lasts at least its longest run."""
 
     def __init__(self, workers: int = 1):
         self.workers = workers
@@ -92,8 +92,14 @@ class Meter:
         seconds, passes = self.totals.get(key) or [sum(t[i] for t in self.totals.values()) for i in (0, 1)]
         return seconds / passes if passes else 0.0
 
-    def estimate(self, key: tuple[str, str], passes: float) -> float:
-        return passes * self.rate(key) / self.parallel()
+    def seconds(self, key: tuple[str, str], passes: float) -> float:
+        """A run's own seconds for `passes` example passes of `key`."""
+        return passes * self.rate(key)
+
+    def wall(self, runs: list[float]) -> float:
+        """The wall time of runs of these seconds from the pool: shared among the runs measured to go at
+        once, and never less than the longest (one long run ends its step beside idle workers)."""
+        return max(sum(runs) / self.parallel(), max(runs, default=0.0))
 
 
 @dataclass(frozen=True)
@@ -164,11 +170,6 @@ def slug(name: str) -> str:
     return re.sub(r"[\s()]+", "-", name).strip("-")
 
 
-def seed_options(plan: Plan) -> list[tuple[int, ...]]:
-    """The seeds a label count may run on, most first: every seed, the selection seeds, one."""
-    return list(dict.fromkeys((plan.seeds, plan.selection_seeds, plan.seeds[:1])))
-
-
 def label_curves(
     starts: list[Start], plan: Plan, budget: Budget, data: Path, out: Path, resume: bool, say
 ) -> dict[str, dict[str, GridResult]]:
@@ -178,13 +179,14 @@ def label_curves(
     the best mean dev accuracy wins, runs on the other seeds too (its grids extended into one), and is
     kept for the larger counts.
 
-    The clock decides how much of that runs, from the seconds per example pass measured so far (the
-    first start's first candidate prices the first count). The first count drops its extra seeds (the
-    candidates' own runs are then the result), then the choice of method (each start's first method
-    only), but always runs. A later count keeps one seed's time for each count after it, runs on fewer
-    seeds where all do not fit beside those, is skipped where one does not fit, and is given up midway
-    where the time left no longer covers it (the load rose). Every cut is recorded in the budget with
-    its reason. The grids of a step run from one pool of workers (tasks.grid.finetune_grids)."""
+    The clock decides how much of that runs, from the seconds per example pass of each start and method
+    measured so far (the first start's first candidate prices the first count). Every count gets one
+    seed before any gets more: the first count's further seeds, and each later count's seeds, are as
+    many as fit while one seed's time is kept for every count after it. The first count drops the choice
+    of method (each start's first method only) where the candidates do not fit, but always runs; a later
+    count is skipped where one seed does not fit, and given up midway where the time left no longer covers
+    it (the load rose). Every cut is recorded in the budget with its reason. The grids of a step run from
+    one pool of workers (tasks.grid.finetune_grids)."""
     train_labels = labels_of(task_file(data, "train"))
     dev, test = len(labels_of(task_file(data, "dev"))), len(labels_of(task_file(data, "test")))
     meter = Meter(plan.grid_workers)
@@ -222,7 +224,9 @@ def label_curves(
 
     def needs(runs: list[tuple[Start, str, int]], count) -> float:
         """Seconds of wall time that `runs` ((start, method, how many)) at `count` are measured to need."""
-        return sum(meter.estimate((start.name, method), k * passes_of(count)) for start, method, k in runs)
+        return meter.wall(
+            [meter.seconds((start.name, method), passes_of(count)) for start, method, k in runs for _ in range(k)]
+        )
 
     def left() -> float:
         return budget.left() - REPORT_RESERVE_S
@@ -239,7 +243,7 @@ def label_curves(
             f"{result.test_mean:.3f} ± {result.test_std:.3f} per seed"
         )
 
-    first = plan.label_counts[0]
+    first, later = plan.label_counts[0], list(plan.label_counts[1:])
     selection = plan.selection_seeds
     say(
         f"   {label_name(first)} labels per class ({examples_at(first, train_labels):,} examples, "
@@ -256,30 +260,9 @@ def label_curves(
         """The runs a grid still needs: none where it finished (this run, or the one --resume continues)."""
         return 0 if finished(job.out, job.lrs, job.seeds) else len(job.lrs) * len(job.seeds)
 
-    def candidate_runs(methods_of) -> list[tuple[Start, str, int]]:
-        return [(s, m, todo(trial(s, m))) for s in starts for m in methods_of(s)]
-
-    every_method = candidate_runs(lambda s: s.methods)
-    first_methods = candidate_runs(lambda s: s.methods[:1])
-    more_seeds = tuple(seed for seed in plan.seeds if seed not in selection)  # the chosen candidate's further seeds
-    finals = [  # priced as the start's first method: which one dev chooses is not known yet
-        (s, s.methods[0], len(more_seeds))
-        for s in starts
-        if more_seeds and not any(finished(root(s, first) / f"{m}-further-seeds", None, more_seeds) for m in s.methods)
-    ]
-    seeds, methods_of = plan.seeds, (lambda s: s.methods)
-    if needs(every_method + finals, first) > left() and finals:
-        seeds = selection
-        say(
-            "   cut "
-            + budget.cut(
-                f"{label_name(first)} labels per class on seeds {', '.join(map(str, seeds))} only (of {len(plan.seeds)})",
-                f"~{needs(every_method + finals, first):.0f} s of fine-tuning measured to be needed, "
-                f"{max(0.0, left()):.0f} s left",
-            )
-        )
-    if needs(every_method, first) > left() and sum(k for *_, k in every_method) > sum(k for *_, k in first_methods):
-        seeds, methods_of = selection, (lambda s: s.methods[:1])
+    every_method = [(s, m, todo(trial(s, m))) for s in starts for m in s.methods]
+    first_only = needs(every_method, first) > left() and len(every_method) > len(starts)
+    if first_only:
         say(
             "   cut "
             + budget.cut(
@@ -288,96 +271,110 @@ def label_curves(
                 f"{max(0.0, left()):.0f} s left",
             )
         )
-    candidates = [trial(s, m) for s in starts for m in methods_of(s) if (s, m) != (starts[0], starts[0].methods[0])]
+    candidates = [
+        trial(s, m)
+        for s in starts
+        for m in (s.methods[:1] if first_only else s.methods)
+        if (s, m) != (starts[0], starts[0].methods[0])
+    ]
     for job, result in zip(candidates, grids(candidates)):
         trials[job.start.name].append(result)
     best = {s.name: max(trials[s.name], key=lambda g: g.dev_mean) for s in starts}  # on dev alone; ties: the first
-    results = dict(best)  # the candidate's own runs, and where every seed runs, the chosen one's on the others
-    if seeds != selection:
-        further = [
-            Job(
-                s,
-                best[s.name].method,
-                first,
-                (best[s.name].lr,),
-                more_seeds,
-                root(s, first) / f"{best[s.name].method}-further-seeds",
+    chosen.update({s.name: (best[s.name].method, best[s.name].lr) for s in starts})  # further seeds keep both
+
+    def chosen_job(start: Start, count, seeds, out: Path | None = None) -> Job:
+        """`start`'s grid at `count` on `seeds`: the method and rate chosen at the first count."""
+        method, lr = chosen[start.name]
+        return Job(start, method, count, (lr,), seeds, out or root(start, count) / method)
+
+    def further_job(start: Start, seeds) -> Job:
+        """The first count's chosen candidate on `seeds` beyond the selection seeds."""
+        return chosen_job(start, first, seeds, root(start, first) / f"{chosen[start.name][0]}-further-seeds")
+
+    def halves(count) -> list[list[Start]]:
+        """The starts in the steps a count runs as: half of them a step, the costliest first (the clock is
+        read between the halves; a long run left for the end of a step keeps one worker busy while the
+        others idle). The first count's further seeds run as one step."""
+        order = costliest_first(starts, lambda s: chosen[s.name][0])
+        if count == first:
+            return [order]
+        step = max(1, -(-len(order) // 2))
+        return [order[k : k + step] for k in range(0, len(order), step)]
+
+    def remaining(count, seeds, after: int = 0) -> float:
+        """Seconds `count` still needs on `seeds`, from its `after`-th step on (the first count: its further
+        seeds beyond the selection seeds)."""
+        job = further_job if count == first else (lambda s, seeds: chosen_job(s, count, seeds))
+        return sum(
+            needs([(s, chosen[s.name][0], todo(job(s, seeds))) for s in part], count) for part in halves(count)[after:]
+        )
+
+    def fewer_seeds(count, options: list[tuple[int, ...]], after: list, fallback, ran: tuple[int, ...] = ()):
+        """The most seeds of `options` (most first) that `count` can run on beside the seeds it `ran` on
+        already, while one seed's time is kept for each count in `after` (every count before more seeds of
+        any); where none fits, `fallback` (None: the count is skipped). A cut of seeds is recorded with
+        its reason."""
+        kept = sum(remaining(c, plan.seeds[:1]) for c in after)
+        seeds = next((seeds for seeds in options if remaining(count, seeds) + kept <= left()), fallback)
+        if seeds is not None and seeds != options[0]:
+            besides = f" ({kept:.0f} s kept for one seed of {', '.join(label_name(c) for c in after)})" if after else ""
+            say(
+                "   cut "
+                + budget.cut(
+                    f"{label_name(count)} labels per class on seeds {', '.join(map(str, ran + seeds))} "
+                    f"only (of {len(plan.seeds)})",
+                    f"~{remaining(count, options[0]):.0f} s measured to be needed on every seed, "
+                    f"{max(0.0, left()):.0f} s left{besides}",
+                )
             )
-            for s in costliest_first(starts, lambda s: best[s.name].method)
-        ]
-        for job, more in zip(further, grids(further)):
-            results[job.start.name] = best[job.start.name].extended(more)
+        return seeds
+
+    results = dict(best)  # the candidates' own runs, and where more seeds fit, the chosen one's on those
+    more = tuple(seed for seed in plan.seeds if seed not in selection)
+    extra = fewer_seeds(first, [more[:k] for k in range(len(more), 0, -1)], later, (), selection) if more else ()
+    if extra:
+        jobs = [further_job(s, extra) for part in halves(first) for s in part]
+        for job, grown in zip(jobs, grids(jobs)):
+            results[job.start.name] = best[job.start.name].extended(grown)
     for start in starts:
         result = results[start.name]
-        chosen[start.name] = (result.method, result.lr)
         atomic_write_json(root(start, first) / result.method / "grid.json", result.to_dict())  # as at later counts
         curves[start.name][label_name(first)] = result
         tried = trials[start.name]
+        seeds = selection + extra
         report(start, result, ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in tried) if len(tried) > 1 else "", seeds)
 
-    def chosen_job(start: Start, count, seeds) -> Job:
-        """`start`'s grid at a later count: the method and rate chosen at the first."""
-        method, lr = chosen[start.name]
-        return Job(start, method, count, (lr,), seeds, root(start, count) / method)
-
-    later = list(plan.label_counts[1:])
     for i, count in enumerate(later):
         n = examples_at(count, train_labels)
-
-        order = costliest_first(starts, lambda s: chosen[s.name][0])
-
-        def remaining(seeds, count=count, after: int = 0) -> float:
-            """Seconds `count` still needs from the `after`-th start (of `order`) on, on `seeds`."""
-            jobs = [chosen_job(s, count, seeds) for s in order[after:]]
-            return needs([(job.start, job.method, todo(job)) for job in jobs], count)
-
-        # one seed of each count after this one is kept back: every count before more seeds of any
-        kept = sum(remaining(plan.seeds[:1], c) for c in later[i + 1 :])
-        fitting = [s for s in seed_options(plan) if remaining(s) + kept <= left()]
-        if not fitting and remaining(plan.seeds[:1]) > left():
+        one = plan.seeds[:1] if remaining(count, plan.seeds[:1]) <= left() else None  # the counts after: what is left
+        seeds = fewer_seeds(count, [plan.seeds[:k] for k in range(len(plan.seeds), 0, -1)], later[i + 1 :], one)
+        if seeds is None:
             say(
                 "   cut "
                 + budget.cut(
                     f"{label_name(count)} labels per class skipped",
-                    f"~{remaining(plan.seeds[:1]):.0f} s of fine-tuning on one seed measured to be needed, "
+                    f"~{remaining(count, plan.seeds[:1]):.0f} s of fine-tuning on one seed measured to be needed, "
                     f"{max(0.0, left()):.0f} s left",
                 )
             )
             continue
-        seeds = fitting[0] if fitting else plan.seeds[:1]
-        if seeds != plan.seeds:
-            after = (
-                f" ({kept:.0f} s kept for one seed of {', '.join(label_name(c) for c in later[i + 1 :])})"
-                if kept
-                else ""
-            )
-            say(
-                "   cut "
-                + budget.cut(
-                    f"{label_name(count)} labels per class on seeds {', '.join(map(str, seeds))} only "
-                    f"(of {len(plan.seeds)})",
-                    f"~{remaining(plan.seeds):.0f} s measured to be needed on every seed, "
-                    f"{max(0.0, left()):.0f} s left{after}",
-                )
-            )
         say(f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, {len(seeds)} seeds):")
-        # half the starts a step, the costliest first (the clock is read between the halves): a long run left
-        # for the end of a step keeps one worker busy while the others idle
-        step = max(1, -(-len(order) // 2))
-        for k in range(0, len(order), step):
-            needed = remaining(seeds, after=k)
+        parts = halves(count)
+        for k, part in enumerate(parts):
+            needed = remaining(count, seeds, after=k)
             if needed > left() + OVERRUN * budget.seconds:
-                for done in order[:k]:
+                for done in (s for earlier in parts[:k] for s in earlier):
                     del curves[done.name][label_name(count)]
                 say(
                     "   cut "
                     + budget.cut(
-                        f"{label_name(count)} labels per class given up after {k} of {len(starts)} starts",
+                        f"{label_name(count)} labels per class given up after {sum(map(len, parts[:k]))} of "
+                        f"{len(starts)} starts",
                         f"~{needed:.0f} s measured to be needed for the rest, {max(0.0, left()):.0f} s left",
                     )
                 )
                 break
-            jobs = [chosen_job(s, count, seeds) for s in order[k : k + step]]
+            jobs = [chosen_job(s, count, seeds) for s in part]
             for job, result in zip(jobs, grids(jobs)):
                 curves[job.start.name][label_name(count)] = result
                 report(job.start, result, "", seeds)

@@ -8,9 +8,11 @@ counts are run in order of importance while the measured cost of what remains fi
 
 The plan is held, not only made: each stage reads the clock when it starts. A pretraining slot is an
 equal share of what is left of pretraining's time, so a slow stage shortens the slots after it; the
-first label count gives up its extra seeds, then the choice of method, but always runs; a later count
-runs on fewer seeds, or not at all, or is given up midway when the machine slows down. Every cut is
-kept with its reason (`Budget.cut`), and an interrupted run's seconds count when it is resumed.
+first label count gives up the choice of method where its candidates do not fit, but always runs;
+every count gets one seed before any gets more seeds (the first count's further seeds included); a
+later count runs on fewer seeds, or not at all, or is given up midway when the machine slows down.
+Every cut is kept with its reason (`Budget.cut`), and an interrupted run's seconds count when it is
+resumed.
 
 On a GPU the same minutes buy far more tokens: batches are larger, and the model size is chosen from
 a throughput probe (`choose_preset`) so that each model sees enough tokens for its size. On the CPU
@@ -111,7 +113,9 @@ class Plan:
     learning_rates: tuple[float, ...]  # of --method head
     label_counts: tuple[int | None, ...]  # in PRIORITY order
     bf16: bool
-    pretrain_share: float = 0.55  # of the time left after the tokenizers: pretraining, the rest fine-tuning
+    # of the time left after the tokenizers: pretraining, the rest fine-tuning (on 2 CPU cores, every label
+    # count on one seed and the first on more need about half: docs/demo.md)
+    pretrain_share: float = 0.5
     device: str = "cpu"  # where every stage runs: "cpu", "cuda:N"
     prompt_rates: tuple[float, ...] = PROMPT_RATES
     patience: int | None = PATIENCE  # finetune --patience of every run that trains

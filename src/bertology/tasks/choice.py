@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .base import Example, Features, Task
+from .base import Example, Features, PaddedFeatures, Task
 from ..readers import read_table
 
 _CONTEXT = ("sent1", "context")
@@ -134,7 +134,7 @@ class ChoiceTask(Task):
                     raise ValueError(f"{ex.where}: label {ex.label} is not a choice index (0..{C - 1})")
             tensors["labels"] = torch.tensor(labels, dtype=torch.long)
         truncated = sum(any(encs[i * C + k].overflowing for k in range(C)) for i in range(N))
-        return Features(tensors, [[i] for i in range(N)], {}, truncated)
+        return PaddedFeatures(tensors, [[i] for i in range(N)], {}, truncated)
 
     def predict(
         self, outputs: list[Any], features: Features, examples: list[Example], id2label: dict[int, str] | None = None

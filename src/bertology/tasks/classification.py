@@ -17,7 +17,7 @@ import torch
 
 from . import metrics as M
 from ..models.family import PROMPT_HEAD
-from .base import Example, Features, Task
+from .base import Example, Features, PaddedFeatures, Task
 from .prompt import Prompt
 from ..readers import read_table
 
@@ -30,18 +30,6 @@ class Prediction(NamedTuple):
     label: str
     probability: float
     probabilities: dict[str, float]
-
-
-class SequenceFeatures(Features):
-    """Rows padded to the longest example; a batch is cut to its own longest row, so short
-    texts do not pay for one long one (the mask made the cut columns inert anyway). Padding may
-    sit on either side (XLNet's is on the left): the columns no row uses are cut."""
-
-    def batch(self, indices) -> dict[str, torch.Tensor]:
-        out = super().batch(indices)
-        used = out["attention_mask"].bool().any(0).nonzero().flatten()  # columns holding some row's token
-        lo, hi = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
-        return {k: (v[:, lo:hi] if v.dim() == 2 and k != "labels" else v) for k, v in out.items()}
 
 
 def encode_sequences(examples: list[Example], tokenizer, max_length: int, use_pairs: bool):
@@ -148,7 +136,7 @@ class ClassifyTask(Task):
         labels = self._label_tensor(examples, label2id)
         if labels is not None:
             tensors["labels"] = labels
-        return SequenceFeatures(tensors, [[i] for i in range(len(examples))], truncated=truncated)
+        return PaddedFeatures(tensors, [[i] for i in range(len(examples))], truncated=truncated)
 
     def _label_tensor(self, examples: list[Example], label2id) -> torch.Tensor | None:
         """Label ids; None when there is nothing to train on (no label2id, or unlabelled examples)."""

@@ -166,6 +166,8 @@ def _in_workers(one, cells: list, workers: int) -> list:
 
     from ..data.tokenstore import default_workers
 
+    import torch._dynamo  # noqa: F401  every optimizer imports it when made (seconds): once here, not in each fork
+
     threads = max(1, default_workers() // workers)
     with ProcessPoolExecutor(
         workers, mp_context=mp.get_context("fork"), initializer=_set_threads, initargs=(threads,)

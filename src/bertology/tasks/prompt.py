@@ -30,7 +30,7 @@ import torch
 
 from ..tokenizers.encoding import model_tensors
 from ..tokenizers.truncation import pad_encodings, resolve_padding
-from .base import Example, Features
+from .base import Example, Features, PaddedFeatures
 
 BLANK = "[MASK]"  # where the template's blank goes, written the same for every family
 FIELDS = ("text", "pair")
@@ -221,4 +221,4 @@ class Prompt:
             tensors = {k: v.view(len(examples), C, width) for k, v in tensors.items()}
         if labels is not None:
             tensors["labels"] = labels
-        return Features(tensors, [[i] for i in range(len(examples))], truncated=truncated)
+        return PaddedFeatures(tensors, [[i] for i in range(len(examples))], truncated=truncated)
