@@ -77,6 +77,9 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
                 assert grid.method == method == r["label_curve"][0][prefix + "method"]
                 assert [grid.labels[g] for g in grid.test_gold] == gold, name
                 assert point[accuracy] == pytest.approx(sum(grid.correct()) / len(gold)), (name, count)
+                if not prefix:  # the seeds the ensemble averaged, in results.json and in the table's header
+                    assert point["seeds"] == sorted(run["seed"] for run in grid.runs if run["lr"] == grid.lr)
+                    assert f"{count} labels/class ({len(point['seeds'])} seed" in report
                 for run in grid.runs:
                     hits = sum(grid.labels[p] == g for p, g in zip(run["test_predictions"], gold))
                     assert run["test"] == pytest.approx(hits / len(gold)), (name, count, run["seed"])

@@ -62,6 +62,7 @@ def curve_entry(grid: GridResult, twin: GridResult | None, bag: dict | None, cou
         "method": grid.method,
         "lr": grid.lr,
         "dev_accuracy_seed_mean": grid.dev_mean,
+        "seeds": sorted(r["seed"] for r in grid.runs if r["lr"] == grid.lr),  # the ensemble's
     }
     if twin is not None:
         gain = compare(grid, twin.correct())
@@ -199,7 +200,17 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
                 f"included; {a['train_s']:.0f} and {b['train_s']:.0f} s of training): {a['pretraining_tokens']:,} tokens "
                 f"in {a['pretraining_steps']:,} steps against {b['pretraining_tokens']:,} in {b['pretraining_steps']:,}.",
             ]
-    header = "| start | method (lr), chosen on dev | " + " | ".join(f"{c} labels/class" for c in counts) + " |"
+    seeds = {
+        label_name(p["labels_per_class"]): len(p["seeds"])
+        for e in results_list
+        for p in e["label_curve"]
+        if "seeds" in p
+    }
+    header = (
+        "| start | method (lr), chosen on dev | "
+        + " | ".join(f"{c} labels/class" + (f" ({seeds[c]} seed{'s' * (seeds[c] != 1)})" if c in seeds else "") for c in counts)
+        + " |"
+    )
     curve = [header, "|" + "---|" * (len(counts) + 2)]
     gains = [
         "| model | "
@@ -349,8 +360,8 @@ def write_report(
         f"fine-tuned on class-balanced subsets of data/debian-sections, the method (a new head: lr ∈ "
         f"{{{', '.join(f'{x:g}' for x in plan.learning_rates)}}}; the pretrained head through a prompt: lr ∈ "
         f"{{{', '.join(f'{x:g}' for x in plan.prompt_rates)}}}; a probe on frozen vectors) chosen on mean dev accuracy "
-        f"at {label_name(plan.label_counts[0])} labels per class and kept, {len(plan.seeds)} seeds "
-        f"ensembled; total wall time {wall_time(budget)}.",
+        f"at {label_name(plan.label_counts[0])} labels per class and kept, the seeds of each count (up to "
+        f"{len(plan.seeds)}, as the budget allowed) ensembled; total wall time {wall_time(budget)}.",
         *cut_lines(budget),
         "",
         text,
