@@ -208,7 +208,9 @@ def tables(rows: dict[str, dict], results_list: list[dict], counts: list[str]) -
     }
     header = (
         "| start | method (lr), chosen on dev | "
-        + " | ".join(f"{c} labels/class" + (f" ({seeds[c]} seed{'s' * (seeds[c] != 1)})" if c in seeds else "") for c in counts)
+        + " | ".join(
+            f"{c} labels/class" + (f" ({seeds[c]} seed{'s' * (seeds[c] != 1)})" if c in seeds else "") for c in counts
+        )
         + " |"
     )
     curve = [header, "|" + "---|" * (len(counts) + 2)]

@@ -54,14 +54,14 @@ class PaddedFeatures(Features):
     """Rows padded to the longest example; a batch is cut to the columns its own rows use, so short
     texts do not pay for one long one (the mask made the cut columns inert anyway). Padding may sit on
     either side (XLNet's is on the left). Rows of any shape ending in tokens: (N, T) sequences, (N, C, T)
-    choices or prompt copies; a tensor is cut where its shape ends like the attention mask's."""
+    choices or prompt copies; a tensor other than the labels is cut where its shape ends like the mask's."""
 
     def batch(self, indices) -> dict[str, torch.Tensor]:
         out = super().batch(indices)
         mask = out["attention_mask"]  # (B, …, T)
         used = mask.bool().flatten(0, -2).any(0).nonzero().flatten()  # columns holding some row's token
         lo, hi = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
-        return {k: v[..., lo:hi] if v.shape[1:] == mask.shape[1:] else v for k, v in out.items()}
+        return {k: v[..., lo:hi] if k != "labels" and v.shape[1:] == mask.shape[1:] else v for k, v in out.items()}
 
 
 class Task(ABC):
