@@ -204,10 +204,49 @@ class CorpusError(ValueError):
     invalid_utf8 = False
 
 
+# What a folder given as a corpus is read for: text (these suffixes, each optionally .gz / .xz / .bz2), Parquet
+# files and datasets directories. Anything else in it (a README.md, a .json, .arrow shards outside a dataset) is
+# skipped and said, so a folder can hold notes beside its text without them being trained on.
+TEXT_SUFFIXES = (".txt", ".text", ".raw")
+
+
+def corpus_kind(path: str | os.PathLike) -> str | None:
+    """ "text", "parquet" or "dataset" for a file or directory a corpus folder is read for, else None.
+
+    >>> corpus_kind("wiki.txt.gz"), corpus_kind("part-0.parquet"), corpus_kind("README.md")
+    ('text', 'parquet', None)
+    """
+    table = table_format(path)
+    if table:
+        return table
+    name = os.path.basename(os.fspath(path)).lower()
+    if compression(name):
+        name = name[: name.rindex(".")]
+    return "text" if os.path.splitext(name)[1] in TEXT_SUFFIXES else None
+
+
+def _folder_sources(root: Path) -> tuple[list[Path], list[Path]]:
+    """(corpus sources, other files) under `root`, each sorted by its path below `root`; hidden names (and
+    what is under them) are left out of both. A datasets directory is one source: its shards are not walked."""
+    found, other = [], []
+    for top, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for d in list(dirs):
+            if table_format(os.path.join(top, d)) == "dataset":
+                found.append(Path(top, d))
+                dirs.remove(d)
+        for n in names:
+            if not n.startswith("."):
+                (found if corpus_kind(os.path.join(top, n)) else other).append(Path(top, n))
+    return sorted(found, key=lambda f: f.relative_to(root).as_posix()), other
+
+
 def corpus_files(paths: Iterable[str | os.PathLike], say=None) -> list[str]:
-    """`paths` with each directory replaced by the files under it (hidden ones skipped), in name order, as a
-    folder of documents is read; `say(note)` is told what each directory became. A file stays as it is, and
-    so does a directory `datasets` saved (tables.table_format), which is read as one table.
+    """`paths` with each directory replaced by the corpus sources under it, found recursively, in name order:
+    text files (.txt, .text, .raw, each maybe .gz / .xz / .bz2), Parquet files and datasets directories
+    (`corpus_kind`). Hidden names are left out; other files are skipped and `say(note)` is told how many and
+    their suffixes, with what each directory became. A file stays as it is, and so does a directory `datasets`
+    saved (tables.table_format), which is read as one table. A directory with no corpus source is a CorpusError.
 
     >>> corpus_files(["notes.txt"])
     ['notes.txt']
@@ -218,23 +257,23 @@ def corpus_files(paths: Iterable[str | os.PathLike], say=None) -> list[str]:
             files.append(os.fspath(p))
             continue
         root = Path(p)
-        found = sorted(
-            (
-                f
-                for f in root.rglob("*")
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(root).parts)
-            ),
-            key=lambda f: f.relative_to(root).as_posix(),
-        )
-        if not found:
+        found, other = _folder_sources(root)
+        suffixes = sorted({f.suffix.lower() or "(no suffix)" for f in other})
+        skipped = f"; skipped {len(other)} file(s) of other kinds ({', '.join(suffixes)})" if other else ""
+        if not found and not other:
             raise CorpusError(f"{os.fspath(p)}: a directory with no files in it")
+        if not found:
+            raise CorpusError(
+                f"{os.fspath(p)}: a directory with no corpus file in it (text: {', '.join(TEXT_SUFFIXES)}, maybe "
+                f".gz / .xz / .bz2; .parquet, .pq; a datasets directory){skipped}"
+            )
         files.extend(map(str, found))
         if say is not None:
             names = [f.relative_to(root).as_posix() for f in found]
             shown = ", ".join(names[:3]) + (
                 f", … {names[-1]}" if len(names) > 4 else "".join(f", {n}" for n in names[3:])
             )
-            say(f"{os.fspath(p)}: a directory: reading its {len(found)} file(s) in name order ({shown})")
+            say(f"{os.fspath(p)}: a directory: reading its {len(found)} file(s) in name order ({shown}){skipped}")
     return files
 
 

@@ -1,4 +1,4 @@
-"""Pretraining text: stream documents (lists of sentences) out of plain-text files.
+"""Pretraining text: stream documents (lists of sentences) out of plain-text files and tables.
 
 Two input formats:
 
@@ -15,6 +15,11 @@ larger than memory works: only the current document is held. A file whose name e
 ``.xz`` or ``.bz2`` is decompressed as it streams (`bertology.io.open_corpus`, the
 one opener of corpus files).
 
+A Parquet file or a directory `Dataset.save_to_disk` wrote is read through bertology.tables, a batch of
+rows at a time (a Parquet row group at a time): each row of its text column (default ``text``) is one
+document, cut into sentences by `split_sentences` in the "raw" format, or a sentence per line of the
+row in the "lines" format; a null or blank row is skipped, as a blank line is.
+
     >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left! Did he?")
     ['Dr. Smith arrived at 5 p.m. on Monday.', 'He left!', 'Did he?']
 """
@@ -28,6 +33,7 @@ from typing import Iterable, Iterator
 import regex
 
 from ..io import CorpusError, check_corpus_paths, iter_lines, open_corpus
+from ..tables import DEFAULT_TEXT_COLUMN, iter_texts, open_table, table_format
 
 FORMATS = ("lines", "raw")
 
@@ -84,26 +90,39 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (s.strip() for s in sentences) if s]
 
 
-def check_files(files) -> list[str]:
+def check_files(files, text_column: str = DEFAULT_TEXT_COLUMN) -> list[str]:
+    """The paths, every one checked before any is read: a text file exists, a table (Parquet, a datasets
+    directory) opens and has `text_column` holding strings (the errors name the columns there are)."""
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not files:
         raise CorpusError("no corpus files given")
-    return check_corpus_paths(files)
+    for f in files:
+        if table_format(f):
+            open_table(f).require_text(text_column)  # reads the schema only; no pyarrow: the install line
+    check_corpus_paths([f for f in files if not table_format(f)])
+    return [os.fspath(f) for f in files]
 
 
 def iter_documents(
-    files: str | os.PathLike | Iterable[str | os.PathLike], format: str = "lines", errors: str = "strict"
+    files: str | os.PathLike | Iterable[str | os.PathLike],
+    format: str = "lines",
+    errors: str = "strict",
+    text_column: str = DEFAULT_TEXT_COLUMN,
 ) -> Iterator[list[str]]:
     """Yield each document of `files` (in order) as a list of sentence strings.
 
-    Every file is checked to exist before reading starts. .gz / .xz / .bz2 files are read
+    Every file is checked before reading starts (`check_files`). .gz / .xz / .bz2 files are read
     through their decompressor (by extension); a corrupt or truncated stream raises CorpusError
     naming the file. An undecodable byte raises CorpusError naming the file and (decompressed)
-    byte offset, or becomes U+FFFD with errors="replace".
+    byte offset, or becomes U+FFFD with errors="replace". A table gives a document per row of
+    `text_column` (see the module docstring), streamed a batch of rows at a time.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
-    for path in check_files(files):
+    for path in check_files(files, text_column):
+        if table_format(path):
+            yield from _table_documents(path, format, text_column)
+            continue
         block: list[str] = []
         for line in iter_lines(path, errors, keep_newlines=False):
             line = line.strip()
@@ -116,6 +135,12 @@ def iter_documents(
             yield _sentences(block, format)
 
 
+def _table_documents(path: str, format: str, column: str) -> Iterator[list[str]]:
+    """A document per row: the row's non-blank lines, as a blank-line-separated block of a text file is read."""
+    for text in iter_texts(path, column):  # a batch of rows at a time; null and blank rows are left out
+        yield _sentences([line for line in map(str.strip, text.split("\n")) if line], format)
+
+
 def _sentences(block: list[str], format: str) -> list[str]:
     if format == "lines":
         return block
@@ -125,20 +150,26 @@ def _sentences(block: list[str], format: str) -> list[str]:
 _COUNT_BLOCK = 1 << 24  # bytes count_documents decodes at once
 
 
-def count_documents(files, format: str = "lines", errors: str = "strict") -> int:
+def count_documents(
+    files, format: str = "lines", errors: str = "strict", text_column: str = DEFAULT_TEXT_COLUMN
+) -> int:
     """Number of documents `iter_documents` yields (one streaming pass).
 
     A document is a run of non-blank lines in either format (a "raw" one is never empty), so the
     lines are not cut into sentences: each file is decoded a block at a time and its runs counted
     in C (`count_runs`). A file that does not decode, or a corrupt compressed stream, is read
-    again by iter_documents, whose error names the file and the byte offset.
+    again by iter_documents, whose error names the file and the byte offset. A table's documents
+    are its non-blank rows of `text_column` (only that column is read).
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
     if errors not in ("strict", "replace"):
-        return sum(1 for _ in iter_documents(files, format, errors))  # (iter_lines names the bad value)
+        return sum(1 for _ in iter_documents(files, format, errors, text_column))  # (iter_lines names the bad value)
     total = 0
-    for path in check_files(files):
+    for path in check_files(files, text_column):
+        if table_format(path):
+            total += sum(1 for _ in iter_texts(path, text_column))
+            continue
         try:
             total += _count_file(path, errors)
         except Exception:  # the exact error (or, were the two ever to disagree, the count) is iter_documents'

@@ -13,7 +13,8 @@ built in a temporary directory renamed into place):
 
 The directory is `<root>/tokens-<tokenizer hash>/<file name>-<file key>`: the tokenizer hash is
 that of its tokenizer.json text, the file key that of the file's fingerprint (absolute path, size,
-modification time) and how it is read (format, errors). Every run and every family with the same
+modification time) and how it is read (format, errors). A table's key also holds the column read, and
+a datasets directory's fingerprint is that of the files in it (state.json and its shards). Every run and every family with the same
 tokenizer finds the stores there, and a corpus of several files that gains one tokenizes only the
 new file. `root` is the caller's cache directory, or $BERTOLOGY_TOKEN_CACHE when set: one place
 shared by all runs on the machine (a run's own cache/ goes away with the run); the sample indices
@@ -40,6 +41,7 @@ from typing import Iterator
 import numpy as np
 
 from ..io import compression
+from ..tables import DEFAULT_TEXT_COLUMN, table_format
 from ..progress import progress_bar
 from .arrays import build_cached, digest, open_arrays
 from .corpus import iter_documents
@@ -55,18 +57,28 @@ def tokenizer_hash(tokenizer) -> str:
     return hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:16]
 
 
-def file_key(path: str, format: str, errors: str) -> str:
+def _fingerprint(path: str) -> list:
+    """[absolute path, size, mtime] of a file; of a datasets directory, those of the files in it (a dataset
+    saved again over the same directory rewrites them, which the directory's own mtime would not show)."""
+    if not os.path.isdir(path):
+        st = os.stat(path)
+        return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
+    files = sorted(f for f in os.listdir(path) if os.path.isfile(os.path.join(path, f)))
+    return [_fingerprint(os.path.join(path, f)) for f in files]
+
+
+def file_key(path: str, format: str, errors: str, text_column: str = DEFAULT_TEXT_COLUMN) -> str:
     """The key of one file's store: its fingerprint (absolute path, size, mtime) and how it is read."""
-    st = os.stat(path)
-    return digest(
-        {
-            "file": [os.path.abspath(path), st.st_size, st.st_mtime_ns],
-            "format": format,
-            "errors": errors,
-            "word_starts": WORD_STARTS,
-            "layout": TOKENS_LAYOUT,
-        }
-    )
+    key = {
+        "file": _fingerprint(path),
+        "format": format,
+        "errors": errors,
+        "word_starts": WORD_STARTS,
+        "layout": TOKENS_LAYOUT,
+    }
+    if table_format(path):  # only tables: a text file's key (and so its store) stays what it was
+        key["text_column"] = text_column
+    return digest(key)
 
 
 def token_cache_root(cache_dir: str | os.PathLike) -> Path:
@@ -81,10 +93,12 @@ def id_dtype(tokenizer) -> str:
     return "uint16" if top < 1 << 16 else "uint32"
 
 
-def store_dirs(files: list[str], tokenizer, root: Path, format: str, errors: str) -> list[Path]:
+def store_dirs(
+    files: list[str], tokenizer, root: Path, format: str, errors: str, text_column: str = DEFAULT_TEXT_COLUMN
+) -> list[Path]:
     """The store directory of each file (built or not)."""
     base = Path(root) / f"tokens-{tokenizer_hash(tokenizer)}"
-    return [base / f"{Path(f).name[:40]}-{file_key(f, format, errors)}" for f in files]
+    return [base / f"{Path(f).name[:40]}-{file_key(f, format, errors, text_column)}" for f in files]
 
 
 # ---- one chunk of documents, in a worker ----------------------------------------------------------
@@ -136,10 +150,10 @@ def _encode(documents, dtype):
     return encode_documents(_worker_tokenizer, documents, dtype)
 
 
-def _chunks(path: str, format: str, errors: str):
+def _chunks(path: str, format: str, errors: str, text_column: str):
     """(documents, characters) of about CHUNK_CHARS characters, in the file's order."""
     docs, chars = [], 0
-    for doc in iter_documents([path], format, errors):
+    for doc in iter_documents([path], format, errors, text_column):
         docs.append(doc)
         chars += sum(map(len, doc)) + len(doc)
         if chars >= CHUNK_CHARS:
@@ -153,16 +167,16 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _encoded(path: str, tokenizer, dtype: str, format: str, errors: str, workers: int, bar):
+def _encoded(path: str, tokenizer, dtype: str, format: str, errors: str, text_column: str, workers: int, bar):
     """The chunks of `path` encoded, in order: by `workers` forked processes, or here when 1."""
     if workers <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon:
-        for docs, chars in _chunks(path, format, errors):
+        for docs, chars in _chunks(path, format, errors, text_column):
             yield encode_documents(tokenizer, docs, dtype)
             bar.update(chars)
         return
     with mp.get_context("fork").Pool(workers, initializer=_init_worker, initargs=(tokenizer,)) as pool:
         pending: deque = deque()
-        for docs, chars in _chunks(path, format, errors):
+        for docs, chars in _chunks(path, format, errors, text_column):
             pending.append((pool.apply_async(_encode, (docs, dtype)), chars))
             if len(pending) >= 2 * workers:  # bounded: the reader waits for the oldest chunk
                 result, n = pending.popleft()
@@ -193,8 +207,17 @@ class _BitWriter:
         return self.n
 
 
-def build_file_store(tmp: Path, path: str, tokenizer, format: str, errors: str, workers: int, bar) -> dict:
-    """Tokenize one corpus file into `tmp` (see the module docstring); returns its meta."""
+def build_file_store(
+    tmp: Path,
+    path: str,
+    tokenizer,
+    format: str,
+    errors: str,
+    workers: int,
+    bar,
+    text_column: str = DEFAULT_TEXT_COLUMN,
+) -> dict:
+    """Tokenize one corpus file (or table) into `tmp` (see the module docstring); returns its meta."""
     dtype = id_dtype(tokenizer)
     n_tokens, n_sents, n_docs = 0, 0, 0
     id_counts = np.zeros(max(tokenizer.get_vocab().values(), default=0) + 1, np.int64)
@@ -207,7 +230,9 @@ def build_file_store(tmp: Path, path: str, tokenizer, format: str, errors: str, 
         bits = _BitWriter(f_starts)
         f_sents.write(np.zeros(1, np.int64).tobytes())
         f_docs.write(np.zeros(1, np.int64).tobytes())
-        for ids, starts, lengths, per_doc in _encoded(path, tokenizer, dtype, format, errors, workers, bar):
+        for ids, starts, lengths, per_doc in _encoded(
+            path, tokenizer, dtype, format, errors, text_column, workers, bar
+        ):
             f_ids.write(ids.tobytes())
             if len(ids):
                 id_counts += np.bincount(ids, minlength=len(id_counts))
@@ -233,6 +258,7 @@ def build_file_store(tmp: Path, path: str, tokenizer, format: str, errors: str, 
         "file": os.path.abspath(path),
         "format": format,
         "errors": errors,
+        **({"text_column": text_column} if table_format(path) else {}),
         "word_starts": WORD_STARTS,
         "layout": TOKENS_LAYOUT,
         "arrays": arrays,
@@ -282,14 +308,17 @@ def build_token_stores(
     errors: str = "strict",
     show_progress: bool = False,
     workers: int | None = None,
+    text_column: str = DEFAULT_TEXT_COLUMN,
 ) -> list[FileTokens]:
-    """The token store of each file, tokenizing only the files whose store is not there yet."""
+    """The token store of each file, tokenizing only the files whose store is not there yet; a table
+    (Parquet, a datasets directory) is read from `text_column`."""
     workers = default_workers() if workers is None else workers
-    dirs = store_dirs(files, tokenizer, Path(root), format, errors)
+    dirs = store_dirs(files, tokenizer, Path(root), format, errors, text_column)
     todo = [(f, d) for f, d in zip(files, dirs) if not (d / "meta.json").exists()]
     if todo:
-        sizes = [os.path.getsize(f) for f, _ in todo]
-        known = not any(compression(f) for f, _ in todo)  # a compressed file's size is not its text's
+        sizes = [0 if os.path.isdir(f) else os.path.getsize(f) for f, _ in todo]
+        # a compressed file's size is not its text's, nor a table's
+        known = not any(compression(f) or table_format(f) for f, _ in todo)
         with progress_bar(
             total=sum(sizes) if known else None,
             desc="tokenizing",
@@ -299,7 +328,9 @@ def build_token_stores(
         ) as bar:
             for (f, d), size in zip(todo, sizes):
                 done = bar.n
-                build_cached(d, lambda tmp, f=f: build_file_store(tmp, f, tokenizer, format, errors, workers, bar))
+                build_cached(
+                    d, lambda tmp, f=f: build_file_store(tmp, f, tokenizer, format, errors, workers, bar, text_column)
+                )
                 if known:  # the characters counted fall short of the bytes (newlines, UTF-8): the file is done
                     bar.update(done + size - bar.n)
     return [FileTokens(d) for d in dirs]
