@@ -301,13 +301,11 @@ def label_curves(
         step = max(1, -(-len(order) // 2))
         return [order[k : k + step] for k in range(0, len(order), step)]
 
-    def remaining(count, seeds, after: int = 0) -> float:
-        """Seconds `count` still needs on `seeds`, from its `after`-th step on (the first count: its further
-        seeds beyond the selection seeds)."""
+    def remaining(count, seeds) -> float:
+        """Seconds `count` still needs on `seeds`: its steps' grids not finished yet (the first count: its
+        further seeds beyond the selection seeds)."""
         job = further_job if count == first else (lambda s, seeds: chosen_job(s, count, seeds))
-        return sum(
-            needs([(s, chosen[s.name][0], todo(job(s, seeds))) for s in part], count) for part in halves(count)[after:]
-        )
+        return sum(needs([(s, chosen[s.name][0], todo(job(s, seeds))) for s in part], count) for part in halves(count))
 
     def fewer_seeds(count, options: list[tuple[int, ...]], after: list, fallback, ran: tuple[int, ...] = ()):
         """The most seeds of `options` (most first) that `count` can run on beside the seeds it `ran` on
@@ -361,7 +359,7 @@ def label_curves(
         say(f"   {label_name(count)} labels per class ({n:,} examples, {plan.epochs(n):g} epochs, {len(seeds)} seeds):")
         parts = halves(count)
         for k, part in enumerate(parts):
-            needed = remaining(count, seeds, after=k)
+            needed = remaining(count, seeds)
             if needed > left() + OVERRUN * budget.seconds:
                 for done in (s for earlier in parts[:k] for s in earlier):
                     del curves[done.name][label_name(count)]
