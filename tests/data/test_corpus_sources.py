@@ -197,3 +197,14 @@ def test_tokenizer_train_says_what_it_skipped(folder, tmp_path, capsys):
     args = ["tokenizer", "train", "--algorithm", "wordpiece", "--vocab-size", "60", "--min-frequency", "1"]
     assert main([*args, "--out", str(tmp_path / "tok"), "--quiet", str(folder)]) == 0
     assert "skipped 2 file(s) of other kinds (.json, .md)" in capsys.readouterr().err
+
+
+def test_a_folder_of_text_beside_tables_is_staged_for_pretraining_as_each_reads(folder):
+    """pretrain and distill stage a corpus with tables into one text copy: the text files in it keep --format's
+    reading (here lines), the tables' rows are cut by the raw rules, in the folder's order."""
+    from bertology.data.staging import iter_text_column
+
+    files = corpus_files([folder])
+    staged = list(iter_text_column(files, "text", "lines"))
+    assert staged[:4] == [["the cat sat", "on the mat"], ["a dog ran"], ["birds fly"], ["fish swim", "in the sea"]]
+    assert staged[4:] == [doc for f in files[2:] for doc in iter_documents([f], "raw")]

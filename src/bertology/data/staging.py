@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..io import atomic_path
+from ..io import atomic_path, corpus_kind
 from ..readers import read_table
 from ..tables import DEFAULT_TEXT_COLUMN, table_format
-from .corpus import split_sentences
+from .corpus import iter_documents, split_sentences
 from .recipe import Recipe
 from .tokenized import check_corpus_documents, heldout_value
 
@@ -61,12 +61,16 @@ def naming_the_users_files(staged: Path, name: str):
         raise
 
 
-def iter_text_column(files: list[str], column: str) -> Iterator[list[str]]:
+def iter_text_column(files: list[str], column: str, format: str = "lines") -> Iterator[list[str]]:
     """Each record's text in `column` of CSV / TSV / JSON-lines / Parquet files or datasets directories, a
     document of sentences (a record is a document, cut as --format raw cuts one), streamed: a Parquet file or
     a dataset a batch of rows at a time. A record whose text is null or blank is skipped, as a blank line is.
-    Errors name the file and line or row (a missing column, or one that holds no text, lists those present)."""
+    Errors name the file and line or row (a missing column, or one that holds no text, lists those present).
+    A text file among them (a folder of text beside tables) gives its documents as `format` reads them."""
     for path in files:
+        if corpus_kind(path) == "text":
+            yield from iter_documents([path], format)
+            continue
         table = read_table(path, stream=True)
         table.require_text(text_column=column)
         for row in table.rows:
@@ -103,7 +107,7 @@ def stage_table_corpus(o, staging: Path):
         return o
     staged, column = staging / TASK_CORPUS, o.text_column or DEFAULT_TEXT_COLUMN
     name = table_corpus_name(o.corpus, column)
-    if not write_text_corpus(iter_text_column(o.corpus, column), staged):
+    if not write_text_corpus(iter_text_column(o.corpus, column, o.format), staged):
         raise ValueError(f"{', '.join(map(str, o.corpus))}: no text in column {column!r} (every row null or blank)")
     (staging / TASK_CORPUS_SOURCE).write_text(name, encoding="utf-8")
     with naming_the_users_files(staged, name):

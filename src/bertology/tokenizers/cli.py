@@ -91,9 +91,9 @@ def register(subparsers) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its "
-        "files in name order; a Parquet file or a datasets directory (save_to_disk): the lines of "
-        "--text-column",
+        help="UTF-8 text files, read line by line (.gz, .xz, .bz2 decompressed on the fly); a folder: its text, "
+        "Parquet and datasets files, recursively in name order (other files skipped, and said); a Parquet file "
+        "or a datasets directory (save_to_disk): the lines of --text-column",
     )
     t.add_argument("--algorithm", choices=ALGORITHMS, default=None, help="default: the family's, or wordpiece")
     t.add_argument("--family", choices=FAMILIES, default=None, help="pipeline and special tokens of a model family")

@@ -40,9 +40,9 @@ class PretrainOptions(CorpusOptions):
     family: str = option(help="the model family", choices=PRETRAINABLE)
     corpus: list[str] = option(
         help="text: one sentence per line, a blank line between documents (or --format raw); "
-        ".gz, .xz, .bz2 read as they are; a folder: its files in name order; a Parquet "
-        "file or a datasets directory (save_to_disk): a row a document, from "
-        "--text-column",
+        ".gz, .xz, .bz2 read as they are; a folder: its text, Parquet and datasets files, recursively in "
+        "name order (other files skipped, and said); a Parquet file or a datasets directory (save_to_disk): "
+        "a row a document, from --text-column",
         metavar="FILE",
     )
     out_dir: str = option(help="output directory", flag="--out", metavar="DIR")
