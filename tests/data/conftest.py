@@ -63,3 +63,19 @@ def unigram():
     from bertology.tokenizers import train
 
     return train(lines=_lines(800), family="albert", vocab_size=400, show_progress=False)
+
+
+@pytest.fixture
+def counted_builds(monkeypatch):
+    """The files tokenized (each call of build_file_store), in order."""
+    import bertology.data.tokenstore as tokenstore
+
+    built = []
+    real = tokenstore.build_file_store
+
+    def build(tmp, path, *args):
+        built.append(path)
+        return real(tmp, path, *args)
+
+    monkeypatch.setattr(tokenstore, "build_file_store", build)
+    return built

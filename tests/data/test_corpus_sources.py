@@ -11,7 +11,6 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
-import bertology.data.tokenstore as tokenstore  # noqa: E402
 from bertology.cli import main  # noqa: E402
 from bertology.data import count_documents, iter_documents  # noqa: E402
 from bertology.data.tokenized import tokenize_corpus  # noqa: E402
@@ -127,15 +126,8 @@ def test_parquet_is_read_a_row_group_at_a_time_and_only_its_text_column(tmp_path
     assert len(list(docs)) == 3 and [groups for groups, _ in calls] == [[0], [1], [2], [3]]
 
 
-def test_adding_a_file_to_the_folder_tokenizes_only_that_file(folder, wordpiece, tmp_path, monkeypatch):
-    built = []
-    real = tokenstore.build_file_store
-
-    def build(tmp, path, *args):
-        built.append(path)
-        return real(tmp, path, *args)
-
-    monkeypatch.setattr(tokenstore, "build_file_store", build)
+def test_adding_a_file_to_the_folder_tokenizes_only_that_file(folder, wordpiece, tmp_path, counted_builds):
+    built = counted_builds
     first = tokenize_corpus(corpus_files([folder]), wordpiece, tmp_path / "cache", workers=1)
     assert built == corpus_files([folder]) and first.num_documents == count_documents(corpus_files([folder])) == 11
     write_parquet(folder / "b" / "added.parquet", ["An added row. It has two sentences."])

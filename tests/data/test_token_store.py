@@ -41,20 +41,6 @@ def _as_read(corpus: TokenizedCorpus):
     return [[(s.ids, s.starts) for s in corpus.document(d)] for d in range(corpus.num_documents)]
 
 
-@pytest.fixture
-def counted_builds(monkeypatch):
-    """The files tokenized (each call of build_file_store), in order."""
-    built = []
-    real = tokenstore.build_file_store
-
-    def build(tmp, path, *args):
-        built.append(path)
-        return real(tmp, path, *args)
-
-    monkeypatch.setattr(tokenstore, "build_file_store", build)
-    return built
-
-
 @pytest.mark.parametrize("name", ["wordpiece", "bytelevel_bpe", "unigram"])
 def test_every_tokenizer_stores_its_sentence_encodings(small_corpus, request, tmp_path, name):
     tok = request.getfixturevalue(name)  # (the store encodes with the template's tokens and drops them)
