@@ -70,7 +70,7 @@ class InstanceStore:
         # the masking half of the recipe is the caller's (the instances do not depend on it)
         self.recipe = masker.recipe if masker is not None else Recipe.from_dict(self.meta["recipe"])
         self.index = open_arrays(self.dir, self.meta["arrays"])
-        self.corpus = TokenizedCorpus(self.meta["token_stores"])
+        self.corpus = TokenizedCorpus.open(self.meta["token_stores"])
         self.specials = SpecialTokens(**{k: v for k, v in self.meta["specials"].items() if k != "all_ids"},
                                       all_ids=tuple(self.meta["specials"]["all_ids"]))  # fmt: skip
         self.special_ids = torch.tensor(self.meta["special_ids"], dtype=torch.long)

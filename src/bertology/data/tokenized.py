@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -34,9 +35,28 @@ __all__ = ["WORD_STARTS", "TokenizedCorpus", "tokenize_corpus"]
 _COUNT_CHUNK = 1 << 20
 
 
+def _joined(offsets: list[np.ndarray], bases: np.ndarray) -> np.ndarray:
+    """The files' offsets (each ending in its total) as one array numbered across the files: a single
+    file's memory map as it is (read as pages are touched), several written once into one array (no
+    temporary copies: a 3 GB corpus has tens of millions of sentences)."""
+    if len(offsets) == 1:
+        return offsets[0]
+    out = np.empty(int(sum(len(o) - 1 for o in offsets)) + 1, dtype=np.int64)
+    at = 0
+    for o, base in zip(offsets, bases):
+        np.add(o[:-1], base, out=out[at : at + len(o) - 1])
+        at += len(o) - 1
+    out[-1] = bases[-1]
+    return out
+
+
 class TokenizedCorpus:
     """The token stores of a corpus's files as one corpus: documents, sentences and tokens numbered
-    across the files in order (file k's first token comes after every token of files 0..k-1)."""
+    across the files in order (file k's first token comes after every token of files 0..k-1).
+    `TokenizedCorpus.open(dirs)` shares one while any user holds it (a run's training and held-out
+    stores and their indices read the same offsets)."""
+
+    _open: "weakref.WeakValueDictionary[tuple[str, ...], TokenizedCorpus]" = weakref.WeakValueDictionary()
 
     def __init__(self, parts):
         parts = [parts] if isinstance(parts, (str, os.PathLike, FileTokens)) else list(parts)
@@ -45,12 +65,17 @@ class TokenizedCorpus:
         self.token_base = np.cumsum([0] + [p.num_tokens for p in self.parts])  # (files + 1,)
         sent_base = np.cumsum([0] + [len(p.sent_offsets) - 1 for p in self.parts])
         # global offsets: token offset of each sentence, sentence offset of each document (+ the totals)
-        self.sent_offsets = np.concatenate(
-            [p.sent_offsets[:-1] + b for p, b in zip(self.parts, self.token_base)] + [self.token_base[-1:]]
-        ).astype(np.int64)
-        self.doc_offsets = np.concatenate(
-            [p.doc_offsets[:-1] + b for p, b in zip(self.parts, sent_base)] + [sent_base[-1:]]
-        ).astype(np.int64)
+        self.sent_offsets = _joined([p.sent_offsets for p in self.parts], self.token_base)
+        self.doc_offsets = _joined([p.doc_offsets for p in self.parts], sent_base)
+
+    @classmethod
+    def open(cls, dirs) -> "TokenizedCorpus":
+        """The corpus of these token stores, one object for every caller while any holds it."""
+        key = tuple(os.fspath(d) for d in dirs)
+        corpus = cls._open.get(key)
+        if corpus is None:
+            corpus = cls._open[key] = cls(list(key))
+        return corpus
 
     @property
     def num_documents(self) -> int:
