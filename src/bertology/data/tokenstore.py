@@ -14,9 +14,9 @@ built in a temporary directory renamed into place):
 The directory is `<root>/tokens-<tokenizer hash>/<file name>-<file key>`: the tokenizer hash is
 that of its tokenizer.json text, the file key that of the file's fingerprint (absolute path, size,
 modification time) and how it is read (format, errors). A table's key also holds the column read, and
-a datasets directory's fingerprint is that of the files in it (state.json and its shards). Every run and every family with the same
-tokenizer finds the stores there, and a corpus of several files that gains one tokenizes only the
-new file. `root` is the caller's cache directory, or $BERTOLOGY_TOKEN_CACHE when set: one place
+a datasets directory's fingerprint is that of the files in it (state.json and its shards). Every run
+and every family with the same tokenizer finds the stores there, and a corpus of several files that
+gains one tokenizes only the new file. `root` is the caller's cache directory, or $BERTOLOGY_TOKEN_CACHE when set: one place
 shared by all runs on the machine (a run's own cache/ goes away with the run); the sample indices
 over the stores (build.py) go to the same place.
 

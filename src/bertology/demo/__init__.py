@@ -14,7 +14,8 @@ default 20; plan.py says how it is spent).
    10, 30, 100 and all 175 labelled examples per class (curve.py: class-balanced nested subsets,
    the method and learning rate chosen on dev, up to 5 seeds ensembled as the budget allows), next
    to bag-of-words, averaged word2vec vectors and MiniLM's frozen embeddings, each with a logistic
-   regression on the same subsets; every gain comes with a paired-bootstrap 95% interval over the test items;
+   regression on the same subsets; every gain comes with a paired-bootstrap 95% interval over the
+   test items;
 4. writes runs/demo/report.md (tables, label curve, pretraining curves, parameters, attention maps)
    and runs/demo/results.json (one object per model, a `label_curve` in each).
 

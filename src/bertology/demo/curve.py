@@ -334,12 +334,12 @@ def label_curves(
         jobs = [further_job(s, extra) for part in halves(first) for s in part]
         for job, grown in zip(jobs, grids(jobs)):
             results[job.start.name] = best[job.start.name].extended(grown)
+    seeds = selection + extra
     for start in starts:
         result = results[start.name]
         atomic_write_json(root(start, first) / result.method / "grid.json", result.to_dict())  # as at later counts
         curves[start.name][label_name(first)] = result
         tried = trials[start.name]
-        seeds = selection + extra
         report(start, result, ", ".join(f"{g.method} {g.dev_mean:.3f}" for g in tried) if len(tried) > 1 else "", seeds)
 
     for i, count in enumerate(later):
