@@ -22,8 +22,8 @@ The index is built atomically (arrays.py); a later call with the same files (pat
 tokenizer and instance recipe reuses it.
 
 Batches are a pure function of (step, batch_size, seed), for exact resume and data parallelism:
-global sample i = step * batch_size + j is instance perm_e[i mod N] of epoch e = i // N, where
-perm_e is a permutation drawn from a generator seeded by (seed, e). `batch(step, B, rank=r,
+global sample i = step * batch_size + j is instance order_e(i mod N) of epoch e = i // N, where
+order_e is a bijection of [0, N) keyed by (seed, e) (shuffle.py: no permutation array, whatever N). `batch(step, B, rank=r,
 world_size=w)` returns rows r, r+w, r+2w, ... of that global batch (every rank masks the global
 batch and keeps its rows), identical to slicing the single-process batch.
 """
@@ -46,6 +46,7 @@ from .recipe import Recipe
 from .rows import cut_rows, piece_table
 from .pairs import PairIndex
 from .samples import piece_starts
+from .shuffle import EpochOrder
 from .tokenized import TokenizedCorpus
 
 # 5: pairs as a count per (pass, document), made again from keyed draws (4: pair spans as block offsets,
@@ -83,7 +84,7 @@ class InstanceStore:
         # instances in the index (one pass for packing, whose passes repeat it: see samples.py)
         self.indexed = int(self.meta["indexed"])
         self.heldout: InstanceStore | None = None
-        self._permutation = lru_cache(maxsize=4)(self._make_permutation)
+        self._order = lru_cache(maxsize=4)(lambda seed, epoch: EpochOrder(self.num_instances, seed, epoch))
 
     def masked_by(self, masker: Masker) -> "InstanceStore":
         """The same instances (and held-out ones) masked by another masker (e.g. distillation's smoothed one)."""
@@ -143,9 +144,6 @@ class InstanceStore:
     def steps_per_epoch(self, batch_size: int) -> int:
         return max(1, self.num_instances // batch_size)
 
-    def _make_permutation(self, seed: int, epoch: int) -> np.ndarray:
-        return np.random.default_rng([seed, epoch]).permutation(self.num_instances)
-
     def indices(self, step: int, batch_size: int, seed: int | None = None) -> np.ndarray:
         """Instance indices of the global batch at `step` (epochs follow one another seamlessly)."""
         if step < 0 or batch_size < 1:
@@ -156,7 +154,7 @@ class InstanceStore:
         out = np.empty(batch_size, dtype=np.int64)
         for e in np.unique(epoch):
             sel = epoch == e
-            out[sel] = self._permutation(seed, int(e))[pos[sel]]
+            out[sel] = self._order(seed, int(e))(pos[sel])
         return out
 
     def rows(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
