@@ -188,3 +188,38 @@ def test_the_document_count_is_remembered_with_the_shared_cache(small_corpus, tm
     os.utime(corpus, ns=(1, 2))  # (the size changed too; the key is the file's fingerprint)
     assert tokenized.check_corpus_documents([corpus], "lines", 0, nsp=False) == 9
     assert len(counted) == 3
+
+
+def test_reads_from_the_files_give_what_the_memory_maps_hold(small_corpus, wordpiece, tmp_path, monkeypatch):
+    (store,) = tokenize_corpus([small_corpus], wordpiece, tmp_path, workers=1).parts
+    n = store.num_tokens
+    rng = np.random.default_rng(0)
+    # scattered positions, repeats, far-apart runs and a (2, k) shape, as a batch's rows are
+    positions = np.concatenate([rng.integers(0, n, 50), np.arange(5, 40), [n - 1, 0, 0, 7]])
+    for shape in [(len(positions),), (2, len(positions) // 2)]:
+        got = positions[: np.prod(shape)].reshape(shape)
+        ids, starts = store.take(got)
+        assert ids.dtype == np.int64 and ids.shape == shape and starts.dtype == bool
+        assert np.array_equal(ids, np.asarray(store.ids)[got]) and np.array_equal(starts, store.starts(got))
+    monkeypatch.setattr(tokenstore, "RUN_GAP", 0)  # every position a run of its own
+    monkeypatch.setattr(tokenstore, "READ_BYTES", 3)  # and every read in parts of 3 bytes
+    assert np.array_equal(store.take(positions)[0], np.asarray(store.ids)[positions])
+    assert np.array_equal(store.read(3, n), np.asarray(store.ids)[3:])
+    assert store.take(np.zeros(0, np.int64))[0].shape == (0,)
+    with pytest.raises(IndexError, match="token positions"):
+        store.take(np.array([n]))
+    with pytest.raises(IndexError, match="outside its"):
+        store.read(0, n + 1)
+
+
+def test_a_truncated_store_is_reported_not_read_short(small_corpus, wordpiece, tmp_path):
+    (store,) = tokenize_corpus([small_corpus], wordpiece, tmp_path, workers=1).parts
+    ids = store.dir / "ids.bin"
+    ids.write_bytes(ids.read_bytes()[:-4])
+    with pytest.raises(ValueError, match="shorter than its meta.json"):
+        store.read(0, store.num_tokens)
+    ids.unlink()
+    ids.write_bytes(b"")  # another file at the same path: not read as the store's
+    with pytest.raises(FileNotFoundError, match="replaced since its store was opened"):
+        tokenstore._descriptors.clear()  # (as if this process had not read it lately)
+        store.read(0, 1)

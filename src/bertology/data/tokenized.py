@@ -95,14 +95,13 @@ class TokenizedCorpus:
     def gather(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ids (int64), word starts (bool)) of the tokens at global `positions` (any shape)."""
         positions = np.asarray(positions, dtype=np.int64)
-        ids, starts = np.zeros(positions.shape, np.int64), np.zeros(positions.shape, bool)
         if len(self.parts) == 1:  # the common case: one file, no lookup
-            return np.asarray(self.parts[0].ids[positions], dtype=np.int64), self.parts[0].starts(positions)
+            return self.parts[0].take(positions)
+        ids, starts = np.zeros(positions.shape, np.int64), np.zeros(positions.shape, bool)
         part = self._part_of(positions)
         for k in np.unique(part):
             sel = part == k
-            local = positions[sel] - self.token_base[k]
-            ids[sel], starts[sel] = self.parts[k].ids[local], self.parts[k].starts(local)
+            ids[sel], starts[sel] = self.parts[k].take(positions[sel] - self.token_base[k])
         return ids, starts
 
     def span_counts(self, vocab_size: int, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -119,7 +118,7 @@ class TokenizedCorpus:
                 e = ends[np.searchsorted(ends, c0, "right") : np.searchsorted(ends, c1, "left")] - c0
                 delta = np.bincount(b, minlength=c1 - c0) - np.bincount(e, minlength=c1 - c0)
                 cover = covered + np.cumsum(delta[: c1 - c0])  # (c1 - c0,) spans over each token
-                ids = np.asarray(p.ids[c0 - base : c1 - base], dtype=np.int64)
+                ids = p.read(c0 - base, c1 - base).astype(np.int64)
                 if len(ids) and ids.max() >= vocab_size:
                     raise ValueError(f"{p.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
                 counts += np.bincount(ids, weights=cover, minlength=vocab_size)
@@ -165,7 +164,7 @@ class TokenizedCorpus:
                 base = int(self.token_base[k])
                 a, b = max(lo, base) - base, min(hi, base + p.num_tokens) - base
                 for c0 in range(a, b, _COUNT_CHUNK):
-                    ids = np.asarray(p.ids[c0 : min(c0 + _COUNT_CHUNK, b)], dtype=np.intp)
+                    ids = p.read(c0, min(c0 + _COUNT_CHUNK, b)).astype(np.intp)
                     if len(ids) and ids.max() >= vocab_size:
                         raise ValueError(f"{p.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
                     counts += np.bincount(ids, minlength=vocab_size)

@@ -33,7 +33,7 @@ import json
 import multiprocessing as mp
 import os
 import tempfile
-from collections import deque
+from collections import OrderedDict, deque
 from itertools import chain
 from pathlib import Path
 from typing import Iterator
@@ -50,6 +50,8 @@ WORD_STARTS = "word_ids"  # where word starts come from: the encodings' word_ids
 TOKENS_LAYOUT = 2  # 2: one store per file, uint16/uint32 ids, word starts as bits (1: one int32 store per corpus)
 CHUNK_CHARS = 1 << 20  # characters of text a worker encodes at once
 CACHE_ENV = "BERTOLOGY_TOKEN_CACHE"
+READ_BYTES = 1 << 28  # the most one read asks for
+RUN_GAP = 1 << 12  # positions this close are read as one run (FileTokens.take): one read, not two
 
 
 def tokenizer_hash(tokenizer) -> str:
@@ -265,6 +267,25 @@ def build_file_store(
     }
 
 
+_descriptors: "OrderedDict[tuple[Path, int], int]" = OrderedDict()  # the files read lately, open (FileTokens.read)
+OPEN_FILES = 64  # at most so many: a corpus of thousands of files stays under the process's limit
+
+
+def _descriptor(path: Path, inode: int) -> int:
+    """A read-only descriptor of file `path` (`inode`: a store built again at the same path is another
+    file), kept open for the next read, the least recent closed."""
+    fd = _descriptors.pop((path, inode), None)
+    if fd is None:
+        fd = os.open(path, os.O_RDONLY)
+        if os.fstat(fd).st_ino != inode:
+            os.close(fd)
+            raise FileNotFoundError(f"{path}: replaced since its store was opened; open the store again")
+        while len(_descriptors) >= OPEN_FILES:
+            os.close(_descriptors.popitem(last=False)[1])
+    _descriptors[path, inode] = fd
+    return fd
+
+
 class FileTokens:
     """One file's token store, memory-mapped read-only."""
 
@@ -281,6 +302,7 @@ class FileTokens:
                 "builds it again"
             )
         a = open_arrays(self.dir, self.meta["arrays"])
+        self.inodes = {name: os.stat(self.dir / f"{name}.bin").st_ino for name in ("ids", "starts")}
         self.ids, self.bits = a["ids"], a["starts"]
         self.sent_offsets = np.asarray(a["sent_offsets"], dtype=np.int64)
         self.doc_offsets = np.asarray(a["doc_offsets"], dtype=np.int64)
@@ -298,6 +320,54 @@ class FileTokens:
         """Word-start flags (bool) of the tokens at `positions` (any shape)."""
         positions = np.asarray(positions, dtype=np.int64)
         return ((np.asarray(self.bits[positions >> 3]) >> (positions & 7)) & 1).astype(bool)
+
+    # The library reads the store through the two methods below, from the files, not through the
+    # memory maps: a page of a map once touched stays mapped, and the kernel maps the cached pages
+    # around it too, so batches drawn across a store (or the held-out documents counted) would map
+    # most of it into the process. A read leaves the pages to the kernel's cache.
+
+    def read(self, lo: int, hi: int, name: str = "ids") -> np.ndarray:
+        """Elements [lo, hi) of array `name` ("ids" or "starts"), read from its file (a copy)."""
+        return self._runs(np.array([lo]), np.array([hi]), name)
+
+    def _runs(self, lo: np.ndarray, hi: np.ndarray, name: str) -> np.ndarray:
+        """Elements [lo[i], hi[i]) of array `name` for each i, end to end: one read a run."""
+        spec = self.meta["arrays"][name]
+        dtype, size = np.dtype(spec["dtype"]), spec["shape"][0]
+        if len(lo) and (lo.min() < 0 or (hi < lo).any() or hi.max() > size):
+            raise IndexError(f"{self.dir}: {name}[{lo.min()}:{hi.max()}] outside its {size} elements")
+        path, k = self.dir / f"{name}.bin", dtype.itemsize
+        fd, out = _descriptor(path, self.inodes[name]), np.empty(int((hi - lo).sum()), dtype)
+        into, at = memoryview(out).cast("B"), 0
+        for a, b in zip((lo * k).tolist(), (hi * k).tolist()):
+            for c in range(a, b, READ_BYTES):  # one read returns at most about 2 GB on Linux
+                n = min(READ_BYTES, b - c)
+                if os.preadv(fd, [into[at : at + n]], c) != n:
+                    raise ValueError(f"{path}: shorter than its meta.json says; delete the directory")
+                at += n
+        return out
+
+    def take(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (int64), word starts (bool)) of the tokens at `positions` (any shape): the positions
+        sorted and read as runs (a batch's rows are a few spans of the store), a read a run."""
+        positions = np.asarray(positions, dtype=np.int64)
+        flat = positions.ravel()
+        ids, starts = np.empty(len(flat), np.int64), np.empty(len(flat), bool)
+        if len(flat) and (flat.min() < 0 or flat.max() >= self.num_tokens):
+            raise IndexError(f"{self.dir}: token positions must be in [0, {self.num_tokens})")
+        if len(flat):
+            order = np.argsort(flat, kind="stable")
+            at = flat[order]  # (P,) sorted
+            first = np.r_[0, np.flatnonzero(np.diff(at) > RUN_GAP) + 1]  # (R,) each run's first position
+            run = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(at)]))  # (P,) each position's run
+            lo, hi = at[first], np.r_[at[first[1:] - 1], at[-1]] + 1  # (R,) each
+            base = np.cumsum(np.r_[0, hi - lo])[:-1]  # (R,) where each run lands in the reads
+            ids[order] = self._runs(lo, hi, "ids")[at - lo[run] + base[run]]
+            blo, bhi = lo >> 3, ((hi - 1) >> 3) + 1
+            bbase = np.cumsum(np.r_[0, bhi - blo])[:-1]
+            bits = self._runs(blo, bhi, "starts")[(at >> 3) - blo[run] + bbase[run]]
+            starts[order] = (bits >> (at & 7)) & 1
+        return ids.reshape(positions.shape), starts.reshape(positions.shape)
 
 
 def build_token_stores(
@@ -343,5 +413,5 @@ def sentence_ids(path: str, tokenizer) -> Iterator[np.ndarray]:
     tokenizer's pieces reads its corpus so (wordvec sits below data: its callers hand it this function)."""
     with tempfile.TemporaryDirectory(prefix="bertology-pieces-") as private:
         (store,) = build_token_stores([path], tokenizer, os.environ.get(CACHE_ENV) or private, "lines")
-        ids, bounds = np.asarray(store.ids, dtype=np.int32), store.sent_offsets  # a copy: the store may go
+        ids, bounds = store.read(0, store.num_tokens).astype(np.int32), store.sent_offsets  # the store may go
     yield from (ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
