@@ -35,7 +35,6 @@ from .bpe_trainer import (
     MASK,
     SHIFT,
     add_token,
-    count_pairs,
     get_stats,
     initial_vocab,
     merge,
@@ -49,7 +48,10 @@ from .wordpiece import WordPiece
 
 # The heap is rebuilt from the live pairs once it holds more than twice their number plus this
 # many entries (re-queued pairs leave stale entries behind; this bounds the memory they take).
-COMPACT_SLACK = 1_000_000
+# Rebuilding costs one entry per live pair, spread over at least as many pushes, so a small slack
+# costs little time; a large one let stale entries (about 180 bytes each) make up most of the
+# trainer's peak memory.
+COMPACT_SLACK = 20_000
 # A symbol with more than FEW_PAIRS pairs may wait to have its pairs re-queued after a merge
 # lowered its count, until the count fell by a factor RISE or one of them might be the best
 # (see LikelihoodMerges); the TOP_KEPT best scores pushed for its pairs are kept for that.
@@ -80,6 +82,31 @@ def symbol_counts(words: list[list[int]], counts: list[int]) -> dict[int, int]:
         for s in w:
             sc[s] += n
     return dict(sc)
+
+
+def pair_index(words: list[list[int]], counts: list[int]) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """Packed pair -> weighted count, and packed pair -> the indices of the words holding it.
+
+    A word is listed once per pair, however often it holds it. Lists, not sets (as bpe_trainer's
+    count_pairs has them): the index is most of the trainer's memory, and a set takes about four
+    times a list's bytes a word. A merge may later list a word again (see merge); visiting it
+    twice is harmless, as the second visit finds nothing left to merge.
+
+    >>> pair_counts, where = pair_index([[1, 2, 1, 2], [2, 1]], [3, 1])
+    >>> dict(pair_counts), dict(where)
+    ({16777218: 6, 33554433: 4}, {16777218: [0], 33554433: [0, 1]})
+    """
+    pair_counts: dict[int, int] = defaultdict(int)
+    where: dict[int, list[int]] = defaultdict(list)
+    for wi, w in enumerate(words):
+        n = counts[wi]
+        for a, b in zip(w, w[1:]):
+            k = a << SHIFT | b
+            pair_counts[k] += n
+            ws = where[k]
+            if not ws or ws[-1] != wi:  # words are indexed in order: wi is last if already listed
+                ws.append(wi)
+    return pair_counts, where
 
 
 def reference_wordpiece(
@@ -131,7 +158,7 @@ class LikelihoodMerges:
 
     def __init__(self, words: list[list[int]], counts: list[int], min_frequency: int):
         self.words, self.counts = words, counts
-        self.pair_counts, self.where = count_pairs(words, counts)
+        self.pair_counts, self.where = pair_index(words, counts)
         self.sc = defaultdict(int, symbol_counts(words, counts))
         self.min_count = max(min_frequency, 1)
         # Only pairs that can still be merged (count >= min_count) are indexed and queued: a pair's
@@ -281,7 +308,7 @@ class LikelihoodMerges:
         words, counts, sc, pair_counts, where = self.words, self.counts, self.sc, self.pair_counts, self.where
         k = a << SHIFT | b
         formed_pairs: set[int] = set()
-        for wi in list(where.pop(k, ())):
+        for wi in where.pop(k, ()):  # (a pair formed again as k goes to a new list, not this one)
             n = counts[wi]
             merged, gone, formed = merge_word(words[wi], a, b, new)
             m = len(words[wi]) - len(merged)  # merges made in this word
@@ -295,7 +322,9 @@ class LikelihoodMerges:
             for x, y in formed:
                 kk = x << SHIFT | y
                 pair_counts[kk] += n
-                where[kk].add(wi)
+                ws = where[kk]
+                if not ws or ws[-1] != wi:  # the same pair formed twice in this word
+                    ws.append(wi)
                 formed_pairs.add(kk)
         self.queued_at[new] = sc[new]
         return formed_pairs
