@@ -7,7 +7,7 @@ import re
 import pytest
 
 import bertology.progress
-from bertology.data import build_instances
+from bertology.data import build_instances, check_corpus_documents, iter_documents
 
 
 @pytest.mark.parametrize("show", [True, False], ids=["shown", "quiet"])
@@ -40,3 +40,19 @@ def test_every_stage_of_a_store_shows_progress(small_corpus, wordpiece, tmp_path
     assert re.search(r"<\d\d:\d\d, [\d.]+[kM]?B/s\]$", tokenizing[-1]), tokenizing
     order = [line.split(":")[0] for line in err.splitlines()]
     assert order.index("tokenizing") < order.index("training instances") < order.index("held-out instances")
+
+
+@pytest.mark.parametrize("show", [True, False], ids=["shown", "quiet"])
+def test_counting_documents_shows_progress(small_corpus, tmp_path, capsys, monkeypatch, show):
+    # pretrain and distill count a corpus's documents (one pass over it) before anything is written
+    monkeypatch.setattr(bertology.progress, "QUIET_FIRST_S", 0.0)
+    monkeypatch.delenv("BERTOLOGY_TOKEN_CACHE", raising=False)
+    documents = check_corpus_documents([small_corpus], "lines", 2, nsp=True, show_progress=show)
+    err = capsys.readouterr().err
+    assert documents == sum(1 for _ in iter_documents([small_corpus]))
+    if not show:
+        assert err == ""
+        return
+    size = small_corpus.stat().st_size
+    said = [line for line in err.splitlines() if line.startswith("counting documents")]
+    assert said and said[-1].startswith(f"counting documents: 100% | {size / 1000:.0f}k/{size / 1000:.0f}k ["), said

@@ -173,7 +173,9 @@ def test_the_document_count_is_remembered_with_the_shared_cache(small_corpus, tm
 
     counted = []
     count = tokenized.count_documents
-    monkeypatch.setattr(tokenized, "count_documents", lambda files, fmt: counted.append(files) or count(files, fmt))
+    monkeypatch.setattr(
+        tokenized, "count_documents", lambda files, fmt, **kw: counted.append(files) or count(files, fmt, **kw)
+    )
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(small_corpus.read_bytes())
     assert tokenized.check_corpus_documents([corpus], "lines", 0, nsp=False) == 8

@@ -32,7 +32,8 @@ from typing import Iterable, Iterator
 
 import regex
 
-from ..io import CorpusError, check_corpus_paths, iter_lines, open_corpus
+from ..io import CorpusError, check_corpus_paths, compression, iter_lines, open_corpus
+from ..progress import progress_bar
 from ..tables import DEFAULT_TEXT_COLUMN, iter_texts, open_table, table_format
 
 FORMATS = ("lines", "raw")
@@ -151,7 +152,11 @@ _COUNT_BLOCK = 1 << 24  # bytes count_documents decodes at once
 
 
 def count_documents(
-    files, format: str = "lines", errors: str = "strict", text_column: str = DEFAULT_TEXT_COLUMN
+    files,
+    format: str = "lines",
+    errors: str = "strict",
+    text_column: str = DEFAULT_TEXT_COLUMN,
+    show_progress: bool = False,
 ) -> int:
     """Number of documents `iter_documents` yields (one streaming pass).
 
@@ -166,18 +171,32 @@ def count_documents(
     if errors not in ("strict", "replace"):
         return sum(1 for _ in iter_documents(files, format, errors, text_column))  # (iter_lines names the bad value)
     total = 0
-    for path in check_files(files, text_column):
-        if table_format(path):
-            total += sum(1 for _ in iter_texts(path, text_column))
-            continue
-        try:
-            total += _count_file(path, errors)
-        except Exception:  # the exact error (or, were the two ever to disagree, the count) is iter_documents'
-            total += sum(1 for _ in iter_documents([path], format, errors))
+    paths = check_files(files, text_column)
+    # the bar counts the files' bytes, or their text's where one is compressed or a table
+    sizes = [0 if os.path.isdir(p) else os.path.getsize(p) for p in paths]
+    known = not any(compression(p) or table_format(p) for p in paths)
+    with progress_bar(
+        total=sum(sizes) if known else None,
+        desc="counting documents",
+        unit="B",
+        unit_scale=True,
+        disable=not show_progress,
+    ) as bar:
+        for path, size in zip(paths, sizes):
+            done = bar.n
+            if table_format(path):
+                total += sum(1 for _ in iter_texts(path, text_column))
+            else:
+                try:
+                    total += _count_file(path, errors, bar)
+                except Exception:  # the exact error (or, were the two ever to disagree, the count) is iter_documents'
+                    total += sum(1 for _ in iter_documents([path], format, errors))
+            if known:
+                bar.update(done + size - bar.n)
     return total
 
 
-def _count_file(path: str, errors: str) -> int:
+def _count_file(path: str, errors: str, bar) -> int:
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
     total, blank_before, tail = 0, True, ""
     with open_corpus(path) as f:
@@ -187,6 +206,7 @@ def _count_file(path: str, errors: str) -> int:
             tail = lines.pop() if raw else ""  # a block's unfinished last line waits for the next
             n, blank_before = count_runs(lines, blank_before)
             total += n
+            bar.update(len(raw))
             if not raw:
                 return total
 

@@ -269,32 +269,32 @@ def split_documents(n_docs: int, heldout: float | int, seed: int, where: str) ->
     return [d for d in range(n_docs) if d not in held], sorted(held)
 
 
-def document_count(files, format: str) -> int:
+def document_count(files, format: str, show_progress: bool = False) -> int:
     """corpus.count_documents of `files` (one streaming pass), remembered per file under
     $BERTOLOGY_TOKEN_CACHE when it is set, keyed as the file's token store is (tokenstore.file_key:
     path, size, mtime, how it is read), so that a later run on the same files counts nothing."""
     files = check_files(files)
     shared = os.environ.get(CACHE_ENV)
     if not shared:
-        return count_documents(files, format)
+        return count_documents(files, format, show_progress=show_progress)
     total = 0
     for f in files:
         memo = Path(shared) / "documents" / f"{Path(f).name[:40]}-{file_key(f, format, 'strict')}.json"
         try:
             n = int(json.loads(memo.read_text())["documents"])
         except (OSError, ValueError, KeyError, TypeError):
-            n = count_documents([f], format)
+            n = count_documents([f], format, show_progress=show_progress)
             memo.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(memo, {"file": os.path.abspath(f), "format": format, "documents": n})
         total += n
     return total
 
 
-def check_corpus_documents(files, format: str, heldout: float | int, nsp: bool) -> int:
+def check_corpus_documents(files, format: str, heldout: float | int, nsp: bool, show_progress: bool = False) -> int:
     """Every file exists and decodes, and there are documents enough for `heldout` (and for NSP,
     two in each split): one streaming pass before anything is written (the count is remembered
     with $BERTOLOGY_TOKEN_CACHE: `document_count`). Returns the count."""
-    documents = document_count(files, format)
+    documents = document_count(files, format, show_progress)
     where = ", ".join(map(str, files))
     if documents == 0:
         raise ValueError(f"corpus file(s) {where} hold no text")

@@ -125,7 +125,9 @@ def _checked_distill(
         raise ValueError(
             f"--max-length {o.max_length} is longer than the teacher's {student.config.max_length} positions"
         )
-    check_corpus_documents(o.corpus, o.format, heldout_value(o.heldout), nsp=False)
+    check_corpus_documents(
+        o.corpus, o.format, heldout_value(o.heldout), nsp=False, show_progress=not o.quiet and dist.is_main()
+    )
     dist.init_from_env(device)
     run = claim_run(o.out_dir, "distill", asked, resume, overwrite, o.run_arguments(o.steps))
     if run.done is not None:

@@ -152,7 +152,13 @@ def check_pretrain(o: PretrainOptions, resume: bool, staging: Path) -> Checked:
     if recipe.objective == PLM:
         check_permutation_batch(o, recipe)
     staged_o = stage_table_corpus(o, staging)  # a labelled file's texts (task-adaptive), Parquet, datasets
-    check_corpus_documents(staged_o.corpus, staged_o.format, heldout_value(o.heldout), nsp=recipe.pair_task == "nsp")
+    check_corpus_documents(
+        staged_o.corpus,
+        staged_o.format,
+        heldout_value(o.heldout),
+        nsp=recipe.pair_task == "nsp",
+        show_progress=not o.quiet and dist.is_main(),
+    )
     given = start.tokenizer if start is not None else Tokenizer.load(o.tokenizer) if o.tokenizer is not None else None
     vectors = None
     if o.init_embeddings is not None:
