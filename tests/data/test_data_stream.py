@@ -1,23 +1,73 @@
-"""TokenizedCorpus.stream: permutation.build_stream of the same documents, in whole arrays."""
+"""StoredStream: permutation.build_stream of the token store's documents, read a window at a time,
+and its rows those of batchify."""
 
+import numpy as np
 import pytest
+import torch
 
-from bertology.data.permutation import build_stream
+import bertology.data.stored_stream as stored_stream
+from bertology.data.instances import SpecialTokens
+from bertology.data.permutation import PermutationData, PermutationSettings, build_stream
+from bertology.data.stored_stream import StoredStream
 from bertology.data.tokenized import tokenize_corpus
 
 
-@pytest.mark.parametrize("files", [1, 3])
-def test_stream_is_build_stream_of_the_documents(tmp_path, small_corpus, wordpiece, files):
+@pytest.fixture(scope="module")
+def split_corpus(tmp_path_factory, small_corpus, wordpiece):
+    """The shipped documents in 3 files, and a training split with gaps (as a held-out split leaves)."""
+    tmp = tmp_path_factory.mktemp("stored")
     documents = small_corpus.read_text(encoding="utf-8").split("\n\n")
     paths = []
-    for f in range(files):  # the shipped documents dealt into `files` files
-        path = tmp_path / f"c{f}.txt"
-        path.write_text("\n\n".join(documents[f::files]), encoding="utf-8")
-        paths.append(path)
-    corpus = tokenize_corpus(paths, wordpiece, tmp_path / "cache", workers=1)
-    docs = [d for d in range(corpus.num_documents) if d % 3]  # a held-out split leaves gaps
-    expected = build_stream(corpus.documents(docs), eod=99)
-    ids, starts, sentence = corpus.stream(docs, eod=99)
-    assert ids.tolist() == expected.ids.tolist() and starts.tolist() == expected.starts.tolist()
-    assert sentence.tolist() == expected.sentence.tolist()
-    assert [a.tolist() for a in corpus.stream([], eod=99)] == [[], [], []]
+    for f in range(3):
+        paths.append(tmp / f"c{f}.txt")
+        paths[-1].write_text("\n\n".join(documents[f::3]), encoding="utf-8")
+    corpus = tokenize_corpus(paths, wordpiece, tmp / "cache", workers=1)
+    return corpus, [d for d in range(corpus.num_documents) if d % 3 != 1]
+
+
+def test_a_stored_stream_reads_what_the_whole_stream_holds(split_corpus, monkeypatch):
+    corpus, docs = split_corpus
+    whole = build_stream(corpus.documents(docs), eod=99)
+    whole = (whole.ids, whole.starts, whole.sentence)
+    stored = StoredStream(corpus, docs, eod=99)
+    assert len(stored) == len(whole[0])
+    rng = np.random.default_rng(0)
+    windows = [(0, len(stored)), (0, 0), (len(stored) - 3, len(stored))]
+    windows += [tuple(sorted(rng.integers(0, len(stored) + 1, 2).tolist())) for _ in range(200)]
+    for lo, hi in windows:  # every window, across documents, files and the held-out gaps
+        for got, expected in zip(stored.read(lo, hi), whole):
+            assert got.tolist() == expected[lo:hi].tolist(), (lo, hi)
+    with pytest.raises(IndexError, match="outside the stream"):
+        stored.read(0, len(stored) + 1)
+
+
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_stored_rows_are_batchify_of_the_stream(split_corpus, monkeypatch, bi_data):
+    corpus, docs = split_corpus
+    monkeypatch.setattr(stored_stream, "WINDOW", 64)  # slices beyond one window, read again
+    whole = build_stream(corpus.documents(docs), eod=99).rows(6, bi_data)
+    stored = StoredStream(corpus, docs, eod=99).rows(6, bi_data)
+    assert len(stored) == len(whole)
+    rng = np.random.default_rng(1)
+    for r in range(6):
+        fields = stored.row(r)
+        assert all(len(f) == len(whole) for f in fields)
+        for a, b in [(0, None), (None, 5), (len(whole) - 70, len(whole) + 9), (7, 3)] + [
+            tuple(sorted(rng.integers(0, len(whole), 2).tolist())) for _ in range(40)
+        ]:
+            for got, expected in zip(fields, whole.row(r)):
+                assert got[a:b].tolist() == expected[a:b].tolist(), (r, a, b)
+        with pytest.raises(TypeError, match="read by slices"):
+            fields[0][3]
+
+
+def test_permutation_batches_from_the_store_are_those_of_the_stream(split_corpus):
+    corpus, docs = split_corpus
+    settings = PermutationSettings(seq_len=32, reuse_len=16, num_predict=6, perm_size=8, bi_data=True)
+    specials = SpecialTokens(cls=4, sep=3, mask=5, pad=0, all_ids=(0, 2, 3, 4, 5), eod=2)
+    whole = PermutationData(build_stream(corpus.documents(docs), eod=2), settings, specials, batch_size=4, seed=5)
+    stored = PermutationData(StoredStream(corpus, docs, eod=2), settings, specials, batch_size=4, seed=5)
+    assert stored.steps_per_epoch == whole.steps_per_epoch
+    for step in [0, 1, 2, whole.steps_per_epoch - 1, whole.steps_per_epoch + 3]:
+        a, b = whole.batch(step), stored.batch(step)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), step

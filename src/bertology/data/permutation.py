@@ -6,7 +6,8 @@ segments of each stream of text go to consecutive batches at the same batch row,
 one step is the context of the next.
 
 1. The documents are one token stream, each followed by an end-of-document token (</s>: the
-   recipe's tokenizer has no <eod>), with a flag that flips at every sentence (`Stream`).
+   recipe's tokenizer has no <eod>), with a flag that flips at every sentence (`Stream`; pretraining
+   reads it from the token store a window at a time: stored_stream.py).
 2. `batchify`: the stream is cut into `rows` streams of equal length, one per batch row; with
    bi_data, half the rows and the same streams backwards (the model runs them with negated
    relative positions).
@@ -114,6 +115,15 @@ class Stream:
 
     def __len__(self) -> int:
         return self.ids.shape[-1]
+
+    def rows(self, n_rows: int, bi_data: bool = False) -> "Stream":
+        """`batchify`: the stream cut into rows (as StoredStream.rows cuts a stream in the token store)."""
+        return batchify(self, n_rows, bi_data)
+
+    def row(self, r: int, position: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, word starts, sentence flags) of row `r` of a cut stream (for an example at `position`: a
+        StoredStream's rows read ahead from it)."""
+        return self.ids[r], self.starts[r], self.sentence[r]
 
 
 def build_stream(documents: Iterable[list[Segment]], eod: int) -> Stream:
@@ -316,7 +326,7 @@ def make_example(
     reverse: bool = False,
 ) -> dict[str, np.ndarray]:
     """The example of batch row `row` whose reuse part starts at `position` of that row's stream."""
-    ids, starts, sentence = rows.ids[row], rows.starts[row], rows.sentence[row]
+    ids, starts, sentence = rows.row(row, position)
     R = s.reuse_len
     a0, a1, b0, b1, label = split_a_b(sentence, position + R, s.seq_len - R - 3, rng)
     sep, cls = np.array([specials.sep]), np.array([specials.cls])
@@ -359,7 +369,7 @@ class PermutationData:
         self, stream: Stream, settings: PermutationSettings, specials: SpecialTokens, batch_size: int, seed: int = 0
     ):
         self.settings, self.specials, self.batch_size, self.seed = settings, specials, batch_size, seed
-        self.rows = batchify(stream, batch_size, settings.bi_data)
+        self.rows = stream.rows(batch_size, settings.bi_data)  # a Stream in memory, or a StoredStream
         length = len(self.rows)
         if length < settings.seq_len + 1:
             raise ValueError(

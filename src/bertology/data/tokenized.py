@@ -24,7 +24,6 @@ import torch
 from ..io import atomic_write_json
 from .corpus import check_files, count_documents
 from .instances import Segment
-from .rows import ranges
 from .tokenstore import CACHE_ENV, WORD_STARTS, FileTokens, build_token_stores, file_key, token_cache_root
 
 __all__ = ["WORD_STARTS", "TokenizedCorpus", "tokenize_corpus"]
@@ -102,6 +101,21 @@ class TokenizedCorpus:
         for k in np.unique(part):
             sel = part == k
             ids[sel], starts[sel] = self.parts[k].take(positions[sel] - self.token_base[k])
+        return ids, starts
+
+    def span(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (int64), word starts (bool)) of the global tokens [lo, hi): one read per file it spans."""
+        ids, starts = np.empty(hi - lo, np.int64), np.empty(hi - lo, bool)
+        for k in range(self._part_of(np.array([lo]))[0] if hi > lo else 0, len(self.parts)):
+            base = int(self.token_base[k])
+            a, b = max(lo, base) - base, min(hi, int(self.token_base[k + 1])) - base
+            if base >= hi:
+                break
+            if a >= b:  # (a file of no tokens)
+                continue
+            ids[base + a - lo : base + b - lo] = self.parts[k].read(a, b)
+            bits = np.unpackbits(self.parts[k].read(a >> 3, ((b - 1) >> 3) + 1, "starts"), bitorder="little")
+            starts[base + a - lo : base + b - lo] = bits[a & 7 : (a & 7) + b - a]
         return ids, starts
 
     def span_counts(self, vocab_size: int, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -183,28 +197,6 @@ class TokenizedCorpus:
 
     def documents(self, indices) -> Iterator[list[Segment]]:
         return (self.document(d) for d in indices)
-
-    def stream(self, indices, eod: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids (int64), word starts, sentence flags) of documents `indices` end to end, each followed by
-        `eod`, the flag flipping at every sentence and at every `eod`: permutation.build_stream of
-        `self.documents(indices)`, in whole arrays rather than a list per sentence (XLNet's setup)."""
-        docs = np.asarray(list(indices), dtype=np.int64)
-        first, sentences = self.doc_offsets[docs], np.diff(self.doc_offsets)[docs]  # (D,) each
-        sent = ranges(first, sentences)  # (S,) the sentences in order
-        lengths = self.sent_offsets[sent + 1] - self.sent_offsets[sent]  # (S,) tokens each
-        ids, starts = self.gather(ranges(self.sent_offsets[sent], lengths))  # (T,) each
-        doc_of_sentence = np.repeat(np.arange(len(docs)), sentences)  # (S,)
-        # a segment is a sentence or an eod: the eods before a sentence are its document's index
-        segment = np.repeat(np.arange(len(sent)) + doc_of_sentence, lengths)  # (T,)
-        at = np.arange(len(ids)) + np.repeat(doc_of_sentence, lengths)  # (T,) where each token lands
-        doc_tokens = np.bincount(doc_of_sentence, weights=lengths, minlength=len(docs)).astype(np.int64)
-        eod_at = np.cumsum(doc_tokens) + np.arange(len(docs))  # (D,)
-        out_ids, out_starts = np.full(len(ids) + len(docs), eod, np.int64), np.ones(len(ids) + len(docs), bool)
-        out_ids[at], out_starts[at] = ids, starts
-        flags = np.empty(len(ids) + len(docs), bool)
-        flags[at] = segment % 2 == 1
-        flags[eod_at] = (np.cumsum(sentences) + np.arange(len(docs))) % 2 == 1
-        return out_ids, out_starts, flags
 
 
 def tokenize_corpus(

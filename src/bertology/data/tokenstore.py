@@ -358,13 +358,14 @@ class FileTokens:
         if len(flat):
             order = np.argsort(flat, kind="stable")
             at = flat[order]  # (P,) sorted
-            first = np.r_[0, np.flatnonzero(np.diff(at) > RUN_GAP) + 1]  # (R,) each run's first position
-            run = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(at)]))  # (P,) each position's run
-            lo, hi = at[first], np.r_[at[first[1:] - 1], at[-1]] + 1  # (R,) each
-            base = np.cumsum(np.r_[0, hi - lo])[:-1]  # (R,) where each run lands in the reads
+            first = np.flatnonzero(np.diff(at, prepend=-RUN_GAP - 1) > RUN_GAP)  # (R,) each run's first position
+            last = np.append(first[1:], len(at)) - 1  # (R,)
+            run = np.repeat(np.arange(len(first)), last + 1 - first)  # (P,) each position's run
+            lo, hi = at[first], at[last] + 1  # (R,) each
+            base = np.cumsum(hi - lo) - (hi - lo)  # (R,) where each run lands in the reads
             ids[order] = self._runs(lo, hi, "ids")[at - lo[run] + base[run]]
             blo, bhi = lo >> 3, ((hi - 1) >> 3) + 1
-            bbase = np.cumsum(np.r_[0, bhi - blo])[:-1]
+            bbase = np.cumsum(bhi - blo) - (bhi - blo)
             bits = self._runs(blo, bhi, "starts")[(at >> 3) - blo[run] + bbase[run]]
             starts[order] = (bits >> (at & 7)) & 1
         return ids.reshape(positions.shape), starts.reshape(positions.shape)

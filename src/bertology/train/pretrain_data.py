@@ -25,9 +25,10 @@ import torch
 
 from ..data import build_store
 from ..data.instances import special_tokens
-from ..data.permutation import PermutationData, Stream
+from ..data.permutation import PermutationData
 from ..data.recipe import PLM, Recipe
 from ..data.store import InstanceStore
+from ..data.stored_stream import StoredStream
 from ..data.tokenized import heldout_value, split_documents, tokenize_corpus
 from . import distributed as dist
 from .registry import is_sentence_objective
@@ -136,13 +137,12 @@ class StreamData(PretrainData):
         train_docs, held = split_documents(
             corpus.num_documents, heldout_value(o.heldout), o.seed, ", ".join(map(str, o.corpus))
         )
-        data = PermutationData(
-            Stream(*corpus.stream(train_docs, specials.eod)), settings, specials, o.batch_size, o.seed
-        )
+        # the streams are read from the token store where a step needs them (stored_stream.py)
+        data = PermutationData(StoredStream(corpus, train_docs, specials.eod), settings, specials, o.batch_size, o.seed)
         heldout = None
         if held:
             try:
-                stream = Stream(*corpus.stream(held, specials.eod))
+                stream = StoredStream(corpus, held, specials.eod)
                 heldout = PermutationData(stream, settings, specials, o.batch_size, o.seed + 1)
             except ValueError:
                 heldout = None  # too little held-out text for one batch: no evaluation
