@@ -226,3 +226,62 @@ def test_undecodable_bytes_in_compressed_file_name_file_and_decompressed_offset(
         ):
             list(iter_lines(forms[ext]))
         assert list(iter_lines(forms[ext], errors="replace"))[-1] == "ok \ufffd\ufffd here\n"
+
+
+def awkward_bytes(mixed_lines) -> bytes:
+    """Real text plus what counting by chunks must get right: separators that str.split() splits at
+    and BertNormalizer deletes (\\x0b, \\x0c, \\x1c-\\x1f, \\x85), Unicode spaces inside a chunk of
+    bytes, undecodable bytes before a space and at the end, CRLF, a line longer than a block."""
+    extra = [
+        "a\x1cb \x1d c\x1e\x1fd e\n",
+        "v\x0bw x\x0cy\n",
+        "x\u00a0y\u3000z\u2009w\u0085v\n",
+        "windows\r\nline\r\n",
+        "long" + "o" * 3000 + " tail\n",
+    ]
+    data = "".join(mixed_lines + extra).encode("utf-8")
+    return data + b"bad\xe2\x82 byte\xff\xfe here \xc3\n" + b"end\xe2"
+
+
+@pytest.mark.parametrize("name", ["bert", "bert-cased", "whitespace-nfkc", "whitespace-split"])
+def test_chunk_count_equals_line_count(name, tmp_path, mixed_lines):
+    norm, pre = PIPELINES[name]()
+    p = tmp_path / "awkward.txt"
+    p.write_bytes(awkward_bytes(mixed_lines))
+    lines = list(iter_lines(p, errors="replace")) + list(iter_lines(LEE))
+    expected = reference_counts(lines, norm, pre)
+    assert count_words(lines, norm, pre) == expected
+    got = count_words_in_files([p, LEE], norm, pre, "replace", workers=1)
+    assert got == expected
+    par = count_words_in_files([p, LEE], norm, pre, "replace", workers=3, parallel_min_bytes=0)
+    assert list(par.items()) == list(got.items())
+    # on text that counting by lines splits as the pipeline does, both give the words in one order
+    plain = [line.rstrip("\n") + "\n" for line in lines if not any(c in line for c in "\x0b\x0c\x1c\x1d\x1e\x1f\x85")]
+    p.write_text("".join(plain), encoding="utf-8")
+    assert list(count_words_in_files([p], norm, pre, workers=1).items()) == list(count_words(plain, norm, pre).items())
+
+
+def test_chunks_across_block_edges_and_ranges(tmp_path, mixed_lines, monkeypatch):
+    from bertology.tokenizers.fast import chunks
+
+    p = tmp_path / "awkward.txt"
+    p.write_bytes(awkward_bytes(mixed_lines))
+    whole = chunks.count_chunks(str(p), strict=False)
+    expected = collections.Counter(c for c in re.split(rb"[ \t\r\n]+", p.read_bytes()) if c)
+    assert list(whole.items()) == list(expected.items())
+    monkeypatch.setattr(chunks, "BLOCK", 7)  # blocks cut words, runs without a space, multi-byte characters
+    assert list(chunks.count_chunks(str(p), strict=False).items()) == list(whole.items())
+    parts = collections.Counter()
+    for _, start, end in corpus.byte_ranges([p], 5):
+        parts.update(chunks.count_chunks(str(p), start, end, strict=False))
+    assert parts == whole
+    with pytest.raises(UnicodeDecodeError):
+        chunks.count_chunks(str(p))
+
+
+def test_chunk_workers_report_bad_bytes_of_a_compressed_file(tmp_path):
+    forms = write_all_forms(tmp_path, b"ok line\n" * 5000 + b"bad \xff\n")
+    pre = pre_tokenizers.BertPreTokenizer()
+    for ext in COMPRESSORS:
+        with pytest.raises(CorpusError, match=re.escape(f"decompressed byte offset {8 * 5000 + 4}: invalid UTF-8")):
+            count_words_in_files([forms[ext], LEE], None, pre, workers=2, parallel_min_bytes=0)

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections import Counter
+import pickle
+import subprocess
+import sys
+from collections import Counter, deque
 from typing import Iterable
 
 
 # (CorpusError, open_corpus and compression are imported from here too: io.py is their home)
 from ..progress import progress_bar
 from ..io import CorpusError, compression, iter_files, iter_lines, open_corpus  # noqa: F401
-from .fast.counting import word_counter
+from .fast import chunks as chunk_counting
+from .fast.counting import chunk_words, word_counter
 
 
 def generic_words(line: str, normalizer=None, pre_tokenizer=None) -> list[str]:
@@ -120,6 +124,93 @@ def _count_parallel(files, normalizer, pre_tokenizer, errors, keep_newlines, wor
     return dict(words)
 
 
+def _count_range_here(rng: tuple[str, int, int | None], errors: str) -> dict[bytes, int]:
+    """The chunk counts of one byte range, in this process. Bad data (undecodable bytes, a corrupt
+    compressed stream) is read again line by line, for iter_lines' error naming file and offset."""
+    path, start, end = rng
+    try:
+        return chunk_counting.count_chunks(path, start, end, compression(path), errors == "strict")
+    except Exception:
+        for _ in iter_lines(path, errors, True, start, end):
+            pass
+        raise
+
+
+def _chunk_worker(rng: tuple[str, int, int | None], errors: str) -> subprocess.Popen:
+    path, start, end = rng
+    end_arg = "-" if end is None else str(end)
+    args = [path, str(start), end_arg, compression(path) or "", errors]
+    # a bare interpreter (-I -S: no site-packages, no environment) runs the stdlib-only script
+    command = [sys.executable, "-I", "-S", chunk_counting.__file__, *args]
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+def _add_counts(into: dict, items: Iterable) -> None:
+    get = into.get
+    for key, n in items:
+        into[key] = get(key, 0) + n
+
+
+def _collect(proc: subprocess.Popen, rng, errors: str, into: dict[bytes, int], bar) -> None:
+    """Add a worker's counts into `into`, in its order, a batch at a time. A worker that failed
+    before it wrote any (bad data, killed, out of memory) has its range counted here, which raises
+    the error bad data deserves."""
+    added = False
+    try:
+        while (batch := pickle.load(proc.stdout)) is not None:
+            _add_counts(into, batch)
+            added = True
+        failed = False
+    except Exception:
+        failed = True
+    proc.stdout.close()
+    if proc.wait() != 0 or failed:
+        if added:  # its counts are in part added: counting the range again would count them twice
+            raise CorpusError(f"{rng[0]}: the worker counting bytes {rng[1]}-{rng[2]} died (status {proc.returncode})")
+        _add_counts(into, _count_range_here(rng, errors).items())
+    if bar is not None:  # bytes on disk, compressed or not
+        bar.update(os.path.getsize(rng[0]) if rng[2] is None else rng[2] - rng[1])
+
+
+def count_chunks_in_files(files, errors: str, workers: int, bar=None) -> dict[bytes, int]:
+    """{whitespace-separated chunk (bytes): count} over files, in first-seen order.
+
+    With workers > 1 the files are cut into byte ranges (a compressed file is one), counted by up
+    to `workers` worker processes at a time (fast/chunks.py run as a script) and added up in file
+    order, which keeps the first-seen order of a count in one process.
+    """
+    if workers <= 1 or not sys.executable:  # (no interpreter to start: an embedded Python)
+        counts: dict[bytes, int] = {}
+        for p in files:
+            part = _count_range_here((os.fspath(p), 0, None), errors)
+            if not counts:
+                counts = part  # (one file: no copy)
+            else:
+                _add_counts(counts, part.items())
+            del part
+            if bar is not None:
+                bar.update(os.path.getsize(p))
+        return counts
+    counts = {}
+    running: deque = deque()
+    try:
+        for rng in byte_ranges(files, workers):
+            running.append((_chunk_worker(rng, errors), rng))
+            if len(running) < workers:
+                continue
+            proc, done = running.popleft()
+            _collect(proc, done, errors, counts, bar)
+        while running:
+            proc, done = running.popleft()
+            _collect(proc, done, errors, counts, bar)
+    finally:
+        for proc, _ in running:  # interrupted: our own workers, each by its process
+            proc.kill()
+            proc.stdout.close()
+            proc.wait()
+    return counts
+
+
 def count_words_in_files(
     files,
     normalizer=None,
@@ -132,9 +223,14 @@ def count_words_in_files(
 ) -> dict[str, int]:
     """count_words over the lines of files; raises CorpusError if the corpus yields no word.
 
-    Corpora of at least `parallel_min_bytes` (on disk) are counted by `workers` forked processes
+    Corpora of at least `parallel_min_bytes` (on disk) are counted by `workers` processes
     (default: one per CPU, at most 8); the result, order included, is the same as counting in one.
     Plain files are cut into byte ranges; a compressed file (.gz / .xz / .bz2) is one range.
+
+    Pipelines whose pre-tokenizer drops whitespace (BERT's among them) count whitespace-separated
+    chunks of bytes first (count_chunks_in_files), in bare worker processes, and turn the distinct
+    chunks into words here: the workers hold only their chunk counts, and this process only those
+    and the words. The other pipelines count lines in forked workers.
     """
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     for _ in iter_files(files, errors, keep_newlines):  # checks the list and that every file exists
@@ -142,9 +238,23 @@ def count_words_in_files(
     total = sum(os.path.getsize(p) for p in files)
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
+    to_words = chunk_words(normalizer, pre_tokenizer)
     # daemonic processes (e.g. Pool workers) may not have children: count in-process there
     can_fork = "fork" in mp.get_all_start_methods() and not mp.current_process().daemon
-    if workers > 1 and total >= parallel_min_bytes and can_fork:
+    if to_words is not None:
+        bar = None
+        if show_progress:
+            bar = progress_bar(total=total, desc="Count words", unit="B", unit_scale=True)
+        try:
+            parallel = workers > 1 and total >= parallel_min_bytes
+            chunks = count_chunks_in_files(files, errors, workers if parallel else 1, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        words = to_words(chunks, errors)
+        del chunks
+        words.pop("", None)
+    elif workers > 1 and total >= parallel_min_bytes and can_fork:
         bar = None
         if show_progress:
             bar = progress_bar(total=total, desc="Count words", unit="B", unit_scale=True)

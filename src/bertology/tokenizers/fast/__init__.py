@@ -8,6 +8,7 @@ word counting shortcuts of training (counting.py).
     splits.py   word_split: the pre-tokenizers that only keep a pattern's matches, as one split
     framed.py   frame_of / framed_encodings: post-processed, padded batches in one step
     counting.py word counting shortcuts for training (corpus.count_words)
+    chunks.py   a file's whitespace-separated chunks counted as bytes (stdlib only: runs as a worker)
     workers.py  encode_batch over forked processes (its `workers=` argument)
 """
 

@@ -2,7 +2,8 @@
 
 * whitespace-dropping pre-tokenizers (BERT, Whitespace, WhitespaceSplit) behind char-local
   normalizers: count whitespace-separated chunks first (`str.split` + `Counter`, both in C),
-  then normalize and pre-tokenize each distinct chunk once;
+  then normalize and pre-tokenize each distinct chunk once; files are counted as chunks of
+  bytes (fast/chunks.py, `chunk_words`);
 * ByteLevel: one compiled regex over the line, then each distinct piece mapped to bytes once;
 * Metaspace: plain string replace and split.
 """
@@ -16,9 +17,10 @@ from typing import Callable, Iterable
 from .. import normalizers as N, pre_tokenizers as P
 from ..byte_level import GPT2_PATTERN, to_byte_chars
 
-# str.split() also splits on these four separators, which the tokenizers' whitespace set does not
-# hold (they are control characters there): a line containing them takes the regex path.
-_PY_ONLY_WS = frozenset("\x1c\x1d\x1e\x1f")
+# str.split() splits at these, where the pipeline does not: the tokenizers' whitespace set does not
+# hold \x1c-\x1f, and BertNormalizer's clean_text deletes them and \x0b, \x0c, \x85 (control
+# characters), joining what stood either side. A line holding one is counted as one chunk.
+_NOT_SPLIT_AT = frozenset("\x0b\x0c\x1c\x1d\x1e\x1f\x85")
 # Normalizers that act char by char (or on combining sequences, which never span whitespace):
 # normalizing a line equals normalizing each whitespace-separated chunk.
 _LOCAL_NORMALIZERS = (N.BertNormalizer, N.Lowercase, N.NFC, N.NFD, N.NFKC, N.NFKD, N.StripAccents)
@@ -52,14 +54,43 @@ def word_counter(normalizer, pre_tokenizer) -> Counter_ | None:
     return None
 
 
+def chunk_words(normalizer, pre_tokenizer) -> Callable[[dict, str], dict[str, int]] | None:
+    """For the pipelines counted by whitespace chunks (as `_count_chunked`): a function from
+    {chunk as bytes: count} (fast/chunks.py) and the decoding's errors setting to the word
+    counts, in the order the chunks come. None for the other pipelines.
+
+    On text free of _NOT_SPLIT_AT the words come in the order `_count_chunked` gives them: the
+    chunks come in the order they first occur, and so do the str chunks each would split into
+    (a str chunk's first occurrence is inside the first byte chunk that holds it), while later
+    repeats add no new word. The trained vocabulary depends on that order (ties go to the
+    symbols seen first).
+    """
+    norms, pres = _stages(normalizer, N.Sequence), _stages(pre_tokenizer, P.Sequence)
+    if len(pres) != 1 or type(pres[0]) not in _WS_DROPPING or any(type(n) not in _LOCAL_NORMALIZERS for n in norms):
+        return None
+    return partial(_words_of_chunks, normalizer, pres[0])
+
+
+def _words_of_chunks(normalizer, pre_tokenizer, chunks: dict, errors: str) -> dict[str, int]:
+    # a chunk ends at whitespace the normalizer keeps, so it normalizes and splits as in its line
+    words: dict[str, int] = {}
+    find = pre_tokenizer.pattern.findall
+    normalize = normalizer.normalize_str if normalizer is not None else None
+    get = words.get
+    for raw, n in chunks.items():
+        text = raw.decode("utf-8", errors)
+        for w in find(normalize(text) if normalize is not None else text):
+            words[w] = get(w, 0) + n
+    return words
+
+
 def _count_chunked(normalizer, pre_tokenizer, lines, bar) -> Counter:
     chunks: Counter = Counter()
-    whitespace = P.WhitespaceSplit()
     for line in lines:
-        if _PY_ONLY_WS.isdisjoint(line):
+        if _NOT_SPLIT_AT.isdisjoint(line):
             chunks.update(line.split())
         else:
-            chunks.update(w for w, _ in whitespace.pre_tokenize_str(line))
+            chunks[line] += 1  # (normalized and split as a whole below, as the pipeline does)
         if bar is not None:
             bar.update(len(line))
     words: Counter = Counter()
