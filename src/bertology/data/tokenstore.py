@@ -303,6 +303,10 @@ class FileTokens:
             )
         a = open_arrays(self.dir, self.meta["arrays"])
         self.inodes = {name: os.stat(self.dir / f"{name}.bin").st_ino for name in ("ids", "starts")}
+        self.files = {  # what FileTokens.read reads: (path, dtype, elements) of each array
+            name: (self.dir / f"{name}.bin", np.dtype(spec["dtype"]), spec["shape"][0])
+            for name, spec in self.meta["arrays"].items()
+        }
         self.ids, self.bits = a["ids"], a["starts"]
         self.sent_offsets = np.asarray(a["sent_offsets"], dtype=np.int64)
         self.doc_offsets = np.asarray(a["doc_offsets"], dtype=np.int64)
@@ -328,20 +332,19 @@ class FileTokens:
 
     def read(self, lo: int, hi: int, name: str = "ids") -> np.ndarray:
         """Elements [lo, hi) of array `name` ("ids" or "starts"), read from its file (a copy)."""
-        return self._runs(np.array([lo]), np.array([hi]), name)
+        return self._runs([lo], [hi], name)
 
-    def _runs(self, lo: np.ndarray, hi: np.ndarray, name: str) -> np.ndarray:
+    def _runs(self, lo: list[int], hi: list[int], name: str) -> np.ndarray:
         """Elements [lo[i], hi[i]) of array `name` for each i, end to end: one read a run."""
-        spec = self.meta["arrays"][name]
-        dtype, size = np.dtype(spec["dtype"]), spec["shape"][0]
-        if len(lo) and (lo.min() < 0 or (hi < lo).any() or hi.max() > size):
-            raise IndexError(f"{self.dir}: {name}[{lo.min()}:{hi.max()}] outside its {size} elements")
-        path, k = self.dir / f"{name}.bin", dtype.itemsize
-        fd, out = _descriptor(path, self.inodes[name]), np.empty(int((hi - lo).sum()), dtype)
+        path, dtype, size = self.files[name]
+        if any(a < 0 or b < a or b > size for a, b in zip(lo, hi)):
+            raise IndexError(f"{self.dir}: {name}[{min(lo)}:{max(hi)}] outside its {size} elements")
+        k = dtype.itemsize
+        fd, out = _descriptor(path, self.inodes[name]), np.empty(sum(hi) - sum(lo), dtype)
         into, at = memoryview(out).cast("B"), 0
-        for a, b in zip((lo * k).tolist(), (hi * k).tolist()):
-            for c in range(a, b, READ_BYTES):  # one read returns at most about 2 GB on Linux
-                n = min(READ_BYTES, b - c)
+        for a, b in zip(lo, hi):
+            for c in range(a * k, b * k, READ_BYTES):  # one read returns at most about 2 GB on Linux
+                n = min(READ_BYTES, b * k - c)
                 if os.preadv(fd, [into[at : at + n]], c) != n:
                     raise ValueError(f"{path}: shorter than its meta.json says; delete the directory")
                 at += n
@@ -363,10 +366,10 @@ class FileTokens:
             run = np.repeat(np.arange(len(first)), last + 1 - first)  # (P,) each position's run
             lo, hi = at[first], at[last] + 1  # (R,) each
             base = np.cumsum(hi - lo) - (hi - lo)  # (R,) where each run lands in the reads
-            ids[order] = self._runs(lo, hi, "ids")[at - lo[run] + base[run]]
+            ids[order] = self._runs(lo.tolist(), hi.tolist(), "ids")[at - lo[run] + base[run]]
             blo, bhi = lo >> 3, ((hi - 1) >> 3) + 1
             bbase = np.cumsum(bhi - blo) - (bhi - blo)
-            bits = self._runs(blo, bhi, "starts")[(at >> 3) - blo[run] + bbase[run]]
+            bits = self._runs(blo.tolist(), bhi.tolist(), "starts")[(at >> 3) - blo[run] + bbase[run]]
             starts[order] = (bits >> (at & 7)) & 1
         return ids.reshape(positions.shape), starts.reshape(positions.shape)
 
