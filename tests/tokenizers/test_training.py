@@ -2,6 +2,8 @@
 and encodes to the same ids, tokens, offsets and type ids; bad arguments fail clearly."""
 
 import doctest
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,17 @@ def test_bad_arguments(corpus, tmp_path):
 
 def test_docstring_examples():
     assert doctest.testmod(training).failed == 0
+
+
+def test_wordpiece_training_leaves_numpy_unimported(corpus, tmp_path):
+    """numpy (Unigram's) would add about 15 MB to every training's peak memory."""
+    code = (
+        "import sys; from bertology.tokenizers import train; "
+        f"train(files=[{str(corpus)!r}], family='bert', vocab_size=300, show_progress=False)"
+        f".save({str(tmp_path / 'tokenizer.json')!r}); "
+        "assert 'numpy' not in sys.modules, 'numpy imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.fixture(scope="module")

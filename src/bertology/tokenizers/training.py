@@ -33,7 +33,6 @@ from .added_tokens import AddedToken
 from .bpe_trainer import BpeTrainer
 from .corpus import count_words, count_words_in_files
 from .tokenizer import Tokenizer
-from .unigram_trainer import UnigramTrainer
 from .wordpiece_trainer import WordPieceTrainer
 
 ALGORITHMS = ("wordpiece", "bpe", "bytelevel-bpe", "unigram")
@@ -185,6 +184,9 @@ def make_trainer(
             show_progress=show_progress,
             **kw,
         )
+    # imported here: its numpy (about 15 MB of memory, held to the end of a training) only when used
+    from .unigram_trainer import UnigramTrainer
+
     return UnigramTrainer(
         vocab_size=vocab_size, special_tokens=special_tokens, unk_token=unk_token, show_progress=show_progress, **kw
     )

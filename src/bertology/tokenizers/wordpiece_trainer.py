@@ -176,6 +176,7 @@ class LikelihoodMerges:
             if c >= self.min_count:
                 self.pairs_of[k >> SHIFT].add(k)
                 self.pairs_of[k & MASK].add(k)
+        self.heap: list[tuple] = []
         self._rebuild_heap()
 
     def run(
@@ -228,7 +229,8 @@ class LikelihoodMerges:
         live = {k for ps in self.pairs_of.values() for k in ps}
         self.tracked.clear()
         self.dirty.clear()
-        self.heap = [self.entry(k, c) for k in live if (c := pair_counts[k]) >= min_count]
+        self.heap.clear()  # in place: the stale entries go before the new ones are made
+        self.heap.extend(self.entry(k, c) for k in live if (c := pair_counts[k]) >= min_count)
         heapq.heapify(self.heap)
         self.queued_at = dict(self.sc)
         self.compact_at = 2 * len(self.heap) + COMPACT_SLACK
