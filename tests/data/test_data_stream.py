@@ -71,3 +71,16 @@ def test_permutation_batches_from_the_store_are_those_of_the_stream(split_corpus
     for step in [0, 1, 2, whole.steps_per_epoch - 1, whole.steps_per_epoch + 3]:
         a, b = whole.batch(step), stored.batch(step)
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), step
+
+
+def test_a_window_reads_its_documents_not_those_between(split_corpus, monkeypatch):
+    corpus, _ = split_corpus
+    far_apart = [0, corpus.num_documents // 2, corpus.num_documents - 1]  # e.g. --heldout 3
+    stored = StoredStream(corpus, far_apart, eod=99)
+    read = []
+    span = corpus.span
+    monkeypatch.setattr(corpus, "span", lambda lo, hi: read.append(hi - lo) or span(lo, hi))
+    got = stored.read(0, len(stored))
+    assert sum(read) == len(stored) - 3  # the three documents' tokens, none of the ones between
+    whole = build_stream(corpus.documents(far_apart), eod=99)
+    assert [x.tolist() for x in got] == [whole.ids.tolist(), whole.starts.tolist(), whole.sentence.tolist()]

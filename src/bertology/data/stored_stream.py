@@ -53,30 +53,37 @@ class StoredStream:
         c = self.corpus
         j0, j1 = np.searchsorted(self.begin, [lo, hi - 1], side="right") - 1
         j = np.arange(j0, j1 + 1)  # (J,) the documents the window touches
-        first_sentence = np.asarray(c.doc_offsets[self.docs[j]], dtype=np.int64)  # (J,)
-        s0, s1 = int(first_sentence[0]), int(c.doc_offsets[self.docs[j1] + 1])
-        bounds = np.asarray(c.sent_offsets[s0 : s1 + 1], dtype=np.int64)  # the sentences from the first to the last
-        g0 = int(bounds[0])  # one read from the first document's first token to the last one's end (few
-        ids, starts = c.span(g0, int(bounds[-1]))  # held-out documents lie between: a fiftieth of them)
-        sentence = np.zeros(len(ids), np.int64)  # (G,) the sentence of each token read, counted from s0
-        sentence[bounds[1:-1] - g0] = 1
-        sentence = np.cumsum(sentence) + s0
-        # each document's part of the window: its tokens [a, b) and its eod where the window holds it
+        # each document's part of the window: its tokens [a, a + taken), and its eod where the window holds it
         a = np.maximum(self.begin[j], lo) - self.begin[j]
         b = np.minimum(self.begin[j + 1], hi) - self.begin[j]  # (J,) offsets in the document (its eod: its size)
         size = self.begin[j + 1] - self.begin[j] - 1
-        taken = np.minimum(b, size) - a  # (J,) tokens of each document in the window
-        doc_token = bounds[first_sentence - s0] - g0  # (J,) each document's first token in what was read
-        local = ranges(doc_token + a, taken)  # (T,)
+        taken = np.minimum(b, size) - a  # (J,)
+        first_sentence = np.asarray(c.doc_offsets[self.docs[j]], dtype=np.int64)  # (J,)
+        first_token = np.asarray(c.sent_offsets[first_sentence], dtype=np.int64) + a  # (J,) corpus positions
+        # documents that follow one another in the corpus are read as one span of it, with the sentence
+        # of each token read (the flags count sentences); a held-out document between two is a new span
+        ids, starts, sentence, local = [], [], [], np.empty(len(j), np.int64)
+        spans = np.split(np.arange(len(j)), np.flatnonzero(np.diff(self.docs[j]) != 1) + 1)
+        for k in spans:
+            g0, g1 = int(first_token[k[0]]), int(first_token[k[-1]] + taken[k[-1]])
+            local[k] = sum(map(len, ids)) + first_token[k] - g0
+            span_ids, span_starts = c.span(g0, g1)
+            s0, s1 = np.searchsorted(c.sent_offsets, [g0, max(g0, g1 - 1)], side="right") - 1  # first, last
+            marks = np.zeros(g1 - g0, np.int64)
+            marks[np.asarray(c.sent_offsets[s0 + 1 : s1 + 1], dtype=np.int64) - g0] = 1  # sentences begun inside
+            ids.append(span_ids), starts.append(span_starts), sentence.append(np.cumsum(marks) + s0)
+        ids, starts, sentence = (np.concatenate(x) for x in (ids, starts, sentence))
+        at_token = ranges(local, taken)  # (T,) where the window's tokens are in what was read
         doc = np.repeat(np.arange(len(j)), taken)  # (T,) index into j
-        segment = self.segments_before[j][doc] + (sentence[local] - first_sentence[doc])
+        segment = self.segments_before[j][doc] + (sentence[at_token] - first_sentence[doc])
         has_eod = b > size  # (J,)
         filled = taken + has_eod  # (J,) window positions each document fills
         at = np.cumsum(filled) - filled  # (J,) where each begins in the window
         token_at = ranges(at, taken)
         out_ids, out_starts = np.full(hi - lo, self.eod, np.int64), np.ones(hi - lo, bool)
         out_flags = np.empty(hi - lo, bool)
-        out_ids[token_at], out_starts[token_at], out_flags[token_at] = ids[local], starts[local], segment % 2 == 1
+        out_ids[token_at], out_starts[token_at] = ids[at_token], starts[at_token]
+        out_flags[token_at] = segment % 2 == 1
         eod_at = (at + filled - 1)[has_eod]
         out_flags[eod_at] = (self.segments_before[j + 1][has_eod] - 1) % 2 == 1
         return out_ids, out_starts, out_flags
