@@ -21,6 +21,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 from collections import Counter, deque
 from typing import Iterable
 
@@ -136,13 +137,22 @@ def _count_range_here(rng: tuple[str, int, int | None], errors: str) -> dict[byt
         raise
 
 
-def _chunk_worker(rng: tuple[str, int, int | None], errors: str) -> subprocess.Popen:
+def _chunk_worker(rng: tuple[str, int, int | None], errors: str) -> tuple:
+    """A started worker counting a range: (process, the file it writes its counts to, range)."""
     path, start, end = rng
     end_arg = "-" if end is None else str(end)
     args = [path, str(start), end_arg, compression(path) or "", errors]
     # a bare interpreter (-I -S: no site-packages, no environment) runs the stdlib-only script
     command = [sys.executable, "-I", "-S", chunk_counting.__file__, *args]
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    # the counts go to a file, not a pipe: a worker that is done exits (and frees its memory) at
+    # once instead of waiting, counts in hand, until this process reads them
+    out = tempfile.TemporaryFile()
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL)
+    except BaseException:
+        out.close()
+        raise
+    return proc, out, rng
 
 
 def _add_counts(into: dict, items: Iterable) -> None:
@@ -151,23 +161,18 @@ def _add_counts(into: dict, items: Iterable) -> None:
         into[key] = get(key, 0) + n
 
 
-def _collect(proc: subprocess.Popen, rng, errors: str, into: dict[bytes, int], bar) -> None:
+def _collect(worker: tuple, errors: str, into: dict[bytes, int], bar) -> None:
     """Add a worker's counts into `into`, in its order, a batch at a time. A worker that failed
-    before it wrote any (bad data, killed, out of memory) has its range counted here, which raises
-    the error bad data deserves."""
-    added = False
-    try:
-        while (batch := pickle.load(proc.stdout)) is not None:
-            _add_counts(into, batch)
-            added = True
-        failed = False
-    except Exception:
-        failed = True
-    proc.stdout.close()
-    if proc.wait() != 0 or failed:
-        if added:  # its counts are in part added: counting the range again would count them twice
-            raise CorpusError(f"{rng[0]}: the worker counting bytes {rng[1]}-{rng[2]} died (status {proc.returncode})")
-        _add_counts(into, _count_range_here(rng, errors).items())
+    (bad data, killed, out of memory) has its range counted here, which raises the error bad data
+    deserves."""
+    proc, out, rng = worker
+    with out:
+        if proc.wait() != 0:
+            _add_counts(into, _count_range_here(rng, errors).items())
+        else:
+            out.seek(0)
+            while (batch := pickle.load(out)) is not None:
+                _add_counts(into, batch)
     if bar is not None:  # bytes on disk, compressed or not
         bar.update(os.path.getsize(rng[0]) if rng[2] is None else rng[2] - rng[1])
 
@@ -195,19 +200,16 @@ def count_chunks_in_files(files, errors: str, workers: int, bar=None) -> dict[by
     running: deque = deque()
     try:
         for rng in byte_ranges(files, workers):
-            running.append((_chunk_worker(rng, errors), rng))
-            if len(running) < workers:
-                continue
-            proc, done = running.popleft()
-            _collect(proc, done, errors, counts, bar)
+            running.append(_chunk_worker(rng, errors))
+            if len(running) >= workers:
+                _collect(running.popleft(), errors, counts, bar)
         while running:
-            proc, done = running.popleft()
-            _collect(proc, done, errors, counts, bar)
+            _collect(running.popleft(), errors, counts, bar)
     finally:
-        for proc, _ in running:  # interrupted: our own workers, each by its process
+        for proc, out, _ in running:  # interrupted: our own workers, each by its process
             proc.kill()
-            proc.stdout.close()
             proc.wait()
+            out.close()
     return counts
 
 

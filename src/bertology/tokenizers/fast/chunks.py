@@ -3,31 +3,31 @@ for pipelines whose pre-tokenizer drops whitespace (counting.chunk_words takes i
 
 Splitting bytes at space, tab, CR and LF never cuts a UTF-8 character (no byte of a multi-byte
 one is ASCII), and every normalizer there keeps them as whitespace, so a chunk holds whole
-pre-tokens; what else the pre-tokenizer splits at (U+00A0, U+3000, \x0b unless BertNormalizer
-deletes it, ...) is left to the step on the distinct chunks. Reading blocks of a megabyte and counting `bytes.split()` in C skips
-the per-line work (a str per line, its decoding) that made most of the counting time.
+pre-tokens; what else the pre-tokenizer splits at (U+00A0, U+3000, \\x0b unless BertNormalizer
+deletes it, ...) is left to the step on the distinct chunks. Reading blocks of bytes and counting
+`bytes.split()` in C skips the per-line work (a str per line, its decoding) that made most of
+the counting time.
 
 This module imports the standard library alone, so that counting in parallel runs it as a script
 in a bare interpreter (`python -I -S chunks.py PATH START END COMPRESSION ERRORS`, the counts
-pickled to stdout): such a worker starts at about 10 MB, where a fork of the trainer's process
-counts the tens of MB of the modules it has loaded once more in the process tree's memory.
+pickled to stdout): such a worker starts at about 9 MB, where a fork of the trainer's process
+counts the tens of MB of the modules it has loaded once more in the process tree's memory (the
+bench sums the memory of a process and its children). A decompressor is imported when needed.
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
+import importlib
 import pickle
 import re
 import sys
 from collections import Counter
 from itertools import islice
 
-BLOCK = 1 << 18  # bytes a read: a block's chunks, split at once, are the worker's passing memory
+BLOCK = 1 << 16  # bytes a read: a block's chunks, split at once, are the worker's passing memory
 BATCH = 10_000  # counts pickled a batch at a time: no second copy of the whole table
 _SEPARATORS = re.compile(rb"[ \t\r\n]+")
-_OPENERS = {"gzip": gzip.open, "xz": lzma.open, "bz2": bz2.open}
+_MODULES = {"gzip": "gzip", "xz": "lzma", "bz2": "bz2"}
 
 
 def count_chunks(path: str, start: int = 0, end: int | None = None, compression: str | None = None, strict=True):
@@ -46,7 +46,7 @@ def count_chunks(path: str, start: int = 0, end: int | None = None, compression:
     >>> os.remove(f.name)
     """
     counts: Counter = Counter()
-    opener = _OPENERS[compression] if compression else open
+    opener = importlib.import_module(_MODULES[compression]).open if compression else open
     with opener(path, "rb") as f:
         if start:
             f.seek(start)
