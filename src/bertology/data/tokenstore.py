@@ -287,7 +287,8 @@ def _descriptor(path: Path, inode: int) -> int:
 
 
 class FileTokens:
-    """One file's token store, memory-mapped read-only."""
+    """One file's token store: its offsets in memory, its ids and word-start bits read from their files
+    (`read`, `take`; `ids` and `bits` are memory maps of them, for a look, not for the library's reads)."""
 
     def __init__(self, directory: str | os.PathLike):
         self.dir = Path(directory)
@@ -319,11 +320,6 @@ class FileTokens:
     @property
     def num_documents(self) -> int:
         return len(self.doc_offsets) - 1
-
-    def starts(self, positions: np.ndarray) -> np.ndarray:
-        """Word-start flags (bool) of the tokens at `positions` (any shape)."""
-        positions = np.asarray(positions, dtype=np.int64)
-        return ((np.asarray(self.bits[positions >> 3]) >> (positions & 7)) & 1).astype(bool)
 
     # The library reads the store through the two methods below, from the files, not through the
     # memory maps: a page of a map once touched stays mapped, and the kernel maps the cached pages
