@@ -51,7 +51,7 @@ def count_chunks(path: str, start: int = 0, end: int | None = None, compression:
         if start:
             f.seek(start)
         left = None if end is None else end - start
-        rest = b""
+        pending: list[bytes] = []  # what follows the last cut (a list: a long run is joined once)
         while left is None or left > 0:
             block = f.read(BLOCK if left is None else min(BLOCK, left))
             if not block:
@@ -61,13 +61,15 @@ def count_chunks(path: str, start: int = 0, end: int | None = None, compression:
             # count up to the block's last space or newline: a chunk may go on in the next block
             cut = max(block.rfind(b"\n"), block.rfind(b" ")) + 1
             if cut == 0:
-                rest += block
+                pending.append(block)
                 continue
-            text = rest + block[:cut]
-            rest = block[cut:]
+            pending.append(block[:cut])
+            text = b"".join(pending)
+            pending = [block[cut:]]
             if strict:
                 text.decode("utf-8")
             counts.update(_split(text))
+        rest = b"".join(pending)
         if strict:
             rest.decode("utf-8")
         counts.update(_split(rest))
