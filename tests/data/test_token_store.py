@@ -63,10 +63,23 @@ def test_ids_word_starts_and_offsets_are_the_sentence_encodings(small_corpus, wo
     meta = json.loads((part.dir / "meta.json").read_text())
     n = corpus.num_tokens
     assert part.ids.dtype == np.uint16 and (part.dir / "ids.bin").stat().st_size == 2 * n
-    assert (part.dir / "starts.bin").stat().st_size == (n + 7) // 8  # a bit a token
+    # WordPiece: an id either always starts a word or never does (a ## piece), so a bit an id, none a token
+    assert not (part.dir / "starts.bin").exists() and part.bits is None
+    assert (part.dir / "start_ids.bin").stat().st_size == (max(wordpiece.get_vocab().values()) + 1 + 7) // 8
     assert meta["arrays"]["sent_offsets"]["dtype"] == "uint32"
     assert corpus.sent_offsets[0] == 0 and corpus.sent_offsets[-1] == n and (np.diff(corpus.sent_offsets) > 0).all()
     assert corpus.doc_offsets[-1] == len(corpus.sent_offsets) - 1 and corpus.num_documents == 8
+
+
+@pytest.mark.parametrize("name", ["wordpiece", "bytelevel_bpe", "unigram"])
+def test_word_starts_are_kept_by_id_exactly_where_the_ids_say_them(small_corpus, request, tmp_path, name):
+    tok = request.getfixturevalue(name)
+    (part,) = tokenize_corpus([small_corpus], tok, tmp_path, workers=1).parts
+    seen = {(i, s) for doc in _reference([small_corpus], tok) for ids, starts in doc for i, s in zip(ids, starts)}
+    both = {i for i, s in seen if (i, not s) in seen}  # ids that start a word somewhere and not elsewhere
+    assert (part.start_of_id is None) == bool(both) and (part.dir / "starts.bin").exists() == bool(both)
+    if not both:
+        assert all(part.start_of_id[i] == s for i, s in seen)
 
 
 def test_a_vocabulary_past_uint16_stores_uint32_and_the_same_ids(small_corpus, wordpiece, tmp_path):
@@ -86,7 +99,9 @@ def test_workers_write_the_same_bytes_in_document_order(small_corpus, wordpiece,
     monkeypatch.setattr(tokenstore, "CHUNK_CHARS", 4000)  # many chunks, so the workers interleave
     one = tokenize_corpus([small_corpus], wordpiece, tmp_path / "one", workers=1)
     two = tokenize_corpus([small_corpus], wordpiece, tmp_path / "two", workers=2)
-    for name in ("ids.bin", "starts.bin", "sent_offsets.bin", "doc_offsets.bin"):
+    names = sorted(p.name for p in one.dirs[0].glob("*.bin"))
+    assert names == sorted(p.name for p in two.dirs[0].glob("*.bin")) and "ids.bin" in names
+    for name in names:
         assert (one.dirs[0] / name).read_bytes() == (two.dirs[0] / name).read_bytes(), name
 
 
@@ -195,6 +210,7 @@ def test_the_document_count_is_remembered_with_the_shared_cache(small_corpus, tm
 def test_reads_from_the_files_give_what_the_memory_maps_hold(small_corpus, wordpiece, tmp_path, monkeypatch):
     (store,) = tokenize_corpus([small_corpus], wordpiece, tmp_path, workers=1).parts
     n = store.num_tokens
+    every_start = np.array([s for doc in _reference([small_corpus], wordpiece) for _, starts in doc for s in starts])
     rng = np.random.default_rng(0)
     # scattered positions, repeats, far-apart runs and a (2, k) shape, as a batch's rows are
     positions = np.concatenate([rng.integers(0, n, 50), np.arange(5, 40), [n - 1, 0, 0, 7]])
@@ -202,8 +218,7 @@ def test_reads_from_the_files_give_what_the_memory_maps_hold(small_corpus, wordp
         got = positions[: np.prod(shape)].reshape(shape)
         ids, starts = store.take(got)
         assert ids.dtype == np.int64 and ids.shape == shape and starts.dtype == bool
-        bits = np.unpackbits(np.asarray(store.bits), bitorder="little").astype(bool)  # (the memory map's)
-        assert np.array_equal(ids, np.asarray(store.ids)[got]) and np.array_equal(starts, bits[got])
+        assert np.array_equal(ids, np.asarray(store.ids)[got]) and np.array_equal(starts, every_start[got])
     monkeypatch.setattr(tokenstore, "RUN_GAP", 0)  # every position a run of its own
     monkeypatch.setattr(tokenstore, "READ_BYTES", 3)  # and every read in parts of 3 bytes
     assert np.array_equal(store.take(positions)[0], np.asarray(store.ids)[positions])

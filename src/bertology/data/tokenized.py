@@ -106,26 +106,16 @@ class TokenizedCorpus:
     def span(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids (int64), word starts (bool)) of the global tokens [lo, hi): one read per file it spans."""
         if len(self.parts) == 1:  # the common case: one file
-            return self.parts[0].read(lo, hi).astype(np.int64), self._bits(self.parts[0], lo, hi)
+            return self.parts[0].span(lo, hi)
         ids, starts = np.empty(hi - lo, np.int64), np.empty(hi - lo, bool)
         for k in range(self._part_of(np.array([lo]))[0] if hi > lo else 0, len(self.parts)):
             base = int(self.token_base[k])
             a, b = max(lo, base) - base, min(hi, int(self.token_base[k + 1])) - base
             if base >= hi:
                 break
-            if a >= b:  # (a file of no tokens)
-                continue
-            ids[base + a - lo : base + b - lo] = self.parts[k].read(a, b)
-            starts[base + a - lo : base + b - lo] = self._bits(self.parts[k], a, b)
+            if a < b:  # (a file of no tokens has nothing to give)
+                ids[base + a - lo : base + b - lo], starts[base + a - lo : base + b - lo] = self.parts[k].span(a, b)
         return ids, starts
-
-    @staticmethod
-    def _bits(part: FileTokens, a: int, b: int) -> np.ndarray:
-        """The word-start flags of tokens [a, b) of one file's store."""
-        if a >= b:
-            return np.zeros(0, bool)
-        bits = np.unpackbits(part.read(a >> 3, ((b - 1) >> 3) + 1, "starts"), bitorder="little")
-        return bits[a & 7 : (a & 7) + b - a].astype(bool)
 
     def span_counts(self, vocab_size: int, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """How often each id occurs in the token spans [begins[i], ends[i]) (V,) int64, a token in k

@@ -5,7 +5,10 @@ built in a temporary directory renamed into place):
 
     ids.bin           (tokens,)            uint16 where every id of the vocabulary fits, else uint32
     starts.bin        (ceil(tokens / 8),)  uint8: one bit per token, set where a word starts
-                                           (little bit order: token t is bit t % 8 of byte t // 8)
+                                           (little bit order: token t is bit t % 8 of byte t // 8);
+                                           or, where each id either always or never starts a word
+                                           (WordPiece's ## pieces, SentencePiece's ▁ ones), instead
+    start_ids.bin     (ceil(vocabulary / 8),) uint8: one bit per id, set where it starts a word
     sent_offsets.bin  (sentences + 1,)     token offset of each sentence, then the total
     doc_offsets.bin   (documents + 1,)     sentence offset of each document, then the total
     id_counts.bin     (vocabulary,)        int64: how often each id occurs (the unigram prior's counts,
@@ -223,6 +226,8 @@ def build_file_store(
     dtype = id_dtype(tokenizer)
     n_tokens, n_sents, n_docs = 0, 0, 0
     id_counts = np.zeros(max(tokenizer.get_vocab().values(), default=0) + 1, np.int64)
+    # (ids seen starting a word, ids seen inside one: where none is both, the ids say where words start)
+    seen_start, seen_inside = np.zeros(len(id_counts), bool), np.zeros(len(id_counts), bool)
     with (
         open(tmp / "ids.bin", "wb") as f_ids,
         open(tmp / "starts.bin", "wb") as f_starts,
@@ -238,6 +243,7 @@ def build_file_store(
             f_ids.write(ids.tobytes())
             if len(ids):
                 id_counts += np.bincount(ids, minlength=len(id_counts))
+                seen_start[ids[starts]], seen_inside[ids[~starts]] = True, True
             bits.write(starts)
             f_sents.write((n_tokens + np.cumsum(lengths)).tobytes())
             f_docs.write((n_sents + np.cumsum(per_doc)).tobytes())
@@ -251,6 +257,11 @@ def build_file_store(
         "doc_offsets": {"dtype": "int64", "shape": [n_docs + 1]},
         "id_counts": {"dtype": "int64", "shape": [len(id_counts)]},
     }
+    if not (seen_start & seen_inside).any():  # a bit per id instead of one per token
+        os.remove(tmp / "starts.bin")
+        np.packbits(seen_start, bitorder="little").tofile(tmp / "start_ids.bin")
+        del arrays["starts"]
+        arrays["start_ids"] = {"dtype": "uint8", "shape": [(len(seen_start) + 7) // 8]}
     for name, top in (("sent_offsets", n_tokens), ("doc_offsets", n_sents)):
         if top < 1 << 32:  # offsets that fit in 4 bytes are kept in 4 (a small rewrite of a small array)
             wide = np.fromfile(tmp / f"{name}.bin", dtype=np.int64)
@@ -288,7 +299,8 @@ def _descriptor(path: Path, inode: int) -> int:
 
 class FileTokens:
     """One file's token store: its offsets in memory, its ids and word-start bits read from their files
-    (`read`, `take`; `ids` and `bits` are memory maps of them, for a look, not for the library's reads)."""
+    (`read`, `take`, `span`; `ids` and `bits` are memory maps of them, for a look, not for the library's
+    reads), or its word starts by id (`start_of_id`)."""
 
     def __init__(self, directory: str | os.PathLike):
         self.dir = Path(directory)
@@ -303,12 +315,15 @@ class FileTokens:
                 "builds it again"
             )
         a = open_arrays(self.dir, self.meta["arrays"])
-        self.inodes = {name: os.stat(self.dir / f"{name}.bin").st_ino for name in ("ids", "starts")}
+        self.inodes = {name: os.stat(self.dir / f"{name}.bin").st_ino for name in ("ids", "starts") if name in a}
         self.files = {  # what FileTokens.read reads: (path, dtype, elements) of each array
             name: (self.dir / f"{name}.bin", np.dtype(spec["dtype"]), spec["shape"][0])
             for name, spec in self.meta["arrays"].items()
         }
-        self.ids, self.bits = a["ids"], a["starts"]
+        self.ids, self.bits = a["ids"], a.get("starts")  # (no bits where the ids say where words start)
+        self.start_of_id = (
+            np.unpackbits(np.asarray(a["start_ids"]), bitorder="little").astype(bool) if "start_ids" in a else None
+        )
         self.sent_offsets = np.asarray(a["sent_offsets"], dtype=np.int64)
         self.doc_offsets = np.asarray(a["doc_offsets"], dtype=np.int64)
         self.id_counts = np.asarray(a["id_counts"]) if "id_counts" in a else None  # (older stores: none)
@@ -363,11 +378,23 @@ class FileTokens:
             lo, hi = at[first], at[last] + 1  # (R,) each
             base = np.cumsum(hi - lo) - (hi - lo)  # (R,) where each run lands in the reads
             ids[order] = self._runs(lo.tolist(), hi.tolist(), "ids")[at - lo[run] + base[run]]
+            if self.start_of_id is not None:
+                return ids.reshape(positions.shape), self.start_of_id[ids].reshape(positions.shape)
             blo, bhi = lo >> 3, ((hi - 1) >> 3) + 1
             bbase = np.cumsum(bhi - blo) - (bhi - blo)
             bits = self._runs(blo.tolist(), bhi.tolist(), "starts")[(at >> 3) - blo[run] + bbase[run]]
             starts[order] = (bits >> (at & 7)) & 1
         return ids.reshape(positions.shape), starts.reshape(positions.shape)
+
+    def span(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (int64), word starts (bool)) of tokens [lo, hi): a read of each array."""
+        ids = self.read(lo, hi).astype(np.int64)
+        if self.start_of_id is not None:
+            return ids, self.start_of_id[ids]
+        if lo >= hi:
+            return ids, np.zeros(0, bool)
+        bits = np.unpackbits(self.read(lo >> 3, ((hi - 1) >> 3) + 1, "starts"), bitorder="little")
+        return ids, bits[lo & 7 : (lo & 7) + hi - lo].astype(bool)
 
 
 def build_token_stores(
