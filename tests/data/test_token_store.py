@@ -224,6 +224,9 @@ def test_reads_from_the_files_give_what_the_memory_maps_hold(small_corpus, wordp
     assert np.array_equal(store.take(positions)[0], np.asarray(store.ids)[positions])
     assert np.array_equal(store.read(3, n), np.asarray(store.ids)[3:])
     assert store.take(np.zeros(0, np.int64))[0].shape == (0,)
+    store.close()  # its files no longer held open; a read opens them again
+    assert not any(key[0].parent == store.dir for key in tokenstore._descriptors)
+    assert np.array_equal(store.read(0, 5), np.asarray(store.ids)[:5])
     with pytest.raises(IndexError, match="token positions"):
         store.take(np.array([n]))
     with pytest.raises(IndexError, match="outside its"):

@@ -336,10 +336,17 @@ class FileTokens:
     def num_documents(self) -> int:
         return len(self.doc_offsets) - 1
 
-    # The library reads the store through the two methods below, from the files, not through the
+    # The library reads the store through the methods below, from the files, not through the
     # memory maps: a page of a map once touched stays mapped, and the kernel maps the cached pages
     # around it too, so batches drawn across a store (or the held-out documents counted) would map
     # most of it into the process. A read leaves the pages to the kernel's cache.
+
+    def close(self) -> None:
+        """Close the files kept open for reads (a store about to be deleted: its disk is freed)."""
+        for name, inode in self.inodes.items():
+            fd = _descriptors.pop((self.files[name][0], inode), None)
+            if fd is not None:
+                os.close(fd)
 
     def read(self, lo: int, hi: int, name: str = "ids") -> np.ndarray:
         """Elements [lo, hi) of array `name` ("ids" or "starts"), read from its file (a copy)."""
@@ -441,4 +448,5 @@ def sentence_ids(path: str, tokenizer) -> Iterator[np.ndarray]:
     with tempfile.TemporaryDirectory(prefix="bertology-pieces-") as private:
         (store,) = build_token_stores([path], tokenizer, os.environ.get(CACHE_ENV) or private, "lines")
         ids, bounds = store.read(0, store.num_tokens).astype(np.int32), store.sent_offsets  # the store may go
+        store.close()
     yield from (ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
