@@ -172,16 +172,8 @@ def count_documents(
         return sum(1 for _ in iter_documents(files, format, errors, text_column))  # (iter_lines names the bad value)
     total = 0
     paths = check_files(files, text_column)
-    # the bar counts the files' bytes, or their text's where one is compressed or a table
-    sizes = [0 if os.path.isdir(p) else os.path.getsize(p) for p in paths]
-    known = not any(compression(p) or table_format(p) for p in paths)
-    with progress_bar(
-        total=sum(sizes) if known else None,
-        desc="counting documents",
-        unit="B",
-        unit_scale=True,
-        disable=not show_progress,
-    ) as bar:
+    bar, sizes, known = bytes_bar(paths, "counting documents", show_progress)
+    with bar:
         for path, size in zip(paths, sizes):
             done = bar.n
             if table_format(path):
@@ -194,6 +186,16 @@ def count_documents(
             if known:
                 bar.update(done + size - bar.n)
     return total
+
+
+def bytes_bar(paths, desc: str, show_progress: bool):
+    """(a progress bar over the files' bytes, each file's size, whether the total is known): no total
+    where a file is compressed or a table, whose size is not its text's. After a file, `bar.update(done +
+    size - bar.n)` counts it whole (what the bar was told falls short of the bytes: newlines, UTF-8)."""
+    sizes = [0 if os.path.isdir(p) else os.path.getsize(p) for p in paths]
+    known = not any(compression(p) or table_format(p) for p in paths)
+    total = sum(sizes) if known else None
+    return progress_bar(total=total, desc=desc, unit="B", unit_scale=True, disable=not show_progress), sizes, known
 
 
 def _count_file(path: str, errors: str, bar) -> int:

@@ -43,11 +43,9 @@ from typing import Iterator
 
 import numpy as np
 
-from ..io import compression
 from ..tables import DEFAULT_TEXT_COLUMN, table_format
-from ..progress import progress_bar
 from .arrays import build_cached, digest, open_arrays
-from .corpus import iter_documents
+from .corpus import bytes_bar, iter_documents
 
 WORD_STARTS = "word_ids"  # where word starts come from: the encodings' word_ids (earlier: guessed from token strings)
 TOKENS_LAYOUT = 2  # 2: one store per file, uint16/uint32 ids, word starts as bits (1: one int32 store per corpus)
@@ -420,22 +418,14 @@ def build_token_stores(
     dirs = store_dirs(files, tokenizer, Path(root), format, errors, text_column)
     todo = [(f, d) for f, d in zip(files, dirs) if not (d / "meta.json").exists()]
     if todo:
-        sizes = [0 if os.path.isdir(f) else os.path.getsize(f) for f, _ in todo]
-        # a compressed file's size is not its text's, nor a table's
-        known = not any(compression(f) or table_format(f) for f, _ in todo)
-        with progress_bar(
-            total=sum(sizes) if known else None,
-            desc="tokenizing",
-            unit="B",
-            unit_scale=True,
-            disable=not show_progress,
-        ) as bar:
+        bar, sizes, known = bytes_bar([f for f, _ in todo], "tokenizing", show_progress)
+        with bar:
             for (f, d), size in zip(todo, sizes):
                 done = bar.n
                 build_cached(
                     d, lambda tmp, f=f: build_file_store(tmp, f, tokenizer, format, errors, workers, bar, text_column)
                 )
-                if known:  # the characters counted fall short of the bytes (newlines, UTF-8): the file is done
+                if known:  # the file is done
                     bar.update(done + size - bar.n)
     return [FileTokens(d) for d in dirs]
 
