@@ -27,7 +27,7 @@ BEHIND = 1 << 10  # and behind each window (B's random span is pulled back to a 
 
 class StoredStream:
     """The documents `docs` of a TokenizedCorpus, end to end, each followed by `eod` (the stream
-    `TokenizedCorpus.stream` returns whole), read a window at a time."""
+    `permutation.build_stream` makes of them), read a window at a time."""
 
     def __init__(self, corpus, docs, eod: int):
         self.corpus, self.eod = corpus, int(eod)
