@@ -261,7 +261,8 @@ def label_curves(
         return 0 if finished(job.out, job.lrs, job.seeds) else len(job.lrs) * len(job.seeds)
 
     every_method = [(s, m, todo(trial(s, m))) for s in starts for m in s.methods]
-    first_only = needs(every_method, first) > left() and len(every_method) > len(starts)
+    # (nothing left to run, as on a --resume of a finished stage, is never cut: the finished grids are read)
+    first_only = 0 < needs(every_method, first) > left() and len(every_method) > len(starts)
     if first_only:
         say(
             "   cut "
@@ -313,7 +314,10 @@ def label_curves(
         any); where none fits, `fallback` (None: the count is skipped). A cut of seeds is recorded with
         its reason."""
         kept = sum(remaining(c, plan.seeds[:1]) for c in after)
-        seeds = next((seeds for seeds in options if remaining(count, seeds) + kept <= left()), fallback)
+        seeds = next(
+            (seeds for seeds in options if remaining(count, seeds) == 0 or remaining(count, seeds) + kept <= left()),
+            fallback,
+        )
         if seeds is not None and seeds != options[0]:
             besides = f" ({kept:.0f} s kept for one seed of {', '.join(label_name(c) for c in after)})" if after else ""
             say(
