@@ -51,7 +51,7 @@ def _mix(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _mix_np(x: np.ndarray) -> np.ndarray:  # _mix on uint64 arrays (their arithmetic wraps)
+def mix64(x: np.ndarray) -> np.ndarray:  # _mix on uint64 arrays (their arithmetic wraps; shuffle.py's too)
     x = x ^ (x >> _U64(30))
     x = x * _U64(_M1)
     x = x ^ (x >> _U64(27))
@@ -98,7 +98,7 @@ def _keys(seed: int, dupes: np.ndarray, docs: np.ndarray, pieces: np.ndarray) ->
     passes = np.unique(dupes)
     bases = np.array([pass_base(seed, int(p)) for p in passes], dtype=_U64)
     base = bases[np.searchsorted(passes, dupes)]
-    return _mix_np(base + docs.astype(_U64) * _U64(_GOLDEN) + pieces.astype(_U64) * _U64(_PIECE))
+    return mix64(base + docs.astype(_U64) * _U64(_GOLDEN) + pieces.astype(_U64) * _U64(_PIECE))
 
 
 def document_pieces(sent_offsets, doc_offsets, doc_ids, piece_tokens: int):
@@ -144,15 +144,15 @@ def piece_bounds(pos, first, doc_offsets, doc_ids) -> tuple[np.ndarray, np.ndarr
 def _draw(key: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The t-th draw of each key as KeyedRandom.random() makes it: floats in [0, 1)."""
     t = t.astype(_U64)
-    word = _mix_np(key + ((t >> _U64(6)) + _U64(1)) * _U64(_STEP))
-    rest = _mix_np((key ^ _U64(_SALT)) + (t + _U64(1)) * _U64(_STEP)) >> _U64(12)
+    word = mix64(key + ((t >> _U64(6)) + _U64(1)) * _U64(_STEP))
+    rest = mix64((key ^ _U64(_SALT)) + (t + _U64(1)) * _U64(_STEP)) >> _U64(12)
     return (((word >> (t & _U64(63))) & _U64(1)) << _U64(52) | rest).astype(np.float64) * 2.0**-53
 
 
 def _coin(key: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Whether the t-th draw is < 0.5 (its top bit, a bit of a word shared by 64 draws: clear)."""
     t = t.astype(_U64)
-    word = _mix_np(key + ((t >> _U64(6)) + _U64(1)) * _U64(_STEP))
+    word = mix64(key + ((t >> _U64(6)) + _U64(1)) * _U64(_STEP))
     return ((word >> (t & _U64(63))) & _U64(1)) == 0
 
 
@@ -295,7 +295,7 @@ def _truncate(key, t, emit, x0, x_len, y0, y_len, M):
     lane = np.repeat(np.arange(len(cut)), nw)
     at = np.cumsum(nw) - nw  # each lane's first word
     widx = ranges(w0, nw)
-    clear = ~_mix_np(key[cut][lane] + (widx.astype(_U64) + _U64(1)) * _U64(_STEP))  # bits of draws < 0.5
+    clear = ~mix64(key[cut][lane] + (widx.astype(_U64) + _U64(1)) * _U64(_STEP))  # bits of draws < 0.5
     first = widx << 6  # each word's first draw
 
     def span(lo, hi):  # the bits of draws [lo, hi) (per lane) within each word

@@ -15,17 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .pairs import mix64
+
 ROUNDS = 6  # Luby-Rackoff: four rounds of a pseudo-random function already give a pseudo-random permutation
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)  # splitmix64's finaliser
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser on uint64 arrays (their arithmetic wraps)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
 
 
 class EpochOrder:
@@ -52,7 +44,7 @@ class EpochOrder:
         """One pass of the network: a bijection of [0, 4^half), which holds [0, n)."""
         left, right = x >> self.half, x & self.low
         for key in self.keys:
-            left, right = right, left ^ (_mix(right ^ key) & self.low)
+            left, right = right, left ^ (mix64(right ^ key) & self.low)
         return (left << self.half) | right
 
     def __call__(self, positions: np.ndarray) -> np.ndarray:
