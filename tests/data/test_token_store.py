@@ -158,6 +158,27 @@ def test_token_counts_of_documents_count_each_token(small_corpus, wordpiece, tmp
     assert np.array_equal(twice, 2 * corpus.token_counts(wordpiece.vocab_size, [1]).numpy())
 
 
+def test_counts_of_scattered_documents_read_in_batches_across_files(wordpiece, tmp_path, monkeypatch):
+    """Many short ranges are read and counted in batches of about _COUNT_CHUNK ids, a range longer than
+    a chunk split over batches, across the files of a corpus: the counts are the tokens', one by one."""
+    import bertology.data.tokenized as tokenized
+
+    docs = _documents(6)
+    files = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    files[0].write_text("\n".join(docs[:4]), encoding="utf-8")
+    files[1].write_text("\n".join(docs[4:]), encoding="utf-8")
+    corpus = tokenize_corpus(files, wordpiece, tmp_path / "cache")
+    V, read = wordpiece.vocab_size, _as_read(corpus)
+    for chunk in (7, 1000, 1 << 20):
+        monkeypatch.setattr(tokenized, "_COUNT_CHUNK", chunk)
+        for chosen in ([0, 2, 5], [1, 3, 4], [4]):
+            expected = np.zeros(V, np.int64)
+            for d in chosen:
+                for ids, _ in read[d]:
+                    np.add.at(expected, ids, 1)
+            assert np.array_equal(corpus.token_counts(V, chosen).numpy(), expected), (chunk, chosen)
+
+
 def test_the_store_counts_its_ids_and_most_documents_are_counted_from_them(small_corpus, wordpiece, tmp_path):
     """Each file's store keeps how often each id occurs (counted as its chunks are written); the counts
     of most of the corpus are those less the other documents' (without them, an older store: a pass)."""

@@ -170,17 +170,24 @@ class TokenizedCorpus:
         return self._range_counts(vocab_size, zip(offsets[first].tolist(), offsets[last + 1].tolist()))
 
     def _range_counts(self, vocab_size: int, spans) -> np.ndarray:
-        """Id counts of the global token ranges [lo, hi), _COUNT_CHUNK ids at a time."""
-        counts = np.zeros(vocab_size, np.int64)
-        for lo, hi in spans:
-            for k, p in enumerate(self.parts):
-                base = int(self.token_base[k])
+        """Id counts of the global token ranges [lo, hi), read in batches of about _COUNT_CHUNK ids (the
+        held-out documents' many short ranges: a bincount a batch, not a range)."""
+        spans, counts = list(spans), np.zeros(vocab_size, np.int64)
+        for k, p in enumerate(self.parts):
+            base, pieces = int(self.token_base[k]), []  # (lo, hi) within the file, none over a chunk
+            for lo, hi in spans:
                 a, b = max(lo, base) - base, min(hi, base + p.num_tokens) - base
-                for c0 in range(a, b, _COUNT_CHUNK):
-                    ids = p.read(c0, min(c0 + _COUNT_CHUNK, b)).astype(np.intp)
+                pieces += [(c, min(c + _COUNT_CHUNK, b)) for c in range(a, b, _COUNT_CHUNK)]
+            batch, size = [], 0
+            for n, (a, b) in enumerate(pieces):
+                batch.append((a, b))
+                size += b - a
+                if size >= _COUNT_CHUNK or n == len(pieces) - 1:
+                    ids = p.read_runs(*map(list, zip(*batch))).astype(np.intp)
                     if len(ids) and ids.max() >= vocab_size:
                         raise ValueError(f"{p.dir}: token id {int(ids.max())} outside a vocabulary of {vocab_size}")
                     counts += np.bincount(ids, minlength=vocab_size)
+                    batch, size = [], 0
         return counts
 
     def sentence_lengths(self, d: int) -> np.ndarray:

@@ -348,9 +348,9 @@ class FileTokens:
 
     def read(self, lo: int, hi: int, name: str = "ids") -> np.ndarray:
         """Elements [lo, hi) of array `name` ("ids" or "starts"), read from its file (a copy)."""
-        return self._runs([lo], [hi], name)
+        return self.read_runs([lo], [hi], name)
 
-    def _runs(self, lo: list[int], hi: list[int], name: str) -> np.ndarray:
+    def read_runs(self, lo: list[int], hi: list[int], name: str = "ids") -> np.ndarray:
         """Elements [lo[i], hi[i]) of array `name` for each i, end to end: one read a run."""
         path, dtype, size = self.files[name]
         if any(a < 0 or b < a or b > size for a, b in zip(lo, hi)):
@@ -382,12 +382,12 @@ class FileTokens:
             run = np.repeat(np.arange(len(first)), last + 1 - first)  # (P,) each position's run
             lo, hi = at[first], at[last] + 1  # (R,) each
             base = np.cumsum(hi - lo) - (hi - lo)  # (R,) where each run lands in the reads
-            ids[order] = self._runs(lo.tolist(), hi.tolist(), "ids")[at - lo[run] + base[run]]
+            ids[order] = self.read_runs(lo.tolist(), hi.tolist(), "ids")[at - lo[run] + base[run]]
             if self.start_of_id is not None:
                 return ids.reshape(positions.shape), self.start_of_id[ids].reshape(positions.shape)
             blo, bhi = lo >> 3, ((hi - 1) >> 3) + 1
             bbase = np.cumsum(bhi - blo) - (bhi - blo)
-            bits = self._runs(blo.tolist(), bhi.tolist(), "starts")[(at >> 3) - blo[run] + bbase[run]]
+            bits = self.read_runs(blo.tolist(), bhi.tolist(), "starts")[(at >> 3) - blo[run] + bbase[run]]
             starts[order] = (bits >> (at & 7)) & 1
         return ids.reshape(positions.shape), starts.reshape(positions.shape)
 
