@@ -43,8 +43,8 @@ def _span_ids(start: int, length: int) -> list[int]:
 def test_document_pairs_are_create_pair_instances_with_keyed_draws(objective, seed, sizes, M, short, window):
     """Every document of every pass, its pairs made by create_pair_instances (the recipe) with the
     document's KeyedRandom and the streaming negative window, are the pairs document_pairs makes for
-    all documents at once (truncation over many 64-draw words included: sentences of 150 tokens);
-    asked for one pair of each at batch time, it makes that pair alone."""
+    all documents at once (truncation over many 64-draw words included: sentences of 150 tokens), and
+    counted alone (`only_jobs`) the same jobs; asked for one pair of each at batch time, it makes that pair alone."""
     g = random.Random(100 + seed)
     docs, offset = [], 0
     for _ in range(12):
@@ -73,6 +73,9 @@ def test_document_pairs_are_create_pair_instances_with_keyed_draws(objective, se
     ]
     assert made == expected and len(made) > 10
     assert {label for *_, label in made} == {0, 1}
+    # the index's count of pairs (truncation's draws counted, not drawn): the same jobs, in the same order
+    count = document_pairs(sent_offsets, doc_offsets, np.arange(len(docs)), dupes, positions, only_jobs=True, **kw)
+    assert list(count) == ["job"] and np.array_equal(count["job"], got["job"])
     if max(sizes) > M:
         assert any(len(a) + len(b) == M for _, _, a, b, _ in made)  # some were truncated
     # at batch time: pair j of job i alone, in any order, a job asked for twice

@@ -176,6 +176,7 @@ def document_pairs(
     seed: int,
     want: np.ndarray | None = None,
     pieces: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    only_jobs: bool = False,
 ) -> dict[str, np.ndarray]:
     """The pairs of documents doc_ids[positions] in passes `dupes` (one job each), as
     create_pair_instances makes them with KeyedRandom(seed, dupe, document): spans of the token
@@ -187,6 +188,8 @@ def document_pairs(
     kept and each job stops there (batch time); a job with fewer pairs keeps none. With `pieces`
     ((first sentence, stop sentence, piece number) per job), a job is that piece of its document,
     made as a document of its own with KeyedRandom(seed, dupe, document, piece) (document_pieces).
+    With `only_jobs`, only "job" is returned (the index counts pairs: truncation's draws are then
+    counted, not drawn).
     """
     so = np.asarray(sent_offsets, dtype=np.int64)
     doc_offsets = np.asarray(doc_offsets, dtype=np.int64)
@@ -217,7 +220,7 @@ def document_pairs(
         t = t + 1 + short
         # the chunk: sentences i .. e - 1, the first run of sentences of `target` tokens or the rest
         s0 = so[i]
-        e = np.clip(np.searchsorted(so, s0 + target, "left"), i + 1, end)
+        e = _first_reaching(so, s0 + target, i + 1, end)
         n, length = e - i, so[e] - s0
         two = n >= 2
         a_end = np.where(two, 1 + _below(_draw(key, t), n - 1), 1)
@@ -239,7 +242,7 @@ def document_pairs(
             o0, o1 = doc_offsets[other], doc_offsets[other + 1]
             st = o0 + _below(_draw(key, t + 1), o1 - o0)
             t = t + 2 * rand
-            b_end = np.clip(np.searchsorted(so, so[st] + (target - a_len), "left"), st + 1, o1)
+            b_end = _first_reaching(so, so[st] + (target - a_len), st + 1, o1)
             x0, x_len = s0, np.where(cut_case, cut, a_len)
             y0 = np.where(cut_case, s0 + cut, np.where(rand, so[st], s0 + a_len))
             y_len = np.where(cut_case, a_len - cut, np.where(rand, so[b_end] - so[st], length - a_len))
@@ -257,22 +260,37 @@ def document_pairs(
             x0, x_len = np.where(label, b0, s0), np.where(label, b_len, a_len)
             y0, y_len = np.where(label, s0, b0), np.where(label, a_len, b_len)
             i = e
-        x0, x_len, y0, y_len, t = _truncate(key, t, emit, x0, x_len, y0, y_len, M)
+        if only_jobs:  # a truncated pair spends a draw a token removed
+            t = t + np.where(emit, np.maximum(x_len + y_len - M, 0), 0)
+            made_now = (job,)
+        else:
+            x0, x_len, y0, y_len, t = _truncate(key, t, emit, x0, x_len, y0, y_len, M)
+            made_now = (job, x0, x_len, y0, y_len, label)
         if want is None:
-            out.append((job[emit], x0[emit], x_len[emit], y0[emit], y_len[emit], label[emit]))
+            out.append(tuple(a[emit] for a in made_now))
             keep = i < end
         else:
             hit = emit & (made == left)
-            out.append((job[hit], x0[hit], x_len[hit], y0[hit], y_len[hit], label[hit]))
+            out.append(tuple(a[hit] for a in made_now))
             made = made + emit
             keep = (i < end) & ~hit
             left = left[keep]
         job, key, k, i, end, t, made = job[keep], key[keep], k[keep], i[keep], end[keep], t[keep], made[keep]
-    names = ("job", "a_start", "a_len", "b_start", "b_len", "label")
-    cols = [np.concatenate([o[c] for o in out]) if out else np.zeros(0, np.int64) for c in range(6)]
-    result = dict(zip(names, cols))
-    result["label"] = result["label"].astype(np.int8)
+    names = ("job", "a_start", "a_len", "b_start", "b_len", "label")[: 1 if only_jobs else 6]
+    result = {n: np.concatenate([o[c] for o in out]) if out else np.zeros(0, np.int64) for c, n in enumerate(names)}
+    if not only_jobs:
+        result["label"] = result["label"].astype(np.int8)
     return result
+
+
+def _first_reaching(so: np.ndarray, value: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The first sentence s with so[s] >= value, clipped to [lo, hi] (each entry its own): a search
+    of so[min(lo) : max(hi) + 1] alone, whose answers clip to the same. A block of neighbouring
+    documents searches the offsets of its own sentences, which stay in the cache, not all of them."""
+    if len(value) == 0:
+        return np.asarray(lo, np.int64)
+    a, b = int(lo.min()), int(hi.max()) + 1
+    return np.clip(a + np.searchsorted(so[a:b], value, "left"), lo, hi)
 
 
 def _truncate(key, t, emit, x0, x_len, y0, y_len, M):
@@ -386,7 +404,7 @@ def _block_counts(job, dupe: int, lo: int) -> np.ndarray:
         sent_offsets, doc_offsets, doc_ids, np.full(len(pos[sel]), dupe), pos[sel],
         max_num_tokens=r.max_seq_length - 3, short_seq_prob=r.short_seq_prob,
         objective=r.pair_task, window=r.negative_window, seed=seed,
-        pieces=(first[sel], stop[sel], number[sel]),
+        pieces=(first[sel], stop[sel], number[sel]), only_jobs=True,
     )  # fmt: skip
     return np.bincount(got["job"], minlength=len(pos[sel]))
 
