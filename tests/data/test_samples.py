@@ -76,6 +76,21 @@ def test_document_pairs_are_create_pair_instances_with_keyed_draws(objective, se
     # the index's count of pairs (truncation's draws counted, not drawn): the same jobs, in the same order
     count = document_pairs(sent_offsets, doc_offsets, np.arange(len(docs)), dupes, positions, only_jobs=True, **kw)
     assert list(count) == ["job"] and np.array_equal(count["job"], got["job"])
+    # offsets in uint32 as the stores keep them, the last at the dtype's very top: the same pairs, moved
+    top = int(np.iinfo(np.uint32).max - sent_offsets[-1])
+    narrow = document_pairs(
+        (sent_offsets + top).astype(np.uint32),
+        doc_offsets.astype(np.uint32),
+        np.arange(len(docs)),
+        dupes,
+        positions,
+        **kw,
+    )
+    for c in ("job", "a_len", "b_len", "label"):
+        assert np.array_equal(narrow[c], got[c])
+    assert np.array_equal(narrow["a_start"], got["a_start"] + top) and np.array_equal(
+        narrow["b_start"], got["b_start"] + top
+    )
     if max(sizes) > M:
         assert any(len(a) + len(b) == M for _, _, a, b, _ in made)  # some were truncated
     # at batch time: pair j of job i alone, in any order, a job asked for twice

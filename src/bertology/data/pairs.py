@@ -112,16 +112,16 @@ def document_pieces(sent_offsets, doc_offsets, doc_ids, piece_tokens: int):
     >>> [a.tolist() for a in document_pieces(so, do, np.array([0, 1]), 8)]
     [[0, 0, 1], [0, 2, 4]]
     """
-    so, do = np.asarray(sent_offsets, np.int64), np.asarray(doc_offsets, np.int64)
+    so, do = np.asarray(sent_offsets), np.asarray(doc_offsets)  # (read by index, widened: _wide)
     doc_ids = np.asarray(doc_ids, np.int64)
-    first, end = do[doc_ids], do[doc_ids + 1]
-    long = np.flatnonzero(so[end] - so[first] > piece_tokens)
+    first, end = _wide(do, doc_ids), _wide(do, doc_ids + 1)
+    long = np.flatnonzero(_wide(so, end) - _wide(so, first) > piece_tokens)
     if len(long) == 0:
         return np.arange(len(doc_ids)), first
     n = end[long] - first[long]
     owner = np.repeat(long, n)
     sent = ranges(first[long], n)
-    piece = (so[sent] - so[first[owner]]) // piece_tokens
+    piece = (_wide(so, sent) - _wide(so, first[owner])) // piece_tokens
     new = np.r_[True, (owner[1:] != owner[:-1]) | (piece[1:] != piece[:-1])]
     short = np.setdiff1d(np.arange(len(doc_ids)), long, assume_unique=True)
     pos, at = np.concatenate([short, owner[new]]), np.concatenate([first[short], sent[new]])
@@ -133,9 +133,7 @@ def piece_bounds(pos, first, doc_offsets, doc_ids) -> tuple[np.ndarray, np.ndarr
     """(stop sentence, number within its document) of each piece (document_pieces' pos, first)."""
     pos, first = np.asarray(pos, np.int64), np.asarray(first, np.int64)
     same = np.r_[pos[1:] == pos[:-1], False]  # the next piece is of the same document
-    stop = np.where(
-        same, np.r_[first[1:], 0], np.asarray(doc_offsets, np.int64)[np.asarray(doc_ids, np.int64)[pos] + 1]
-    )
+    stop = np.where(same, np.r_[first[1:], 0], _wide(doc_offsets, np.asarray(doc_ids, np.int64)[pos] + 1))
     k = np.arange(len(pos))
     opens = np.r_[True, pos[1:] != pos[:-1]]
     return stop, k - np.maximum.accumulate(np.where(opens, k, 0))
@@ -191,8 +189,7 @@ def document_pairs(
     With `only_jobs`, only "job" is returned (the index counts pairs: truncation's draws are then
     counted, not drawn).
     """
-    so = np.asarray(sent_offsets, dtype=np.int64)
-    doc_offsets = np.asarray(doc_offsets, dtype=np.int64)
+    so, doc_offsets = np.asarray(sent_offsets), np.asarray(doc_offsets)  # (read by index, widened: _wide)
     doc_ids = np.asarray(doc_ids, dtype=np.int64)
     positions = np.asarray(positions, dtype=np.int64)
     M, nsp, n_docs = int(max_num_tokens), objective == "nsp", len(doc_ids)
@@ -203,7 +200,7 @@ def document_pairs(
     docs = doc_ids[positions]
     job = np.arange(len(positions))
     if pieces is None:
-        i, end, number = doc_offsets[docs], doc_offsets[docs + 1], np.zeros(len(docs), np.int64)
+        i, end, number = _wide(doc_offsets, docs), _wide(doc_offsets, docs + 1), np.zeros(len(docs), np.int64)
     else:
         i, end, number = (np.asarray(a, dtype=np.int64) for a in pieces)
     key = _keys(seed, np.asarray(dupes, np.int64), docs, number)
@@ -219,13 +216,13 @@ def document_pairs(
         target = np.where(short, 2 + _below(_draw(key, t + 1), np.full(len(t), M - 1)), M)
         t = t + 1 + short
         # the chunk: sentences i .. e - 1, the first run of sentences of `target` tokens or the rest
-        s0 = so[i]
+        s0 = _wide(so, i)
         e = _first_reaching(so, s0 + target, i + 1, end)
-        n, length = e - i, so[e] - s0
+        n, length = e - i, _wide(so, e) - s0
         two = n >= 2
         a_end = np.where(two, 1 + _below(_draw(key, t), n - 1), 1)
         t = t + two
-        a_len = so[i + a_end] - s0
+        a_len = _wide(so, i + a_end) - s0
         one_long = ~two & (a_len >= 2)
         if nsp:
             coin = _coin(key, t)
@@ -239,13 +236,14 @@ def document_pairs(
             after, before = np.minimum(window, n_docs - 1 - k), np.minimum(window, k)
             j = _below(_draw(key, t), after + before)
             other = doc_ids[np.where(j < after, k + 1 + j, k - before + j - after)]
-            o0, o1 = doc_offsets[other], doc_offsets[other + 1]
+            o0, o1 = _wide(doc_offsets, other), _wide(doc_offsets, other + 1)
             st = o0 + _below(_draw(key, t + 1), o1 - o0)
             t = t + 2 * rand
-            b_end = _first_reaching(so, so[st] + (target - a_len), st + 1, o1)
+            b0 = _wide(so, st)
+            b_end = _first_reaching(so, b0 + (target - a_len), st + 1, o1)
             x0, x_len = s0, np.where(cut_case, cut, a_len)
-            y0 = np.where(cut_case, s0 + cut, np.where(rand, so[st], s0 + a_len))
-            y_len = np.where(cut_case, a_len - cut, np.where(rand, so[b_end] - so[st], length - a_len))
+            y0 = np.where(cut_case, s0 + cut, np.where(rand, b0, s0 + a_len))
+            y_len = np.where(cut_case, a_len - cut, np.where(rand, _wide(so, b_end) - b0, length - a_len))
             label = rand
             emit = np.ones(len(job), bool)
             i = np.where(rand, i + a_end, e)  # a random next puts the chunk's sentences after A back
@@ -254,7 +252,7 @@ def document_pairs(
             t = t + one_long
             emit = two | one_long  # a lone one-token sentence makes no ordered pair
             a_len = np.where(one_long, cut, a_len)
-            b0, b_len = s0 + a_len, np.where(one_long, so[e] - s0 - cut, length - a_len)
+            b0, b_len = s0 + a_len, np.where(one_long, length - cut, length - a_len)
             label = _coin(key, t) & emit  # swapped
             t = t + emit
             x0, x_len = np.where(label, b0, s0), np.where(label, b_len, a_len)
@@ -290,7 +288,15 @@ def _first_reaching(so: np.ndarray, value: np.ndarray, lo: np.ndarray, hi: np.nd
     if len(value) == 0:
         return np.asarray(lo, np.int64)
     a, b = int(lo.min()), int(hi.max()) + 1
+    # the values in the offsets' dtype (a search across dtypes copies what it searches); a value past the
+    # dtype's top, searched as the top, is found at or past the last offset all the same, and clips to hi
+    value = np.minimum(value, np.iinfo(so.dtype).max).astype(so.dtype)
     return np.clip(a + np.searchsorted(so[a:b], value, "left"), lo, hi)
+
+
+def _wide(offsets: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """offsets[at] as int64: the stores keep offsets in uint32 where they fit, whose arithmetic wraps."""
+    return offsets[at].astype(np.int64)
 
 
 def _truncate(key, t, emit, x0, x_len, y0, y_len, M):
@@ -433,7 +439,7 @@ class PairIndex:
             self.first_sentence = np.asarray(index["piece_first"], dtype=np.int64)
         else:  # every document one piece
             self.pos = np.arange(len(self.doc_ids))
-            self.first_sentence = np.asarray(corpus.doc_offsets, np.int64)[self.doc_ids]
+            self.first_sentence = _wide(corpus.doc_offsets, self.doc_ids)
         self.stop, self.number = piece_bounds(self.pos, self.first_sentence, corpus.doc_offsets, self.doc_ids)
         counts = np.asarray(index["pair_count"], dtype=np.int64)
         self.first = np.concatenate([[0], np.cumsum(counts)])  # (passes * pieces + 1,)

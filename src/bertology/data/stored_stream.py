@@ -68,7 +68,8 @@ class StoredStream:
             g0, g1 = int(first_token[k[0]]), int(first_token[k[-1]] + taken[k[-1]])
             local[k] = sum(map(len, ids)) + first_token[k] - g0
             span_ids, span_starts = c.span(g0, g1)
-            s0, s1 = np.searchsorted(c.sent_offsets, [g0, max(g0, g1 - 1)], side="right") - 1  # first, last
+            at = np.array([g0, max(g0, g1 - 1)], c.sent_offsets.dtype)  # (a search across dtypes copies the offsets)
+            s0, s1 = np.searchsorted(c.sent_offsets, at, side="right") - 1  # first, last
             marks = np.zeros(g1 - g0, np.int64)
             marks[np.asarray(c.sent_offsets[s0 + 1 : s1 + 1], dtype=np.int64) - g0] = 1  # sentences begun inside
             ids.append(span_ids), starts.append(span_starts), sentence.append(np.cumsum(marks) + s0)

@@ -85,8 +85,8 @@ class TokenizedCorpus:
         return int(self.token_base[-1])
 
     def doc_token_offsets(self) -> np.ndarray:
-        """(documents + 1,) the token offset where each document starts, then the total."""
-        return self.sent_offsets[self.doc_offsets]
+        """(documents + 1,) int64: the token offset where each document starts, then the total."""
+        return self.sent_offsets[self.doc_offsets].astype(np.int64)
 
     def _part_of(self, positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.token_base, positions, side="right") - 1

@@ -322,8 +322,9 @@ class FileTokens:
         self.start_of_id = (
             np.unpackbits(np.asarray(a["start_ids"]), bitorder="little").astype(bool) if "start_ids" in a else None
         )
-        self.sent_offsets = np.asarray(a["sent_offsets"], dtype=np.int64)
-        self.doc_offsets = np.asarray(a["doc_offsets"], dtype=np.int64)
+        # in memory as stored (uint32 where they fit: a 3 GB corpus has 22 million sentences); their
+        # readers index them and widen what they read to int64 before any arithmetic
+        self.sent_offsets, self.doc_offsets = np.array(a["sent_offsets"]), np.array(a["doc_offsets"])
         self.id_counts = np.asarray(a["id_counts"]) if "id_counts" in a else None  # (older stores: none)
 
     @property
