@@ -30,6 +30,7 @@ import codecs
 import os
 from typing import Iterable, Iterator
 
+import numpy as np
 import regex
 
 from ..io import CorpusError, check_corpus_paths, compression, iter_lines, open_corpus
@@ -161,8 +162,8 @@ def count_documents(
     """Number of documents `iter_documents` yields (one streaming pass).
 
     A document is a run of non-blank lines in either format (a "raw" one is never empty), so the
-    lines are not cut into sentences: each file is decoded a block at a time and its runs counted
-    in C (`count_runs`). A file that does not decode, or a corrupt compressed stream, is read
+    lines are not cut into sentences: each file is read a block at a time, decoded (to check it),
+    and its lines told blank or not from their bytes (`blank_lines`). A file that does not decode, or a corrupt compressed stream, is read
     again by iter_documents, whose error names the file and the byte offset. A table's documents
     are its non-blank rows of `text_column` (only that column is read).
     """
@@ -200,27 +201,43 @@ def bytes_bar(paths, desc: str, show_progress: bool):
 
 def _count_file(path: str, errors: str, bar) -> int:
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
-    total, blank_before, tail = 0, True, ""
+    total, blank_before, tail = 0, True, b""
     with open_corpus(path) as f:
         while True:
             raw = f.read(_COUNT_BLOCK)
-            lines = (tail + decoder.decode(raw, final=not raw)).split("\n")
-            tail = lines.pop() if raw else ""  # a block's unfinished last line waits for the next
-            n, blank_before = count_runs(lines, blank_before)
-            total += n
+            decoder.decode(raw, final=not raw)  # (raises where the file does not decode)
+            lines = tail + raw if raw or not tail else tail + b"\n"  # the last line may lack its newline
+            cut = lines.rfind(b"\n") + 1  # a block's unfinished last line waits for the next
+            lines, tail = lines[:cut], lines[cut:]
+            if lines:
+                blank = blank_lines(lines, errors)
+                total += int(np.count_nonzero(~blank[1:] & blank[:-1])) + int(blank_before and not blank[0])
+                blank_before = bool(blank[-1])
             bar.update(len(raw))
             if not raw:
                 return total
 
 
-def count_runs(lines: list[str], blank_before: bool = True) -> tuple[int, bool]:
-    """(runs of non-blank lines that begin in `lines`, whether its last line is blank): a run
-    goes on from the lines before unless `blank_before`.
+# a line's first byte that leaves it maybe blank: ASCII whitespace as str.strip takes it, and any
+# character beyond ASCII (a few are whitespace: U+0085, U+3000, ...)
+_MAYBE_BLANK = np.zeros(256, bool)
+_MAYBE_BLANK[[0x09, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = True
+_MAYBE_BLANK[0x80:] = True
 
-    >>> count_runs(["a", "b", " ", "", "c", "\u3000"]), count_runs(["x", ""], blank_before=False)
-    ((2, True), (0, True))
+
+def blank_lines(lines: bytes, errors: str = "strict") -> np.ndarray:
+    r"""(lines,) bool: which of the newline-ended UTF-8 `lines` are blank (iter_documents' test: nothing
+    left by str.strip). A line whose first byte is ASCII and not whitespace is not; an empty one is;
+    only the rest are decoded and stripped.
+
+    >>> blank_lines(b"a\n\n \t\nb c\n\xe3\x80\x80\n\xc3\xa9\n").tolist()   # U+3000 is whitespace, e-acute is not
+    [False, True, True, False, True, False]
     """
-    if not lines:
-        return 0, blank_before
-    flags = bytes(map(bool, map(str.strip, lines)))  # 1 a non-blank line (iter_documents' test)
-    return flags.count(b"\x00\x01") + (blank_before and flags[0]), not flags[-1]
+    b = np.frombuffer(lines, np.uint8)
+    ends = np.flatnonzero(b == 0x0A)  # (L,) each line's newline
+    starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends  # (L,)
+    first = b[starts]
+    blank = first == 0x0A
+    for k in np.flatnonzero(_MAYBE_BLANK[first]).tolist():
+        blank[k] = not lines[starts[k] : ends[k]].decode("utf-8", errors).strip()
+    return blank
