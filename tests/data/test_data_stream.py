@@ -41,13 +41,18 @@ def test_a_stored_stream_reads_what_the_whole_stream_holds(split_corpus, monkeyp
         stored.read(0, len(stored) + 1)
 
 
+@pytest.mark.parametrize("read_whole", [True, False], ids=["rows read whole", "rows read by windows"])
 @pytest.mark.parametrize("bi_data", [False, True])
-def test_stored_rows_are_batchify_of_the_stream(split_corpus, monkeypatch, bi_data):
+def test_stored_rows_are_batchify_of_the_stream(split_corpus, monkeypatch, bi_data, read_whole):
     corpus, docs = split_corpus
     monkeypatch.setattr(stored_stream, "WINDOW", 64)  # slices beyond one window, read again
+    if not read_whole:  # (a stream of real size)
+        monkeypatch.setattr(stored_stream, "WHOLE_STREAM", 0)
     whole = build_stream(corpus.documents(docs), eod=99).rows(6, bi_data)
     stored = StoredStream(corpus, docs, eod=99).rows(6, bi_data)
     assert len(stored) == len(whole)
+    reads, read = [], stored.stream.read
+    monkeypatch.setattr(stored.stream, "read", lambda lo, hi: reads.append(hi - lo) or read(lo, hi))
     rng = np.random.default_rng(1)
     for r in range(6):
         fields = stored.row(r)
@@ -59,10 +64,17 @@ def test_stored_rows_are_batchify_of_the_stream(split_corpus, monkeypatch, bi_da
                 assert got[a:b].tolist() == expected[a:b].tolist(), (r, a, b)
         with pytest.raises(TypeError, match="read by slices"):
             fields[0][3]
+    if read_whole:  # a read a row, of all of it
+        assert reads == [len(whole)] * 6
+    else:  # windows, and slices beyond them
+        assert len(reads) > 6
 
 
-def test_permutation_batches_from_the_store_are_those_of_the_stream(split_corpus):
+@pytest.mark.parametrize("read_whole", [True, False], ids=["rows read whole", "rows read by windows"])
+def test_permutation_batches_from_the_store_are_those_of_the_stream(split_corpus, monkeypatch, read_whole):
     corpus, docs = split_corpus
+    if not read_whole:
+        monkeypatch.setattr(stored_stream, "WHOLE_STREAM", 0)
     settings = PermutationSettings(seq_len=32, reuse_len=16, num_predict=6, perm_size=8, bi_data=True)
     specials = SpecialTokens(cls=4, sep=3, mask=5, pad=0, all_ids=(0, 2, 3, 4, 5), eod=2)
     whole = PermutationData(build_stream(corpus.documents(docs), eod=2), settings, specials, batch_size=4, seed=5)

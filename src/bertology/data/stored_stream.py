@@ -23,6 +23,9 @@ from .rows import ranges
 WINDOW = 1 << 13  # tokens a row reads ahead at once: the slices of an example and of the steps after it
 FAR = 1 << 10  # tokens read for B's random span (a span of at most max_length)
 BEHIND = 1 << 10  # and behind each window (B's random span is pulled back to a sentence start)
+# a stream of at most this many tokens (84 MB at 10 bytes a token) is read whole, a row at its first
+# example: B's random spans, a read each by windows, then cost nothing (a demo's corpus)
+WHOLE_STREAM = 1 << 23
 
 
 class StoredStream:
@@ -141,7 +144,12 @@ class _RowReader:
         return lo, hi, self.stream.read(self.base + lo, self.base + hi)
 
     def at(self, position: int) -> None:
-        """An example starts at `position`: the near window holds the next WINDOW / 2 tokens from it."""
+        """An example starts at `position`: the near window holds the next WINDOW / 2 tokens from it (or
+        the whole row, read once, where the stream is small)."""
+        if len(self.stream) <= WHOLE_STREAM:
+            if self.near is None:
+                self.near = self._read(0, self.length)
+            return
         lo, hi = self._forward(position - BEHIND, position + WINDOW // 2)
         if self.near is None or not (self.near[0] <= lo and hi <= self.near[1]):
             self.near = self._read(position - BEHIND, position + WINDOW)
