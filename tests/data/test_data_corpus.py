@@ -113,7 +113,11 @@ def test_count_documents_counts_what_iter_documents_yields(tmp_path, monkeypatch
     from bertology.data import corpus
 
     monkeypatch.setattr(corpus, "_COUNT_BLOCK", block)
-    text = "\n\n  \na\r\nb\n\u3000\n\x1c\nc é.\n \tindented\n\n\nDoc. Two\n\u00a0\nd e. F g.\n\x85\n\u00e9" + "x" * 30 + "\n \t"
+    text = (
+        "\n\n  \na\r\nb\n\u3000\n\x1c\nc é.\n \tindented\n\n\nDoc. Two\n\u00a0\nd e. F g.\n\x85\n\u00e9"
+        + "x" * 30
+        + "\n \t"
+    )
     p = tmp_path / "tricky.txt"
     p.write_text(text, encoding="utf-8")
     q = tmp_path / "plain.txt.gz"
