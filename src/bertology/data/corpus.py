@@ -163,9 +163,10 @@ def count_documents(
 
     A document is a run of non-blank lines in either format (a "raw" one is never empty), so the
     lines are not cut into sentences: each file is read a block at a time, decoded (to check it),
-    and its lines told blank or not from their bytes (`blank_lines`). A file that does not decode, or a corrupt compressed stream, is read
-    again by iter_documents, whose error names the file and the byte offset. A table's documents
-    are its non-blank rows of `text_column` (only that column is read).
+    and its lines told blank or not from their bytes (`blank_lines`). A file that does not decode,
+    or a corrupt compressed stream, is read again by iter_documents, whose error names the file and
+    the byte offset. A table's documents are its non-blank rows of `text_column` (only that column
+    is read).
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
