@@ -59,6 +59,28 @@ def test_pieces_are_tokenized_into_the_shared_token_store(corpus, tokenizer_path
     assert sum(map(len, first)) == store.num_tokens
 
 
+def test_a_tokenizer_that_pads_and_truncates_reads_whole_sentences_from_the_same_store(
+    corpus, tokenizer_path, tmp_path, monkeypatch
+):
+    """A tokenizer.json may carry padding and truncation (XLNet's pads on the left): word2vec's pieces and
+    pretraining's corpus read one store of whole sentences, keyed by the tokenizer without them."""
+    from bertology.data.tokenized import tokenize_corpus
+    from bertology.data.tokenstore import CACHE_ENV, sentence_ids, tokenizer_hash
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    plain = Tokenizer.load(tokenizer_path)
+    tok = Tokenizer.load(tokenizer_path)
+    tok.enable_padding(direction="left", pad_id=0, pad_token="[PAD]")
+    tok.enable_truncation(4)
+    pieces = list(PieceSentences([corpus], tok, sentence_ids=sentence_ids))
+    assert pieces == list(PieceSentences([corpus], plain)) and max(map(len, pieces)) > 4
+    stores = list((tmp_path / "cache").glob("tokens-*"))
+    tokenize_corpus([str(corpus)], tok, tmp_path / "unused")
+    assert stores == [tmp_path / "cache" / f"tokens-{tokenizer_hash(plain)}"]
+    assert list((tmp_path / "cache").glob("tokens-*")) == stores
+    assert tok.padding is not None and tok.truncation is not None  # the caller's tokenizer is left as it was
+
+
 def test_every_vector_is_keyed_by_a_piece(corpus, tokenizer_path):
     tok = Tokenizer.load(tokenizer_path)
     options = TrainOptions(

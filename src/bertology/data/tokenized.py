@@ -215,14 +215,9 @@ def tokenize_corpus(
     workers: int | None = None,
 ) -> TokenizedCorpus:
     """The corpus's token stores, under `directory` (or $BERTOLOGY_TOKEN_CACHE, see tokenstore.py),
-    each file tokenized once by `workers` processes (None: every core) and reused after.
-
-    The tokenizer's own padding and truncation (a tokenizer.json may carry both) are switched
-    off on a copy: sentences are packed later, and truncating them would lose text silently."""
-    if getattr(tokenizer, "padding", None) is not None or getattr(tokenizer, "truncation", None) is not None:
-        tokenizer = type(tokenizer).from_str(tokenizer.to_str())
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
+    each file tokenized once by `workers` processes (None: every core) and reused after; the tokenizer's own
+    padding and truncation are not applied (tokenstore.whole_sentences: sentences are packed later, and
+    truncating them would lose text silently)."""
     files = check_files(files)
     root = token_cache_root(Path(directory))
     return TokenizedCorpus(build_token_stores(files, tokenizer, root, format, errors, show_progress, workers))

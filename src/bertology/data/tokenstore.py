@@ -403,6 +403,18 @@ class FileTokens:
         return ids, bits[lo & 7 : (lo & 7) + hi - lo].astype(bool)
 
 
+def whole_sentences(tokenizer):
+    """The tokenizer with its own padding and truncation (a tokenizer.json may carry both: XLNet's pads on
+    the left) switched off, on a copy: a store keeps sentences whole, and is keyed by the tokenizer's hash,
+    so every reader of a corpus (pretraining, word2vec's pieces) finds the same store."""
+    if getattr(tokenizer, "padding", None) is None and getattr(tokenizer, "truncation", None) is None:
+        return tokenizer
+    tokenizer = type(tokenizer).from_str(tokenizer.to_str())
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
 def build_token_stores(
     files: list[str],
     tokenizer,
@@ -414,8 +426,9 @@ def build_token_stores(
     text_column: str = DEFAULT_TEXT_COLUMN,
 ) -> list[FileTokens]:
     """The token store of each file, tokenizing only the files whose store is not there yet; a table
-    (Parquet, a datasets directory) is read from `text_column`."""
-    workers = default_workers() if workers is None else workers
+    (Parquet, a datasets directory) is read from `text_column`. The tokenizer's padding and truncation
+    are not applied (`whole_sentences`)."""
+    tokenizer, workers = whole_sentences(tokenizer), default_workers() if workers is None else workers
     dirs = store_dirs(files, tokenizer, Path(root), format, errors, text_column)
     todo = [(f, d) for f, d in zip(files, dirs) if not (d / "meta.json").exists()]
     if todo:
